@@ -1,0 +1,82 @@
+// Package config resolves where Hestia keeps its files and loads the
+// configuration: a TOML file plus HESTIA_* environment overrides, validated
+// with errors that name the key, the value and what is allowed.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// Paths are the directories Hestia reads and writes. With HESTIA_HOME set,
+// everything lives under it; otherwise data follows the XDG base directory
+// spec and configuration lives under $XDG_CONFIG_HOME/hestia.
+type Paths struct {
+	Data   string // databases, auth token, blobs
+	Config string // config.toml
+	Logs   string // rotated log files
+}
+
+// Env abstracts the process environment so tests can pass their own.
+type Env func(string) string
+
+// ResolvePaths computes the paths from the environment.
+func ResolvePaths(env Env) (Paths, error) {
+	if home := env("HESTIA_HOME"); home != "" {
+		abs, err := filepath.Abs(home)
+		if err != nil {
+			return Paths{}, fmt.Errorf("resolving HESTIA_HOME %q: %w", home, err)
+		}
+		return Paths{Data: abs, Config: abs, Logs: filepath.Join(abs, "logs")}, nil
+	}
+	userHome := env("HOME")
+	dataBase := env("XDG_DATA_HOME")
+	if dataBase == "" || !filepath.IsAbs(dataBase) {
+		if userHome == "" {
+			return Paths{}, errors.New("cannot locate data directory: set HESTIA_HOME, XDG_DATA_HOME or HOME")
+		}
+		dataBase = filepath.Join(userHome, ".local", "share")
+	}
+	configBase := env("XDG_CONFIG_HOME")
+	if configBase == "" || !filepath.IsAbs(configBase) {
+		if userHome == "" {
+			return Paths{}, errors.New("cannot locate config directory: set HESTIA_HOME, XDG_CONFIG_HOME or HOME")
+		}
+		configBase = filepath.Join(userHome, ".config")
+	}
+	data := filepath.Join(dataBase, "hestia")
+	return Paths{Data: data, Config: filepath.Join(configBase, "hestia"), Logs: filepath.Join(data, "logs")}, nil
+}
+
+// ConfigFile is the path of the TOML configuration file.
+func (p Paths) ConfigFile() string { return filepath.Join(p.Config, "config.toml") }
+
+// TokenFile holds the daemon's bearer token (mode 0600).
+func (p Paths) TokenFile() string { return filepath.Join(p.Data, "auth-token") }
+
+// LockFile is held by the running daemon.
+func (p Paths) LockFile() string { return filepath.Join(p.Data, "hestia.lock") }
+
+// SecretsFile holds credentials kept out of config.toml (mode 0600).
+func (p Paths) SecretsFile() string { return filepath.Join(p.Config, "secrets.toml") }
+
+// DBDir holds every domain database; backup and doctor walk it.
+func (p Paths) DBDir() string { return filepath.Join(p.Data, "db") }
+
+// DB is the file of the named domain database.
+func (p Paths) DB(name string) string { return filepath.Join(p.DBDir(), name+".db") }
+
+// Ensure creates the directories with owner-only permissions.
+func (p Paths) Ensure() error {
+	for _, d := range []string{p.Data, p.Config, p.Logs, p.DBDir()} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return fmt.Errorf("creating %s: %w", d, err)
+		}
+	}
+	return nil
+}
+
+// OSEnv reads the real process environment.
+func OSEnv(key string) string { return os.Getenv(key) }

@@ -1,0 +1,256 @@
+// Package store holds the SQLite helpers every domain store is built on:
+// opening a database file with the pragmas Hestia relies on, numbered
+// migrations, a transaction helper, integrity checks and online backup.
+//
+// Each domain (chats, audit, usage, mail, …) owns its own database file and
+// its own schema; this package knows nothing about their tables.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"modernc.org/sqlite"
+)
+
+// ErrNotFound is returned by domain stores when a requested row does not
+// exist. Stores never return nil, nil.
+var ErrNotFound = errors.New("not found")
+
+// ErrNewerSchema is returned when a database was written by a newer Hestia
+// whose migrations this binary does not know. Opening it anyway could
+// corrupt data, so we refuse.
+var ErrNewerSchema = errors.New("database schema is newer than this binary")
+
+// Schema describes one database: its name (used for the file name, logs and
+// backups) and its ordered migrations. Migration i (0-based) brings the
+// schema from version i to version i+1. Migrations are append-only: never
+// edit one that has shipped.
+type Schema struct {
+	Name       string
+	Migrations []string
+}
+
+// DB is an open database with its schema applied.
+type DB struct {
+	*sql.DB
+	Name string
+	Path string
+}
+
+// Open opens (creating if needed) the SQLite file at path and applies the
+// schema's pending migrations in one transaction. The connection uses WAL,
+// a busy timeout, foreign keys and immediate write transactions so that
+// concurrent writers queue instead of failing with SQLITE_BUSY mid-transaction.
+func Open(ctx context.Context, path string, schema Schema) (*DB, error) {
+	if schema.Name == "" {
+		return nil, errors.New("store: schema has no name")
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("creating directory for %s database: %w", schema.Name, err)
+	}
+	sqldb, err := sql.Open("sqlite", dsn(path))
+	if err != nil {
+		return nil, fmt.Errorf("opening %s database %s: %w", schema.Name, path, err)
+	}
+	db := &DB{DB: sqldb, Name: schema.Name, Path: path}
+	if err := db.PingContext(ctx); err != nil {
+		sqldb.Close()
+		return nil, fmt.Errorf("opening %s database %s: %w", schema.Name, path, err)
+	}
+	if err := migrate(ctx, db, schema); err != nil {
+		sqldb.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// OpenExisting opens a database file without migrating it, failing if the
+// file does not exist. Used by doctor and backup, which must not create or
+// change stores.
+func OpenExisting(ctx context.Context, path string) (*sql.DB, error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("database %s: %w", path, err)
+	}
+	sqldb, err := sql.Open("sqlite", dsn(path))
+	if err != nil {
+		return nil, fmt.Errorf("opening database %s: %w", path, err)
+	}
+	if err := sqldb.PingContext(ctx); err != nil {
+		sqldb.Close()
+		return nil, fmt.Errorf("opening database %s: %w", path, err)
+	}
+	return sqldb, nil
+}
+
+func dsn(path string) string {
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout(5000)")
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Set("_txlock", "immediate")
+	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
+}
+
+// Version reports the schema version recorded in the database.
+func (db *DB) Version(ctx context.Context) (int, error) {
+	var v int
+	if err := db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+		return 0, fmt.Errorf("reading %s schema version: %w", db.Name, err)
+	}
+	return v, nil
+}
+
+func migrate(ctx context.Context, db *DB, schema Schema) error {
+	cur, err := db.Version(ctx)
+	if err != nil {
+		return err
+	}
+	want := len(schema.Migrations)
+	if cur > want {
+		return fmt.Errorf("%s database %s is at version %d, this binary knows %d: %w", schema.Name, db.Path, cur, want, ErrNewerSchema)
+	}
+	if cur == want {
+		return nil
+	}
+	err = db.Tx(ctx, func(tx *sql.Tx) error {
+		for i := cur; i < want; i++ {
+			if _, err := tx.ExecContext(ctx, schema.Migrations[i]); err != nil {
+				return fmt.Errorf("applying %s migration %d: %w", schema.Name, i+1, err)
+			}
+		}
+		rows, err := tx.QueryContext(ctx, "PRAGMA foreign_key_check")
+		if err != nil {
+			return fmt.Errorf("checking %s foreign keys: %w", schema.Name, err)
+		}
+		bad := rows.Next()
+		rows.Close()
+		if bad {
+			return fmt.Errorf("%s migration left foreign key violations", schema.Name)
+		}
+		// PRAGMA does not accept bound parameters; want is an int we control.
+		if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", want)); err != nil {
+			return fmt.Errorf("recording %s schema version: %w", schema.Name, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("migrating %s database from version %d to %d: %w", schema.Name, cur, want, err)
+	}
+	return nil
+}
+
+// Tx runs fn in a transaction, committing when fn returns nil and rolling
+// back otherwise. Every multi-statement write goes through it.
+func (db *DB) Tx(ctx context.Context, fn func(*sql.Tx) error) error {
+	return Tx(ctx, db.DB, fn)
+}
+
+// Tx is the free-function form of DB.Tx for callers holding a *sql.DB.
+func Tx(ctx context.Context, db *sql.DB, fn func(*sql.Tx) error) (err error) {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("beginning transaction: %w", err)
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			tx.Rollback()
+			panic(p)
+		}
+		if err != nil {
+			tx.Rollback()
+		}
+	}()
+	if err = fn(tx); err != nil {
+		return err
+	}
+	if err = tx.Commit(); err != nil {
+		return fmt.Errorf("committing transaction: %w", err)
+	}
+	return nil
+}
+
+// IntegrityCheck runs PRAGMA quick_check (or integrity_check when full is
+// set) and returns an error describing the first problems found.
+func IntegrityCheck(ctx context.Context, db *sql.DB, full bool) error {
+	pragma := "PRAGMA quick_check"
+	if full {
+		pragma = "PRAGMA integrity_check"
+	}
+	rows, err := db.QueryContext(ctx, pragma)
+	if err != nil {
+		return fmt.Errorf("running integrity check: %w", err)
+	}
+	defer rows.Close()
+	var problems []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return fmt.Errorf("reading integrity check: %w", err)
+		}
+		if s != "ok" && len(problems) < 5 {
+			problems = append(problems, s)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("running integrity check: %w", err)
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("integrity check failed: %s", strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// backuper is implemented by modernc.org/sqlite's connection type.
+type backuper interface {
+	NewBackup(dstURI string) (*sqlite.Backup, error)
+}
+
+// BackupTo copies the live database src into the file dst using SQLite's
+// online backup API, so writers may continue while it runs. dst must not
+// exist yet.
+func BackupTo(ctx context.Context, src *sql.DB, dst string) error {
+	if _, err := os.Stat(dst); err == nil {
+		return fmt.Errorf("backup target %s already exists", dst)
+	}
+	conn, err := src.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("getting connection for backup: %w", err)
+	}
+	defer conn.Close()
+	return conn.Raw(func(dc any) error {
+		b, ok := dc.(backuper)
+		if !ok {
+			return fmt.Errorf("sqlite driver does not support online backup")
+		}
+		bk, err := b.NewBackup(dst)
+		if err != nil {
+			return fmt.Errorf("starting backup to %s: %w", dst, err)
+		}
+		for {
+			if err := ctx.Err(); err != nil {
+				bk.Finish()
+				return err
+			}
+			more, err := bk.Step(256)
+			if err != nil {
+				bk.Finish()
+				return fmt.Errorf("copying pages to %s: %w", dst, err)
+			}
+			if !more {
+				break
+			}
+		}
+		if err := bk.Finish(); err != nil {
+			return fmt.Errorf("finishing backup to %s: %w", dst, err)
+		}
+		return nil
+	})
+}
