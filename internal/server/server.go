@@ -1,0 +1,218 @@
+// Package server is the daemon's HTTP surface: the listener, graceful
+// shutdown, the Host-header guard, bearer-token auth in front of every
+// /api and /v1 route, /health, and browser pairing. Domain packages register
+// their own routes on the authenticated mux returned by API.
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/hestia-dev/hestia/internal/authtoken"
+	"github.com/hestia-dev/hestia/internal/config"
+	"github.com/hestia-dev/hestia/internal/httpjson"
+)
+
+// Options configure a Server.
+type Options struct {
+	Config  config.ServerConfig
+	Token   authtoken.Token
+	Version string
+	Logger  *slog.Logger
+	// UI serves the web app at /. Nil serves a short text page.
+	UI  http.Handler
+	Now func() time.Time
+}
+
+// Server owns the HTTP listener and the route tables.
+type Server struct {
+	opts    Options
+	log     *slog.Logger
+	api     *http.ServeMux // behind auth
+	root    *http.ServeMux
+	pairing *pairing
+	started time.Time
+}
+
+// New builds a server; register routes on API() before calling Serve.
+func New(opts Options) *Server {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{
+		opts:    opts,
+		log:     opts.Logger,
+		api:     http.NewServeMux(),
+		root:    http.NewServeMux(),
+		pairing: newPairing(opts.Now),
+		started: opts.Now(),
+	}
+	s.root.HandleFunc("GET /health", s.health)
+	s.root.HandleFunc("POST /api/pair/local", s.pairLocal)
+	s.root.HandleFunc("POST /api/pair/exchange", s.pairExchange)
+	s.api.HandleFunc("POST /api/pair/codes", s.pairCreate)
+	authed := s.requireToken(s.api)
+	s.root.Handle("/api/", authed)
+	s.root.Handle("/v1/", authed)
+	ui := opts.UI
+	if ui == nil {
+		ui = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path != "/" {
+				http.NotFound(w, r)
+				return
+			}
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			fmt.Fprintln(w, "Hestia is running. The web UI is not part of this build; run `make web` and rebuild.")
+		})
+	}
+	s.root.Handle("/", ui)
+	// Unknown /api paths would otherwise fall to the mux's text 404; keep
+	// the JSON error shape for API clients.
+	s.api.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		httpjson.Error(w, http.StatusNotFound, "not_found", "no such endpoint: "+r.Method+" "+r.URL.Path)
+	})
+	return s
+}
+
+// API is the authenticated mux; domain packages add their routes here.
+func (s *Server) API() *http.ServeMux { return s.api }
+
+// Started is when the server was built, for uptime.
+func (s *Server) Started() time.Time { return s.started }
+
+// Handler is the complete handler chain, exposed for tests.
+func (s *Server) Handler() http.Handler {
+	return s.recoverPanics(s.guardHost(s.securityHeaders(s.root)))
+}
+
+// Listen opens the configured address. Separate from Serve so the caller can
+// learn the bound port (":0" in tests) and fail fast before starting work.
+func (s *Server) Listen() (net.Listener, error) {
+	ln, err := net.Listen("tcp", s.opts.Config.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("listening on %s: %w", s.opts.Config.Addr, err)
+	}
+	return ln, nil
+}
+
+// Serve answers requests on ln until ctx is cancelled, then shuts down
+// gracefully: new connections are refused and in-flight requests get up to
+// the configured shutdown timeout to finish.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	hs := &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	cfg := s.opts.Config
+	if cfg.TLSCert != "" {
+		cert, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("loading TLS certificate %s: %w", cfg.TLSCert, err)
+		}
+		hs.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+		ln = tls.NewListener(ln, hs.TLSConfig)
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	s.log.Info("listening", "addr", ln.Addr().String(), "tls", cfg.TLSCert != "")
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serving http: %w", err)
+	case <-ctx.Done():
+	}
+	s.log.Info("shutting down http server")
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout.D())
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil {
+		// Long-lived streams (SSE) do not end on their own; close them.
+		hs.Close()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("shutting down http server: %w", err)
+		}
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serving http: %w", err)
+	}
+	return nil
+}
+
+func (s *Server) health(w http.ResponseWriter, r *http.Request) {
+	httpjson.Write(w, http.StatusOK, map[string]any{"status": "ok", "version": s.opts.Version})
+}
+
+// requireToken rejects requests without the right bearer token with one
+// uniform 401: no hint whether the header was missing, malformed or wrong.
+func (s *Server) requireToken(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := r.Header.Get("Authorization")
+		const prefix = "Bearer "
+		ok := len(h) > len(prefix) && strings.EqualFold(h[:len(prefix)], prefix) && s.opts.Token.Equal(h[len(prefix):])
+		if !ok {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="hestia"`)
+			httpjson.Error(w, http.StatusUnauthorized, "unauthorized", "a valid bearer token is required")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// guardHost defends the loopback listener against DNS rebinding: a page on
+// evil.example resolving to 127.0.0.1 sends Host: evil.example, which we
+// refuse. Remote binds (explicitly configured, TLS) accept any Host.
+func (s *Server) guardHost(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.opts.Config.AllowRemote && !loopbackHost(r.Host) {
+			httpjson.Error(w, http.StatusForbidden, "forbidden_host", "requests must address the daemon by a loopback name such as 127.0.0.1 or localhost")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func loopbackHost(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.Trim(host, "[]"), ".")
+	return config.IsLoopbackHost(strings.ToLower(host))
+}
+
+func (s *Server) securityHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("X-Frame-Options", "DENY")
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) recoverPanics(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if p := recover(); p != nil {
+				if p == http.ErrAbortHandler {
+					panic(p)
+				}
+				s.log.Error("handler panic", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(p))
+				httpjson.Error(w, http.StatusInternalServerError, "internal", "internal error")
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
