@@ -1,0 +1,503 @@
+// Package parse turns raw RFC 5322 / MIME messages and the containers they
+// arrive in (Maildir files, mbox files, Apple Mail .emlx files) into the
+// normalised record the mail mirror stores.
+//
+// Outside mail is hostile or simply broken: every entry point tolerates
+// malformed headers, unknown charsets and encodings, bad boundaries and
+// truncated bodies, keeping whatever can be read and naming the problems
+// instead of failing the whole message.
+package parse
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"html"
+	"io"
+	"mime"
+	"net/mail"
+	"regexp"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/emersion/go-message"
+	_ "github.com/emersion/go-message/charset" // registers every charset go-message can decode
+	gomail "github.com/emersion/go-message/mail"
+	"golang.org/x/text/encoding/charmap"
+)
+
+// Address is one mailbox from an address header.
+type Address struct {
+	Name string `json:"name,omitempty"`
+	Addr string `json:"addr"`
+}
+
+// String renders the address the way a person reads it.
+func (a Address) String() string {
+	if a.Name == "" {
+		return a.Addr
+	}
+	if a.Addr == "" {
+		return a.Name
+	}
+	return a.Name + " <" + a.Addr + ">"
+}
+
+// Attachment is a non-body part. Data is nil when the part exceeded
+// Options.MaxAttachmentBytes; SHA256 and Size always describe the full part.
+type Attachment struct {
+	Filename    string
+	ContentType string
+	Size        int64
+	SHA256      string
+	Inline      bool
+	Data        []byte
+}
+
+// Message is the parsed, normalised form of one message.
+type Message struct {
+	MessageID     string // without angle brackets; "" when absent or unparseable
+	InReplyTo     []string
+	References    []string
+	Subject       string
+	From          []Address
+	To            []Address
+	Cc            []Address
+	Bcc           []Address
+	ReplyTo       []Address
+	Date          time.Time // zero when absent or unparseable
+	Text          string    // the readable body: text/plain parts, else HTML rendered to text
+	HTMLOnly      bool      // Text came from HTML
+	Attachments   []Attachment
+	GmailThreadID string   // X-GM-THRID when present (exported Gmail mail)
+	Problems      []string // what was malformed; empty for a clean message
+	Size          int
+	RawSHA256     string // hash of the raw bytes, used for surrogate identity
+}
+
+// Options bound the work done per message.
+type Options struct {
+	MaxTextBytes       int   // body text kept (default 1 MiB)
+	MaxAttachmentBytes int64 // attachment bytes kept in Data (default 25 MiB)
+	MaxParts           int   // parts visited (default 500)
+}
+
+func (o Options) withDefaults() Options {
+	if o.MaxTextBytes <= 0 {
+		o.MaxTextBytes = 1 << 20
+	}
+	if o.MaxAttachmentBytes <= 0 {
+		o.MaxAttachmentBytes = 25 << 20
+	}
+	if o.MaxParts <= 0 {
+		o.MaxParts = 500
+	}
+	return o
+}
+
+// ErrEmpty is returned for input that holds no message at all.
+var ErrEmpty = errors.New("empty message")
+
+// Parse parses one raw message. It fails only when nothing usable can be
+// recovered; otherwise problems are listed in Message.Problems.
+func Parse(raw []byte, opts Options) (*Message, error) {
+	opts = opts.withDefaults()
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return nil, ErrEmpty
+	}
+	sum := sha256.Sum256(raw)
+	m := &Message{Size: len(raw), RawSHA256: hex.EncodeToString(sum[:])}
+
+	ent, err := message.Read(bytes.NewReader(raw))
+	if ent == nil {
+		// The header block itself is malformed (a line without a colon,
+		// binary junk). Keep the lines that look like fields and retry, so
+		// one bad line does not lose Subject/From/Date.
+		m.problem("header: %v", err)
+		cleaned := cleanHeader(raw)
+		ent, err = message.Read(bytes.NewReader(cleaned))
+		if ent == nil {
+			m.problem("header unrecoverable: %v", err)
+			m.Text = clampText(toUTF8(raw), opts.MaxTextBytes)
+			return m, nil
+		}
+	}
+	if err != nil {
+		m.problem("top-level part: %v", err)
+	}
+	h := gomail.Header{Header: ent.Header}
+	m.readHeader(h)
+
+	var plain, htmlParts []string
+	parts := 0
+	walkErr := ent.Walk(func(path []int, part *message.Entity, perr error) error {
+		parts++
+		if parts > opts.MaxParts {
+			return errTooManyParts
+		}
+		if perr != nil {
+			m.problem("part %v: %v", path, perr)
+		}
+		if part == nil {
+			return nil
+		}
+		mt, params, cterr := part.Header.ContentType()
+		if cterr != nil {
+			mt = "text/plain" // RFC 2045 §5.2 default for an unparseable type
+		}
+		if mt == "" {
+			mt = "text/plain"
+		}
+		if strings.HasPrefix(mt, "multipart/") {
+			return nil
+		}
+		disp, dparams, _ := part.Header.ContentDisposition()
+		filename := dparams["filename"]
+		if filename == "" {
+			filename = params["name"]
+		}
+		isAttachment := strings.EqualFold(disp, "attachment") || (filename != "" && !strings.HasPrefix(mt, "text/"))
+		if (mt == "text/plain" || mt == "text/html") && !isAttachment && !strings.EqualFold(disp, "attachment") {
+			body, rerr := io.ReadAll(io.LimitReader(part.Body, int64(opts.MaxTextBytes)+1))
+			if rerr != nil {
+				m.problem("reading part %v: %v", path, rerr)
+			}
+			s := partText(body, params["charset"], perr)
+			if mt == "text/html" {
+				htmlParts = append(htmlParts, s)
+			} else {
+				plain = append(plain, s)
+			}
+			return nil
+		}
+		a := Attachment{Filename: decodeWord(filename), ContentType: mt, Inline: strings.EqualFold(disp, "inline")}
+		hasher := sha256.New()
+		var buf bytes.Buffer
+		n, rerr := io.Copy(io.MultiWriter(hasher, &limitedBuffer{b: &buf, max: opts.MaxAttachmentBytes}), part.Body)
+		if rerr != nil {
+			m.problem("reading attachment %v: %v", path, rerr)
+		}
+		a.Size = n
+		a.SHA256 = hex.EncodeToString(hasher.Sum(nil))
+		if n <= opts.MaxAttachmentBytes {
+			a.Data = buf.Bytes()
+		}
+		m.Attachments = append(m.Attachments, a)
+		return nil
+	})
+	if walkErr != nil {
+		m.problem("mime structure: %v", walkErr)
+	}
+	switch {
+	case len(plain) > 0 && strings.TrimSpace(strings.Join(plain, "")) != "":
+		m.Text = strings.Join(plain, "\n")
+	case len(htmlParts) > 0:
+		m.Text = HTMLToText(strings.Join(htmlParts, "\n"))
+		m.HTMLOnly = true
+	case walkErr != nil && len(m.Attachments) == 0:
+		// Broken structure with nothing extracted: index the raw body so
+		// the message can still be found.
+		if i := bytes.Index(raw, []byte("\n\n")); i >= 0 {
+			m.Text = toUTF8(raw[i+2:])
+		}
+	}
+	m.Text = clampText(strings.TrimSpace(normalizeNewlines(m.Text)), opts.MaxTextBytes)
+	return m, nil
+}
+
+var errTooManyParts = errors.New("too many MIME parts")
+
+func (m *Message) problem(format string, args ...any) {
+	if len(m.Problems) < 20 {
+		m.Problems = append(m.Problems, fmt.Sprintf(format, args...))
+	}
+}
+
+func (m *Message) readHeader(h gomail.Header) {
+	if id, err := h.MessageID(); err == nil {
+		m.MessageID = id
+	} else if v := strings.TrimSpace(h.Get("Message-Id")); v != "" {
+		m.problem("message-id: %v", err)
+		m.MessageID = strings.Trim(strings.Fields(v)[0], "<>")
+	}
+	m.InReplyTo = msgIDs(h, "In-Reply-To")
+	m.References = msgIDs(h, "References")
+	subj, err := h.Subject()
+	if err != nil {
+		m.problem("subject: %v", err)
+		subj = toUTF8([]byte(h.Get("Subject")))
+	}
+	m.Subject = strings.TrimSpace(collapseSpace(subj))
+	m.From = m.addresses(h, "From")
+	m.To = m.addresses(h, "To")
+	m.Cc = m.addresses(h, "Cc")
+	m.Bcc = m.addresses(h, "Bcc")
+	m.ReplyTo = m.addresses(h, "Reply-To")
+	m.Date = parseDate(h.Get("Date"))
+	if m.Date.IsZero() && h.Get("Date") != "" {
+		m.problem("date: cannot parse %q", truncate(h.Get("Date"), 60))
+	}
+	m.GmailThreadID = strings.TrimSpace(h.Get("X-GM-THRID"))
+}
+
+// msgIDs reads In-Reply-To/References leniently: the strict parser stops at
+// the first bad id, so fall back to anything between angle brackets.
+func msgIDs(h gomail.Header, key string) []string {
+	ids, err := h.MsgIDList(key)
+	if err == nil {
+		return ids
+	}
+	var out []string
+	for _, m := range anglePattern.FindAllStringSubmatch(h.Get(key), 50) {
+		out = append(out, strings.TrimSpace(m[1]))
+	}
+	return out
+}
+
+var anglePattern = regexp.MustCompile(`<([^<>\s]+)>`)
+
+func (m *Message) addresses(h gomail.Header, key string) []Address {
+	v := h.Get(key)
+	if strings.TrimSpace(v) == "" {
+		return nil
+	}
+	list, err := h.AddressList(key)
+	if err == nil {
+		out := make([]Address, 0, len(list))
+		for _, a := range list {
+			out = append(out, Address{Name: strings.TrimSpace(a.Name), Addr: strings.ToLower(strings.TrimSpace(a.Address))})
+		}
+		return out
+	}
+	m.problem("%s: %v", strings.ToLower(key), err)
+	return lenientAddresses(decodeWord(v))
+}
+
+var addrPattern = regexp.MustCompile(`[^\s<>,;:"()\[\]]+@[^\s<>,;:"()\[\]]+`)
+
+// lenientAddresses salvages addresses from a header the RFC 5322 parser
+// rejected (unquoted commas, missing brackets, stray junk).
+func lenientAddresses(v string) []Address {
+	var out []Address
+	for _, piece := range strings.Split(v, ",") {
+		piece = strings.TrimSpace(piece)
+		if piece == "" {
+			continue
+		}
+		if a, err := mail.ParseAddress(piece); err == nil {
+			out = append(out, Address{Name: a.Name, Addr: strings.ToLower(a.Address)})
+			continue
+		}
+		addr := addrPattern.FindString(piece)
+		name := strings.TrimSpace(strings.Trim(strings.Replace(piece, "<"+addr+">", "", 1), `" `))
+		if name == addr {
+			name = ""
+		}
+		out = append(out, Address{Name: name, Addr: strings.ToLower(addr)})
+		if len(out) >= 200 {
+			break
+		}
+	}
+	return out
+}
+
+var dateLayouts = []string{
+	"Mon, 2 Jan 2006 15:04:05 -0700",
+	"Mon, 2 Jan 2006 15:04:05 MST",
+	"2 Jan 2006 15:04:05 -0700",
+	"Mon, 2 Jan 2006 15:04 -0700",
+	"Mon, 2 Jan 06 15:04:05 -0700",
+	"Mon Jan 2 15:04:05 2006",
+	"Mon, 2 Jan 2006 15:04:05",
+	time.RFC3339,
+}
+
+func parseDate(v string) time.Time {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return time.Time{}
+	}
+	if t, err := mail.ParseDate(v); err == nil {
+		return t
+	}
+	// Drop trailing comments like "(PST)" and retry with looser layouts.
+	if i := strings.Index(v, "("); i > 0 {
+		v = strings.TrimSpace(v[:i])
+	}
+	v = collapseSpace(v)
+	for _, l := range dateLayouts {
+		if t, err := time.Parse(l, v); err == nil {
+			return t
+		}
+	}
+	return time.Time{}
+}
+
+// partText converts a decoded part to valid UTF-8. go-message already
+// decoded transfer encoding and known charsets; when the charset was unknown
+// (perr set) or absent, fall back to Latin-1 for invalid UTF-8, which at
+// least keeps ASCII words searchable.
+func partText(body []byte, charset string, perr error) string {
+	_ = charset
+	return toUTF8(body)
+}
+
+func toUTF8(b []byte) string {
+	if utf8.Valid(b) {
+		return string(b)
+	}
+	if s, err := charmap.Windows1252.NewDecoder().Bytes(b); err == nil {
+		return string(s)
+	}
+	return strings.ToValidUTF8(string(b), "\uFFFD")
+}
+
+var wordDecoder = mime.WordDecoder{CharsetReader: func(cs string, r io.Reader) (io.Reader, error) {
+	return message.CharsetReader(cs, r)
+}}
+
+// decodeWord decodes RFC 2047 encoded words, keeping the input on failure.
+func decodeWord(s string) string {
+	if !strings.Contains(s, "=?") {
+		return s
+	}
+	if d, err := wordDecoder.DecodeHeader(s); err == nil {
+		return d
+	}
+	return s
+}
+
+// cleanHeader keeps only well-formed header lines (and their folded
+// continuations) of raw's header block, followed by the untouched body.
+func cleanHeader(raw []byte) []byte {
+	var out bytes.Buffer
+	sc := bufio.NewScanner(bytes.NewReader(raw))
+	sc.Buffer(make([]byte, 0, 64*1024), 4<<20)
+	inBody := false
+	keep := false
+	fields := 0
+	for sc.Scan() {
+		line := sc.Text()
+		if inBody {
+			out.WriteString(line)
+			out.WriteByte('\n')
+			continue
+		}
+		trimmed := strings.TrimRight(line, "\r")
+		if trimmed == "" {
+			inBody = true
+			out.WriteString("\n")
+			continue
+		}
+		if trimmed[0] == ' ' || trimmed[0] == '\t' {
+			if keep {
+				out.WriteString(trimmed)
+				out.WriteByte('\n')
+			}
+			continue
+		}
+		i := strings.IndexByte(trimmed, ':')
+		keep = i > 0 && validFieldName(trimmed[:i])
+		if !keep && fields == 0 {
+			// No header at all: the text starts right away.
+			inBody = true
+			out.WriteString("\n" + line + "\n")
+			continue
+		}
+		if keep {
+			fields++
+			out.WriteString(toUTF8([]byte(trimmed)))
+			out.WriteByte('\n')
+		}
+	}
+	if !inBody {
+		out.WriteString("\n")
+	}
+	return out.Bytes()
+}
+
+func validFieldName(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c <= 32 || c >= 127 {
+			return false
+		}
+	}
+	return true
+}
+
+var (
+	scriptStyle = regexp.MustCompile(`(?is)<(script|style|head)\b.*?</(script|style|head)\s*>`)
+	blockTag    = regexp.MustCompile(`(?i)<\s*(br|/p|/div|/tr|/li|/h[1-6]|/table|hr)\b[^>]*>`)
+	anyTag      = regexp.MustCompile(`(?s)<[^>]*>`)
+	comment     = regexp.MustCompile(`(?s)<!--.*?-->`)
+	spaces      = regexp.MustCompile(`[ \t\x{00a0}]+`)
+	blankLines  = regexp.MustCompile(`\n\s*\n\s*\n+`)
+)
+
+// HTMLToText renders an HTML body to readable text: scripts and styles
+// dropped, block ends turned into newlines, entities decoded.
+func HTMLToText(s string) string {
+	s = comment.ReplaceAllString(s, "")
+	s = scriptStyle.ReplaceAllString(s, "")
+	s = blockTag.ReplaceAllString(s, "\n")
+	s = anyTag.ReplaceAllString(s, "")
+	s = html.UnescapeString(s)
+	s = spaces.ReplaceAllString(s, " ")
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimSpace(l)
+	}
+	s = strings.Join(lines, "\n")
+	return strings.TrimSpace(blankLines.ReplaceAllString(s, "\n\n"))
+}
+
+func normalizeNewlines(s string) string {
+	if !strings.Contains(s, "\r") {
+		return s
+	}
+	return strings.ReplaceAll(strings.ReplaceAll(s, "\r\n", "\n"), "\r", "\n")
+}
+
+func collapseSpace(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+func clampText(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	s = s[:max]
+	for len(s) > 0 && !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// limitedBuffer writes at most max bytes to b and silently drops the rest,
+// so a huge attachment is still hashed in full without being held.
+type limitedBuffer struct {
+	b   *bytes.Buffer
+	max int64
+}
+
+func (l *limitedBuffer) Write(p []byte) (int, error) {
+	room := l.max - int64(l.b.Len())
+	if room > 0 {
+		if int64(len(p)) > room {
+			l.b.Write(p[:room])
+		} else {
+			l.b.Write(p)
+		}
+	}
+	return len(p), nil
+}
