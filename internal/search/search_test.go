@@ -1,0 +1,168 @@
+package search
+
+import (
+	"context"
+	"database/sql"
+	"math/rand"
+	"path/filepath"
+	"testing"
+
+	"github.com/hestia-dev/hestia/internal/store"
+)
+
+func TestMatchAllQuotesSyntax(t *testing.T) {
+	t.Parallel()
+	cases := []struct{ in, want string }{
+		{"invoice energy", `"invoice" AND "energy"`},
+		{`subject:"x" OR NEAR(a b)`, `"subject" AND "x" AND "or" AND "near" AND "a" AND "b"`},
+		{"  ---  ", ""},
+		{"Café 2026", `"café" AND "2026"`},
+	}
+	for _, c := range cases {
+		t.Run(c.in, func(t *testing.T) {
+			t.Parallel()
+			if got := MatchAll(c.in); got != c.want {
+				t.Errorf("MatchAll(%q) = %s, want %s", c.in, got, c.want)
+			}
+		})
+	}
+	if got := MatchAny("a b"); got != `"a" OR "b"` {
+		t.Errorf("MatchAny = %s", got)
+	}
+}
+
+func TestSubstring(t *testing.T) {
+	t.Parallel()
+	if _, ok := Substring("body", "ab"); ok {
+		t.Error("two characters must be rejected")
+	}
+	if e, ok := Substring("from_addr", `ma"rco`); !ok || e != `from_addr : "ma""rco"` {
+		t.Errorf("got %s %v", e, ok)
+	}
+}
+
+// TestQueriesAgainstSQLite proves the built expressions are valid FTS5 and
+// that hostile input is matched literally, on a real database.
+func TestQueriesAgainstSQLite(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "s.db"), store.Schema{Name: "s", Migrations: []string{`
+		CREATE VIRTUAL TABLE w USING fts5(subject, body);
+		CREATE VIRTUAL TABLE g USING fts5(subject, body, tokenize='trigram');
+		INSERT INTO w(rowid, subject, body) VALUES (1, 'Solar certificate', 'the installer sent it'), (2, 'NEAR(x)', 'column:odd "quoted"');
+		INSERT INTO g(rowid, subject, body) SELECT rowid, subject, body FROM w;`}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ids := func(table, expr string) []int64 {
+		rows, err := db.QueryContext(ctx, "SELECT rowid FROM "+table+" WHERE "+table+" MATCH ? ORDER BY rank", expr)
+		if err != nil {
+			t.Fatalf("%s: %v", expr, err)
+		}
+		defer rows.Close()
+		var out []int64
+		for rows.Next() {
+			var id int64
+			rows.Scan(&id)
+			out = append(out, id)
+		}
+		return out
+	}
+	if got := ids("w", MatchAll("solar installer")); len(got) != 1 || got[0] != 1 {
+		t.Errorf("lexical = %v", got)
+	}
+	if got := ids("w", MatchAll(`NEAR(x) column:odd "quoted"`)); len(got) != 1 || got[0] != 2 {
+		t.Errorf("hostile = %v", got)
+	}
+	e, _ := Substring("subject", "ertific")
+	if got := ids("g", e); len(got) != 1 || got[0] != 1 {
+		t.Errorf("substring = %v", got)
+	}
+	e, _ = Substring("", `odd "quo`)
+	if got := ids("g", e); len(got) != 1 || got[0] != 2 {
+		t.Errorf("quoted substring = %v", got)
+	}
+	var _ *sql.DB = db.DB
+}
+
+func TestRRF(t *testing.T) {
+	t.Parallel()
+	got := RRF(60, []int64{1, 2, 3}, []int64{3, 1, 4}, []int64{1, 1})
+	if got[0].ID != 1 || got[1].ID != 3 {
+		t.Fatalf("order = %+v", got)
+	}
+	want := 1.0/61 + 1.0/62 + 1.0/61
+	if d := got[0].Score - want; d > 1e-12 || d < -1e-12 {
+		t.Errorf("score = %v want %v (duplicate in a list must count once)", got[0].Score, want)
+	}
+	if len(got) != 4 {
+		t.Errorf("len = %d", len(got))
+	}
+	if len(RRF(0)) != 0 {
+		t.Error("no lists")
+	}
+}
+
+func TestIndex(t *testing.T) {
+	t.Parallel()
+	x := NewIndex(3)
+	if err := x.Put(1, []float32{1, 0, 0}); err != nil {
+		t.Fatal(err)
+	}
+	x.Put(2, []float32{0, 1, 0})
+	x.Put(3, []float32{0.9, 0.1, 0})
+	if err := x.Put(4, []float32{1, 2}); err == nil {
+		t.Error("wrong dimension accepted")
+	}
+	hits, err := x.Search([]float32{1, 0, 0}, 2, nil)
+	if err != nil || len(hits) != 2 || hits[0].ID != 1 || hits[1].ID != 3 {
+		t.Fatalf("hits = %+v %v", hits, err)
+	}
+	hits, _ = x.Search([]float32{1, 0, 0}, 2, func(id int64) bool { return id != 1 })
+	if hits[0].ID != 3 || hits[1].ID != 2 {
+		t.Errorf("filtered = %+v", hits)
+	}
+	x.Delete(1)
+	x.Put(3, []float32{0, 0, 1})
+	hits, _ = x.Search([]float32{0, 0, 1}, 5, nil)
+	if len(hits) != 2 || hits[0].ID != 3 || x.Len() != 2 {
+		t.Errorf("after delete/replace = %+v", hits)
+	}
+	if _, err := x.Search([]float32{1}, 1, nil); err == nil {
+		t.Error("wrong query dimension accepted")
+	}
+	v := []float32{0.5, -2, 3.25}
+	back, err := DecodeVector(EncodeVector(v))
+	if err != nil || back[0] != v[0] || back[1] != v[1] || back[2] != v[2] {
+		t.Errorf("round trip = %v %v", back, err)
+	}
+	if _, err := DecodeVector([]byte{1, 2, 3}); err != ErrBadVector {
+		t.Errorf("bad blob: %v", err)
+	}
+}
+
+func TestIndexMatchesBruteForce(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewSource(1))
+	x := NewIndex(8)
+	vecs := map[int64][]float32{}
+	for i := int64(0); i < 300; i++ {
+		v := make([]float32, 8)
+		for j := range v {
+			v[j] = r.Float32()*2 - 1
+		}
+		vecs[i] = Normalize(append([]float32(nil), v...))
+		x.Put(i, v)
+	}
+	q := vecs[42]
+	hits, _ := x.Search(q, 10, nil)
+	if hits[0].ID != 42 {
+		t.Errorf("nearest to itself = %d", hits[0].ID)
+	}
+	for i := 1; i < len(hits); i++ {
+		if hits[i].Score > hits[i-1].Score {
+			t.Fatal("not sorted")
+		}
+	}
+}
