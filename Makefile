@@ -1,0 +1,58 @@
+# Hestia build, run and test entry points. See README.md.
+GO      ?= go
+VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X main.version=$(VERSION)
+WEB_STAMP := web/node_modules/.package-lock.json
+
+.PHONY: all build run web deps test test-go test-web lint fmt bench clean
+
+all: build
+
+## deps: check the toolchains; install Node.js/npm from Debian if missing (root only)
+deps:
+	@command -v $(GO) >/dev/null || { echo "Go is required (https://go.dev/dl), not found in PATH"; exit 1; }
+	@command -v npm >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -qq && apt-get install -y -qq nodejs npm; \
+	  else echo "npm is required to build the web UI: install Node.js 20+"; exit 1; fi; }
+
+$(WEB_STAMP): web/package.json web/package-lock.json
+	cd web && npm ci --no-audit --no-fund
+	@touch $@
+
+## web: build the PWA into web/dist (embedded by the next `make build`)
+web: deps $(WEB_STAMP)
+	cd web && npm run build
+
+## build: the hestia binary at bin/hestia (embeds web/dist as last built)
+build:
+	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/hestia ./cmd/hestia
+
+## run: install what is needed, build UI and binary, start the daemon
+run: web build
+	./bin/hestia serve
+
+## test: the whole test suite (Go, then the web UI's unit and browser tests)
+test: test-go test-web
+
+test-go:
+	$(GO) vet ./...
+	$(GO) test -timeout 25m ./...
+
+test-web: deps $(WEB_STAMP)
+	cd web && npm run typecheck && npm test && npm run build && npm run e2e
+
+## bench: the performance benchmarks (not part of `make test`)
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+lint:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
+	$(GO) vet ./...
+
+clean:
+	rm -rf bin web/node_modules
+	find web/dist -mindepth 1 ! -name .keep -delete 2>/dev/null || true

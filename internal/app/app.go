@@ -1,0 +1,229 @@
+// Package app is the single wiring package: it builds every component from
+// the configuration, registers their routes, background workers and health
+// checks, and runs the daemon. Nothing else imports it but the CLI.
+//
+// A domain wires itself in its own file (llm.go, agent.go, mail.go, …) with
+// an init method listed in initializers, in dependency order.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"runtime/debug"
+	"slices"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/hestia-dev/hestia/internal/authtoken"
+	"github.com/hestia-dev/hestia/internal/config"
+	"github.com/hestia-dev/hestia/internal/doctor"
+	"github.com/hestia-dev/hestia/internal/lock"
+	"github.com/hestia-dev/hestia/internal/server"
+	"github.com/hestia-dev/hestia/internal/store"
+	"github.com/hestia-dev/hestia/web"
+)
+
+// App holds the wired components of one home.
+type App struct {
+	Paths   config.Paths
+	Config  config.Config
+	Log     *slog.Logger
+	Version string
+	Now     func() time.Time
+
+	// Server and Token are set only when the daemon is being served; CLI
+	// commands that work on the stores directly build an App without them.
+	Server *server.Server
+	Token  authtoken.Token
+
+	closers []func() error
+	workers []worker
+	checks  []doctor.Check
+}
+
+type worker struct {
+	name string
+	run  func(ctx context.Context) error
+}
+
+type initializer struct {
+	name string
+	init func(ctx context.Context) error
+}
+
+// initializers lists every component's wiring, in dependency order. Each
+// domain adds one line here and its own file in this package.
+func (a *App) initializers() []initializer {
+	return []initializer{
+		{"system", a.initSystem},
+	}
+}
+
+// New returns an App for the home without building components yet.
+func New(paths config.Paths, cfg config.Config, log *slog.Logger, version string) *App {
+	return &App{Paths: paths, Config: cfg, Log: log, Version: version, Now: time.Now}
+}
+
+// OpenStore opens (and migrates) the domain database named by schema and
+// closes it when the App closes.
+func (a *App) OpenStore(ctx context.Context, schema store.Schema) (*store.DB, error) {
+	db, err := store.Open(ctx, a.Paths.DB(schema.Name), schema)
+	if err != nil {
+		return nil, err
+	}
+	a.OnClose(db.Close)
+	return db, nil
+}
+
+// OnClose registers fn to run when the App closes, in reverse order.
+func (a *App) OnClose(fn func() error) { a.closers = append(a.closers, fn) }
+
+// AddWorker registers a background worker run for the daemon's lifetime.
+// It must return when ctx is cancelled.
+func (a *App) AddWorker(name string, run func(ctx context.Context) error) {
+	a.workers = append(a.workers, worker{name, run})
+}
+
+// AddCheck registers a component health check, shown by doctor and the
+// system page.
+func (a *App) AddCheck(c doctor.Check) { a.checks = append(a.checks, c) }
+
+// Mux is the authenticated API mux (nil unless serving).
+func (a *App) Mux() *http.ServeMux {
+	if a.Server == nil {
+		return nil
+	}
+	return a.Server.API()
+}
+
+// Init builds every component. Routes are registered only when serving.
+func (a *App) Init(ctx context.Context) error {
+	for _, in := range a.initializers() {
+		if err := in.init(ctx); err != nil {
+			return fmt.Errorf("starting %s: %w", in.name, err)
+		}
+	}
+	return nil
+}
+
+// Close closes everything opened, newest first.
+func (a *App) Close() error {
+	var errs []error
+	for _, fn := range slices.Backward(a.closers) {
+		errs = append(errs, fn())
+	}
+	a.closers = nil
+	return errors.Join(errs...)
+}
+
+// Checks returns the foundation checks plus every component's.
+func (a *App) Checks() ([]doctor.Check, error) {
+	checks := []doctor.Check{
+		doctor.HomeWritable(a.Paths.Data),
+		doctor.DiskSpace(a.Paths.Data, 1<<30, 100<<20),
+	}
+	stores, err := doctor.Stores(a.Paths.DBDir())
+	if err != nil {
+		return nil, err
+	}
+	checks = append(checks, stores...)
+	if a.Config.LLM.BaseURL != "" {
+		checks = append(checks, doctor.HTTPReachable("llm.endpoint", a.Config.LLM.BaseURL+"/models", a.Config.LLM.APIKey, &http.Client{}))
+	}
+	return append(checks, a.checks...), nil
+}
+
+// ServeOptions tune Serve for tests.
+type ServeOptions struct {
+	// Ready, when set, receives the bound address once the daemon accepts
+	// connections.
+	Ready func(addr net.Addr)
+}
+
+// Serve runs the daemon until ctx is cancelled: takes the home lock, loads
+// or creates the token, builds components, serves HTTP and runs workers,
+// then shuts everything down in order.
+func (a *App) Serve(ctx context.Context, opts ServeOptions) (err error) {
+	if err := a.Paths.Ensure(); err != nil {
+		return err
+	}
+	l, err := lock.Acquire(a.Paths.LockFile())
+	if err != nil {
+		return err
+	}
+	defer l.Release()
+	tok, created, err := authtoken.LoadOrCreate(a.Paths.TokenFile())
+	if err != nil {
+		return err
+	}
+	if created {
+		a.Log.Info("created auth token", "path", a.Paths.TokenFile())
+	}
+	a.Token = tok
+	a.Server = server.New(server.Options{
+		Config:  a.Config.Server,
+		Token:   tok,
+		Version: a.Version,
+		Logger:  a.Log.With("component", "http"),
+		UI:      web.Handler(),
+		Now:     a.Now,
+	})
+	defer func() {
+		if cerr := a.Close(); cerr != nil {
+			a.Log.Error("closing stores", "err", cerr)
+			err = errors.Join(err, cerr)
+		}
+	}()
+	if err := a.Init(ctx); err != nil {
+		return err
+	}
+	ln, err := a.Server.Listen()
+	if err != nil {
+		return err
+	}
+	if opts.Ready != nil {
+		opts.Ready(ln.Addr())
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return a.Server.Serve(gctx, ln) })
+	for _, w := range a.workers {
+		g.Go(func() error { return a.runWorker(gctx, w) })
+	}
+	a.Log.Info("hestia started", "version", a.Version, "data", a.Paths.Data, "addr", ln.Addr().String())
+	err = g.Wait()
+	a.Log.Info("hestia stopped")
+	return err
+}
+
+// runWorker restarts a crashed worker with backoff rather than taking the
+// daemon down; a worker returning an error after ctx ends is normal.
+func (a *App) runWorker(ctx context.Context, w worker) error {
+	backoff := time.Second
+	for {
+		err := func() (err error) {
+			defer func() {
+				if p := recover(); p != nil {
+					err = fmt.Errorf("panic: %v\n%s", p, debug.Stack())
+				}
+			}()
+			return w.run(ctx)
+		}()
+		if ctx.Err() != nil {
+			return nil
+		}
+		a.Log.Error("worker stopped; restarting", "worker", w.name, "err", err, "in", backoff)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, time.Minute)
+	}
+}

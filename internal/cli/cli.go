@@ -1,0 +1,196 @@
+// Package cli implements the hestia command line: it parses arguments,
+// builds an app.App where needed and prints results. Each domain keeps its
+// commands in its own file and adds them to commands().
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sort"
+
+	"github.com/hestia-dev/hestia/internal/app"
+	"github.com/hestia-dev/hestia/internal/config"
+	"github.com/hestia-dev/hestia/internal/logging"
+)
+
+// Env is what a command runs with. Tests pass their own.
+type Env struct {
+	Stdin   io.Reader
+	Stdout  io.Writer
+	Stderr  io.Writer
+	Getenv  config.Env
+	Version string
+
+	logLevel string
+}
+
+// command is one subcommand. run returns a usageError for bad arguments.
+type command struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, env *Env, args []string) error
+}
+
+// commands lists every subcommand. Each domain adds its entries here.
+func commands() []command {
+	return []command{
+		{"serve", "run the daemon (web UI, API, background work)", runServe},
+		{"config", "show the effective configuration (secrets masked)", runConfig},
+		{"doctor", "check the installation's health", runDoctor},
+		{"backup", "copy every store into a directory with a manifest", runBackup},
+		{"restore", "restore a backup into an empty home", runRestore},
+		{"pair", "show a link that pairs another browser with this daemon", runPair},
+		{"version", "print the version", runVersion},
+	}
+}
+
+// ErrUsage marks errors caused by bad arguments (exit status 2).
+var ErrUsage = errors.New("usage")
+
+type usageError struct{ msg string }
+
+func (e usageError) Error() string   { return e.msg }
+func (e usageError) Is(t error) bool { return t == ErrUsage }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+
+// exitError carries a specific exit status without an extra message.
+type exitError struct{ code int }
+
+func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+// Main runs the command line and returns the process exit status.
+func Main(ctx context.Context, args []string, env *Env) int {
+	global := flag.NewFlagSet("hestia", flag.ContinueOnError)
+	global.SetOutput(env.Stderr)
+	global.StringVar(&env.logLevel, "log-level", "", "log level: debug, info, warn, error")
+	global.Usage = func() { printHelp(env.Stderr) }
+	if err := global.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	rest := global.Args()
+	if len(rest) == 0 || rest[0] == "help" || rest[0] == "-h" || rest[0] == "--help" {
+		printHelp(env.Stdout)
+		if len(rest) == 0 {
+			return 2
+		}
+		return 0
+	}
+	for _, c := range commands() {
+		if c.name != rest[0] {
+			continue
+		}
+		err := c.run(ctx, env, rest[1:])
+		var ee exitError
+		switch {
+		case err == nil:
+			return 0
+		case errors.As(err, &ee):
+			return ee.code
+		case errors.Is(err, flag.ErrHelp):
+			return 0
+		case errors.Is(err, ErrUsage):
+			fmt.Fprintf(env.Stderr, "hestia %s: %v\n", c.name, err)
+			return 2
+		default:
+			fmt.Fprintf(env.Stderr, "hestia %s: %v\n", c.name, err)
+			return 1
+		}
+	}
+	fmt.Fprintf(env.Stderr, "hestia: unknown command %q (run `hestia help`)\n", rest[0])
+	return 2
+}
+
+func printHelp(w io.Writer) {
+	fmt.Fprintln(w, "Hestia — a local-first personal assistant.\n\nUsage: hestia [--log-level LEVEL] COMMAND [ARGS]\n\nCommands:")
+	cmds := commands()
+	sort.Slice(cmds, func(i, j int) bool { return cmds[i].name < cmds[j].name })
+	for _, c := range cmds {
+		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(w, "\nRun `hestia COMMAND -h` for a command's flags.")
+}
+
+// flags returns a FlagSet for a subcommand that prints to stderr.
+func (env *Env) flags(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet("hestia "+name, flag.ContinueOnError)
+	fs.SetOutput(env.Stderr)
+	return fs
+}
+
+// parse parses args, turning flag errors into usage errors and refusing
+// unexpected positional arguments when maxArgs >= 0.
+func parse(fs *flag.FlagSet, args []string, maxArgs int) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{err.Error()}
+	}
+	if maxArgs >= 0 && fs.NArg() > maxArgs {
+		return usagef("unexpected argument %q", fs.Arg(maxArgs))
+	}
+	return nil
+}
+
+// load resolves paths and configuration.
+func (env *Env) load() (config.Paths, config.Config, error) {
+	paths, err := config.ResolvePaths(env.Getenv)
+	if err != nil {
+		return config.Paths{}, config.Config{}, err
+	}
+	cfg, err := config.Load(paths, env.Getenv)
+	if err != nil {
+		return config.Paths{}, config.Config{}, err
+	}
+	if env.logLevel != "" {
+		cfg.Log.Level = env.logLevel
+		if err := cfg.Validate(); err != nil {
+			return config.Paths{}, config.Config{}, usagef("--log-level: %v", err)
+		}
+	}
+	return paths, cfg, nil
+}
+
+// openApp builds an App for commands that work on the stores directly
+// (not through the daemon). Logs go to stderr only at warn and above unless
+// --log-level says otherwise.
+func (env *Env) openApp() (*app.App, error) {
+	paths, cfg, err := env.load()
+	if err != nil {
+		return nil, err
+	}
+	if err := paths.Ensure(); err != nil {
+		return nil, err
+	}
+	level := slog.LevelWarn
+	if env.logLevel != "" {
+		level, _ = logging.ParseLevel(env.logLevel)
+	}
+	log, _, err := logging.New(logging.Options{Level: level, Console: env.Stderr})
+	if err != nil {
+		return nil, err
+	}
+	return app.New(paths, cfg, log, env.Version), nil
+}
+
+// OSEnv is the Env of the real process.
+func OSEnv(version string) *Env {
+	return &Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: config.OSEnv, Version: version}
+}
+
+func runVersion(ctx context.Context, env *Env, args []string) error {
+	if err := parse(env.flags("version"), args, 0); err != nil {
+		return err
+	}
+	fmt.Fprintln(env.Stdout, "hestia", env.Version)
+	return nil
+}

@@ -1,0 +1,101 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"syscall"
+
+	"github.com/hestia-dev/hestia/internal/authtoken"
+	"github.com/hestia-dev/hestia/internal/httpjson"
+)
+
+// Client talks to the running daemon with the home's token.
+type Client struct {
+	BaseURL string
+	Token   authtoken.Token
+	HTTP    *http.Client
+}
+
+// daemon returns a client for the daemon configured for this home.
+func (env *Env) daemon() (*Client, error) {
+	paths, cfg, err := env.load()
+	if err != nil {
+		return nil, err
+	}
+	tok, err := authtoken.Load(paths.TokenFile())
+	if err != nil {
+		return nil, fmt.Errorf("the daemon has not been started on this home yet (start it with `hestia serve`): %w", err)
+	}
+	scheme := "http"
+	if cfg.Server.TLSCert != "" {
+		scheme = "https"
+	}
+	return &Client{BaseURL: scheme + "://" + cfg.Server.Addr, Token: tok, HTTP: &http.Client{}}, nil
+}
+
+// Request builds an authenticated request; body, when non-nil, is sent as
+// JSON.
+func (c *Client) Request(ctx context.Context, method, path string, body any) (*http.Request, error) {
+	var r io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return nil, fmt.Errorf("encoding request: %w", err)
+		}
+		r = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.BaseURL+path, r)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.Token.Value())
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	return req, nil
+}
+
+// Do sends a JSON request and decodes a JSON answer into out (when non-nil).
+// Error answers become errors carrying the daemon's message.
+func (c *Client) Do(ctx context.Context, method, path string, body, out any) error {
+	req, err := c.Request(ctx, method, path, body)
+	if err != nil {
+		return err
+	}
+	resp, err := c.HTTP.Do(req)
+	if err != nil {
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			return fmt.Errorf("the daemon is not running at %s (start it with `hestia serve`)", c.BaseURL)
+		}
+		return fmt.Errorf("calling the daemon: %w", err)
+	}
+	defer resp.Body.Close()
+	return DecodeResponse(resp, out)
+}
+
+// DecodeResponse turns an HTTP answer into out or an error.
+func DecodeResponse(resp *http.Response, out any) error {
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return fmt.Errorf("reading daemon answer: %w", err)
+	}
+	if resp.StatusCode >= 300 {
+		var e httpjson.ErrorBody
+		if json.Unmarshal(data, &e) == nil && e.Error.Message != "" {
+			return fmt.Errorf("%s (%s)", e.Error.Message, e.Error.Code)
+		}
+		return fmt.Errorf("daemon answered %s", resp.Status)
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return fmt.Errorf("decoding daemon answer: %w", err)
+	}
+	return nil
+}

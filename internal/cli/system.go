@@ -1,0 +1,129 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/hestia-dev/hestia/internal/backup"
+	"github.com/hestia-dev/hestia/internal/doctor"
+)
+
+func runConfig(ctx context.Context, env *Env, args []string) error {
+	if len(args) == 0 || args[0] != "show" {
+		return usagef("usage: hestia config show")
+	}
+	if err := parse(env.flags("config show"), args[1:], 0); err != nil {
+		return err
+	}
+	paths, cfg, err := env.load()
+	if err != nil {
+		return err
+	}
+	out, err := cfg.Masked().TOML()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(env.Stdout, "# config file: %s\n# data: %s\n\n%s", paths.ConfigFile(), paths.Data, out)
+	return nil
+}
+
+func runDoctor(ctx context.Context, env *Env, args []string) error {
+	fs := env.flags("doctor")
+	asJSON := fs.Bool("json", false, "print results as JSON")
+	if err := parse(fs, args, 0); err != nil {
+		return err
+	}
+	a, err := env.openApp()
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	checks, err := a.Checks()
+	if err != nil {
+		return err
+	}
+	checks = append(checks, doctor.Daemon(a.Paths.LockFile(), "http://"+a.Config.Server.Addr+"/health", &http.Client{}))
+	results := doctor.Run(ctx, checks, 3*time.Second)
+	if *asJSON {
+		enc := json.NewEncoder(env.Stdout)
+		enc.SetIndent("", "  ")
+		enc.Encode(map[string]any{"ok": !doctor.Failed(results), "checks": results})
+	} else {
+		for _, r := range results {
+			fmt.Fprintf(env.Stdout, "%-5s %-22s %s\n", strings.ToUpper(string(r.Status)), r.Name, r.Detail)
+		}
+	}
+	if doctor.Failed(results) {
+		return exitError{1}
+	}
+	return nil
+}
+
+func runBackup(ctx context.Context, env *Env, args []string) error {
+	fs := env.flags("backup")
+	out := fs.String("output", "", "directory to create (must not exist or be empty)")
+	if err := parse(fs, args, 0); err != nil {
+		return err
+	}
+	if *out == "" {
+		return usagef("--output DIR is required")
+	}
+	paths, _, err := env.load()
+	if err != nil {
+		return err
+	}
+	m, err := backup.Create(ctx, paths.DBDir(), *out, env.Version, time.Now())
+	if err != nil {
+		return err
+	}
+	for _, f := range m.Files {
+		fmt.Fprintf(env.Stdout, "%s  %10d  %s\n", f.SHA256, f.Size, f.Name)
+	}
+	fmt.Fprintf(env.Stdout, "backed up %d stores to %s\n", len(m.Files), *out)
+	return nil
+}
+
+func runRestore(ctx context.Context, env *Env, args []string) error {
+	fs := env.flags("restore")
+	from := fs.String("from", "", "backup directory made by `hestia backup`")
+	if err := parse(fs, args, 0); err != nil {
+		return err
+	}
+	if *from == "" {
+		return usagef("--from DIR is required")
+	}
+	paths, _, err := env.load()
+	if err != nil {
+		return err
+	}
+	m, err := backup.Restore(*from, paths.DBDir())
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(env.Stdout, "restored %d stores into %s\n", len(m.Files), paths.DBDir())
+	return nil
+}
+
+func runPair(ctx context.Context, env *Env, args []string) error {
+	if err := parse(env.flags("pair"), args, 0); err != nil {
+		return err
+	}
+	c, err := env.daemon()
+	if err != nil {
+		return err
+	}
+	var res struct {
+		Code      string    `json:"code"`
+		ExpiresAt time.Time `json:"expires_at"`
+	}
+	if err := c.Do(ctx, "POST", "/api/pair/codes", nil, &res); err != nil {
+		return err
+	}
+	fmt.Fprintf(env.Stdout, "Open this link in the browser to pair (single use, valid until %s):\n\n  %s/pair#code=%s\n\nOr enter the code %s on the pairing screen.\n",
+		res.ExpiresAt.Local().Format("15:04"), c.BaseURL, res.Code, res.Code)
+	return nil
+}
