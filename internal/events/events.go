@@ -1,0 +1,224 @@
+// Package events is the in-process event bus the agent publishes to and the
+// server's SSE stream reads from. Every event gets a sequence number; the
+// last events are kept in a ring so a reconnecting client can resume with
+// Last-Event-ID. Each subscriber has a bounded buffer: a subscriber that
+// falls behind is shed (its stream ends) instead of ever blocking Publish,
+// so a slow browser tab can never stall a turn.
+package events
+
+import (
+	"encoding/json"
+	"sync"
+	"time"
+)
+
+// Event is one published event.
+type Event struct {
+	Seq    int64     `json:"seq"`
+	Type   string    `json:"type"`
+	TS     time.Time `json:"ts"`
+	ChatID string    `json:"chat_id,omitempty"`
+	Data   any       `json:"data"`
+	// raw caches the encoded envelope; encoding once serves every subscriber.
+	raw []byte
+}
+
+// JSON returns the encoded envelope.
+func (e *Event) JSON() []byte {
+	if e.raw == nil {
+		b, err := json.Marshal(e)
+		if err != nil {
+			b = []byte(`{"seq":0,"type":"error","data":{"message":"event could not be encoded"}}`)
+		}
+		e.raw = b
+	}
+	return e.raw
+}
+
+// Defaults for NewBus.
+const (
+	DefaultRing   = 4096
+	DefaultBuffer = 512
+)
+
+// Bus fans events out to subscribers.
+type Bus struct {
+	clock  func() time.Time
+	ringN  int
+	bufN   int
+	mu     sync.Mutex // guards the fields below
+	seq    int64
+	ring   []*Event // circular, len ≤ ringN
+	start  int      // index of the oldest event in ring
+	subs   map[*Subscription]struct{}
+	nAppr  int // subscribers that count as approvers
+	closed bool
+}
+
+// NewBus returns a bus keeping ring events for replay and buffering buf
+// events per subscriber. Zero values take the defaults.
+func NewBus(clock func() time.Time, ring, buf int) *Bus {
+	if clock == nil {
+		clock = time.Now
+	}
+	if ring <= 0 {
+		ring = DefaultRing
+	}
+	if buf <= 0 {
+		buf = DefaultBuffer
+	}
+	return &Bus{clock: clock, ringN: ring, bufN: buf, subs: map[*Subscription]struct{}{}}
+}
+
+// Publish records an event and offers it to every matching subscriber. It
+// never blocks on a subscriber.
+func (b *Bus) Publish(typ, chatID string, data any) int64 {
+	if data == nil {
+		data = struct{}{}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.seq++
+	ev := &Event{Seq: b.seq, Type: typ, TS: b.clock().UTC(), ChatID: chatID, Data: data}
+	ev.JSON() // encode under the lock: Data may be mutated by the caller later
+	if len(b.ring) < b.ringN {
+		b.ring = append(b.ring, ev)
+	} else {
+		b.ring[b.start] = ev
+		b.start = (b.start + 1) % b.ringN
+	}
+	for s := range b.subs {
+		if !s.wants(ev) {
+			continue
+		}
+		select {
+		case s.ch <- ev:
+		default:
+			b.shedLocked(s)
+		}
+	}
+	return ev.Seq
+}
+
+func (b *Bus) shedLocked(s *Subscription) {
+	if _, ok := b.subs[s]; !ok {
+		return
+	}
+	delete(b.subs, s)
+	if s.approver {
+		b.nAppr--
+	}
+	s.Shed = true
+	close(s.ch)
+}
+
+// LastSeq is the sequence number of the newest event.
+func (b *Bus) LastSeq() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.seq
+}
+
+// Approvers reports how many subscribers can answer approvals right now.
+func (b *Bus) Approvers() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.nAppr
+}
+
+// Subscription is one subscriber's stream.
+type Subscription struct {
+	ch       chan *Event
+	chatID   string
+	approver bool
+	// Gap is set when the requested resume point was older than the ring;
+	// the client must refetch state. OldestSeq is the oldest replayable seq.
+	Gap       bool
+	OldestSeq int64
+	// Shed is set (before C is closed) when the bus dropped a slow consumer.
+	Shed bool
+	bus  *Bus
+}
+
+// C delivers events; it is closed when the subscription ends or is shed.
+func (s *Subscription) C() <-chan *Event { return s.ch }
+
+func (s *Subscription) wants(ev *Event) bool {
+	return s.chatID == "" || ev.ChatID == "" || ev.ChatID == s.chatID
+}
+
+// SubscribeOptions select what a subscriber gets.
+type SubscribeOptions struct {
+	ChatID string // only this chat's events plus global ones; "" for all
+	// After resumes after this sequence number (Last-Event-ID); 0 starts
+	// with new events only.
+	After    int64
+	Approver bool // counts as an attached approver
+}
+
+// Subscribe starts a subscription, first queueing replayed events after
+// o.After still held in the ring. Replay beyond the buffer size marks the
+// subscription as a gap instead of overflowing it.
+func (b *Bus) Subscribe(o SubscribeOptions) *Subscription {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := &Subscription{ch: make(chan *Event, b.bufN), chatID: o.ChatID, approver: o.Approver, bus: b}
+	if len(b.ring) > 0 {
+		s.OldestSeq = b.ring[b.start].Seq
+	} else {
+		s.OldestSeq = b.seq + 1
+	}
+	if o.After > 0 && o.After < b.seq {
+		if o.After+1 < s.OldestSeq {
+			s.Gap = true
+		} else {
+			for i := 0; i < len(b.ring); i++ {
+				ev := b.ring[(b.start+i)%len(b.ring)]
+				if ev.Seq <= o.After || !s.wants(ev) {
+					continue
+				}
+				select {
+				case s.ch <- ev:
+				default:
+					s.Gap = true // too much to replay; client refetches
+				}
+			}
+		}
+	}
+	if b.closed {
+		close(s.ch)
+		return s
+	}
+	b.subs[s] = struct{}{}
+	if s.approver {
+		b.nAppr++
+	}
+	return s
+}
+
+// Close ends the subscription. Safe to call more than once.
+func (s *Subscription) Close() {
+	b := s.bus
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, ok := b.subs[s]; !ok {
+		return
+	}
+	delete(b.subs, s)
+	if s.approver {
+		b.nAppr--
+	}
+	close(s.ch)
+}
+
+// Close ends every subscription (daemon shutdown).
+func (b *Bus) Close() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.closed = true
+	for s := range b.subs {
+		delete(b.subs, s)
+		close(s.ch)
+	}
+	b.nAppr = 0
+}

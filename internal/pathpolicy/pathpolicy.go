@@ -1,0 +1,261 @@
+// Package pathpolicy is the one place that decides whether a tool may touch a
+// filesystem path. Every file-like tool resolves its path arguments here.
+//
+// A path is checked twice: as written (after ~ expansion and cleaning) and
+// after every symlink in it is resolved, so neither a sensitive name nor a
+// link pointing at a sensitive file gets through. Sensitive paths are
+// credentials and things that grant execution or identity: SSH keys, cloud
+// and package-registry credentials, GnuPG, .env files, shell start-up files,
+// system directories, and Hestia's own data and configuration (its token
+// lives there).
+package pathpolicy
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// ErrSensitive is wrapped by refusals of sensitive paths.
+var ErrSensitive = errors.New("path is sensitive")
+
+// ErrOutsideRoots is wrapped when a path lies outside every allowed root.
+var ErrOutsideRoots = errors.New("path is outside the allowed folders")
+
+// Policy resolves and checks paths. The zero value is not usable; use New.
+type Policy struct {
+	home  string   // user's home directory, for ~ and home-relative rules
+	base  string   // directory relative paths are resolved against
+	roots []string // resolved allowed roots; empty means anywhere not sensitive
+	// protected are absolute directories refused with everything under
+	// them (Hestia's data and config dirs, plus extras).
+	protected []string
+}
+
+// Options configure a Policy.
+type Options struct {
+	Home string // the user's home; required
+	// Base is where relative paths start; defaults to Home.
+	Base string
+	// Roots, when non-empty, confine tools to these directories.
+	Roots []string
+	// Protected directories are refused entirely (Hestia's own data and
+	// config directories belong here).
+	Protected []string
+}
+
+// New builds a policy.
+func New(o Options) (*Policy, error) {
+	if o.Home == "" || !filepath.IsAbs(o.Home) {
+		return nil, fmt.Errorf("path policy: home %q must be an absolute path", o.Home)
+	}
+	p := &Policy{home: filepath.Clean(o.Home), base: o.Base}
+	if p.base == "" {
+		p.base = p.home
+	}
+	for _, r := range o.Roots {
+		abs, err := p.expand(r)
+		if err != nil {
+			return nil, fmt.Errorf("path policy root %q: %w", r, err)
+		}
+		if res, err := filepath.EvalSymlinks(abs); err == nil {
+			abs = res
+		}
+		p.roots = append(p.roots, abs)
+	}
+	for _, d := range o.Protected {
+		if d == "" {
+			continue
+		}
+		abs, err := p.expand(d)
+		if err != nil {
+			return nil, fmt.Errorf("path policy protected dir %q: %w", d, err)
+		}
+		p.protected = append(p.protected, abs)
+		if res, err := filepath.EvalSymlinks(abs); err == nil && res != abs {
+			p.protected = append(p.protected, res)
+		}
+	}
+	return p, nil
+}
+
+func (p *Policy) expand(path string) (string, error) {
+	path = strings.TrimSpace(path)
+	if path == "" {
+		return "", errors.New("path is empty")
+	}
+	if strings.ContainsRune(path, 0) {
+		return "", errors.New("path contains a NUL byte")
+	}
+	if path == "~" {
+		path = p.home
+	} else if strings.HasPrefix(path, "~/") {
+		path = filepath.Join(p.home, path[2:])
+	} else if strings.HasPrefix(path, "~") {
+		return "", fmt.Errorf("path %q names another user's home; only ~/ is supported", path)
+	}
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(p.base, path)
+	}
+	return filepath.Clean(path), nil
+}
+
+// Resolve expands and checks path for reading: the target must exist. It
+// returns the fully resolved absolute path.
+func (p *Policy) Resolve(path string) (string, error) {
+	abs, err := p.expand(path)
+	if err != nil {
+		return "", err
+	}
+	if err := p.check(abs, path); err != nil {
+		return "", err
+	}
+	res, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return "", fmt.Errorf("%s does not exist: %w", abs, fs.ErrNotExist)
+		}
+		return "", fmt.Errorf("resolving %s: %w", abs, err)
+	}
+	if err := p.check(res, path); err != nil {
+		return "", err
+	}
+	return res, nil
+}
+
+// ResolveForWrite is Resolve for a path that may not exist yet: the nearest
+// existing ancestor is resolved and the rest appended, so a symlinked parent
+// directory cannot smuggle a write somewhere sensitive. An existing final
+// symlink is resolved too.
+func (p *Policy) ResolveForWrite(path string) (string, error) {
+	abs, err := p.expand(path)
+	if err != nil {
+		return "", err
+	}
+	if err := p.check(abs, path); err != nil {
+		return "", err
+	}
+	dir, rest := abs, ""
+	for {
+		if _, err := os.Lstat(dir); err == nil {
+			break
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			break
+		}
+		rest = filepath.Join(filepath.Base(dir), rest)
+		dir = parent
+	}
+	res, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return "", fmt.Errorf("resolving %s: %w", dir, err)
+	}
+	full := filepath.Join(res, rest)
+	if err := p.check(full, path); err != nil {
+		return "", err
+	}
+	return full, nil
+}
+
+// Check reports whether an already absolute path may be used, without
+// touching the filesystem. Policy scopes use it.
+func (p *Policy) Check(abs string) error { return p.check(filepath.Clean(abs), abs) }
+
+// Expand returns the absolute cleaned form of path without checks or
+// symlink resolution.
+func (p *Policy) Expand(path string) (string, error) { return p.expand(path) }
+
+func (p *Policy) check(abs, asked string) error {
+	if why := p.sensitive(abs); why != "" {
+		shown := asked
+		if shown != abs {
+			shown = fmt.Sprintf("%s (%s)", asked, abs)
+		}
+		return fmt.Errorf("%s is refused: %s: %w", shown, why, ErrSensitive)
+	}
+	if len(p.roots) > 0 {
+		for _, r := range p.roots {
+			if within(abs, r) {
+				return nil
+			}
+		}
+		return fmt.Errorf("%s is refused: allowed folders are %s: %w", abs, strings.Join(p.roots, ", "), ErrOutsideRoots)
+	}
+	return nil
+}
+
+func within(path, dir string) bool {
+	if path == dir {
+		return true
+	}
+	if dir == string(filepath.Separator) {
+		return true
+	}
+	return strings.HasPrefix(path, dir+string(filepath.Separator))
+}
+
+// systemDirs are refused wholesale.
+var systemDirs = []string{"/etc", "/boot", "/sys", "/proc", "/dev", "/usr/lib/systemd", "/System", "/private/etc", "/var/run/docker.sock", "/run/docker.sock", "/root"}
+
+// homeDirs are refused under the user's home.
+var homeDirs = []string{".ssh", ".gnupg", ".aws", ".azure", ".kube", ".docker", ".config/gh", ".config/gcloud", ".config/hestia", ".local/share/hestia", ".password-store", "Library/LaunchAgents", "Library/LaunchDaemons", "Library/Keychains", ".mozilla", ".config/google-chrome", ".config/chromium", "Library/Application Support/Google/Chrome"}
+
+// sensitiveNames are refused in any directory.
+var sensitiveNames = map[string]bool{
+	".netrc": true, ".npmrc": true, ".pypirc": true, ".pgpass": true, ".git-credentials": true,
+	".bashrc": true, ".bash_profile": true, ".bash_login": true, ".bash_logout": true, ".profile": true,
+	".zshrc": true, ".zprofile": true, ".zshenv": true, ".zlogin": true, ".zlogout": true,
+	".cshrc": true, ".tcshrc": true, ".kshrc": true, ".envrc": true, "config.fish": true,
+	"authorized_keys": true, "known_hosts": true, "credentials": true, "auth-token": true,
+	"secrets.toml": true, "id_rsa": true, "id_dsa": true, "id_ecdsa": true, "id_ed25519": true,
+	".htpasswd": true, "shadow": true,
+}
+
+// sensitiveSuffixes are refused in any directory.
+var sensitiveSuffixes = []string{".pem", ".p12", ".pfx", ".key", "_key", "_ed25519", "_rsa", "_ecdsa", ".keystore", ".jks", ".kdbx", ".ovpn"}
+
+func (p *Policy) sensitive(abs string) string {
+	for _, d := range p.protected {
+		if within(abs, d) {
+			return "it belongs to Hestia's own data or configuration"
+		}
+	}
+	for _, d := range systemDirs {
+		if within(abs, d) {
+			return "system directories are off limits"
+		}
+	}
+	for _, d := range homeDirs {
+		if within(abs, filepath.Join(p.home, d)) {
+			return "it holds credentials or start-up configuration"
+		}
+	}
+	for _, part := range strings.Split(abs, string(filepath.Separator)) {
+		if part == ".ssh" || part == ".gnupg" {
+			return "it holds keys"
+		}
+	}
+	name := filepath.Base(abs)
+	lower := strings.ToLower(name)
+	if sensitiveNames[lower] {
+		return "the file name marks credentials or shell start-up configuration"
+	}
+	if lower == ".env" || strings.HasPrefix(lower, ".env.") || strings.HasSuffix(lower, ".env") {
+		if lower != ".env.example" && lower != ".env.sample" {
+			return ".env files hold secrets"
+		}
+	}
+	if strings.HasPrefix(lower, "id_") && !strings.Contains(lower, ".") {
+		return "it looks like a private key"
+	}
+	for _, s := range sensitiveSuffixes {
+		if strings.HasSuffix(lower, s) {
+			return "it looks like a key or certificate store"
+		}
+	}
+	return ""
+}
