@@ -82,11 +82,11 @@ func CodeOf(err error) Code {
 
 // retryable reports whether another target may succeed where this one
 // failed. A bad request is the caller's fault and fails the same way
-// everywhere; a timeout means the shared deadline is spent. An oversized
-// prompt does fall through, because the next target may have a larger window.
+// everywhere. An oversized prompt does fall through, because the next target
+// may have a larger window. Whether time is left is the router's question.
 func (c Code) retryable() bool {
 	switch c {
-	case CodeBadRequest, CodeTimeout, "":
+	case CodeBadRequest, "":
 		return false
 	}
 	return true

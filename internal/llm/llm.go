@@ -218,6 +218,9 @@ type EmbedResponse struct {
 	Provider  string
 	Model     string
 	Usage     Usage
+	// Errors is nil when every input was embedded; otherwise it has one
+	// entry per input, non-nil where that input failed (its vector is nil).
+	Errors []error
 }
 
 // Embedder turns texts into vectors.

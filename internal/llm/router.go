@@ -1,0 +1,353 @@
+package llm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+)
+
+// DefaultTimeout is the shared deadline of one request across all its
+// fallback attempts, response body included.
+const DefaultTimeout = 120 * time.Second
+
+// DefaultEmbedBatch is how many inputs go to a remote embedder per call.
+const DefaultEmbedBatch = 32
+
+// CallRecord is the one terminal row the router reports per request.
+// Fallback attempts are not separate rows: Attempts counts them.
+type CallRecord struct {
+	Start    time.Time
+	Service  string // "unknown" when the caller gave none
+	Action   string
+	Kind     string // "chat" or "embed"
+	Stream   bool
+	Tier     Tier
+	Provider string // the target that answered (or failed last)
+	Model    string
+	Usage    Usage
+	Duration time.Duration
+	// Outcome is "ok", "canceled" or the error Code.
+	Outcome  string
+	Attempts int
+}
+
+// Recorder receives one CallRecord per terminal request (the usage ledger
+// implements it). It must not block for long; it gets a context that is
+// not cancelled with the request.
+type Recorder interface {
+	RecordCall(ctx context.Context, rec CallRecord)
+}
+
+// RouterConfig configures a Router.
+type RouterConfig struct {
+	// Tiers maps each tier to its ordered targets. An unmapped LocalEmbed
+	// uses the built-in LocalEmbedder.
+	Tiers      map[Tier][]Target
+	Timeout    time.Duration // 0 means DefaultTimeout
+	EmbedBatch int           // 0 means DefaultEmbedBatch
+	HTTPClient *http.Client  // nil means NewHTTPClient()
+	Recorder   Recorder      // nil records nothing
+	Logger     *slog.Logger  // nil discards
+	Now        func() time.Time
+}
+
+// Router implements Client and Embedder over capability tiers, falling back
+// across each tier's targets:
+//
+//   - Complete and Embed try the next target when one fails with a
+//     retryable error (anything but bad_request).
+//   - Stream does the same only while nothing has reached the caller's
+//     callback; after the first event a failure ends the request, so
+//     visible output never switches provider midway.
+//   - One deadline (Timeout) covers all attempts together, bodies
+//     included; when it passes the request fails with CodeTimeout.
+type Router struct {
+	tiers   map[Tier][]backend
+	timeout time.Duration
+	batch   int
+	rec     Recorder
+	log     *slog.Logger
+	now     func() time.Time
+}
+
+// NewRouter builds a router; repeated targets within a tier collapse.
+func NewRouter(cfg RouterConfig) (*Router, error) {
+	r := &Router{tiers: map[Tier][]backend{}, timeout: cfg.Timeout, batch: cfg.EmbedBatch, rec: cfg.Recorder, log: cfg.Logger, now: cfg.Now}
+	if r.timeout <= 0 {
+		r.timeout = DefaultTimeout
+	}
+	if r.batch <= 0 {
+		r.batch = DefaultEmbedBatch
+	}
+	if r.log == nil {
+		r.log = slog.New(slog.DiscardHandler)
+	}
+	if r.now == nil {
+		r.now = time.Now
+	}
+	hc := cfg.HTTPClient
+	if hc == nil {
+		hc = NewHTTPClient()
+	}
+	for tier, targets := range cfg.Tiers {
+		if !ValidTier(tier) {
+			return nil, fmt.Errorf("unknown tier %q (want tier-1 … tier-6 or local-embed)", tier)
+		}
+		seen := map[string]bool{}
+		for _, t := range targets {
+			switch t.Kind {
+			case KindOpenAI, KindAnthropic, KindLocal:
+			default:
+				return nil, fmt.Errorf("tier %s: target %s has unknown kind %q (want openai, anthropic or local)", tier, t.Provider, t.Kind)
+			}
+			if t.Kind == KindLocal && tier != LocalEmbed {
+				return nil, fmt.Errorf("tier %s: the local embedder can only serve local-embed", tier)
+			}
+			if seen[t.key()] {
+				continue
+			}
+			seen[t.key()] = true
+			r.tiers[tier] = append(r.tiers[tier], newBackend(t, hc))
+		}
+	}
+	if len(r.tiers[LocalEmbed]) == 0 {
+		r.tiers[LocalEmbed] = []backend{NewLocalEmbedder()}
+	}
+	return r, nil
+}
+
+// ValidTier reports whether t is one of the known tiers.
+func ValidTier(t Tier) bool {
+	switch t {
+	case Tier1, Tier2, Tier3, Tier4, Tier5, Tier6, LocalEmbed:
+		return true
+	}
+	return false
+}
+
+// TierInfo describes a tier's targets for listings (GET /v1/models, doctor).
+type TierInfo struct {
+	Tier    Tier
+	Targets []Target // APIKey cleared
+}
+
+// Tiers lists the configured tiers in order, chat tiers first.
+func (r *Router) Tiers() []TierInfo {
+	var out []TierInfo
+	for _, t := range append(ChatTiers(), LocalEmbed) {
+		bs := r.tiers[t]
+		if len(bs) == 0 {
+			continue
+		}
+		info := TierInfo{Tier: t}
+		for _, b := range bs {
+			tg := b.target()
+			tg.APIKey = ""
+			info.Targets = append(info.Targets, tg)
+		}
+		out = append(out, info)
+	}
+	return out
+}
+
+func (r *Router) backends(tier Tier) ([]backend, error) {
+	if !ValidTier(tier) {
+		return nil, &Error{Code: CodeBadRequest, Message: fmt.Sprintf("Unknown tier %q; use tier-1 to tier-6 or local-embed.", tier)}
+	}
+	bs := r.tiers[tier]
+	if len(bs) == 0 {
+		return nil, &Error{Code: CodeModelUnavailable, Message: fmt.Sprintf("No model is configured for %s; set HESTIA_LLM_BASE_URL and HESTIA_LLM_MODEL or map the tier in [llm.tiers].", tier)}
+	}
+	return bs, nil
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
+}
+
+// Stream implements Client.
+func (r *Router) Stream(ctx context.Context, req Request, fn func(Event) error) (Response, error) {
+	return r.chat(ctx, req, fn)
+}
+
+// Complete implements Client.
+func (r *Router) Complete(ctx context.Context, req Request) (Response, error) {
+	return r.chat(ctx, req, nil)
+}
+
+func (r *Router) chat(parent context.Context, req Request, fn func(Event) error) (Response, error) {
+	start := r.now()
+	rec := CallRecord{Start: start, Service: orUnknown(req.Service), Action: orUnknown(req.Action), Kind: "chat", Stream: fn != nil, Tier: req.Tier}
+	bs, err := r.backends(req.Tier)
+	if err != nil {
+		rec.Outcome = string(CodeOf(err))
+		r.record(parent, rec)
+		return Response{Tier: req.Tier}, err
+	}
+	ctx, cancel := context.WithTimeout(parent, r.timeout)
+	defer cancel()
+
+	var (
+		delivered bool  // an event reached fn: no more fallback
+		fnErr     error // fn asked to stop
+	)
+	wrapped := func(ev Event) error {
+		delivered = true
+		if err := fn(ev); err != nil {
+			fnErr = err
+			return err
+		}
+		return nil
+	}
+	var resp Response
+	for i, b := range bs {
+		if fn != nil {
+			resp, err = b.Stream(ctx, req, wrapped)
+		} else {
+			resp, err = b.Complete(ctx, req)
+		}
+		t := b.target()
+		resp.Provider, resp.Model, resp.Tier, resp.Attempts = t.Provider, t.Model, req.Tier, i+1
+		rec.Provider, rec.Model, rec.Attempts, rec.Usage = t.Provider, t.Model, i+1, rec.Usage.Add(resp.Usage)
+		if err == nil {
+			break
+		}
+		if fnErr != nil || parent.Err() != nil {
+			// The caller stopped; nothing failed on the provider side.
+			rec.Outcome, rec.Duration = "canceled", r.now().Sub(start)
+			r.record(parent, rec)
+			if fnErr != nil {
+				return resp, fnErr
+			}
+			return resp, err
+		}
+		code := CodeOf(err)
+		var le *Error
+		if errors.As(err, &le) {
+			le.Partial = le.Partial || delivered
+			r.log.Warn("model attempt failed", "tier", req.Tier, "provider", t.Provider, "model", t.Model,
+				"attempt", i+1, "code", code, "status", le.Status, "body", le.Body, "err", le.Err)
+		}
+		if delivered || !code.retryable() || ctx.Err() != nil || i == len(bs)-1 {
+			rec.Outcome, rec.Duration = string(code), r.now().Sub(start)
+			r.record(parent, rec)
+			return resp, err
+		}
+	}
+	resp.Duration = r.now().Sub(start)
+	rec.Outcome, rec.Duration = "ok", resp.Duration
+	r.record(parent, rec)
+	return resp, nil
+}
+
+func (r *Router) record(ctx context.Context, rec CallRecord) {
+	if r.rec != nil {
+		r.rec.RecordCall(context.WithoutCancel(ctx), rec)
+	}
+}
+
+// Embed implements Embedder. Inputs go to the tier's first target in
+// batches; a batch that fails is retried item by item, so one bad input
+// cannot block the rest. Embeddings do not fall back to another target:
+// vectors from different models are not comparable, and an index must not
+// mix them. Items that still fail have a nil vector and their error in
+// EmbedResponse.Errors; Embed returns an error itself only when no input
+// could be embedded.
+func (r *Router) Embed(parent context.Context, req EmbedRequest) (EmbedResponse, error) {
+	if req.Tier == "" {
+		req.Tier = LocalEmbed
+	}
+	start := r.now()
+	rec := CallRecord{Start: start, Service: orUnknown(req.Service), Action: orUnknown(req.Action), Kind: "embed", Tier: req.Tier, Attempts: 1}
+	bs, err := r.backends(req.Tier)
+	if err != nil {
+		rec.Outcome = string(CodeOf(err))
+		r.record(parent, rec)
+		return EmbedResponse{}, err
+	}
+	ctx, cancel := context.WithTimeout(parent, r.timeout)
+	defer cancel()
+	b := bs[0]
+	t := b.target()
+	rec.Provider, rec.Model = t.Provider, t.Model
+	out := EmbedResponse{Provider: t.Provider, Model: t.Model, Vectors: make([][]float32, len(req.Inputs))}
+	var errs []error
+	failed := 0
+	setErr := func(i int, err error) {
+		if errs == nil {
+			errs = make([]error, len(req.Inputs))
+		}
+		errs[i] = err
+		failed++
+	}
+	for lo := 0; lo < len(req.Inputs); lo += r.batch {
+		hi := min(lo+r.batch, len(req.Inputs))
+		res, err := b.Embed(ctx, EmbedRequest{Tier: req.Tier, Inputs: req.Inputs[lo:hi]})
+		if err == nil && r.acceptDim(&out, res) == nil {
+			copy(out.Vectors[lo:hi], res.Vectors)
+			out.Usage = out.Usage.Add(res.Usage)
+			continue
+		}
+		if ctx.Err() != nil {
+			for i := lo; i < len(req.Inputs); i++ {
+				setErr(i, classifyTransport(ctx, ctx.Err()))
+			}
+			break
+		}
+		r.log.Warn("embedding batch failed; retrying item by item", "tier", req.Tier, "provider", t.Provider, "size", hi-lo, "code", CodeOf(err))
+		for i := lo; i < hi; i++ {
+			res, err := b.Embed(ctx, EmbedRequest{Tier: req.Tier, Inputs: req.Inputs[i : i+1]})
+			if err == nil {
+				err = r.acceptDim(&out, res)
+			}
+			if err != nil {
+				setErr(i, err)
+				continue
+			}
+			out.Vectors[i] = res.Vectors[0]
+			out.Usage = out.Usage.Add(res.Usage)
+		}
+	}
+	out.Errors = errs
+	rec.Usage, rec.Duration = out.Usage, r.now().Sub(start)
+	rec.Outcome = "ok"
+	if failed > 0 {
+		rec.Outcome = string(CodeOf(firstErr(errs)))
+	}
+	r.record(parent, rec)
+	if failed > 0 && failed == len(req.Inputs) {
+		return out, firstErr(errs)
+	}
+	return out, nil
+}
+
+// acceptDim checks res against the dimension established so far.
+func (r *Router) acceptDim(out *EmbedResponse, res EmbedResponse) error {
+	if len(res.Vectors) == 0 {
+		return nil
+	}
+	d := len(res.Vectors[0])
+	if out.Dimension == 0 {
+		out.Dimension = d
+		return nil
+	}
+	if d != out.Dimension {
+		return malformed(fmt.Errorf("embedding dimension changed from %d to %d", out.Dimension, d))
+	}
+	return nil
+}
+
+func firstErr(errs []error) error {
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}
