@@ -26,6 +26,8 @@ type Config struct {
 	Server ServerConfig `toml:"server"`
 	Log    LogConfig    `toml:"log"`
 	LLM    LLMConfig    `toml:"llm"`
+	Budget BudgetConfig `toml:"budget"`
+	Safety SafetyConfig `toml:"safety"`
 }
 
 // ServerConfig configures the daemon's HTTP listener.
@@ -51,6 +53,8 @@ func Default() Config {
 		Server: ServerConfig{Addr: "127.0.0.1:4317", ShutdownTimeout: Duration(10 * time.Second)},
 		Log:    LogConfig{Level: "info", MaxSizeMB: 20, MaxBackups: 5},
 		LLM:    defaultLLM(),
+		Budget: defaultBudget(),
+		Safety: defaultSafety(),
 	}
 }
 
@@ -138,6 +142,8 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.Server.validate()...)
 	errs = append(errs, c.Log.validate()...)
 	errs = append(errs, c.LLM.validate()...)
+	errs = append(errs, c.Budget.validate()...)
+	errs = append(errs, c.Safety.validate()...)
 	return errors.Join(errs...)
 }
 
