@@ -3,6 +3,8 @@ package llm_test
 import (
 	"context"
 	"errors"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -237,4 +239,32 @@ func TestRedact(t *testing.T) {
 	if len(out) > llm.MaxErrorBody+3 {
 		t.Errorf("not bounded: %d bytes", len(out))
 	}
+}
+
+// bodyRT answers every request with a fixed SSE body.
+type bodyRT string
+
+func (b bodyRT) RoundTrip(*http.Request) (*http.Response, error) {
+	return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: io.NopCloser(strings.NewReader(string(b)))}, nil
+}
+
+// FuzzStreamParse feeds arbitrary provider stream bodies to both clients:
+// they must never panic, and an error must be a classified *llm.Error.
+func FuzzStreamParse(f *testing.F) {
+	f.Add("data: {\"choices\":[{\"delta\":{\"content\":\"hi\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n")
+	f.Add("data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":3,\"id\":\"x\",\"function\":{\"name\":\"f\",\"arguments\":\"{\"}}]}}]}\n\n")
+	f.Add("event: message_start\ndata: {\"type\":\"message_start\"}\n\nevent: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\"}}\n\n")
+	f.Add("data: {\"error\":{\"message\":\"overloaded\"}}\n\n")
+	f.Add(": comment\r\ndata: [DONE]\r\n\r\n")
+	f.Fuzz(func(t *testing.T, body string) {
+		hc := &http.Client{Transport: bodyRT(body)}
+		tg := llm.Target{Provider: "f", BaseURL: "http://fuzz.invalid/v1", Model: "m"}
+		for _, c := range []llm.Client{llm.NewOpenAI(tg, hc), llm.NewAnthropic(tg, hc)} {
+			_, err := c.Stream(context.Background(), llm.Request{Tier: llm.Tier1}, func(llm.Event) error { return nil })
+			var le *llm.Error
+			if err != nil && !errors.As(err, &le) {
+				t.Fatalf("unclassified error %T %v", err, err)
+			}
+		}
+	})
 }
