@@ -1,0 +1,51 @@
+import { useEffect } from 'preact/hooks';
+import { Shell } from './components/Shell';
+import { AppContext } from './context';
+import { AuditPage } from './pages/Audit';
+import { ChatPage } from './pages/Chat';
+import { PairPage } from './pages/Pair';
+import { SystemPage } from './pages/System';
+import { UsagePage } from './pages/Usage';
+import { onLinkClick, useRoute } from './router';
+import type { App as AppCtl, UIState } from './state/app';
+import { useSelect } from './state/store';
+
+export function Root({ app }: { app: AppCtl }) {
+  const route = useRoute();
+  const paired = useSelect(app.ui, (u: UIState) => u.paired);
+  useEffect(() => {
+    document.addEventListener('click', onLinkClick);
+    return () => document.removeEventListener('click', onLinkClick);
+  }, []);
+  useEffect(() => {
+    const t = route.name === 'chat' ? 'Chat' : route.name === 'home' ? '' : route.name[0].toUpperCase() + route.name.slice(1);
+    document.title = t ? `${t} · Hestia` : 'Hestia';
+  }, [route]);
+
+  let page;
+  if (!paired || route.name === 'pair') {
+    page = <PairPage code={route.name === 'pair' ? route.code : undefined} />;
+    return <AppContext.Provider value={app}>{page}</AppContext.Provider>;
+  }
+  switch (route.name) {
+    case 'usage':
+      page = <UsagePage />;
+      break;
+    case 'audit':
+      page = <AuditPage />;
+      break;
+    case 'system':
+      page = <SystemPage />;
+      break;
+    case 'chat':
+      page = <ChatPage key={route.id} id={route.id} />;
+      break;
+    default:
+      page = <ChatPage />;
+  }
+  return (
+    <AppContext.Provider value={app}>
+      <Shell route={route}>{page}</Shell>
+    </AppContext.Provider>
+  );
+}

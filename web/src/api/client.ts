@@ -1,0 +1,232 @@
+// The HTTP client: one place that attaches the bearer token, turns the
+// daemon's error shape into ApiError, and knows which failures are worth a
+// Retry button.
+import type {
+  ApprovalDecision,
+  ApprovalRequest,
+  AuditEvent,
+  Chat,
+  Message,
+  ToolInfo,
+} from './types';
+
+const TOKEN_KEY = 'hestia.token';
+
+export interface TokenStore {
+  get(): string | null;
+  set(token: string): void;
+  clear(): void;
+}
+
+export function localTokenStore(storage: Storage = localStorage): TokenStore {
+  return {
+    get: () => storage.getItem(TOKEN_KEY),
+    set: (t) => storage.setItem(TOKEN_KEY, t),
+    clear: () => storage.removeItem(TOKEN_KEY),
+  };
+}
+
+/** An error answer from the daemon, or a network failure (status 0). */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'ApiError';
+  }
+
+  /** Whether trying the same request again could succeed. */
+  get retryable(): boolean {
+    return this.status === 0 || this.status >= 500 || this.status === 429 || this.code === 'busy';
+  }
+}
+
+export type Fetch = typeof fetch;
+
+export interface ClientOptions {
+  tokens: TokenStore;
+  fetch?: Fetch;
+  base?: string;
+  /** Called on 401 so the app can go back to pairing. */
+  onUnauthorized?: () => void;
+}
+
+export class Client {
+  readonly tokens: TokenStore;
+  private readonly f: Fetch;
+  private readonly base: string;
+  private readonly onUnauthorized?: () => void;
+
+  constructor(opts: ClientOptions) {
+    this.tokens = opts.tokens;
+    this.f = opts.fetch ?? ((...a) => fetch(...a));
+    this.base = opts.base ?? '';
+    this.onUnauthorized = opts.onUnauthorized;
+  }
+
+  headers(extra?: HeadersInit): Headers {
+    const h = new Headers(extra);
+    const t = this.tokens.get();
+    if (t) h.set('Authorization', `Bearer ${t}`);
+    return h;
+  }
+
+  /** Raw authenticated fetch (the event stream uses it). */
+  raw(path: string, init: RequestInit = {}): Promise<Response> {
+    return this.f(this.base + path, { ...init, headers: this.headers(init.headers) });
+  }
+
+  async request<T>(method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<T> {
+    let res: Response;
+    try {
+      res = await this.raw(path, {
+        method,
+        signal,
+        headers: body === undefined ? undefined : { 'Content-Type': 'application/json' },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+    } catch (e) {
+      if ((e as Error).name === 'AbortError') throw e;
+      throw new ApiError(0, 'network', 'Cannot reach the Hestia daemon. Is it running?');
+    }
+    if (res.status === 401 && this.onUnauthorized) this.onUnauthorized();
+    if (!res.ok) throw await errorFrom(res);
+    if (res.status === 204) return undefined as T;
+    const text = await res.text();
+    return (text ? JSON.parse(text) : undefined) as T;
+  }
+
+  get<T>(path: string, signal?: AbortSignal) {
+    return this.request<T>('GET', path, undefined, signal);
+  }
+
+  // Chats
+  listChats(limit = 200) {
+    return this.get<{ chats: Chat[] }>(`/api/chats?limit=${limit}`).then((r) => r.chats ?? []);
+  }
+  getChat(id: string) {
+    return this.get<{ chat: Chat; messages: Message[] }>(`/api/chats/${enc(id)}`);
+  }
+  createChat(title?: string) {
+    return this.request<Chat>('POST', '/api/chats', title ? { title } : {});
+  }
+  renameChat(id: string, title: string) {
+    return this.request<Chat>('PATCH', `/api/chats/${enc(id)}`, { title });
+  }
+  deleteChat(id: string) {
+    return this.request<void>('DELETE', `/api/chats/${enc(id)}`);
+  }
+  exportChat(id: string) {
+    return this.get<unknown>(`/api/chats/${enc(id)}/export`);
+  }
+  sendMessage(id: string, text: string) {
+    return this.request<{ turn_id: string; chat_id: string; position: number }>(
+      'POST',
+      `/api/chats/${enc(id)}/messages`,
+      { text },
+    );
+  }
+  cancel(id: string) {
+    return this.request<{ cancelled: boolean }>('POST', `/api/chats/${enc(id)}/cancel`);
+  }
+  getMode(id: string) {
+    return this.get<{ mode: string; expires_at?: string }>(`/api/chats/${enc(id)}/mode`);
+  }
+  setMode(id: string, mode: string, minutes?: number) {
+    return this.request<{ mode: string; expires_at?: string }>(
+      'PUT',
+      `/api/chats/${enc(id)}/mode`,
+      minutes ? { mode, minutes } : { mode },
+    );
+  }
+
+  // Approvals
+  listApprovals(chat?: string) {
+    const q = chat ? `?chat=${enc(chat)}` : '';
+    return this.get<{ approvals: ApprovalRequest[] }>(`/api/approvals${q}`).then(
+      (r) => r.approvals ?? [],
+    );
+  }
+  decide(id: string, d: ApprovalDecision) {
+    return this.request<{ id: string; decision: string }>('POST', `/api/approvals/${enc(id)}`, d);
+  }
+
+  // Visibility
+  tools(chat?: string) {
+    const q = chat ? `?chat=${enc(chat)}` : '';
+    return this.get<{ tools: ToolInfo[] }>(`/api/tools${q}`).then((r) => r.tools ?? []);
+  }
+  audit(params: Record<string, string | number | undefined>) {
+    const q = new URLSearchParams();
+    for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== '') q.set(k, String(v));
+    return this.get<{ events: AuditEvent[]; next_before?: number }>(`/api/audit?${q}`);
+  }
+  verifyAudit() {
+    return this.get<{ ok: boolean; count: number; first_bad?: number; problem?: string }>(
+      '/api/audit/verify',
+    );
+  }
+  usage(period: string) {
+    return this.get<unknown>(`/api/usage?period=${enc(period)}`);
+  }
+  system() {
+    return this.get<unknown>('/api/system');
+  }
+
+  // Pairing and liveness (no token needed)
+  async health(signal?: AbortSignal): Promise<{ status: string; version?: string }> {
+    const res = await this.f(this.base + '/health', { signal, cache: 'no-store' });
+    if (!res.ok) throw await errorFrom(res);
+    return res.json();
+  }
+  async pairLocal(): Promise<string> {
+    return this.pairPost('/api/pair/local', {});
+  }
+  async pairExchange(code: string): Promise<string> {
+    return this.pairPost('/api/pair/exchange', { code });
+  }
+  private async pairPost(path: string, body: unknown): Promise<string> {
+    let res: Response;
+    try {
+      res = await this.f(this.base + path, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+    } catch {
+      throw new ApiError(0, 'network', 'Cannot reach the Hestia daemon. Is it running?');
+    }
+    if (!res.ok) throw await errorFrom(res);
+    const j = (await res.json()) as { token?: string };
+    if (!j.token) throw new ApiError(res.status, 'bad_response', 'The daemon did not send a token.');
+    return j.token;
+  }
+  /** Checks a token by calling an authenticated endpoint. */
+  async checkToken(token: string): Promise<boolean> {
+    const res = await this.f(this.base + '/api/chats?limit=1', {
+      headers: { Authorization: `Bearer ${token}` },
+    });
+    if (res.status === 401) return false;
+    if (!res.ok && res.status !== 404) throw await errorFrom(res);
+    return true;
+  }
+}
+
+function enc(s: string) {
+  return encodeURIComponent(s);
+}
+
+export async function errorFrom(res: Response): Promise<ApiError> {
+  let code = 'http_' + res.status;
+  let message = `The daemon answered ${res.status} ${res.statusText}`.trim();
+  try {
+    const j = (await res.json()) as { error?: { code?: string; message?: string } };
+    if (j?.error?.code) code = j.error.code;
+    if (j?.error?.message) message = j.error.message;
+  } catch {
+    // not the JSON error shape; keep the status line
+  }
+  return new ApiError(res.status, code, message);
+}

@@ -1,0 +1,154 @@
+// Shapes of the daemon's client protocol (docs/protocol.md). Fields the UI
+// does not need are left out; everything optional is treated as maybe absent
+// because older or newer daemons may not send it.
+
+export interface Chat {
+  id: string;
+  title: string;
+  created_at: string;
+  updated_at: string;
+  message_count?: number;
+}
+
+export interface ToolCall {
+  id: string;
+  name: string;
+  arguments: Record<string, unknown>;
+}
+
+export type Decision =
+  | 'allowed'
+  | 'approved'
+  | 'edited'
+  | 'denied'
+  | 'revise'
+  | 'timeout'
+  | 'no_approver'
+  | 'blocked'
+  | 'invalid'
+  | 'skipped'
+  | 'answered';
+
+export interface ToolOutcome {
+  input?: Record<string, unknown>;
+  effective_input?: Record<string, unknown>;
+  decision?: Decision | string;
+  decision_source?: string;
+  policy?: 'allow' | 'gate' | 'deny' | string;
+  policy_rule?: string;
+  status?: 'ok' | 'error' | 'not_run' | string;
+  error?: string;
+  duration_ms?: number;
+}
+
+export interface Message {
+  id: string;
+  chat_id: string;
+  seq: number;
+  turn_id?: string;
+  role: 'user' | 'assistant' | 'tool';
+  content: string;
+  tool_calls?: ToolCall[];
+  tool_call_id?: string;
+  tool_name?: string;
+  tool?: ToolOutcome;
+  created_at: string;
+}
+
+export interface TurnError {
+  code: string;
+  message: string;
+}
+
+export interface TurnResult {
+  turn_id: string;
+  chat_id: string;
+  ok: boolean;
+  aborted?: boolean;
+  message_id?: string;
+  text?: string;
+  steps?: number;
+  step_limit_hit?: boolean;
+  error?: TurnError;
+}
+
+export interface JSONSchema {
+  type?: string | string[];
+  title?: string;
+  description?: string;
+  properties?: Record<string, JSONSchema>;
+  required?: string[];
+  enum?: unknown[];
+  items?: JSONSchema;
+  default?: unknown;
+  minimum?: number;
+  maximum?: number;
+  format?: string;
+}
+
+export interface ApprovalRequest {
+  id: string;
+  kind: 'approval' | 'question';
+  chat_id: string;
+  turn_id?: string;
+  call_id?: string;
+  tool?: string;
+  args?: Record<string, unknown>;
+  risk?: string;
+  preview?: string;
+  reason?: string;
+  schema?: JSONSchema;
+  question?: string;
+  choices?: string[];
+  created_at: string;
+  expires_at?: string;
+}
+
+export type ApprovalDecision =
+  | { decision: 'approve'; mode?: 'allow_10m' | 'allow_chat' }
+  | { decision: 'edit'; args: Record<string, unknown> }
+  | { decision: 'deny'; note?: string }
+  | { decision: 'revise'; note: string }
+  | { decision: 'answer'; answer: string };
+
+export interface Resolution {
+  id: string;
+  kind?: string;
+  decision: string;
+  note?: string;
+}
+
+export interface ToolInfo {
+  name: string;
+  description?: string;
+  schema?: JSONSchema;
+  risk?: string;
+  read_only?: boolean;
+  parallel_safe?: boolean;
+  untrusted_output?: boolean;
+  available?: boolean;
+  unavailable_reason?: string;
+  decision?: string;
+  decision_source?: string;
+}
+
+export interface AuditEvent {
+  id: number;
+  ts: string;
+  type: string;
+  chat_id?: string;
+  turn_id?: string;
+  tool?: string;
+  summary: string;
+  data?: unknown;
+  prev_hash?: string;
+  hash?: string;
+}
+
+export interface StreamEvent {
+  seq?: number;
+  type: string;
+  ts?: string;
+  chat_id?: string;
+  data: any;
+}

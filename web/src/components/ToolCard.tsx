@@ -1,0 +1,76 @@
+import { useState } from 'preact/hooks';
+import type { ApprovalRequest, Message, ToolCall } from '../api/types';
+import { duration, excerpt, json, prettyTool } from '../lib/format';
+import { toolStatus } from '../lib/toolstatus';
+import type { LiveTool, Resolved } from '../state/reduce';
+import { ApprovalCard, QuestionCard, ResolvedNote } from './ApprovalCard';
+import { Alert, Check, Chevron, Tool } from './icons';
+
+interface Props {
+  call: ToolCall;
+  result?: Message;
+  live?: LiveTool;
+  pending?: ApprovalRequest;
+  resolved?: Resolved;
+  turnRunning: boolean;
+}
+
+export function ToolCard(p: Props) {
+  const st = toolStatus({ ...p, args: p.call.arguments });
+  const [open, setOpen] = useState(false);
+  const isQuestion = p.call.name === 'ask_user' || p.pending?.kind === 'question';
+
+  if (isQuestion) {
+    if (p.pending) return <QuestionCard req={p.pending} />;
+    const answer = p.result?.content;
+    return (
+      <div class="tool-card tone-ok question-done">
+        <div class="tool-head static">
+          <span class="tool-icon"><Check size={15} /></span>
+          <span class="tool-name">{String(p.call.arguments?.question ?? 'Question')}</span>
+          {answer && <span class="muted answer-text">{excerpt(answer, 200)}</span>}
+        </div>
+      </div>
+    );
+  }
+
+  return (
+    <div class={`tool-card tone-${st.tone}`} data-call={p.call.id} data-tool={p.call.name}>
+      <button class="tool-head" aria-expanded={open} onClick={() => setOpen(!open)}>
+        <span class="tool-icon">
+          {st.tone === 'ok' ? <Check size={15} /> : st.tone === 'error' || st.tone === 'notdone' ? <Alert size={15} /> : <Tool size={15} />}
+        </span>
+        <span class="tool-name">{prettyTool(p.call.name)}</span>
+        <span class={`status status-${st.tone}`}>
+          {st.tone === 'running' && <span class="spinner" aria-hidden="true" />}
+          {st.label}
+        </span>
+        {st.detail && <span class="status-detail">{st.detail}</span>}
+        <span class="grow" />
+        {st.duration_ms !== undefined && <span class="muted small">{duration(st.duration_ms)}</span>}
+        <Chevron size={15} class={'chev' + (open ? ' open' : '')} />
+      </button>
+      {p.pending && <ApprovalCard req={p.pending} />}
+      {!p.pending && p.resolved && st.tone !== 'notdone' && st.tone !== 'ok' && <ResolvedNote r={p.resolved} />}
+      {st.error && <div class="tool-error">{st.error}</div>}
+      {open && (
+        <div class="tool-body">
+          <div class="kv-label">{st.edited ? 'Ran with (your edits)' : 'Input'}</div>
+          <pre class="mono">{json(st.input ?? {})}</pre>
+          {st.askedInput && (
+            <>
+              <div class="kv-label">The assistant asked for</div>
+              <pre class="mono dim">{json(st.askedInput)}</pre>
+            </>
+          )}
+          {st.output && (
+            <>
+              <div class="kv-label">Output</div>
+              <pre class="mono">{excerpt(st.output)}</pre>
+            </>
+          )}
+        </div>
+      )}
+    </div>
+  );
+}

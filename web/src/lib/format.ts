@@ -1,0 +1,63 @@
+// Small formatting helpers shared by the pages.
+
+export function relTime(iso: string | undefined, now = Date.now()): string {
+  if (!iso) return '';
+  const t = Date.parse(iso);
+  if (Number.isNaN(t)) return '';
+  const s = Math.round((now - t) / 1000);
+  if (s < 45) return 'just now';
+  const m = Math.round(s / 60);
+  if (m < 60) return `${m} min ago`;
+  const h = Math.round(m / 60);
+  if (h < 24) return `${h} h ago`;
+  const d = Math.round(h / 24);
+  if (d < 7) return `${d} d ago`;
+  return new Date(t).toLocaleDateString(undefined, { month: 'short', day: 'numeric' });
+}
+
+export function clock(iso: string | undefined): string {
+  if (!iso) return '';
+  const t = new Date(iso);
+  if (Number.isNaN(t.getTime())) return '';
+  return t.toLocaleString(undefined, { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', second: '2-digit' });
+}
+
+export function duration(ms: number | undefined): string {
+  if (ms === undefined || ms === null) return '';
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  if (ms < 60_000) return `${(ms / 1000).toFixed(ms < 10_000 ? 1 : 0)} s`;
+  const m = Math.floor(ms / 60_000);
+  return `${m} min ${Math.round((ms % 60_000) / 1000)} s`;
+}
+
+export function money(usd: number | undefined): string {
+  if (usd === undefined || usd === null || Number.isNaN(usd)) return '—';
+  if (usd === 0) return '$0';
+  if (usd < 0.01) return '<$0.01';
+  return '$' + usd.toLocaleString(undefined, { minimumFractionDigits: 2, maximumFractionDigits: 2 });
+}
+
+export function count(n: number | undefined): string {
+  if (n === undefined || n === null) return '—';
+  if (n >= 1e9) return (n / 1e9).toFixed(1) + 'B';
+  if (n >= 1e6) return (n / 1e6).toFixed(1) + 'M';
+  if (n >= 1e4) return (n / 1e3).toFixed(1) + 'k';
+  return n.toLocaleString();
+}
+
+export function prettyTool(name: string): string {
+  return name.replace(/^mcp__/, '').replace(/[_-]+/g, ' ');
+}
+
+export function excerpt(s: string | undefined, max = 2000): string {
+  if (!s) return '';
+  return s.length > max ? s.slice(0, max) + '…' : s;
+}
+
+export function json(v: unknown): string {
+  try {
+    return JSON.stringify(v, null, 2) ?? '';
+  } catch {
+    return String(v);
+  }
+}

@@ -1,0 +1,331 @@
+// The chat view: transcript with streaming Markdown, tool and approval cards,
+// and the composer.
+import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
+import type { ApprovalRequest, Message } from '../api/types';
+import { ApprovalCard, QuestionCard } from '../components/ApprovalCard';
+import { Copy, Download, Flame, Pencil, Send, Stop, Trash } from '../components/icons';
+import { Markdown } from '../components/Markdown';
+import { ToolCard } from '../components/ToolCard';
+import { useApp } from '../context';
+import { emptyView, type ChatView as View, type State } from '../state/reduce';
+import { useSelect } from '../state/store';
+
+const noApprovals: ApprovalRequest[] = [];
+
+export function ChatPage({ id }: { id?: string }) {
+  const app = useApp();
+  const view = useSelect(app.data, (s: State) => (id ? s.views[id] : undefined)) ?? emptyView();
+  const approvals = useSelect(app.data, (s: State) => s.approvals);
+  const resolved = useSelect(app.data, (s: State) => s.resolved);
+  const pending = useMemo(
+    () => (id ? Object.values(approvals).filter((a) => a.chat_id === id) : noApprovals),
+    [approvals, id],
+  );
+
+  useEffect(() => {
+    void app.openChat(id);
+  }, [id]);
+
+  const scroller = useRef<HTMLDivElement>(null);
+  const stick = useRef(true);
+  const streamingText = Object.values(view.streaming).map((s) => s.text).join('');
+  useLayoutEffect(() => {
+    const el = scroller.current;
+    if (el && stick.current) el.scrollTop = el.scrollHeight;
+  }, [view.messages.length, streamingText.length, pending.length, view.running]);
+
+  if (!id) return <Welcome />;
+
+  return (
+    <div class="chat">
+      <ChatHeader view={view} id={id} />
+      <div
+        class="transcript"
+        ref={scroller}
+        onScroll={(e) => {
+          const el = e.currentTarget;
+          stick.current = el.scrollHeight - el.scrollTop - el.clientHeight < 80;
+        }}
+      >
+        <div class="transcript-inner" aria-live="polite">
+          {!view.loaded && <div class="skeleton" aria-label="Loading" />}
+          {view.loaded && view.messages.length === 0 && !view.running && (
+            <div class="empty-chat muted">Say something to start.</div>
+          )}
+          <Transcript view={view} pending={pending} resolved={resolved} />
+        </div>
+      </div>
+      <Composer chatId={id} running={!!view.running} queued={view.queued.length} />
+    </div>
+  );
+}
+
+function Transcript({
+  view,
+  pending,
+  resolved,
+}: {
+  view: View;
+  pending: ApprovalRequest[];
+  resolved: State['resolved'];
+}) {
+  const results = new Map<string, Message>();
+  for (const m of view.messages) if (m.role === 'tool' && m.tool_call_id) results.set(m.tool_call_id, m);
+  const pendingByCall = new Map(pending.filter((a) => a.call_id).map((a) => [a.call_id as string, a]));
+  const resolvedByCall = new Map(
+    Object.values(resolved)
+      .filter((r) => r.request.call_id)
+      .map((r) => [r.request.call_id as string, r]),
+  );
+  const shownCalls = new Set<string>();
+  const out = [];
+  for (const m of view.messages) {
+    if (m.role === 'user') {
+      out.push(
+        <div class="msg user" key={m.id} data-id={m.id}>
+          <div class="bubble">{m.content}</div>
+        </div>,
+      );
+    } else if (m.role === 'assistant') {
+      out.push(
+        <div class="msg assistant" key={m.id} data-id={m.id}>
+          {m.content && <Markdown text={m.content} />}
+          {m.tool_calls?.map((c) => {
+            shownCalls.add(c.id);
+            return (
+              <ToolCard
+                key={c.id}
+                call={c}
+                result={results.get(c.id)}
+                live={view.tools[c.id]}
+                pending={pendingByCall.get(c.id)}
+                resolved={resolvedByCall.get(c.id)}
+                turnRunning={view.running === m.turn_id}
+              />
+            );
+          })}
+        </div>,
+      );
+    } else if (m.role === 'tool' && m.tool_call_id && !view.messages.some((x) => x.tool_calls?.some((c) => c.id === m.tool_call_id))) {
+      // A tool result whose call we do not have: show it on its own.
+      out.push(
+        <div class="msg assistant" key={m.id}>
+          <ToolCard
+            call={{ id: m.tool_call_id, name: m.tool_name ?? 'tool', arguments: m.tool?.effective_input ?? {} }}
+            result={m}
+            turnRunning={false}
+          />
+        </div>,
+      );
+      shownCalls.add(m.tool_call_id);
+    }
+  }
+  // Live tool calls and requests whose assistant message has not landed yet.
+  const stray = [];
+  for (const t of Object.values(view.tools)) {
+    if (shownCalls.has(t.call_id) || results.has(t.call_id)) continue;
+    if (!view.running) continue;
+    shownCalls.add(t.call_id);
+    stray.push(
+      <ToolCard
+        key={t.call_id}
+        call={{ id: t.call_id, name: t.tool, arguments: t.args ?? {} }}
+        live={t}
+        pending={pendingByCall.get(t.call_id)}
+        resolved={resolvedByCall.get(t.call_id)}
+        turnRunning
+      />,
+    );
+  }
+  for (const a of pending) {
+    if (a.call_id && shownCalls.has(a.call_id)) continue;
+    stray.push(a.kind === 'question' ? <QuestionCard key={a.id} req={a} /> : <ApprovalCard key={a.id} req={a} />);
+  }
+  const streams = Object.entries(view.streaming).filter(([, s]) => s.text);
+  return (
+    <>
+      {out}
+      {(stray.length > 0 || streams.length > 0 || view.running) && (
+        <div class="msg assistant live">
+          {stray}
+          {streams.map(([turn, s]) => (
+            <Markdown key={turn} text={s.text} streaming />
+          ))}
+          {view.running && streams.length === 0 && stray.length === 0 && (
+            <div class="thinking" aria-label="Thinking">
+              <span />
+              <span />
+              <span />
+            </div>
+          )}
+        </div>
+      )}
+    </>
+  );
+}
+
+function ChatHeader({ view, id }: { view: View; id: string }) {
+  const app = useApp();
+  const [editing, setEditing] = useState(false);
+  const [title, setTitle] = useState('');
+  const t = view.chat?.title || 'New chat';
+  return (
+    <header class="chat-header">
+      {editing ? (
+        <form
+          class="rename"
+          onSubmit={(e) => {
+            e.preventDefault();
+            if (title.trim()) void app.rename(id, title.trim());
+            setEditing(false);
+          }}
+        >
+          <input
+            aria-label="Chat title"
+            value={title}
+            autoFocus
+            onInput={(e) => setTitle((e.target as HTMLInputElement).value)}
+            onBlur={() => setEditing(false)}
+            onKeyDown={(e) => e.key === 'Escape' && setEditing(false)}
+          />
+        </form>
+      ) : (
+        <h1 class="chat-title" title={t}>
+          {t}
+        </h1>
+      )}
+      <div class="header-actions">
+        {view.running && <span class="pill live-pill">Working…</span>}
+        <button
+          class="icon-btn"
+          title="Rename"
+          aria-label="Rename chat"
+          onClick={() => {
+            setTitle(view.chat?.title ?? '');
+            setEditing(true);
+          }}
+        >
+          <Pencil />
+        </button>
+        <button class="icon-btn" title="Copy transcript as JSON" aria-label="Copy transcript as JSON" onClick={() => app.copyTranscript(id)}>
+          <Copy />
+        </button>
+        <button class="icon-btn" title="Download transcript" aria-label="Download transcript" onClick={() => app.exportChat(id)}>
+          <Download />
+        </button>
+        <button
+          class="icon-btn danger-hover"
+          title="Delete chat"
+          aria-label="Delete chat"
+          onClick={() => {
+            if (confirm(`Delete “${t}”? This cannot be undone.`)) void app.remove(id);
+          }}
+        >
+          <Trash />
+        </button>
+      </div>
+    </header>
+  );
+}
+
+export function Composer({ chatId, running, queued }: { chatId?: string; running: boolean; queued: number }) {
+  const app = useApp();
+  const [text, setText] = useState('');
+  const [sending, setSending] = useState(false);
+  const ta = useRef<HTMLTextAreaElement>(null);
+  useLayoutEffect(() => {
+    const el = ta.current;
+    if (!el) return;
+    el.style.height = 'auto';
+    el.style.height = Math.min(el.scrollHeight, 240) + 'px';
+  }, [text]);
+  useEffect(() => {
+    ta.current?.focus();
+  }, [chatId]);
+
+  const submit = async () => {
+    const t = text.trim();
+    if (!t || sending) return;
+    setSending(true);
+    try {
+      await app.send(chatId, t);
+      setText('');
+    } catch {
+      // the toast explains; keep the text so nothing is lost
+    } finally {
+      setSending(false);
+      ta.current?.focus();
+    }
+  };
+
+  return (
+    <div class="composer-wrap">
+      {queued > 0 && (
+        <div class="queued" role="status">
+          {queued === 1 ? '1 message queued' : `${queued} messages queued`} — it runs when the current reply ends.
+        </div>
+      )}
+      <form
+        class="composer"
+        onSubmit={(e) => {
+          e.preventDefault();
+          void submit();
+        }}
+      >
+        <textarea
+          ref={ta}
+          rows={1}
+          aria-label="Message"
+          placeholder={running ? 'Send a message to interrupt…' : 'Message Hestia…'}
+          value={text}
+          onInput={(e) => setText((e.target as HTMLTextAreaElement).value)}
+          onKeyDown={(e) => {
+            if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
+              e.preventDefault();
+              void submit();
+            }
+            if (e.key === 'Escape' && running && chatId) void app.cancel(chatId);
+          }}
+        />
+        {running && chatId && (
+          <button type="button" class="send stop" aria-label="Stop" title="Stop (Esc)" onClick={() => app.cancel(chatId)}>
+            <Stop />
+          </button>
+        )}
+        <button type="submit" class="send" aria-label="Send" title="Send (Enter)" disabled={!text.trim() || sending}>
+          <Send />
+        </button>
+      </form>
+      <div class="composer-hint muted">Enter to send · Shift+Enter for a new line{running ? ' · Esc to stop' : ''}</div>
+    </div>
+  );
+}
+
+function Welcome() {
+  const suggestions = [
+    'What is on my calendar this week?',
+    'Summarise unread mail from today',
+    'Find my notes about the trip',
+    'Draft a reply to the last message from Sam',
+  ];
+  const app = useApp();
+  return (
+    <div class="chat welcome">
+      <div class="welcome-inner">
+        <div class="welcome-mark">
+          <Flame size={30} />
+        </div>
+        <h1>What can I do for you?</h1>
+        <p class="muted">Your mail, calendar, documents and memory stay on this machine. Anything that changes something asks you first.</p>
+        <div class="suggestions">
+          {suggestions.map((s) => (
+            <button class="suggestion" onClick={() => app.send(undefined, s).catch(() => {})}>
+              {s}
+            </button>
+          ))}
+        </div>
+      </div>
+      <Composer running={false} queued={0} />
+    </div>
+  );
+}

@@ -1,0 +1,313 @@
+// The application controller: owns the client, the event stream and the
+// store, and turns user intents (send, approve, rename…) into API calls.
+// Components read state through useSelect and call these methods.
+import { ApiError, Client, localTokenStore, type TokenStore } from '../api/client';
+import { EventStream, type ConnState } from '../api/events';
+import type { ApprovalDecision, StreamEvent, TurnResult } from '../api/types';
+import { navigate } from '../router';
+import {
+  applyEvent,
+  clearLive,
+  initialState,
+  loadApprovals,
+  loadChat,
+  loadChats,
+  openView,
+  resolve,
+  type State,
+} from './reduce';
+import { Store } from './store';
+
+export interface Toast {
+  id: number;
+  kind: 'error' | 'info' | 'success';
+  text: string;
+  retry?: () => void;
+}
+
+export interface UIState {
+  conn: ConnState;
+  paired: boolean;
+  version?: string;
+  toasts: Toast[];
+  current?: string;
+}
+
+/** Turn error codes where sending the same message again may work. */
+const retryableTurnErrors = new Set(['model_unavailable', 'model_error', 'internal', 'disconnected']);
+
+export class App {
+  readonly data = new Store<State>(initialState);
+  readonly ui: Store<UIState>;
+  readonly client: Client;
+  private stream: EventStream;
+  private toastSeq = 0;
+
+  constructor(opts: { tokens?: TokenStore; fetch?: typeof fetch } = {}) {
+    const tokens = opts.tokens ?? localTokenStore();
+    this.client = new Client({ tokens, fetch: opts.fetch, onUnauthorized: () => this.unpaired() });
+    this.ui = new Store<UIState>({ conn: 'connecting', paired: !!tokens.get(), toasts: [] });
+    this.stream = new EventStream(this.client, {
+      onEvent: (ev) => this.onEvent(ev),
+      onState: (conn) => {
+        this.ui.set((u) => ({ ...u, conn }));
+        if (conn === 'unauthorized') this.unpaired();
+      },
+      onResync: (reason) => {
+        if (reason === 'restart') this.data.set(clearLive);
+        void this.refresh();
+      },
+      onConnected: (again) => {
+        // Replay covers the gap, but a snapshot also heals what replay
+        // cannot (a restart that happened to reach our old sequence number).
+        void this.refresh(again);
+        void this.client.health().then(
+          (h) => this.ui.set((u) => ({ ...u, version: h.version })),
+          () => {},
+        );
+      },
+    });
+  }
+
+  start() {
+    if (this.client.tokens.get()) this.stream.start();
+  }
+
+  stop() {
+    this.stream.stop();
+  }
+
+  // Pairing
+
+  async pairWithToken(token: string) {
+    token = token.trim();
+    if (!token) throw new ApiError(400, 'bad_request', 'Paste the token first.');
+    if (!(await this.client.checkToken(token))) {
+      throw new ApiError(401, 'unauthorized', 'That token was not accepted by the daemon.');
+    }
+    this.paired(token);
+  }
+
+  async pairWithCode(code: string) {
+    this.paired(await this.client.pairExchange(code.trim()));
+  }
+
+  /** Same-machine pairing; false when the daemon refuses (not local). */
+  async pairLocal(): Promise<boolean> {
+    try {
+      this.paired(await this.client.pairLocal());
+      return true;
+    } catch (e) {
+      if (e instanceof ApiError && e.status === 0) throw e;
+      return false;
+    }
+  }
+
+  private paired(token: string) {
+    this.client.tokens.set(token);
+    this.ui.set((u) => ({ ...u, paired: true }));
+    this.stream.start();
+  }
+
+  unpaired() {
+    this.client.tokens.clear();
+    this.stream.stop();
+    this.ui.set((u) => ({ ...u, paired: false }));
+  }
+
+  // Loading
+
+  async refresh(quiet = false) {
+    try {
+      const [chats, approvals] = await Promise.all([
+        this.client.listChats(),
+        this.client.listApprovals(),
+      ]);
+      this.data.set((s) => loadApprovals(loadChats(s, chats), approvals));
+      const cur = this.ui.get().current;
+      if (cur) await this.loadChat(cur);
+    } catch (e) {
+      if (!quiet) this.error(e, () => void this.refresh());
+    }
+  }
+
+  async openChat(id: string | undefined) {
+    this.ui.set((u) => ({ ...u, current: id }));
+    if (!id) return;
+    this.data.set((s) => openView(s, id));
+    await this.loadChat(id).catch((e) => {
+      if (e instanceof ApiError && e.code === 'not_found') {
+        this.toast('info', 'That chat no longer exists.');
+        navigate('/', true);
+        return;
+      }
+      this.error(e, () => void this.openChat(id));
+    });
+  }
+
+  private async loadChat(id: string) {
+    const [{ chat, messages }, approvals] = await Promise.all([
+      this.client.getChat(id),
+      this.client.listApprovals(id),
+    ]);
+    this.data.set((s) => loadApprovals(loadChat(s, chat, messages ?? []), approvals, id));
+  }
+
+  private onEvent(ev: StreamEvent) {
+    this.data.set((s) => applyEvent(s, ev));
+    if (ev.type === 'turn.finished') this.onTurnFinished(ev.data?.result as TurnResult);
+    if (ev.type === 'chat.deleted' && ev.data?.id === this.ui.get().current) {
+      navigate('/', true);
+    }
+  }
+
+  private onTurnFinished(r: TurnResult | undefined) {
+    if (!r || r.ok || !r.error) return;
+    if (r.error.code === 'cancelled' || r.error.code === 'interrupted') return;
+    const v = this.data.get().views[r.chat_id];
+    const userMsg = v?.messages.filter((m) => m.turn_id === r.turn_id && m.role === 'user').pop();
+    const retry =
+      retryableTurnErrors.has(r.error.code) && userMsg
+        ? () => void this.send(r.chat_id, userMsg.content)
+        : undefined;
+    this.toast('error', r.error.message || 'The turn failed.', retry);
+  }
+
+  // Chat actions
+
+  /** Sends text to chatId, creating a chat first when there is none. */
+  async send(chatId: string | undefined, text: string): Promise<string | undefined> {
+    try {
+      let id = chatId;
+      if (!id) {
+        const chat = await this.client.createChat(titleFrom(text));
+        id = chat.id;
+        this.data.set((s) => loadChat(openView(s, chat.id), chat, []));
+        navigate(`/c/${encodeURIComponent(id)}`);
+      }
+      await this.client.sendMessage(id, text);
+      if (this.ui.get().conn !== 'live') void this.loadChat(id).catch(() => {});
+      return id;
+    } catch (e) {
+      this.error(e, () => void this.send(chatId, text));
+      throw e;
+    }
+  }
+
+  async cancel(chatId: string) {
+    try {
+      await this.client.cancel(chatId);
+    } catch (e) {
+      this.error(e);
+    }
+  }
+
+  async newChat() {
+    navigate('/');
+  }
+
+  async rename(chatId: string, title: string) {
+    try {
+      const chat = await this.client.renameChat(chatId, title);
+      this.data.set((s) => applyEvent(s, { type: 'chat.updated', data: { chat } }));
+    } catch (e) {
+      this.error(e);
+    }
+  }
+
+  async remove(chatId: string) {
+    try {
+      await this.client.deleteChat(chatId);
+      this.data.set((s) => applyEvent(s, { type: 'chat.deleted', data: { id: chatId } }));
+      if (this.ui.get().current === chatId) navigate('/', true);
+    } catch (e) {
+      this.error(e);
+    }
+  }
+
+  async exportChat(chatId: string) {
+    try {
+      const body = await this.client.exportChat(chatId);
+      const blob = new Blob([JSON.stringify(body, null, 2)], { type: 'application/json' });
+      const a = document.createElement('a');
+      a.href = URL.createObjectURL(blob);
+      a.download = `hestia-chat-${chatId}.json`;
+      a.click();
+      setTimeout(() => URL.revokeObjectURL(a.href), 10_000);
+    } catch (e) {
+      this.error(e);
+    }
+  }
+
+  async copyTranscript(chatId: string) {
+    try {
+      const body = await this.client.exportChat(chatId);
+      await navigator.clipboard.writeText(JSON.stringify(body, null, 2));
+      this.toast('success', 'Transcript copied as JSON.');
+    } catch (e) {
+      this.error(e);
+    }
+  }
+
+  async decide(id: string, d: ApprovalDecision): Promise<boolean> {
+    try {
+      const r = await this.client.decide(id, d);
+      this.data.set((s) => resolve(s, { id, decision: r?.decision ?? d.decision, note: noteOf(d) }));
+      return true;
+    } catch (e) {
+      if (e instanceof ApiError && (e.code === 'conflict' || e.status === 404)) {
+        // Someone else (another tab, the terminal, the timeout) got there first.
+        this.toast('info', e.status === 404 ? 'This request expired.' : 'This request was already decided.');
+        this.data.set((s) => resolve(s, { id, decision: e.status === 404 ? 'timeout' : 'decided elsewhere' }));
+        return false;
+      }
+      if (e instanceof ApiError && e.code === 'invalid_args') throw e;
+      this.error(e, () => void this.decide(id, d));
+      return false;
+    }
+  }
+
+  async setMode(chatId: string, mode: 'off' | 'allow_10m' | 'allow_chat') {
+    try {
+      await this.client.setMode(chatId, mode, mode === 'allow_10m' ? 10 : undefined);
+      this.toast(
+        'success',
+        mode === 'off' ? 'Temporary mode ended.' : mode === 'allow_10m' ? 'Gated tools allowed for 10 minutes in this chat.' : 'Gated tools allowed for this chat.',
+      );
+    } catch (e) {
+      this.error(e);
+    }
+  }
+
+  // Toasts
+
+  toast(kind: Toast['kind'], text: string, retry?: () => void) {
+    const id = ++this.toastSeq;
+    this.ui.set((u) => ({ ...u, toasts: [...u.toasts.slice(-3), { id, kind, text, retry }] }));
+    if (kind !== 'error' || !retry) setTimeout(() => this.dismiss(id), kind === 'error' ? 8000 : 4000);
+  }
+
+  dismiss(id: number) {
+    this.ui.set((u) => ({ ...u, toasts: u.toasts.filter((t) => t.id !== id) }));
+  }
+
+  error(e: unknown, retry?: () => void) {
+    if (e instanceof ApiError) {
+      if (e.status === 401) return; // handled by going back to pairing
+      this.toast('error', e.message, e.retryable ? retry : undefined);
+      return;
+    }
+    if ((e as Error)?.name === 'AbortError') return;
+    this.toast('error', (e as Error)?.message ?? String(e), retry);
+  }
+}
+
+function noteOf(d: ApprovalDecision): string | undefined {
+  return 'note' in d ? d.note : undefined;
+}
+
+/** A first title for a new chat from its first message. */
+export function titleFrom(text: string): string {
+  const line = text.trim().split('\n')[0].replace(/\s+/g, ' ');
+  return line.length > 60 ? line.slice(0, 57).trimEnd() + '…' : line;
+}

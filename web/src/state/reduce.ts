@@ -1,0 +1,270 @@
+// Pure state transitions: every event from the stream and every fetched
+// snapshot goes through these functions. They are idempotent — applying the
+// same message or event twice leaves the state as applying it once — which
+// is what makes reconnect-and-replay safe.
+import type { ApprovalRequest, Chat, Message, Resolution, StreamEvent, TurnResult } from '../api/types';
+
+export interface LiveTool {
+  call_id: string;
+  tool: string;
+  args?: Record<string, unknown>;
+  policy?: string;
+  state: 'running' | 'finished';
+  decision?: string;
+  status?: string;
+  error?: string;
+  duration_ms?: number;
+  output?: string;
+  started_at?: string;
+}
+
+export interface Streaming {
+  step: number;
+  text: string;
+}
+
+export interface ChatView {
+  chat: Chat | null;
+  messages: Message[];
+  loaded: boolean;
+  streaming: Record<string, Streaming>;
+  tools: Record<string, LiveTool>;
+  running?: string;
+  queued: string[];
+  lastResult?: TurnResult;
+}
+
+export interface Resolved {
+  request: ApprovalRequest;
+  resolution: Resolution;
+}
+
+export interface State {
+  chats: Chat[];
+  chatsLoaded: boolean;
+  views: Record<string, ChatView>;
+  approvals: Record<string, ApprovalRequest>;
+  resolved: Record<string, Resolved>;
+}
+
+export const initialState: State = {
+  chats: [],
+  chatsLoaded: false,
+  views: {},
+  approvals: {},
+  resolved: {},
+};
+
+export function emptyView(): ChatView {
+  return { chat: null, messages: [], loaded: false, streaming: {}, tools: {}, queued: [] };
+}
+
+/** Merges messages by id, keeping the transcript ordered by seq. */
+export function mergeMessages(current: Message[], incoming: Message[]): Message[] {
+  if (incoming.length === 0) return current;
+  const byId = new Map(current.map((m) => [m.id, m]));
+  let changed = false;
+  for (const m of incoming) {
+    const old = byId.get(m.id);
+    if (old && JSON.stringify(old) === JSON.stringify(m)) continue;
+    byId.set(m.id, m);
+    changed = true;
+  }
+  if (!changed) return current;
+  return [...byId.values()].sort(
+    (a, b) => a.seq - b.seq || a.created_at.localeCompare(b.created_at),
+  );
+}
+
+export function sortChats(chats: Chat[]): Chat[] {
+  return [...chats].sort((a, b) => b.updated_at.localeCompare(a.updated_at));
+}
+
+export function upsertChat(chats: Chat[], chat: Chat): Chat[] {
+  return sortChats([...chats.filter((c) => c.id !== chat.id), chat]);
+}
+
+function withView(s: State, chatId: string | undefined, fn: (v: ChatView) => ChatView): State {
+  if (!chatId) return s;
+  const v = s.views[chatId];
+  // Only chats the user has open are tracked in detail; the rest are
+  // fetched fresh when opened.
+  if (!v) return s;
+  const nv = fn(v);
+  return nv === v ? s : { ...s, views: { ...s.views, [chatId]: nv } };
+}
+
+/** A chat snapshot from GET /api/chats/{id}. */
+export function loadChat(s: State, chat: Chat, messages: Message[]): State {
+  const v = s.views[chat.id] ?? emptyView();
+  const persistedTurns = new Set(
+    messages.filter((m) => m.role === 'assistant' && m.turn_id).map((m) => m.turn_id as string),
+  );
+  return {
+    ...s,
+    chats: s.chatsLoaded ? upsertChat(s.chats, chat) : s.chats,
+    views: {
+      ...s.views,
+      [chat.id]: {
+        ...v,
+        chat,
+        loaded: true,
+        messages: mergeMessages(v.messages, messages),
+        streaming: v.running ? v.streaming : dropKeys(v.streaming, persistedTurns),
+      },
+    },
+  };
+}
+
+export function openView(s: State, chatId: string): State {
+  if (s.views[chatId]) return s;
+  return { ...s, views: { ...s.views, [chatId]: emptyView() } };
+}
+
+export function loadChats(s: State, chats: Chat[]): State {
+  return { ...s, chats: sortChats(chats), chatsLoaded: true };
+}
+
+export function loadApprovals(s: State, list: ApprovalRequest[], chatId?: string): State {
+  const approvals: Record<string, ApprovalRequest> = {};
+  for (const [id, a] of Object.entries(s.approvals)) {
+    // A snapshot for one chat replaces only that chat's pending requests.
+    if (chatId && a.chat_id !== chatId) approvals[id] = a;
+  }
+  for (const a of list) if (!s.resolved[a.id]) approvals[a.id] = a;
+  return { ...s, approvals };
+}
+
+/** Marks a request decided (by us, another client, or a timeout). */
+export function resolve(s: State, r: Resolution): State {
+  const req = s.approvals[r.id] ?? s.resolved[r.id]?.request;
+  const approvals = { ...s.approvals };
+  delete approvals[r.id];
+  if (!req) return { ...s, approvals };
+  return { ...s, approvals, resolved: { ...s.resolved, [r.id]: { request: req, resolution: r } } };
+}
+
+export function applyEvent(s: State, ev: StreamEvent): State {
+  const d = ev.data ?? {};
+  switch (ev.type) {
+    case 'chat.created':
+    case 'chat.updated': {
+      if (!d.chat) return s;
+      const chat = d.chat as Chat;
+      const next = { ...s, chats: upsertChat(s.chats, chat) };
+      return withView(next, chat.id, (v) => ({ ...v, chat }));
+    }
+    case 'chat.deleted': {
+      const views = { ...s.views };
+      delete views[d.id];
+      return { ...s, chats: s.chats.filter((c) => c.id !== d.id), views };
+    }
+    case 'turn.queued':
+      return withView(s, ev.chat_id, (v) =>
+        v.queued.includes(d.turn_id) || v.running === d.turn_id
+          ? v
+          : { ...v, queued: [...v.queued, d.turn_id] },
+      );
+    case 'turn.started':
+      return withView(s, ev.chat_id, (v) => ({
+        ...v,
+        running: d.turn_id,
+        queued: v.queued.filter((t) => t !== d.turn_id),
+        lastResult: undefined,
+      }));
+    case 'message.delta':
+      return withView(s, ev.chat_id, (v) => {
+        const cur = v.streaming[d.turn_id];
+        const step = Number(d.step ?? 0);
+        const text = cur && cur.step === step ? cur.text + (d.text ?? '') : (d.text ?? '');
+        return { ...v, streaming: { ...v.streaming, [d.turn_id]: { step, text } } };
+      });
+    case 'message.created': {
+      const m = d.message as Message | undefined;
+      if (!m) return s;
+      return withView(s, m.chat_id ?? ev.chat_id, (v) => {
+        let streaming = v.streaming;
+        if (m.role === 'assistant' && m.turn_id && streaming[m.turn_id]) {
+          // The persisted message replaces what streamed for this step.
+          streaming = dropKeys(streaming, new Set([m.turn_id]));
+        }
+        const messages = mergeMessages(v.messages, [m]);
+        return messages === v.messages && streaming === v.streaming ? v : { ...v, messages, streaming };
+      });
+    }
+    case 'tool.started':
+      return withView(s, ev.chat_id, (v) => ({
+        ...v,
+        tools: {
+          ...v.tools,
+          [d.call_id]: {
+            ...v.tools[d.call_id],
+            call_id: d.call_id,
+            tool: d.tool,
+            args: d.args,
+            policy: d.policy,
+            state: v.tools[d.call_id]?.state === 'finished' ? 'finished' : 'running',
+            started_at: ev.ts,
+          },
+        },
+      }));
+    case 'tool.finished':
+      return withView(s, ev.chat_id, (v) => ({
+        ...v,
+        tools: {
+          ...v.tools,
+          [d.call_id]: {
+            ...v.tools[d.call_id],
+            call_id: d.call_id,
+            tool: d.tool,
+            state: 'finished',
+            decision: d.decision,
+            status: d.status,
+            error: d.error,
+            duration_ms: d.duration_ms,
+            output: d.output,
+          },
+        },
+      }));
+    case 'approval.requested': {
+      const a = d.approval as ApprovalRequest | undefined;
+      if (!a || s.resolved[a.id]) return s;
+      return { ...s, approvals: { ...s.approvals, [a.id]: a } };
+    }
+    case 'approval.resolved':
+      return resolve(s, d as Resolution);
+    case 'turn.finished': {
+      const r = d.result as TurnResult | undefined;
+      if (!r) return s;
+      return withView(s, r.chat_id ?? ev.chat_id, (v) => ({
+        ...v,
+        running: v.running === r.turn_id ? undefined : v.running,
+        queued: v.queued.filter((t) => t !== r.turn_id),
+        streaming: dropKeys(v.streaming, new Set([r.turn_id])),
+        lastResult: r,
+      }));
+    }
+    default:
+      return s;
+  }
+}
+
+/** After a daemon restart nothing is running any more; forget live state. */
+export function clearLive(s: State): State {
+  const views: Record<string, ChatView> = {};
+  for (const [id, v] of Object.entries(s.views)) {
+    views[id] = { ...v, running: undefined, queued: [], streaming: {} };
+  }
+  return { ...s, views };
+}
+
+function dropKeys<T>(o: Record<string, T>, keys: Set<string>): Record<string, T> {
+  let out: Record<string, T> | null = null;
+  for (const k of keys) {
+    if (k in o) {
+      out ??= { ...o };
+      delete out[k];
+    }
+  }
+  return out ?? o;
+}
