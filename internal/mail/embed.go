@@ -1,0 +1,263 @@
+package mail
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hestia-dev/hestia/internal/search"
+)
+
+// ErrEmbedderUnavailable means a whole batch and every individual retry
+// failed: the endpoint is down, so the worker backs off.
+var ErrEmbedderUnavailable = errors.New("embedding endpoint unavailable")
+
+// vectorCandidates returns up to vectorPool KNN hits that pass the filter,
+// in KNN order, or a reason why vectors were not used.
+func (s *Store) vectorCandidates(ctx context.Context, q Query, f *filter) ([]int64, string) {
+	qv := q.Vector
+	if qv == nil {
+		if s.opts.Embedder == nil {
+			return nil, "no embedder configured"
+		}
+		vs, err := s.opts.Embedder.Embed(ctx, []string{q.Text})
+		if err != nil || len(vs) != 1 {
+			s.log.Warn("mailEmbedQuery", "err", err)
+			return nil, fmt.Sprintf("query embedding failed: %v", err)
+		}
+		qv = vs[0]
+	}
+	idx, err := s.index(ctx)
+	if err != nil {
+		return nil, err.Error()
+	}
+	if idx == nil || idx.Len() == 0 {
+		return nil, "no message vectors yet"
+	}
+	if idx.Dim() != len(qv) {
+		return nil, fmt.Sprintf("query vector dimension %d does not match stored %d", len(qv), idx.Dim())
+	}
+	// Take a wider pool, then reapply the structured filters in SQL while
+	// keeping KNN order.
+	hits, err := idx.Search(qv, vectorPool*4, nil)
+	if err != nil {
+		return nil, err.Error()
+	}
+	if len(hits) == 0 {
+		return nil, ""
+	}
+	args := make([]any, 0, len(hits)+len(f.args))
+	for _, h := range hits {
+		args = append(args, h.ID)
+	}
+	args = append(args, f.args...)
+	ok, err := s.ids(ctx, `SELECT m.id FROM messages m WHERE m.id IN (`+placeholders(len(hits))+`) AND `+f.sql(), args...)
+	if err != nil {
+		return nil, err.Error()
+	}
+	pass := make(map[int64]bool, len(ok))
+	for _, id := range ok {
+		pass[id] = true
+	}
+	var out []int64
+	for _, h := range hits {
+		if pass[h.ID] && len(out) < vectorPool {
+			out = append(out, h.ID)
+		}
+	}
+	return out, ""
+}
+
+// index returns the in-memory vector index, loading it on first use.
+func (s *Store) index(ctx context.Context) (*search.Index, error) {
+	s.vecMu.Lock()
+	defer s.vecMu.Unlock()
+	if s.vec != nil {
+		return s.vec, nil
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT e.message_id, e.vector FROM embeddings e JOIN messages m ON m.id = e.message_id WHERE m.deleted_at IS NULL`)
+	if err != nil {
+		return nil, fmt.Errorf("loading vectors: %w", err)
+	}
+	defer rows.Close()
+	var idx *search.Index
+	for rows.Next() {
+		var id int64
+		var blob []byte
+		if err := rows.Scan(&id, &blob); err != nil {
+			return nil, err
+		}
+		v, err := search.DecodeVector(blob)
+		if err != nil {
+			continue
+		}
+		if idx == nil {
+			idx = search.NewIndex(len(v))
+		}
+		if idx.Put(id, v) != nil {
+			continue // a stray vector of another dimension; reset handles it
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	s.vec = idx
+	return idx, nil
+}
+
+type pending struct {
+	id   int64
+	hash string
+	text string
+}
+
+// EmbedPending embeds up to limit messages whose vector is missing or
+// stale (the source hash changed), batch items at a time. A rejected batch
+// is retried item by item so one bad input cannot block the rest; items
+// that still fail stay pending. It returns how many vectors were stored.
+func (s *Store) EmbedPending(ctx context.Context, batch, limit int) (int, error) {
+	emb := s.opts.Embedder
+	if emb == nil {
+		return 0, errors.New("no embedder configured")
+	}
+	if batch <= 0 {
+		batch = 32
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT m.id, m.embed_hash, m.subject, substr(m.body, 1, ?) FROM messages m
+		LEFT JOIN embeddings e ON e.message_id = m.id
+		WHERE m.deleted_at IS NULL AND (e.message_id IS NULL OR e.hash != m.embed_hash)
+		ORDER BY m.date DESC LIMIT ?`, s.opts.EmbedMaxChars, limit)
+	if err != nil {
+		return 0, fmt.Errorf("finding messages to embed: %w", err)
+	}
+	var todo []pending
+	for rows.Next() {
+		var p pending
+		var subj, body string
+		if err := rows.Scan(&p.id, &p.hash, &subj, &body); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		p.text = EmbedText(subj, body, s.opts.EmbedMaxChars)
+		todo = append(todo, p)
+	}
+	rows.Close()
+	stored := 0
+	for start := 0; start < len(todo); start += batch {
+		chunk := todo[start:min(len(todo), start+batch)]
+		texts := make([]string, len(chunk))
+		for i, p := range chunk {
+			texts[i] = p.text
+		}
+		vecs, err := emb.Embed(ctx, texts)
+		if err == nil && len(vecs) == len(chunk) {
+			n, err := s.storeVectors(ctx, chunk, vecs)
+			stored += n
+			if err != nil {
+				return stored, err
+			}
+			continue
+		}
+		// Whole batch rejected: retry individually.
+		okAny := false
+		for _, p := range chunk {
+			v, err := emb.Embed(ctx, []string{p.text})
+			if err != nil || len(v) != 1 {
+				continue
+			}
+			okAny = true
+			n, err := s.storeVectors(ctx, []pending{p}, v)
+			stored += n
+			if err != nil {
+				return stored, err
+			}
+		}
+		if !okAny {
+			return stored, fmt.Errorf("%w: %v", ErrEmbedderUnavailable, err)
+		}
+	}
+	return stored, nil
+}
+
+// storeVectors upserts vectors. A dimension different from the stored
+// vectors means the model changed: every old vector is dropped instead of
+// mixing two embedding spaces.
+func (s *Store) storeVectors(ctx context.Context, items []pending, vecs [][]float32) (int, error) {
+	dim := len(vecs[0])
+	for _, v := range vecs {
+		if len(v) != dim || dim == 0 {
+			return 0, fmt.Errorf("embedder returned vectors of mixed dimension")
+		}
+	}
+	reset := false
+	err := s.db.Tx(ctx, func(tx *sql.Tx) error {
+		var cur int
+		err := tx.QueryRowContext(ctx, `SELECT dim FROM embeddings LIMIT 1`).Scan(&cur)
+		if err == nil && cur != dim {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM embeddings`); err != nil {
+				return fmt.Errorf("resetting vectors: %w", err)
+			}
+			reset = true
+		}
+		now := s.now().Unix()
+		for i, p := range items {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO embeddings(message_id, hash, model, dim, vector, updated_at) VALUES (?, ?, ?, ?, ?, ?)
+				ON CONFLICT(message_id) DO UPDATE SET hash = excluded.hash, model = excluded.model, dim = excluded.dim, vector = excluded.vector, updated_at = excluded.updated_at`,
+				p.id, p.hash, s.opts.EmbedModel, dim, search.EncodeVector(vecs[i]), now); err != nil {
+				return fmt.Errorf("storing vector: %w", err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	s.vecMu.Lock()
+	if reset || (s.vec != nil && s.vec.Dim() != dim) {
+		s.vec = nil // reload lazily from the table
+	}
+	if s.vec != nil {
+		for i, p := range items {
+			s.vec.Put(p.id, vecs[i])
+		}
+	}
+	s.vecMu.Unlock()
+	return len(items), nil
+}
+
+// RunEmbedder drains the embedding queue until ctx ends: short delays while
+// a backlog remains, longer when idle, longer still when the endpoint is
+// unavailable.
+func (s *Store) RunEmbedder(ctx context.Context, batch int, kick <-chan struct{}) error {
+	if s.opts.Embedder == nil {
+		<-ctx.Done()
+		return nil
+	}
+	delay := time.Second
+	for {
+		n, err := s.EmbedPending(ctx, batch, batch*8)
+		switch {
+		case errors.Is(err, ErrEmbedderUnavailable):
+			s.log.Warn("mailEmbedUnavailable", "err", err)
+			delay = 5 * time.Minute
+		case err != nil:
+			s.log.Error("mailEmbed", "err", err)
+			delay = time.Minute
+		case n > 0:
+			delay = time.Second
+		default:
+			delay = time.Minute
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-kick:
+			t.Stop()
+		case <-t.C:
+		}
+	}
+}

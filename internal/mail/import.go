@@ -1,0 +1,478 @@
+package mail
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hestia-dev/hestia/internal/mail/parse"
+)
+
+// ImportOptions configure Import and Reconcile.
+type ImportOptions struct {
+	Account string // default "local"
+	// Progress, when set, is called after every committed batch.
+	Progress func(Progress)
+	// BatchSize is the number of messages committed per transaction (default 500).
+	BatchSize int
+	// Dirs, when set, limits the scan to files directly inside these
+	// directories (the watcher's dirty set) instead of walking root.
+	Dirs []string
+}
+
+// Progress reports an import's advance.
+type Progress struct {
+	Files   int `json:"files"`   // message files found (an mbox counts once)
+	Done    int `json:"done"`    // files processed
+	Skipped int `json:"skipped"` // unchanged since the last run
+	Added   int `json:"added"`   // new logical messages
+	Updated int `json:"updated"` // known messages seen at a new or changed path
+	Failed  int `json:"failed"`
+	Removed int `json:"removed"` // paths gone since the last run (reconcile)
+	Deleted int `json:"deleted"` // messages soft-deleted because no path remains
+}
+
+type fileKind int
+
+const (
+	kindMessage fileKind = iota // one message per file (Maildir, .eml)
+	kindEmlx
+	kindMbox
+)
+
+type sourceFile struct {
+	path    string
+	mailbox string
+	kind    fileKind
+	mtime   int64
+	size    int64
+	flags   parse.Flags
+	partial bool
+}
+
+// Import mirrors a Maildir tree, an mbox file, an Apple Mail tree of .emlx
+// files, or any mix below root. Files are processed newest first so recent
+// mail is searchable before old history finishes. Files already mirrored
+// with the same mtime and size are skipped, and identities are unique, so a
+// rerun after a crash continues without duplicates.
+func (s *Store) Import(ctx context.Context, root string, opts ImportOptions) (Progress, error) {
+	return s.sync(ctx, root, opts, false)
+}
+
+// Reconcile is Import plus deletion: paths under root that no longer exist
+// are removed, and messages left without any path are soft-deleted. It is
+// the authority the watcher's fast path converges to.
+func (s *Store) Reconcile(ctx context.Context, root string, opts ImportOptions) (Progress, error) {
+	return s.sync(ctx, root, opts, true)
+}
+
+func (s *Store) sync(ctx context.Context, root string, opts ImportOptions, removeMissing bool) (Progress, error) {
+	var prog Progress
+	if opts.Account == "" {
+		opts.Account = "local"
+	}
+	if opts.BatchSize <= 0 {
+		opts.BatchSize = 500
+	}
+	root, err := filepath.Abs(root)
+	if err != nil {
+		return prog, fmt.Errorf("resolving %s: %w", root, err)
+	}
+	info, err := os.Stat(root)
+	if err != nil {
+		return prog, fmt.Errorf("import source: %w", err)
+	}
+	base := root
+	if !info.IsDir() {
+		base = filepath.Dir(root)
+	}
+	var files []sourceFile
+	if len(opts.Dirs) > 0 {
+		files, err = scanDirs(base, opts.Dirs)
+	} else {
+		files, err = scan(ctx, root, base)
+	}
+	if err != nil {
+		return prog, err
+	}
+	known, err := s.knownPaths(ctx, opts.Account, root, opts.Dirs)
+	if err != nil {
+		return prog, err
+	}
+	prog.Files = len(files)
+	sort.SliceStable(files, func(i, j int) bool { return files[i].mtime > files[j].mtime })
+
+	seen := map[string]bool{}
+	var todo []sourceFile
+	for _, f := range files {
+		if f.kind == kindMbox {
+			todo = append(todo, f) // offsets are checked per message
+			continue
+		}
+		seen[f.path] = true
+		if k, ok := known[f.path]; ok && k.mtime == f.mtime && k.size == f.size {
+			prog.Skipped++
+			prog.Done++
+			continue
+		}
+		todo = append(todo, f)
+	}
+	if opts.Progress != nil {
+		opts.Progress(prog)
+	}
+
+	// Parse on every core, write from one goroutine: SQLite has one writer
+	// and parsing dominates the cost.
+	items := make(chan *prepared, 2*opts.BatchSize)
+	errc := make(chan error, 1)
+	var wg sync.WaitGroup
+	jobs := make(chan sourceFile)
+	var failMu sync.Mutex
+	workers := max(1, runtime.GOMAXPROCS(0))
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for f := range jobs {
+				n, err := s.readSource(ctx, f, opts.Account, known, seen, &failMu, items)
+				failMu.Lock()
+				prog.Failed += n
+				prog.Done++
+				failMu.Unlock()
+				if err != nil {
+					s.log.Warn("mailImportFile", "path", f.path, "err", err)
+				}
+			}
+		}()
+	}
+	go func() {
+		defer close(items)
+		defer wg.Wait()
+		defer close(jobs)
+		for _, f := range todo {
+			select {
+			case jobs <- f:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	go func() {
+		batch := make([]*prepared, 0, opts.BatchSize)
+		flush := func() error {
+			r, err := s.applyBatch(ctx, batch)
+			if err != nil {
+				return err
+			}
+			failMu.Lock()
+			prog.Added += r.Added
+			prog.Updated += r.Updated
+			p := prog
+			failMu.Unlock()
+			batch = batch[:0]
+			if opts.Progress != nil {
+				opts.Progress(p)
+			}
+			return nil
+		}
+		var ferr error
+		for p := range items {
+			if ferr != nil {
+				continue // drain so producers finish
+			}
+			batch = append(batch, p)
+			if len(batch) >= opts.BatchSize {
+				ferr = flush()
+			}
+		}
+		if ferr == nil {
+			ferr = flush()
+		}
+		errc <- ferr
+	}()
+	if err := <-errc; err != nil {
+		return prog, err
+	}
+	if err := ctx.Err(); err != nil {
+		return prog, err
+	}
+	if removeMissing {
+		var gone []string
+		for p := range known {
+			failMu.Lock()
+			ok := seen[p]
+			failMu.Unlock()
+			if !ok {
+				gone = append(gone, p)
+			}
+		}
+		sort.Strings(gone)
+		n, err := s.RemovePaths(ctx, gone)
+		prog.Removed, prog.Deleted = len(gone), n
+		if err != nil {
+			return prog, err
+		}
+	}
+	if opts.Progress != nil {
+		opts.Progress(prog)
+	}
+	return prog, nil
+}
+
+type knownPath struct{ mtime, size int64 }
+
+// knownPaths loads the mirrored paths of account below root (or inside dirs).
+func (s *Store) knownPaths(ctx context.Context, account, root string, dirs []string) (map[string]knownPath, error) {
+	out := map[string]knownPath{}
+	prefixes := []string{root}
+	if len(dirs) > 0 {
+		prefixes = dirs
+	}
+	for _, pre := range prefixes {
+		rows, err := s.db.QueryContext(ctx, `SELECT p.path, p.mtime, p.size FROM message_paths p
+			JOIN mailboxes b ON b.id = p.mailbox_id JOIN accounts a ON a.id = b.account_id
+			WHERE a.name = ? AND (substr(p.path, 1, ?) = ? OR substr(p.path, 1, ?) = ?)`,
+			account, len(pre)+1, pre+string(filepath.Separator), len(pre)+1, pre+"#")
+		if err != nil {
+			return nil, fmt.Errorf("loading mirrored paths: %w", err)
+		}
+		for rows.Next() {
+			var p string
+			var k knownPath
+			if err := rows.Scan(&p, &k.mtime, &k.size); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			if len(dirs) > 0 && filepath.Dir(strings.SplitN(p, "#", 2)[0]) != pre {
+				continue // only direct children of a dirty directory
+			}
+			out[p] = k
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// readSource reads one file into prepared items; for mbox it yields every
+// message not already mirrored at that offset. It returns the number of
+// messages that failed.
+func (s *Store) readSource(ctx context.Context, f sourceFile, account string, known map[string]knownPath, seen map[string]bool, mu *sync.Mutex, out chan<- *prepared) (int, error) {
+	send := func(it Item) int {
+		p, err := s.prepare(it)
+		if err != nil {
+			s.log.Debug("mailParse", "path", it.Path, "err", err)
+			return 1
+		}
+		select {
+		case out <- p:
+		case <-ctx.Done():
+		}
+		return 0
+	}
+	fallback := time.Unix(f.mtime, 0)
+	switch f.kind {
+	case kindMbox:
+		fh, err := os.Open(f.path)
+		if err != nil {
+			return 1, err
+		}
+		defer fh.Close()
+		r := parse.NewMboxReader(fh, 0)
+		failed := 0
+		for {
+			m, err := r.Next()
+			if errors.Is(err, io.EOF) {
+				return failed, nil
+			}
+			if err != nil {
+				return failed + 1, err
+			}
+			key := fmt.Sprintf("%s#%d", f.path, m.Offset)
+			mu.Lock()
+			seen[key] = true
+			mu.Unlock()
+			if k, ok := known[key]; ok && k.mtime == f.mtime && k.size == f.size {
+				continue
+			}
+			failed += send(Item{Account: account, Mailbox: f.mailbox, Path: key, Mtime: f.mtime, Size: f.size, Raw: m.Raw, FallbackDate: fallback})
+		}
+	case kindEmlx:
+		data, err := os.ReadFile(f.path)
+		if err != nil {
+			return 1, err
+		}
+		e, err := parse.ParseEmlx(data, f.partial)
+		if err != nil {
+			return 1, err
+		}
+		return send(Item{Account: account, Mailbox: f.mailbox, Path: f.path, Mtime: f.mtime, Size: f.size, Raw: e.Message, Flags: e.Flags, Partial: e.Partial, FallbackDate: fallback}), nil
+	default:
+		data, err := os.ReadFile(f.path)
+		if err != nil {
+			return 1, err
+		}
+		return send(Item{Account: account, Mailbox: f.mailbox, Path: f.path, Mtime: f.mtime, Size: f.size, Raw: data, Flags: f.flags, FallbackDate: fallback}), nil
+	}
+}
+
+// skipNames are files mail programs keep beside messages.
+var skipNames = map[string]bool{
+	"maildirfolder": true, "subscriptions": true, ".ds_store": true, "info.plist": true,
+	"dovecot-uidlist": true, "dovecot-keywords": true, "dovecot.index": true, "dovecot.index.log": true,
+	"dovecot.index.cache": true, "dovecot.list.index": true, "dovecot.list.index.log": true, "dovecot-uidvalidity": true,
+	"courierimapuiddb": true, "courierimapkeywords": true, ".mh_sequences": true, "readme": true, "copying": true,
+}
+
+func scan(ctx context.Context, root, base string) ([]sourceFile, error) {
+	var out []sourceFile
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if p == root {
+				return err
+			}
+			return nil // unreadable subtree: reconcile will retry later
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		name := d.Name()
+		if d.IsDir() {
+			if p != root && (name == "tmp" || name == ".notmuch" || name == ".git" || name == "Attachments") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		if f, ok := classify(base, p, d); ok {
+			out = append(out, f)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("scanning %s: %w", root, err)
+	}
+	return out, nil
+}
+
+func scanDirs(base string, dirs []string) ([]sourceFile, error) {
+	var out []sourceFile
+	for _, dir := range dirs {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			return nil, fmt.Errorf("scanning %s: %w", dir, err)
+		}
+		for _, d := range entries {
+			if d.Type().IsRegular() {
+				if f, ok := classify(base, filepath.Join(dir, d.Name()), d); ok {
+					out = append(out, f)
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// classify decides whether a file holds mail and which mailbox it belongs to.
+func classify(base, p string, d fs.DirEntry) (sourceFile, bool) {
+	name := d.Name()
+	lower := strings.ToLower(name)
+	if skipNames[lower] || strings.HasPrefix(lower, "dovecot") || strings.HasSuffix(lower, ".plist") || strings.HasSuffix(lower, ".json") || strings.HasSuffix(lower, ".summary") || strings.HasSuffix(lower, ".msf") {
+		return sourceFile{}, false
+	}
+	info, err := d.Info()
+	if err != nil || info.Size() == 0 {
+		return sourceFile{}, false
+	}
+	f := sourceFile{path: p, mtime: info.ModTime().Unix(), size: info.Size()}
+	dir := filepath.Dir(p)
+	switch {
+	case strings.HasSuffix(lower, ".emlx"):
+		f.kind = kindEmlx
+		f.partial = strings.HasSuffix(lower, ".partial.emlx")
+		f.mailbox = emlxMailbox(base, dir)
+		return f, true
+	case filepath.Base(dir) == "cur" || filepath.Base(dir) == "new":
+		f.kind = kindMessage
+		f.flags = parse.MaildirFlags(name)
+		f.mailbox = maildirMailbox(base, filepath.Dir(dir))
+		return f, true
+	}
+	head := make([]byte, 512)
+	fh, err := os.Open(p)
+	if err != nil {
+		return sourceFile{}, false
+	}
+	n, _ := io.ReadFull(fh, head)
+	fh.Close()
+	head = head[:n]
+	switch {
+	case parse.LooksLikeMbox(head):
+		f.kind = kindMbox
+		f.mailbox = strings.TrimSuffix(relMailbox(base, p), filepath.Ext(p))
+	case parse.LooksLikeMessage(head) && !bytes.Contains(head, []byte{0}):
+		f.kind = kindMessage
+		f.mailbox = relMailbox(base, dir)
+	default:
+		return sourceFile{}, false
+	}
+	if f.mailbox == "" || f.mailbox == "." {
+		f.mailbox = "INBOX"
+	}
+	return f, true
+}
+
+func relMailbox(base, dir string) string {
+	rel, err := filepath.Rel(base, dir)
+	if err != nil || rel == "." {
+		return "INBOX"
+	}
+	return filepath.ToSlash(rel)
+}
+
+// maildirMailbox names a Maildir folder: the root is INBOX; Maildir++
+// folders (".Sent", ".Lists.go") lose the leading dot and use '/'.
+func maildirMailbox(base, folder string) string {
+	rel := relMailbox(base, folder)
+	if rel == "INBOX" {
+		return rel
+	}
+	parts := strings.Split(rel, "/")
+	for i, p := range parts {
+		if strings.HasPrefix(p, ".") && len(p) > 1 {
+			parts[i] = strings.ReplaceAll(p[1:], ".", "/")
+		}
+	}
+	return strings.Join(parts, "/")
+}
+
+// emlxMailbox names the Apple Mail mailbox holding an .emlx file: the
+// nearest "X.mbox" ancestor, else the directory above Messages/.
+func emlxMailbox(base, dir string) string {
+	for d := dir; len(d) >= len(base) && d != filepath.Dir(d); d = filepath.Dir(d) {
+		if b := filepath.Base(d); strings.HasSuffix(b, ".mbox") {
+			return strings.TrimSuffix(b, ".mbox")
+		}
+	}
+	if filepath.Base(dir) == "Messages" {
+		return relMailbox(base, filepath.Dir(dir))
+	}
+	return relMailbox(base, dir)
+}

@@ -1,0 +1,276 @@
+// Package mail is Hestia's mail connector: a local SQLite mirror of the
+// user's mail (Maildir, mbox and Apple Mail .emlx trees, IMAP accounts),
+// thread reconstruction, hybrid search over it, and the read/search/thread
+// operations the agent's mail tools are built from.
+//
+// The messages table is the normalised record. Full-text, trigram and
+// vector indexes are derived from it and can be rebuilt at any time; every
+// physical copy of a message (a file, an mbox offset, an IMAP UID) is a
+// path row, and a message is soft-deleted only when its last path goes.
+package mail
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hestia-dev/hestia/internal/search"
+	"github.com/hestia-dev/hestia/internal/store"
+)
+
+// Options configure a Store.
+type Options struct {
+	DBPath  string // the mail database file (config.Paths.DB("mail"))
+	BlobDir string // attachment blob store directory
+	Logger  *slog.Logger
+	Now     func() time.Time
+	// Embedder is optional; without it search is lexical only.
+	Embedder   search.Embedder
+	EmbedModel string // recorded with each vector
+	// EmbedMaxChars caps the source text of a message's vector (default 2000).
+	EmbedMaxChars int
+}
+
+// Store is the mail mirror. It is safe for concurrent use.
+type Store struct {
+	db    *store.DB
+	blobs *blobStore
+	log   *slog.Logger
+	now   func() time.Time
+	opts  Options
+
+	// mu guards the id caches below; SQLite is the authority.
+	mu        sync.Mutex
+	accounts  map[string]int64
+	mailboxes map[mailboxKey]mailboxInfo
+
+	// vecMu guards vec, loaded lazily from the embeddings table.
+	vecMu sync.Mutex
+	vec   *search.Index
+}
+
+type mailboxKey struct {
+	account int64
+	name    string
+}
+
+type mailboxInfo struct {
+	id   int64
+	role string
+}
+
+// Open opens (creating if needed) the mirror database.
+func Open(ctx context.Context, opts Options) (*Store, error) {
+	if opts.DBPath == "" || opts.BlobDir == "" {
+		return nil, errors.New("mail: DBPath and BlobDir are required")
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.EmbedMaxChars <= 0 {
+		opts.EmbedMaxChars = 2000
+	}
+	db, err := store.Open(ctx, opts.DBPath, Schema)
+	if err != nil {
+		return nil, err
+	}
+	return &Store{
+		db: db, blobs: &blobStore{dir: opts.BlobDir}, log: opts.Logger, now: opts.Now, opts: opts,
+		accounts: map[string]int64{}, mailboxes: map[mailboxKey]mailboxInfo{},
+	}, nil
+}
+
+// Close closes the database.
+func (s *Store) Close() error { return s.db.Close() }
+
+// DB exposes the database for the journal's confirmation queries and tests.
+func (s *Store) DB() *store.DB { return s.db }
+
+// Mailbox roles. RoleAll marks an "All Mail" style aggregate folder, which
+// never wins over a more specific mailbox for the same message.
+const (
+	RoleInbox   = "inbox"
+	RoleSent    = "sent"
+	RoleDrafts  = "drafts"
+	RoleTrash   = "trash"
+	RoleJunk    = "junk"
+	RoleArchive = "archive"
+	RoleAll     = "all"
+)
+
+var roleNames = map[string]string{
+	"inbox": RoleInbox,
+	"sent": RoleSent, "sent items": RoleSent, "sent mail": RoleSent, "sent messages": RoleSent, "gesendet": RoleSent, "gesendete elemente": RoleSent, "envoyés": RoleSent, "inviata": RoleSent, "posta inviata": RoleSent,
+	"drafts": RoleDrafts, "draft": RoleDrafts, "entwürfe": RoleDrafts, "brouillons": RoleDrafts, "bozze": RoleDrafts,
+	"trash": RoleTrash, "deleted items": RoleTrash, "deleted messages": RoleTrash, "bin": RoleTrash, "papierkorb": RoleTrash, "corbeille": RoleTrash, "cestino": RoleTrash,
+	"junk": RoleJunk, "spam": RoleJunk, "junk e-mail": RoleJunk, "junk email": RoleJunk, "bulk mail": RoleJunk,
+	"archive": RoleArchive, "archives": RoleArchive, "archiv": RoleArchive,
+	"all mail": RoleAll, "all": RoleAll,
+}
+
+// DetectRole guesses a mailbox role from its name: the last path component
+// ("[Gmail]/Sent Mail", ".Sent", "INBOX.Trash", "Sent Messages.mbox").
+func DetectRole(name string) string {
+	n := strings.ToLower(strings.TrimSpace(name))
+	n = strings.TrimSuffix(n, ".mbox")
+	n = strings.TrimSuffix(n, ".sbd")
+	if i := strings.LastIndexAny(n, "/\\"); i >= 0 {
+		n = n[i+1:]
+	}
+	n = strings.TrimPrefix(n, ".")
+	if r, ok := roleNames[n]; ok {
+		return r
+	}
+	if i := strings.LastIndexByte(n, '.'); i >= 0 { // Maildir++ "INBOX.Sent"
+		if r, ok := roleNames[n[i+1:]]; ok {
+			return r
+		}
+	}
+	return ""
+}
+
+// specificity ranks mailboxes for the "most specific mailbox wins" rule.
+func specificity(role string) int {
+	if role == RoleAll {
+		return 0
+	}
+	return 1
+}
+
+// accountID returns (creating) the account row.
+func (s *Store) accountID(ctx context.Context, q querier, name, kind string) (int64, error) {
+	s.mu.Lock()
+	id, ok := s.accounts[name]
+	s.mu.Unlock()
+	if ok {
+		return id, nil
+	}
+	if _, err := q.ExecContext(ctx, `INSERT INTO accounts(name, kind) VALUES (?, ?) ON CONFLICT(name) DO NOTHING`, name, kind); err != nil {
+		return 0, fmt.Errorf("creating account %s: %w", name, err)
+	}
+	if err := q.QueryRowContext(ctx, `SELECT id FROM accounts WHERE name = ?`, name).Scan(&id); err != nil {
+		return 0, fmt.Errorf("reading account %s: %w", name, err)
+	}
+	return id, nil
+}
+
+// mailbox returns (creating) the mailbox row. A non-empty role overrides
+// the name-based guess (IMAP SPECIAL-USE attributes are authoritative).
+func (s *Store) mailbox(ctx context.Context, q querier, account int64, name, role string) (mailboxInfo, error) {
+	key := mailboxKey{account, name}
+	s.mu.Lock()
+	mb, ok := s.mailboxes[key]
+	s.mu.Unlock()
+	if ok && (role == "" || role == mb.role) {
+		return mb, nil
+	}
+	if role == "" {
+		role = DetectRole(name)
+	}
+	_, err := q.ExecContext(ctx, `INSERT INTO mailboxes(account_id, name, role) VALUES (?, ?, ?)
+		ON CONFLICT(account_id, name) DO UPDATE SET role = CASE WHEN excluded.role != '' THEN excluded.role ELSE role END`, account, name, role)
+	if err != nil {
+		return mailboxInfo{}, fmt.Errorf("creating mailbox %s: %w", name, err)
+	}
+	if err := q.QueryRowContext(ctx, `SELECT id, role FROM mailboxes WHERE account_id = ? AND name = ?`, account, name).Scan(&mb.id, &mb.role); err != nil {
+		return mailboxInfo{}, fmt.Errorf("reading mailbox %s: %w", name, err)
+	}
+	return mb, nil
+}
+
+// cache records ids after their transaction committed, so a rolled-back
+// insert never leaves a dangling id in the cache.
+func (s *Store) cache(accounts map[string]int64, mailboxes map[mailboxKey]mailboxInfo) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, v := range accounts {
+		s.accounts[k] = v
+	}
+	for k, v := range mailboxes {
+		s.mailboxes[k] = v
+	}
+}
+
+// querier is what *sql.DB and *sql.Tx share.
+type querier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// Mailbox describes one mailbox for listings and sync state.
+type Mailbox struct {
+	ID          int64  `json:"id"`
+	Account     string `json:"account"`
+	Name        string `json:"name"`
+	Role        string `json:"role,omitempty"`
+	UIDValidity uint32 `json:"-"`
+	UIDNext     uint32 `json:"-"`
+	Messages    int    `json:"messages"`
+}
+
+// Mailboxes lists the mailboxes of every account (or one account).
+func (s *Store) Mailboxes(ctx context.Context, account string) ([]Mailbox, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT b.id, a.name, b.name, b.role, b.uidvalidity, b.uidnext,
+		(SELECT count(*) FROM message_paths p WHERE p.mailbox_id = b.id)
+		FROM mailboxes b JOIN accounts a ON a.id = b.account_id
+		WHERE (? = '' OR a.name = ?) ORDER BY a.name, b.name`, account, account)
+	if err != nil {
+		return nil, fmt.Errorf("listing mailboxes: %w", err)
+	}
+	defer rows.Close()
+	var out []Mailbox
+	for rows.Next() {
+		var m Mailbox
+		if err := rows.Scan(&m.ID, &m.Account, &m.Name, &m.Role, &m.UIDValidity, &m.UIDNext, &m.Messages); err != nil {
+			return nil, fmt.Errorf("listing mailboxes: %w", err)
+		}
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
+// Stats are counts for status pages and import summaries.
+type Stats struct {
+	Messages int `json:"messages"`
+	Deleted  int `json:"deleted"`
+	Threads  int `json:"threads"`
+	Paths    int `json:"paths"`
+	Vectors  int `json:"vectors"`
+}
+
+// Stats counts the mirror's rows.
+func (s *Store) Stats(ctx context.Context) (Stats, error) {
+	var st Stats
+	err := s.db.QueryRowContext(ctx, `SELECT
+		(SELECT count(*) FROM messages WHERE deleted_at IS NULL),
+		(SELECT count(*) FROM messages WHERE deleted_at IS NOT NULL),
+		(SELECT count(*) FROM threads WHERE message_count > 0),
+		(SELECT count(*) FROM message_paths),
+		(SELECT count(*) FROM embeddings)`).Scan(&st.Messages, &st.Deleted, &st.Threads, &st.Paths, &st.Vectors)
+	if err != nil {
+		return st, fmt.Errorf("counting mail: %w", err)
+	}
+	return st, nil
+}
+
+// RebuildIndexes regenerates the full-text and trigram indexes from the
+// message rows (they are derived data).
+func (s *Store) RebuildIndexes(ctx context.Context) error {
+	return s.db.Tx(ctx, func(tx *sql.Tx) error {
+		for _, t := range []string{"messages_fts", "messages_tri"} {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO `+t+`(`+t+`) VALUES ('rebuild')`); err != nil {
+				return fmt.Errorf("rebuilding %s: %w", t, err)
+			}
+		}
+		return nil
+	})
+}

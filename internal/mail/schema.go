@@ -1,0 +1,130 @@
+package mail
+
+import "github.com/hestia-dev/hestia/internal/store"
+
+// Schema is the mail mirror database. The messages table is the normalised
+// record; messages_fts, messages_tri and embeddings are derived and can be
+// rebuilt from it (see Store.RebuildIndexes).
+var Schema = store.Schema{
+	Name: "mail",
+	Migrations: []string{`
+CREATE TABLE accounts (
+	id   INTEGER PRIMARY KEY,
+	name TEXT NOT NULL UNIQUE,
+	kind TEXT NOT NULL DEFAULT 'local'
+);
+CREATE TABLE mailboxes (
+	id          INTEGER PRIMARY KEY,
+	account_id  INTEGER NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+	name        TEXT NOT NULL,
+	role        TEXT NOT NULL DEFAULT '',
+	uidvalidity INTEGER NOT NULL DEFAULT 0,
+	uidnext     INTEGER NOT NULL DEFAULT 0,
+	UNIQUE (account_id, name)
+);
+CREATE TABLE threads (
+	id            INTEGER PRIMARY KEY,
+	account_id    INTEGER NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+	norm_subject  TEXT NOT NULL DEFAULT '',
+	first_at      INTEGER NOT NULL DEFAULT 0,
+	last_at       INTEGER NOT NULL DEFAULT 0,
+	message_count INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX threads_subject ON threads(account_id, norm_subject, last_at);
+CREATE TABLE thread_participants (
+	thread_id INTEGER NOT NULL REFERENCES threads(id) ON DELETE CASCADE,
+	addr      TEXT NOT NULL,
+	PRIMARY KEY (thread_id, addr)
+) WITHOUT ROWID;
+CREATE INDEX thread_participants_addr ON thread_participants(addr, thread_id);
+CREATE TABLE messages (
+	id              INTEGER PRIMARY KEY,
+	account_id      INTEGER NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+	identity        TEXT NOT NULL,
+	message_id      TEXT NOT NULL DEFAULT '',
+	mailbox_id      INTEGER REFERENCES mailboxes(id),
+	thread_id       INTEGER REFERENCES threads(id),
+	gm_thrid        TEXT NOT NULL DEFAULT '',
+	in_reply_to     TEXT NOT NULL DEFAULT '',
+	subject         TEXT NOT NULL DEFAULT '',
+	from_addr       TEXT NOT NULL DEFAULT '',
+	to_addr         TEXT NOT NULL DEFAULT '',
+	cc_addr         TEXT NOT NULL DEFAULT '',
+	date            INTEGER NOT NULL DEFAULT 0,
+	size            INTEGER NOT NULL DEFAULT 0,
+	seen            INTEGER NOT NULL DEFAULT 0,
+	answered        INTEGER NOT NULL DEFAULT 0,
+	flagged         INTEGER NOT NULL DEFAULT 0,
+	draft           INTEGER NOT NULL DEFAULT 0,
+	has_attachments INTEGER NOT NULL DEFAULT 0,
+	body            TEXT NOT NULL DEFAULT '',
+	body_state      TEXT NOT NULL DEFAULT 'full',
+	embed_hash      TEXT NOT NULL DEFAULT '',
+	problems        TEXT NOT NULL DEFAULT '',
+	ingested_at     INTEGER NOT NULL,
+	deleted_at      INTEGER,
+	UNIQUE (account_id, identity)
+);
+CREATE INDEX messages_msgid ON messages(account_id, message_id);
+CREATE INDEX messages_thread ON messages(thread_id, date);
+CREATE INDEX messages_date ON messages(date);
+CREATE INDEX messages_size ON messages(size);
+CREATE INDEX messages_gm ON messages(account_id, gm_thrid) WHERE gm_thrid != '';
+CREATE TABLE message_refs (
+	message_id INTEGER NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+	ref        TEXT NOT NULL,
+	PRIMARY KEY (message_id, ref)
+) WITHOUT ROWID;
+CREATE INDEX message_refs_ref ON message_refs(ref);
+CREATE TABLE message_paths (
+	path       TEXT PRIMARY KEY,
+	message_id INTEGER NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+	mailbox_id INTEGER NOT NULL REFERENCES mailboxes(id) ON DELETE CASCADE,
+	mtime      INTEGER NOT NULL DEFAULT 0,
+	size       INTEGER NOT NULL DEFAULT 0,
+	uid        INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX message_paths_message ON message_paths(message_id);
+CREATE INDEX message_paths_mailbox ON message_paths(mailbox_id, uid);
+CREATE TABLE attachments (
+	message_id   INTEGER NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+	idx          INTEGER NOT NULL,
+	filename     TEXT NOT NULL DEFAULT '',
+	content_type TEXT NOT NULL DEFAULT '',
+	size         INTEGER NOT NULL DEFAULT 0,
+	sha256       TEXT NOT NULL,
+	stored       INTEGER NOT NULL DEFAULT 0,
+	PRIMARY KEY (message_id, idx)
+);
+CREATE TABLE embeddings (
+	message_id INTEGER PRIMARY KEY REFERENCES messages(id) ON DELETE CASCADE,
+	hash       TEXT NOT NULL,
+	model      TEXT NOT NULL,
+	dim        INTEGER NOT NULL,
+	vector     BLOB NOT NULL,
+	updated_at INTEGER NOT NULL
+);
+CREATE VIRTUAL TABLE messages_fts USING fts5(
+	subject, from_addr, to_addr, body,
+	content='messages', content_rowid='id', tokenize='unicode61 remove_diacritics 2'
+);
+CREATE VIRTUAL TABLE messages_tri USING fts5(
+	subject, from_addr, to_addr, cc_addr, body,
+	content='messages', content_rowid='id', tokenize='trigram'
+);
+CREATE TRIGGER messages_ai AFTER INSERT ON messages BEGIN
+	INSERT INTO messages_fts(rowid, subject, from_addr, to_addr, body) VALUES (new.id, new.subject, new.from_addr, new.to_addr, new.body);
+	INSERT INTO messages_tri(rowid, subject, from_addr, to_addr, cc_addr, body) VALUES (new.id, new.subject, new.from_addr, new.to_addr, new.cc_addr, new.body);
+END;
+CREATE TRIGGER messages_ad AFTER DELETE ON messages BEGIN
+	INSERT INTO messages_fts(messages_fts, rowid, subject, from_addr, to_addr, body) VALUES ('delete', old.id, old.subject, old.from_addr, old.to_addr, old.body);
+	INSERT INTO messages_tri(messages_tri, rowid, subject, from_addr, to_addr, cc_addr, body) VALUES ('delete', old.id, old.subject, old.from_addr, old.to_addr, old.cc_addr, old.body);
+END;
+CREATE TRIGGER messages_au AFTER UPDATE OF subject, from_addr, to_addr, cc_addr, body ON messages BEGIN
+	INSERT INTO messages_fts(messages_fts, rowid, subject, from_addr, to_addr, body) VALUES ('delete', old.id, old.subject, old.from_addr, old.to_addr, old.body);
+	INSERT INTO messages_tri(messages_tri, rowid, subject, from_addr, to_addr, cc_addr, body) VALUES ('delete', old.id, old.subject, old.from_addr, old.to_addr, old.cc_addr, old.body);
+	INSERT INTO messages_fts(rowid, subject, from_addr, to_addr, body) VALUES (new.id, new.subject, new.from_addr, new.to_addr, new.body);
+	INSERT INTO messages_tri(rowid, subject, from_addr, to_addr, cc_addr, body) VALUES (new.id, new.subject, new.from_addr, new.to_addr, new.cc_addr, new.body);
+END;
+`},
+}
