@@ -38,7 +38,6 @@ func TestImportNotmuchCorpus(t *testing.T) {
 	}
 }
 
-
 func TestImportResumesWithoutDuplicates(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

@@ -156,10 +156,10 @@ func (s *Store) apply(ctx context.Context, tx *sql.Tx, p *prepared, acc map[stri
 	}
 
 	var (
-		id, curMailbox       int64
-		curState, curRole    string
-		deleted              sql.NullInt64
-		result               = resultUpdated
+		id, curMailbox    int64
+		curState, curRole string
+		deleted           sql.NullInt64
+		result            = resultUpdated
 	)
 	err = tx.QueryRowContext(ctx, `SELECT m.id, coalesce(m.mailbox_id, 0), m.body_state, m.deleted_at, coalesce(b.role, '')
 		FROM messages m LEFT JOIN mailboxes b ON b.id = m.mailbox_id

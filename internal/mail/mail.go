@@ -108,7 +108,7 @@ const (
 
 var roleNames = map[string]string{
 	"inbox": RoleInbox,
-	"sent": RoleSent, "sent items": RoleSent, "sent mail": RoleSent, "sent messages": RoleSent, "gesendet": RoleSent, "gesendete elemente": RoleSent, "envoyés": RoleSent, "inviata": RoleSent, "posta inviata": RoleSent,
+	"sent":  RoleSent, "sent items": RoleSent, "sent mail": RoleSent, "sent messages": RoleSent, "gesendet": RoleSent, "gesendete elemente": RoleSent, "envoyés": RoleSent, "inviata": RoleSent, "posta inviata": RoleSent,
 	"drafts": RoleDrafts, "draft": RoleDrafts, "entwürfe": RoleDrafts, "brouillons": RoleDrafts, "bozze": RoleDrafts,
 	"trash": RoleTrash, "deleted items": RoleTrash, "deleted messages": RoleTrash, "bin": RoleTrash, "papierkorb": RoleTrash, "corbeille": RoleTrash, "cestino": RoleTrash,
 	"junk": RoleJunk, "spam": RoleJunk, "junk e-mail": RoleJunk, "junk email": RoleJunk, "bulk mail": RoleJunk,
