@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hestia-dev/hestia/internal/mail/parse"
 	"github.com/hestia-dev/hestia/internal/search"
 )
 
@@ -102,3 +103,5 @@ func msg(id, from, to, subject, date, body string, extra ...string) string {
 	b.WriteString("\n" + body + "\n")
 	return b.String()
 }
+
+func flagsSeen() parse.Flags { return parse.Flags{Seen: true} }
