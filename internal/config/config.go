@@ -28,6 +28,7 @@ type Config struct {
 	LLM    LLMConfig    `toml:"llm"`
 	Budget BudgetConfig `toml:"budget"`
 	Safety SafetyConfig `toml:"safety"`
+	Mail   MailConfig   `toml:"mail"`
 }
 
 // ServerConfig configures the daemon's HTTP listener.
@@ -55,6 +56,7 @@ func Default() Config {
 		LLM:    defaultLLM(),
 		Budget: defaultBudget(),
 		Safety: defaultSafety(),
+		Mail:   defaultMail(),
 	}
 }
 
@@ -144,6 +146,7 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.LLM.validate()...)
 	errs = append(errs, c.Budget.validate()...)
 	errs = append(errs, c.Safety.validate()...)
+	errs = append(errs, c.Mail.validate()...)
 	return errors.Join(errs...)
 }
 
