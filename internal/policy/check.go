@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 
+	"github.com/hestia-dev/hestia/internal/pathpolicy"
 	"github.com/hestia-dev/hestia/internal/tools"
 )
 
@@ -48,7 +49,14 @@ func (e *Engine) Check(ctx context.Context, reg *tools.Registry, paths PathResol
 	}
 	in := Input{ToolName: name, Tool: t, Args: c.Args, ChatID: chatID}
 	if t != nil {
-		in.Paths = ResolvedPaths(paths, t.Spec(), c.Args)
+		var refused error
+		in.Paths, refused = resolvePaths(paths, t.Spec(), c.Args)
+		if refused != nil {
+			// A sensitive or out-of-bounds path is refused before anyone is
+			// asked: approving it could not make it run anyway.
+			c.Result = Result{Tool: name, Decision: Deny, Source: SourcePathPolicy, Risk: t.Spec().Risk.String(), Reason: refused.Error()}
+			return c
+		}
 	}
 	c.Result = e.Decide(ctx, in)
 	return c
@@ -58,13 +66,24 @@ func (e *Engine) Check(ctx context.Context, reg *tools.Registry, paths PathResol
 // path that cannot be resolved is still reported in expanded form so that a
 // scope rule never matches by accident of a resolution failure.
 func ResolvedPaths(paths PathResolver, spec tools.Spec, args json.RawMessage) []string {
+	out, _ := resolvePaths(paths, spec, args)
+	return out
+}
+
+// resolvePaths also reports the first path the path policy refuses.
+func resolvePaths(paths PathResolver, spec tools.Spec, args json.RawMessage) ([]string, error) {
 	vals := spec.PathValues(args)
 	if paths == nil || len(vals) == 0 {
-		return vals
+		return vals, nil
 	}
+	var refused error
 	out := make([]string, 0, len(vals))
 	for _, v := range vals {
-		if r, err := paths.ResolveForWrite(v); err == nil {
+		r, err := paths.ResolveForWrite(v)
+		if err != nil && refused == nil && (errors.Is(err, pathpolicy.ErrSensitive) || errors.Is(err, pathpolicy.ErrOutsideRoots)) {
+			refused = err
+		}
+		if err == nil {
 			out = append(out, r)
 		} else if x, err2 := paths.Expand(v); err2 == nil {
 			out = append(out, x)
@@ -72,7 +91,7 @@ func ResolvedPaths(paths PathResolver, spec tools.Spec, args json.RawMessage) []
 			out = append(out, v)
 		}
 	}
-	return out
+	return out, refused
 }
 
 // IsArgError reports whether err is an argument refusal.

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/hestia-dev/hestia/internal/store"
+	"github.com/hestia-dev/hestia/internal/taint"
 	"github.com/hestia-dev/hestia/internal/tools"
 )
 
@@ -58,6 +59,7 @@ const (
 	SourceUnknownTool   = "unknown_tool"
 	SourceTemporaryMode = "temporary_mode"
 	SourceInvalidArgs   = "invalid_args"
+	SourcePathPolicy    = "path_policy"
 )
 
 // Threshold is the highest risk that runs without asking.
@@ -96,6 +98,9 @@ func ParseThreshold(s string) (Threshold, error) {
 type Config struct {
 	AutoApprove  Threshold
 	DenyPrefixes []string
+	// NoTaint turns off taint tightening ([safety] taint = false); the
+	// zero value keeps it on.
+	NoTaint bool
 }
 
 // Input is one call to decide. Tool is nil for names the registry does not
@@ -121,6 +126,9 @@ type Result struct {
 	Rule     *Rule    `json:"rule,omitempty"`
 	Risk     string   `json:"risk"`
 	Reason   string   `json:"reason"`
+	// TaintedBy lists the untrusted sources this turn read, when they
+	// tightened or annotated the decision (see taint.go).
+	TaintedBy []taint.Source `json:"tainted_by,omitempty"`
 }
 
 // Engine evaluates calls. It is safe for concurrent use.
@@ -177,7 +185,7 @@ func (e *Engine) Decide(ctx context.Context, in Input) Result {
 			res.Source = SourceTemporaryMode
 		}
 	}
-	return res
+	return e.tighten(ctx, in, res)
 }
 
 func (e *Engine) decide(ctx context.Context, in Input) Result {

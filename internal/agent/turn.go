@@ -1,0 +1,315 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/hestia-dev/hestia/internal/audit"
+	"github.com/hestia-dev/hestia/internal/chat"
+	"github.com/hestia-dev/hestia/internal/llm"
+	"github.com/hestia-dev/hestia/internal/tools"
+	"github.com/hestia-dev/hestia/internal/untrusted"
+)
+
+// wrapUpNote is sent, tools off, when the step limit is reached so the work
+// gathered so far becomes an answer instead of being lost.
+const wrapUpNote = "The step limit for this turn has been reached and tools are now unavailable. Reply to the user now: summarise what was done, what was found, and what is still open. Do not claim any action that a tool result did not confirm."
+
+type turnState struct {
+	t        *Turn
+	ctx      context.Context // cancelled on abort
+	bg       context.Context // not cancelled: bookkeeping after an abort
+	msgs     []llm.Message   // model-facing history, including the system prompt
+	boundary untrusted.Boundary
+	reduce   int // reducer tier applied so far
+	steps    int
+}
+
+func (a *Agent) runTurn(t *Turn) (res Result) {
+	res = Result{TurnID: t.ID, ChatID: t.ChatID}
+	bg := context.WithoutCancel(t.ctx)
+	defer func() {
+		if p := recover(); p != nil {
+			a.d.Log.Error("agent turn panicked", "chat", t.ChatID, "turn", t.ID, "panic", fmt.Sprint(p))
+			res = Result{TurnID: t.ID, ChatID: t.ChatID, Error: &ErrorInfo{Code: CodeInternal, Message: "the turn failed unexpectedly"}}
+		}
+		if !res.OK && res.Error != nil {
+			a.audit(bg, audit.Entry{Type: audit.TypeTurnError, ChatID: t.ChatID, TurnID: t.ID, Summary: res.Error.Code + ": " + res.Error.Message, Data: res})
+		}
+		a.publish("turn.finished", t.ChatID, map[string]any{"result": res})
+	}()
+	if err := context.Cause(t.ctx); err != nil {
+		return a.aborted(res, err)
+	}
+	user := &chat.Message{Role: chat.RoleUser, Content: t.text, TurnID: t.ID}
+	if err := a.d.Chats.Append(bg, t.ChatID, user); err != nil {
+		if isNotFound(err) {
+			res.Error = &ErrorInfo{Code: CodeChatNotFound, Message: "the chat no longer exists"}
+			return res
+		}
+		a.d.Log.Error("storing user message", "chat", t.ChatID, "err", err)
+		res.Error = &ErrorInfo{Code: CodeInternal, Message: "the message could not be stored"}
+		return res
+	}
+	a.publish("turn.started", t.ChatID, map[string]any{"turn_id": t.ID, "user_message_id": user.ID})
+	a.publish("message.created", t.ChatID, map[string]any{"message": user})
+	a.audit(bg, audit.Entry{Type: audit.TypeUserMessage, ChatID: t.ChatID, TurnID: t.ID, Summary: snippet(t.text, 120), Data: map[string]any{"message_id": user.ID, "text": t.text}})
+
+	history, err := a.d.Chats.Messages(bg, t.ChatID, 0)
+	if err != nil {
+		a.d.Log.Error("loading chat history", "chat", t.ChatID, "err", err)
+		res.Error = &ErrorInfo{Code: CodeInternal, Message: "the chat history could not be read"}
+		return res
+	}
+	b, err := untrusted.NewBoundary(nil)
+	if err != nil {
+		res.Error = &ErrorInfo{Code: CodeInternal, Message: "could not start the turn"}
+		return res
+	}
+	st := &turnState{t: t, ctx: t.ctx, bg: bg, boundary: b}
+	st.msgs = append([]llm.Message{{Role: llm.RoleSystem, Content: a.systemPrompt()}}, toLLM(history)...)
+	return a.loop(st, res)
+}
+
+func (a *Agent) systemPrompt() string {
+	return a.cfg.SystemPrompt + "\nCurrent time: " + a.d.Clock().Format(time.RFC3339) + "."
+}
+
+func (a *Agent) aborted(res Result, cause error) Result {
+	code, ok := abortCode(cause)
+	if !ok {
+		code = CodeCancelled
+	}
+	res.OK, res.Aborted = false, true
+	res.Error = &ErrorInfo{Code: code, Message: cause.Error()}
+	return res
+}
+
+func (a *Agent) loop(st *turnState, res Result) Result {
+	for {
+		if err := context.Cause(st.ctx); err != nil {
+			res.Steps = st.steps
+			return a.aborted(res, err)
+		}
+		wrapUp := st.steps >= a.cfg.StepLimit
+		var defs []llm.ToolDef
+		offered := map[string]bool{}
+		if !wrapUp {
+			defs = a.toolDefs(st.ctx)
+			for _, d := range defs {
+				offered[d.Name] = true
+			}
+		} else {
+			st.msgs = append(st.msgs, llm.Message{Role: llm.RoleUser, Content: wrapUpNote})
+		}
+		resp, err := a.callModel(st, defs)
+		st.steps++
+		res.Steps = st.steps
+		if err != nil {
+			if cause := context.Cause(st.ctx); cause != nil {
+				a.savePartial(st, resp.Text)
+				return a.aborted(res, cause)
+			}
+			return a.modelFailed(res, err)
+		}
+		assistant := &chat.Message{Role: chat.RoleAssistant, Content: resp.Text, TurnID: st.t.ID}
+		calls := resp.ToolCalls
+		if wrapUp {
+			calls = nil // tools are off; a model ignoring that gets no calls run
+		}
+		prepared := make([]*prepared, len(calls))
+		for i, c := range calls {
+			prepared[i] = a.prepare(st, c, offered)
+			assistant.ToolCalls = append(assistant.ToolCalls, chat.ToolCall{ID: prepared[i].id, Name: c.Name, Arguments: prepared[i].dispatched})
+		}
+		if err := a.d.Chats.Append(st.bg, st.t.ChatID, assistant); err != nil {
+			a.d.Log.Error("storing assistant message", "chat", st.t.ChatID, "err", err)
+			res.Error = &ErrorInfo{Code: CodeInternal, Message: "the reply could not be stored"}
+			if isNotFound(err) {
+				res.Error = &ErrorInfo{Code: CodeChatNotFound, Message: "the chat was deleted during the turn"}
+			}
+			return res
+		}
+		a.publish("message.created", st.t.ChatID, map[string]any{"message": assistant})
+		st.msgs = append(st.msgs, llm.Message{Role: llm.RoleAssistant, Content: resp.Text, ToolCalls: dispatchedCalls(prepared)})
+		if len(prepared) == 0 {
+			a.audit(st.bg, audit.Entry{Type: audit.TypeAssistantMessage, ChatID: st.t.ChatID, TurnID: st.t.ID, Summary: snippet(resp.Text, 120), Data: map[string]any{"message_id": assistant.ID, "text": resp.Text, "steps": st.steps}})
+			res.OK, res.MessageID, res.Text = true, assistant.ID, resp.Text
+			res.StepLimitHit = wrapUp
+			return res
+		}
+		results := a.execute(st, prepared)
+		toolMsgs := make([]*chat.Message, len(results))
+		for i, r := range results {
+			toolMsgs[i] = r.message(st.t.ID)
+		}
+		if err := a.d.Chats.Append(st.bg, st.t.ChatID, toolMsgs...); err != nil {
+			a.d.Log.Error("storing tool results", "chat", st.t.ChatID, "err", err)
+			res.Error = &ErrorInfo{Code: CodeInternal, Message: "tool results could not be stored"}
+			return res
+		}
+		for i, m := range toolMsgs {
+			a.publish("message.created", st.t.ChatID, map[string]any{"message": m})
+			st.msgs = append(st.msgs, llm.Message{Role: llm.RoleTool, ToolCallID: results[i].id, Name: results[i].name, Content: results[i].modelContent})
+		}
+	}
+}
+
+// savePartial keeps streamed text the user already saw when a turn aborts.
+func (a *Agent) savePartial(st *turnState, text string) {
+	if strings.TrimSpace(text) == "" {
+		return
+	}
+	m := &chat.Message{Role: chat.RoleAssistant, Content: text + "\n[interrupted]", TurnID: st.t.ID}
+	if err := a.d.Chats.Append(st.bg, st.t.ChatID, m); err == nil {
+		a.publish("message.created", st.t.ChatID, map[string]any{"message": m})
+	}
+}
+
+func (a *Agent) modelFailed(res Result, err error) Result {
+	code := llm.CodeOf(err)
+	msg := "the model call failed"
+	var le *llm.Error
+	if errors.As(err, &le) && le.Message != "" {
+		msg = le.Message
+	}
+	switch code {
+	case llm.CodeContextTooLarge:
+		res.Error = &ErrorInfo{Code: CodeContextTooLarge, Message: "the conversation is too large for the model even after shortening it: " + msg}
+	case llm.CodeModelUnavailable, llm.CodeNetwork, llm.CodeAuth, llm.CodeBilling:
+		res.Error = &ErrorInfo{Code: CodeModelUnavailable, Message: msg}
+	default:
+		res.Error = &ErrorInfo{Code: CodeModelError, Message: msg}
+	}
+	return res
+}
+
+// callModel budgets the context, streams one reply, and on a
+// context-too-large rejection reduces further and retries (bounded).
+func (a *Agent) callModel(st *turnState, defs []llm.ToolDef) (llm.Response, error) {
+	budget := int(float64(a.cfg.ContextTokens) * (1 - a.cfg.SafetyMargin))
+	// Tiers forced by earlier rejections stay applied for the whole turn;
+	// further tiers run only while the estimate is over budget.
+	for tier := 1; tier <= st.reduce; tier++ {
+		st.msgs = reduceContext(st.msgs, tier)
+	}
+	for tier := st.reduce + 1; tier <= maxTier && estimate(st.msgs, defs) > budget; tier++ {
+		st.msgs = reduceContext(st.msgs, tier)
+	}
+	for attempt := 0; ; attempt++ {
+		step := st.steps
+		resp, err := a.d.LLM.Stream(st.ctx, llm.Request{
+			Tier: a.cfg.Tier, Messages: st.msgs, Tools: defs, MaxTokens: a.cfg.MaxTokens,
+			Service: "agent", Action: "chat-turn",
+		}, func(ev llm.Event) error {
+			if ev.Kind == llm.EventText && ev.Text != "" {
+				a.publish("message.delta", st.t.ChatID, map[string]any{"turn_id": st.t.ID, "step": step, "text": ev.Text})
+			}
+			return nil
+		})
+		if err == nil || llm.CodeOf(err) != llm.CodeContextTooLarge || attempt >= a.cfg.OverflowRetries || st.reduce >= maxTier {
+			return resp, err
+		}
+		st.reduce++
+		for tier := 1; tier <= st.reduce; tier++ {
+			st.msgs = reduceContext(st.msgs, tier)
+		}
+		a.d.Log.Info("context too large, reduced and retrying", "chat", st.t.ChatID, "tier", st.reduce)
+	}
+}
+
+func (a *Agent) toolDefs(ctx context.Context) []llm.ToolDef {
+	var defs []llm.ToolDef
+	for _, t := range a.d.Tools.Available(ctx) {
+		s := t.Spec()
+		if a.deniedByPrefix(s.Name) {
+			continue // never offer what policy would refuse outright
+		}
+		defs = append(defs, llm.ToolDef{Name: s.Name, Description: s.Description, Parameters: s.Schema})
+	}
+	return defs
+}
+
+func (a *Agent) deniedByPrefix(name string) bool {
+	for _, p := range a.d.Policy.Config().DenyPrefixes {
+		if p != "" && strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func dispatchedCalls(ps []*prepared) []llm.ToolCall {
+	if len(ps) == 0 {
+		return nil
+	}
+	out := make([]llm.ToolCall, len(ps))
+	for i, p := range ps {
+		out[i] = llm.ToolCall{ID: p.id, Name: p.name, Arguments: string(p.dispatched)}
+	}
+	return out
+}
+
+// toLLM converts a stored transcript into model messages, keeping every
+// assistant tool call paired with a result (a missing one gets a stub, so a
+// crash mid-turn cannot poison later turns).
+func toLLM(ms []chat.Message) []llm.Message {
+	out := make([]llm.Message, 0, len(ms))
+	answered := map[string]bool{}
+	for _, m := range ms {
+		if m.Role == chat.RoleTool {
+			answered[m.ToolCallID] = true
+		}
+	}
+	for i, m := range ms {
+		switch m.Role {
+		case chat.RoleUser:
+			out = append(out, llm.Message{Role: llm.RoleUser, Content: m.Content})
+		case chat.RoleAssistant:
+			lm := llm.Message{Role: llm.RoleAssistant, Content: m.Content}
+			for _, c := range m.ToolCalls {
+				args := string(c.Arguments)
+				if args == "" {
+					args = "{}"
+				}
+				lm.ToolCalls = append(lm.ToolCalls, llm.ToolCall{ID: c.ID, Name: c.Name, Arguments: args})
+			}
+			out = append(out, lm)
+			for _, c := range m.ToolCalls {
+				if !answered[c.ID] {
+					out = append(out, llm.Message{Role: llm.RoleTool, ToolCallID: c.ID, Name: c.Name, Content: "NOT done: this call never completed (the turn ended before it ran)."})
+				}
+			}
+		case chat.RoleTool:
+			out = append(out, llm.Message{Role: llm.RoleTool, ToolCallID: m.ToolCallID, Name: m.ToolName, Content: modelContentOf(m)})
+		}
+		_ = i
+	}
+	return out
+}
+
+// modelContentOf is what the model saw for a stored tool message. The stored
+// content is already the model-facing text.
+func modelContentOf(m chat.Message) string { return m.Content }
+
+func snippet(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n]) + "…"
+}
+
+func rawOrEmpty(b json.RawMessage) json.RawMessage {
+	if len(b) == 0 {
+		return json.RawMessage("{}")
+	}
+	return b
+}
+
+var _ = tools.DefaultMaxResult
