@@ -83,6 +83,11 @@ type Spec struct {
 	// documents, web pages); the agent wraps them so the model treats them
 	// as data, never as instructions.
 	UntrustedOutput bool
+	// Egress marks tools whose calls send data off the machine (mail
+	// send/reply, HTTP requests with a body, MCP tools of remote servers),
+	// read-only or not. Once a turn has read untrusted output, policy gates
+	// every egress or non-read-only tool (internal/taint).
+	Egress bool
 	// MaxResult overrides DefaultMaxResult (characters).
 	MaxResult int
 	// PathArgs names the top-level string arguments that are filesystem
