@@ -1,0 +1,113 @@
+package journal
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/emersion/go-sasl"
+	"github.com/emersion/go-smtp"
+)
+
+// SMTPAccount is where and how one account submits mail.
+type SMTPAccount struct {
+	Host     string
+	Port     int
+	Security string // tls, starttls or none
+	Username string
+	Password string
+	// TLSConfig overrides the default (tests trust their own CA).
+	TLSConfig *tls.Config
+}
+
+// SMTPSender submits mail over SMTP (RFC 5321) with go-smtp. After
+// acceptance it calls AfterSend (an IMAP APPEND to Sent, for accounts that
+// want a copy filed); a failure there is logged by the caller's sender
+// wrapper, never turned into a resend.
+type SMTPSender struct {
+	Account   func(name string) (SMTPAccount, error)
+	AfterSend func(ctx context.Context, account string, raw []byte) error
+	Timeout   time.Duration
+}
+
+// Send implements Sender.
+func (s *SMTPSender) Send(ctx context.Context, account string, d Draft, raw []byte) error {
+	acct, err := s.Account(account)
+	if err != nil {
+		return &SendError{Delivered: "no", Err: err}
+	}
+	timeout := s.Timeout
+	if timeout <= 0 {
+		timeout = time.Minute
+	}
+	addr := net.JoinHostPort(acct.Host, fmt.Sprint(acct.Port))
+	tlsConf := acct.TLSConfig
+	if tlsConf == nil {
+		tlsConf = &tls.Config{ServerName: acct.Host}
+	}
+	dialer := &net.Dialer{Timeout: timeout}
+	conn, err := dialer.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return &SendError{Delivered: "no", Err: fmt.Errorf("connecting to %s: %w", addr, err)}
+	}
+	conn.SetDeadline(time.Now().Add(timeout))
+	var c *smtp.Client
+	switch acct.Security {
+	case "tls":
+		c = smtp.NewClient(tls.Client(conn, tlsConf))
+	case "starttls":
+		c, err = smtp.NewClientStartTLS(conn, tlsConf)
+		if err != nil {
+			conn.Close()
+			return &SendError{Delivered: "no", Err: fmt.Errorf("STARTTLS with %s: %w", addr, err)}
+		}
+	default:
+		c = smtp.NewClient(conn)
+	}
+	defer c.Close()
+	no := func(step string, err error) error {
+		return &SendError{Delivered: "no", Err: fmt.Errorf("SMTP %s: %w", step, err)}
+	}
+	if acct.Username != "" {
+		if err := c.Auth(sasl.NewPlainClient("", acct.Username, acct.Password)); err != nil {
+			return no("AUTH", err)
+		}
+	}
+	if err := c.Mail(d.From, nil); err != nil {
+		return no("MAIL FROM", err)
+	}
+	for _, r := range append(append(append([]string(nil), d.To...), d.Cc...), d.Bcc...) {
+		if err := c.Rcpt(r, nil); err != nil {
+			return no("RCPT TO "+r, err)
+		}
+	}
+	w, err := c.Data()
+	if err != nil {
+		return no("DATA", err)
+	}
+	if _, err := w.Write(raw); err != nil {
+		return &SendError{Delivered: "maybe", Err: fmt.Errorf("SMTP writing message: %w", err)}
+	}
+	if err := w.Close(); err != nil {
+		// A reply code means the server refused the data; anything else
+		// (a timeout, a reset) leaves delivery unknown.
+		var se *smtp.SMTPError
+		if errors.As(err, &se) {
+			return no("end of DATA", err)
+		}
+		return &SendError{Delivered: "maybe", Err: fmt.Errorf("SMTP end of DATA: %w", err)}
+	}
+	c.Quit()
+	if s.AfterSend != nil {
+		if err := s.AfterSend(ctx, account, bytes.Clone(raw)); err != nil {
+			// The message left; only the Sent copy is missing. Confirmation
+			// will then time out into needs_review, which is the truth.
+			return nil
+		}
+	}
+	return nil
+}
