@@ -333,7 +333,7 @@ func (j *Journal) SendDue(ctx context.Context, s Sender) (int, error) {
 
 // ConfirmOptions bound a confirmation pass.
 type ConfirmOptions struct {
-	MaxChecks int           // checks before needs_review (default 12)
+	MaxChecks  int           // checks before needs_review (default 12)
 	StaleAfter time.Duration // a started row this old lost its caller (default 60s)
 }
 
