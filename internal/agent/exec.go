@@ -14,6 +14,7 @@ import (
 	"github.com/hestia-dev/hestia/internal/chat"
 	"github.com/hestia-dev/hestia/internal/llm"
 	"github.com/hestia-dev/hestia/internal/policy"
+	"github.com/hestia-dev/hestia/internal/taint"
 	"github.com/hestia-dev/hestia/internal/tools"
 )
 
@@ -164,7 +165,8 @@ func (a *Agent) authorizeAndRun(st *turnState, p *prepared) *callResult {
 	req := approval.Request{
 		Kind: approval.KindApproval, ChatID: st.t.ChatID, TurnID: st.t.ID, CallID: p.id,
 		Tool: p.name, Args: p.dispatched, Risk: spec.Risk.String(), Reason: r.Reason, Schema: spec.Schema,
-		Preview: a.preview(st.ctx, p),
+		TaintedBy: r.TaintedBy,
+		Preview:   a.preview(st.ctx, p),
 		Validate: func(edited json.RawMessage) (json.RawMessage, error) {
 			c := a.d.Policy.Check(st.bg, a.d.Tools, a.d.Paths, p.name, string(edited), st.t.ChatID)
 			if c.ArgErr != nil {
@@ -232,6 +234,7 @@ func (a *Agent) runAllowed(st *turnState, p *prepared, args json.RawMessage, dec
 	ctx, cancel := context.WithTimeout(st.ctx, a.cfg.ToolTimeout)
 	start := time.Now()
 	res, err := runSafely(ctx, p.tool, call)
+	a.markTaint(st, p, args)
 	dur := time.Since(start)
 	cancel()
 	run := chat.ToolRun{Input: p.dispatched, Decision: decision, DecisionSource: source, Policy: string(p.checked.Result.Decision), PolicyRule: p.checked.Result.RuleID, DurationMS: dur.Milliseconds(), Note: note}
@@ -262,6 +265,7 @@ func (a *Agent) runAllowed(st *turnState, p *prepared, args json.RawMessage, dec
 		content = tools.Cap(res.Content, spec.MaxResultChars())
 		if spec.UntrustedOutput {
 			content, _ = st.boundary.Wrap(p.name, content)
+			st.taint.Mark(taint.Source{Tool: p.name, Detail: taintDetail(p.tool, args), CallID: p.id, At: a.d.Clock()})
 		}
 	}
 	if a.d.Usage != nil {
@@ -300,4 +304,12 @@ func (a *Agent) asker(st *turnState, callID string) func(context.Context, string
 		}
 		return "", context.Canceled
 	}
+}
+
+// taintDetail names what was read: the path for file-like tools, else empty.
+func taintDetail(t tools.Tool, args json.RawMessage) string {
+	if v := t.Spec().PathValues(args); len(v) > 0 {
+		return v[0]
+	}
+	return ""
 }

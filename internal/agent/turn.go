@@ -11,6 +11,7 @@ import (
 	"github.com/hestia-dev/hestia/internal/audit"
 	"github.com/hestia-dev/hestia/internal/chat"
 	"github.com/hestia-dev/hestia/internal/llm"
+	"github.com/hestia-dev/hestia/internal/taint"
 	"github.com/hestia-dev/hestia/internal/tools"
 	"github.com/hestia-dev/hestia/internal/untrusted"
 )
@@ -25,13 +26,18 @@ type turnState struct {
 	bg       context.Context // not cancelled: bookkeeping after an abort
 	msgs     []llm.Message   // model-facing history, including the system prompt
 	boundary untrusted.Boundary
+	taint    *taint.Tracker
 	reduce   int // reducer tier applied so far
 	steps    int
 }
 
 func (a *Agent) runTurn(t *Turn) (res Result) {
 	res = Result{TurnID: t.ID, ChatID: t.ChatID}
-	bg := context.WithoutCancel(t.ctx)
+	// Each turn starts clean; the tracker records untrusted reads so policy
+	// can tighten for the rest of the turn (internal/taint).
+	tracker := taint.NewTracker()
+	ctx := taint.WithTracker(t.ctx, tracker)
+	bg := context.WithoutCancel(ctx)
 	defer func() {
 		if p := recover(); p != nil {
 			a.d.Log.Error("agent turn panicked", "chat", t.ChatID, "turn", t.ID, "panic", fmt.Sprint(p))
@@ -70,7 +76,8 @@ func (a *Agent) runTurn(t *Turn) (res Result) {
 		res.Error = &ErrorInfo{Code: CodeInternal, Message: "could not start the turn"}
 		return res
 	}
-	st := &turnState{t: t, ctx: t.ctx, bg: bg, boundary: b}
+	st := &turnState{t: t, ctx: ctx, bg: bg, boundary: b, taint: tracker}
+	st.ctx = a.withTaint(st.ctx, history) // see taint.go
 	st.msgs = append([]llm.Message{{Role: llm.RoleSystem, Content: a.systemPrompt()}}, toLLM(history)...)
 	return a.loop(st, res)
 }

@@ -15,6 +15,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/hestia-dev/hestia/internal/taint"
 )
 
 // Kind distinguishes approvals from questions.
@@ -61,6 +63,9 @@ type Request struct {
 	// Validate checks edited arguments and returns them canonical; an
 	// error leaves the request pending. Not serialised.
 	Validate func(json.RawMessage) (json.RawMessage, error) `json:"-"`
+	// TaintedBy names the untrusted content this turn read before the
+	// call was proposed (internal/taint); the card shows it.
+	TaintedBy []taint.Source `json:"tainted_by,omitempty"`
 }
 
 // Decision is how a request was resolved.

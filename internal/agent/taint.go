@@ -1,0 +1,49 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+
+	"github.com/hestia-dev/hestia/internal/chat"
+	"github.com/hestia-dev/hestia/internal/taint"
+	"github.com/hestia-dev/hestia/internal/tools"
+	"github.com/hestia-dev/hestia/internal/untrusted"
+)
+
+// withTaint gives the turn its taint tracker (read by policy.Decide). The
+// tracker starts tainted when the history the model will see already holds
+// untrusted content from earlier turns: that text is still in the model's
+// context and can still steer it, so a new user message does not wash it
+// out.
+func (a *Agent) withTaint(ctx context.Context, history []chat.Message) context.Context {
+	tr := taint.NewTracker()
+	for _, m := range history {
+		if m.Role != chat.RoleTool {
+			continue
+		}
+		t, _ := a.d.Tools.Get(m.ToolName)
+		if taint.Untrusted(t) || strings.Contains(m.Content, untrusted.OpenTag) {
+			tr.Mark(taint.Source{Tool: m.ToolName, Detail: "earlier in this chat", CallID: m.ToolCallID, At: m.CreatedAt})
+		}
+	}
+	return taint.WithTracker(ctx, tr)
+}
+
+// markTaint records that an untrusted-output tool ran in this turn, before
+// its result reaches the model. It marks on failures too: an error text
+// can carry outside content as well.
+func (a *Agent) markTaint(st *turnState, p *prepared, args json.RawMessage) {
+	if !taint.Untrusted(p.tool) {
+		return
+	}
+	tr := taint.From(st.ctx)
+	if tr == nil {
+		return
+	}
+	detail := ""
+	if tg, ok := p.tool.(tools.Targeter); ok {
+		detail = tg.Target(args)
+	}
+	tr.Mark(taint.Source{Tool: p.name, Detail: detail, CallID: p.id, At: a.d.Clock()})
+}
