@@ -54,7 +54,7 @@ export function health(o: Obj): 'ok' | 'warn' | 'bad' {
   const s = String(o.status ?? o.state ?? o.integrity ?? '').toLowerCase();
   if (o.ok === false || o.reachable === false || o.healthy === false) return 'bad';
   if (/^(error|failed|fail|down|unreachable|corrupt|bad)/.test(s)) return 'bad';
-  if (/^(warn|degraded|disabled|unconfigured|not configured|stale|skipped|off)/.test(s) || o.configured === false || o.enabled === false) return 'warn';
+  if (/^(warn|degraded|disabled|unconfigured|not configured|stale|skip|off)/.test(s) || o.configured === false || o.enabled === false) return 'warn';
   return 'ok';
 }
 
@@ -63,14 +63,36 @@ function label(o: Obj, ...keys: string[]): string {
   return '';
 }
 
+/** Sorts health checks ("store.chat", "llm.endpoint", …) into the panels. */
+export function groupChecks(sys: Obj): { stores: Obj[]; models: Obj[]; connectors: Obj[]; other: Obj[] } {
+  const out = {
+    stores: asList(sys.stores),
+    models: asList(sys.models ?? sys.model_tiers ?? sys.tiers),
+    connectors: asList(sys.connectors),
+    other: [] as Obj[],
+  };
+  for (const c of asList(sys.checks)) {
+    const name = String(c.name ?? '');
+    const item = { ...c, name: name.replace(/^(store|llm|model|models|connector)\./, '') };
+    if (/^store\./.test(name)) out.stores.push(item);
+    else if (/^(llm|model|models|embed)/.test(name)) out.models.push(item);
+    else if (/^connector\./.test(name) || /^(mail|calendar|contacts|docs|mcp|imap|caldav|carddav)/.test(name)) out.connectors.push(item);
+    else out.other.push(c);
+  }
+  return out;
+}
+
 export function SystemView({ sys }: { sys: Obj }) {
   const d = (sys.daemon ?? sys) as Obj;
   const uptime = typeof d.uptime_s === 'number' ? d.uptime_s * 1000 : typeof d.uptime_seconds === 'number' ? d.uptime_seconds * 1000 : d.uptime_ms;
-  const sections: [string, Obj[], string[]][] = [
-    ['Stores', asList(sys.stores), ['path', 'size', 'detail', 'integrity']],
-    ['Models', asList(sys.models ?? sys.model_tiers ?? sys.tiers), ['model', 'provider', 'detail', 'error']],
-    ['Connectors', asList(sys.connectors), ['detail', 'error', 'status']],
+  const g = groupChecks(sys);
+  const detailKeys = ['detail', 'model', 'provider', 'path', 'error'];
+  const sections: [string, Obj[]][] = [
+    ['Stores', g.stores],
+    ['Models', g.models],
+    ['Connectors', g.connectors],
   ];
+  if (g.other.length) sections.push(['Host', g.other]);
   return (
     <>
       <div class="stats">
@@ -91,8 +113,8 @@ export function SystemView({ sys }: { sys: Obj }) {
           <div class="stat-value small-value mono">{String(d.data_dir ?? d.home ?? '—')}</div>
         </div>
       </div>
-      <div class="grid3">
-        {sections.map(([title, list, detailKeys]) => (
+      <div class={sections.length > 3 ? 'grid2' : 'grid3'}>
+        {sections.map(([title, list]) => (
           <div class="panel">
             <h2>{title}</h2>
             {list.length === 0 ? (

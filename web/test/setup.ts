@@ -1,0 +1,7 @@
+import { cleanup } from '@testing-library/preact';
+import { afterEach } from 'vitest';
+
+afterEach(() => {
+  cleanup();
+  globalThis.localStorage?.clear();
+});

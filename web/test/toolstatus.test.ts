@@ -1,0 +1,41 @@
+import { describe, expect, it } from 'vitest';
+import type { Message } from '../src/api/types';
+import { toolStatus } from '../src/lib/toolstatus';
+
+const result = (tool: Message['tool'], content = 'out'): Message => ({
+  id: 'm', chat_id: 'c', seq: 1, role: 'tool', content, tool_call_id: 'k', created_at: '', tool,
+});
+
+describe('toolStatus', () => {
+  it('says NOT DONE for every outcome where nothing ran', () => {
+    for (const d of ['denied', 'revise', 'timeout', 'no_approver', 'blocked', 'invalid', 'skipped']) {
+      const st = toolStatus({ result: result({ decision: d, status: 'not_run' }), turnRunning: false });
+      expect(st.tone, d).toBe('notdone');
+      expect(st.label).toBe('NOT DONE');
+    }
+  });
+
+  it('includes the deny note', () => {
+    const st = toolStatus({
+      result: result({ decision: 'denied', status: 'not_run' }),
+      resolved: { request: { id: 'a', kind: 'approval', chat_id: 'c', created_at: '' }, resolution: { id: 'a', decision: 'deny', note: 'wrong file' } },
+      turnRunning: false,
+    });
+    expect(st.detail).toBe('denied by you: “wrong file”');
+  });
+
+  it('shows the edited input that ran and what was asked', () => {
+    const st = toolStatus({
+      result: result({ decision: 'edited', status: 'ok', input: { a: 1 }, effective_input: { a: 2 }, duration_ms: 5 }),
+      turnRunning: false,
+    });
+    expect(st).toMatchObject({ tone: 'ok', label: 'Done with your edits', input: { a: 2 }, askedInput: { a: 1 }, duration_ms: 5 });
+  });
+
+  it('distinguishes failure, running and waiting', () => {
+    expect(toolStatus({ result: result({ decision: 'allowed', status: 'error', error: 'boom' }), turnRunning: false })).toMatchObject({ tone: 'error', error: 'boom' });
+    expect(toolStatus({ live: { call_id: 'k', tool: 't', state: 'running' }, turnRunning: true }).tone).toBe('running');
+    expect(toolStatus({ pending: { id: 'a', kind: 'approval', chat_id: 'c', created_at: '' }, turnRunning: true }).tone).toBe('waiting');
+    expect(toolStatus({ turnRunning: false }).tone).toBe('notdone');
+  });
+});

@@ -1,0 +1,42 @@
+import { describe, expect, it } from 'vitest';
+import { normaliseUsage } from '../src/lib/usage';
+
+describe('normaliseUsage', () => {
+  it('reads totals, breakdowns and unlabelled spend', () => {
+    const u = normaliseUsage({
+      period: '7d',
+      totals: { cost_usd: 1.5, input_tokens: 1000, output_tokens: 500, calls: 12 },
+      by_day: [
+        { day: '2026-12-02', cost_usd: 1, input_tokens: 600, output_tokens: 300 },
+        { day: '2026-12-01', cost_usd: 0.5, tokens: 600 },
+      ],
+      by_service: [
+        { service: 'chat', cost_usd: 1.2, tokens: 1200 },
+        { service: '', cost_usd: 0.3, tokens: 300 },
+      ],
+      by_model: [{ model: 'gpt', cost_usd: 1.5 }],
+      by_token_type: { input: 1000, output: 500 },
+      tools: [{ tool: 'read_file', calls: 4, errors: 1, avg_ms: 3, p95_ms: 9 }],
+    });
+    expect(u.totalCost).toBe(1.5);
+    expect(u.totalTokens).toBe(1500);
+    expect(u.totalCalls).toBe(12);
+    expect(u.byDay.map((d) => d.key)).toEqual(['2026-12-01', '2026-12-02']);
+    expect(u.byDay[1].tokens).toBe(900);
+    expect(u.unlabelledCost).toBe(0.3);
+    expect(u.byService.map((r) => r.key)).toEqual(['chat', 'unlabelled']);
+    expect(u.byTokenType).toEqual([
+      { key: 'input', cost: 0, tokens: 1000, calls: 0, errors: 0 },
+      { key: 'output', cost: 0, tokens: 500, calls: 0, errors: 0 },
+    ]);
+    expect(u.tools[0]).toMatchObject({ key: 'read_file', calls: 4, errors: 1, avgMs: 3, p95Ms: 9 });
+  });
+
+  it('survives an empty or odd body', () => {
+    for (const raw of [null, {}, [], 'x', { by_day: 'nope' }]) {
+      const u = normaliseUsage(raw);
+      expect(u.totalCost).toBe(0);
+      expect(u.byDay).toEqual([]);
+    }
+  });
+});
