@@ -7,7 +7,6 @@ import (
 
 	"github.com/hestia-dev/hestia/internal/chat"
 	"github.com/hestia-dev/hestia/internal/taint"
-	"github.com/hestia-dev/hestia/internal/tools"
 	"github.com/hestia-dev/hestia/internal/untrusted"
 )
 
@@ -17,7 +16,11 @@ import (
 // context and can still steer it, so a new user message does not wash it
 // out.
 func (a *Agent) withTaint(ctx context.Context, history []chat.Message) context.Context {
-	tr := taint.NewTracker()
+	tr := taint.From(ctx)
+	if tr == nil {
+		tr = taint.NewTracker()
+		ctx = taint.WithTracker(ctx, tr)
+	}
 	for _, m := range history {
 		if m.Role != chat.RoleTool {
 			continue
@@ -27,12 +30,13 @@ func (a *Agent) withTaint(ctx context.Context, history []chat.Message) context.C
 			tr.Mark(taint.Source{Tool: m.ToolName, Detail: "earlier in this chat", CallID: m.ToolCallID, At: m.CreatedAt})
 		}
 	}
-	return taint.WithTracker(ctx, tr)
+	return ctx
 }
 
 // markTaint records that an untrusted-output tool ran in this turn, before
-// its result reaches the model. It marks on failures too: an error text
-// can carry outside content as well.
+// its result reaches the model. It marks on failures too (an error text can
+// carry outside content as well); the success path marks the same call
+// again, which the tracker counts once.
 func (a *Agent) markTaint(st *turnState, p *prepared, args json.RawMessage) {
 	if !taint.Untrusted(p.tool) {
 		return
@@ -41,9 +45,5 @@ func (a *Agent) markTaint(st *turnState, p *prepared, args json.RawMessage) {
 	if tr == nil {
 		return
 	}
-	detail := ""
-	if tg, ok := p.tool.(tools.Targeter); ok {
-		detail = tg.Target(args)
-	}
-	tr.Mark(taint.Source{Tool: p.name, Detail: detail, CallID: p.id, At: a.d.Clock()})
+	tr.Mark(taint.Source{Tool: p.name, Detail: taintDetail(p.tool, args), CallID: p.id, At: a.d.Clock()})
 }

@@ -50,7 +50,10 @@ func (s Source) String() string {
 // keeps growing past it.
 const MaxSources = 16
 
-const maxDetail = 120
+const (
+	maxDetail = 120
+	maxCalls  = 4096
+)
 
 // Tracker is the taint state of one turn. It is safe for concurrent use
 // (parallel-safe tool calls of one reply are decided concurrently).
@@ -58,6 +61,7 @@ type Tracker struct {
 	mu      sync.Mutex // guards the fields below
 	sources []Source
 	count   int
+	calls   map[string]bool // call ids already counted
 }
 
 // NewTracker returns a clean tracker.
@@ -76,6 +80,18 @@ func (t *Tracker) Mark(s Source) {
 	}, s.Detail)
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if s.CallID != "" {
+		// One call read once, however many places record it.
+		if t.calls[s.CallID] {
+			return
+		}
+		if t.calls == nil {
+			t.calls = map[string]bool{}
+		}
+		if len(t.calls) < maxCalls {
+			t.calls[s.CallID] = true
+		}
+	}
 	t.count++
 	for _, have := range t.sources {
 		if have.Tool == s.Tool && have.Detail == s.Detail {

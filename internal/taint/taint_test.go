@@ -80,3 +80,14 @@ func TestSensitive(t *testing.T) {
 		t.Fatal("Untrusted")
 	}
 }
+
+func TestSameCallCountedOnce(t *testing.T) {
+	t.Parallel()
+	tr := NewTracker()
+	tr.Mark(Source{Tool: "read_file", Detail: "a", CallID: "c1"})
+	tr.Mark(Source{Tool: "read_file", Detail: "a", CallID: "c1"})
+	tr.Mark(Source{Tool: "read_file", Detail: "a", CallID: "c2"})
+	if tr.Reads() != 2 || len(tr.Sources()) != 1 {
+		t.Fatalf("reads %d sources %v", tr.Reads(), tr.Sources())
+	}
+}
