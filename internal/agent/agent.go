@@ -25,6 +25,7 @@ import (
 	"github.com/hestia-dev/hestia/internal/policy"
 	"github.com/hestia-dev/hestia/internal/store"
 	"github.com/hestia-dev/hestia/internal/tools"
+	"github.com/hestia-dev/hestia/internal/usage"
 )
 
 // Config tunes the loop.
@@ -90,9 +91,10 @@ type Publisher interface {
 	Publish(typ, chatID string, data any) int64
 }
 
-// UsageRecorder records tool timings and errors (internal/usage). Optional.
+// UsageRecorder records tool timings and errors (internal/usage.Ledger).
+// Optional.
 type UsageRecorder interface {
-	RecordTool(ctx context.Context, tool string, d time.Duration, errCode string)
+	RecordTool(ctx context.Context, tc usage.ToolCall) error
 }
 
 // Deps are the agent's collaborators.

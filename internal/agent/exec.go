@@ -16,6 +16,7 @@ import (
 	"github.com/hestia-dev/hestia/internal/policy"
 	"github.com/hestia-dev/hestia/internal/taint"
 	"github.com/hestia-dev/hestia/internal/tools"
+	"github.com/hestia-dev/hestia/internal/usage"
 )
 
 // Authorization outcomes recorded on tool messages (chat.ToolRun.Decision).
@@ -148,6 +149,7 @@ func inputOf(p *prepared) json.RawMessage {
 func (a *Agent) refused(st *turnState, p *prepared, decision, content, note string) *callResult {
 	r := &callResult{id: p.id, name: p.name, modelContent: content,
 		run: chat.ToolRun{Input: inputOf(p), Decision: decision, DecisionSource: p.checked.Result.Source, Policy: string(p.checked.Result.Decision), PolicyRule: p.checked.Result.RuleID, Status: StatusNotRun, Note: note}}
+	a.recordUsage(st, p.name, 0, "denied", decision)
 	a.publish("tool.finished", st.t.ChatID, map[string]any{"turn_id": st.t.ID, "call_id": p.id, "tool": p.name, "decision": decision, "status": StatusNotRun, "error": "", "duration_ms": 0, "output": snippet(content, 2000)})
 	return r
 }
@@ -268,9 +270,7 @@ func (a *Agent) runAllowed(st *turnState, p *prepared, args json.RawMessage, dec
 			st.taint.Mark(taint.Source{Tool: p.name, Detail: taintDetail(p.tool, args), CallID: p.id, At: a.d.Clock()})
 		}
 	}
-	if a.d.Usage != nil {
-		a.d.Usage.RecordTool(st.bg, p.name, dur, errCode)
-	}
+	a.recordUsage(st, p.name, dur, errCode, run.Error)
 	a.audit(st.bg, audit.Entry{Type: audit.TypeToolRun, ChatID: st.t.ChatID, TurnID: st.t.ID, Tool: p.name,
 		Summary: fmt.Sprintf("%s %s in %dms (%s)", p.name, run.Status, run.DurationMS, decision),
 		Data:    map[string]any{"call_id": p.id, "input": json.RawMessage(p.dispatched), "effective_input": json.RawMessage(rawOrEmpty(args)), "decision": decision, "status": run.Status, "error": run.Error, "output": res.Content}})
@@ -312,4 +312,17 @@ func taintDetail(t tools.Tool, args json.RawMessage) string {
 		return v[0]
 	}
 	return ""
+}
+
+// recordUsage writes the tool timing row; failures are logged, never fatal.
+func (a *Agent) recordUsage(st *turnState, name string, d time.Duration, outcome, msg string) {
+	if a.d.Usage == nil {
+		return
+	}
+	if outcome == "" {
+		outcome = "ok"
+	}
+	if err := a.d.Usage.RecordTool(st.bg, usage.ToolCall{Service: "agent", Tool: name, Duration: d, Outcome: outcome, Error: snippet(msg, 300), ChatID: st.t.ChatID}); err != nil {
+		a.d.Log.Warn("recording tool usage", "tool", name, "err", err)
+	}
 }

@@ -61,6 +61,7 @@ type initializer struct {
 func (a *App) initializers() []initializer {
 	return []initializer{
 		{"system", a.initSystem},
+		{"agent", a.initAgent},
 	}
 }
 

@@ -29,6 +29,8 @@ type Config struct {
 	Budget BudgetConfig `toml:"budget"`
 	Safety SafetyConfig `toml:"safety"`
 	Mail   MailConfig   `toml:"mail"`
+	Agent  AgentConfig  `toml:"agent"`
+	Policy PolicyConfig `toml:"policy"`
 }
 
 // ServerConfig configures the daemon's HTTP listener.
@@ -56,6 +58,8 @@ func Default() Config {
 		LLM:    defaultLLM(),
 		Budget: defaultBudget(),
 		Safety: defaultSafety(),
+		Agent:  defaultAgent(),
+		Policy: defaultPolicy(),
 		Mail:   defaultMail(),
 	}
 }
@@ -147,6 +151,8 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.Budget.validate()...)
 	errs = append(errs, c.Safety.validate()...)
 	errs = append(errs, c.Mail.validate()...)
+	errs = append(errs, c.Agent.validate()...)
+	errs = append(errs, c.Policy.validate()...)
 	return errors.Join(errs...)
 }
 

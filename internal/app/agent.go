@@ -1,0 +1,124 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/hestia-dev/hestia/internal/agent"
+	"github.com/hestia-dev/hestia/internal/approval"
+	"github.com/hestia-dev/hestia/internal/audit"
+	"github.com/hestia-dev/hestia/internal/chat"
+	"github.com/hestia-dev/hestia/internal/events"
+	"github.com/hestia-dev/hestia/internal/files"
+	"github.com/hestia-dev/hestia/internal/llm"
+	"github.com/hestia-dev/hestia/internal/pathpolicy"
+	"github.com/hestia-dev/hestia/internal/policy"
+	"github.com/hestia-dev/hestia/internal/tools"
+	"github.com/hestia-dev/hestia/internal/tools/builtin"
+)
+
+// initAgent wires the agent core: chats, audit, policy, approvals, the event
+// bus, the generic tools and the turn loop, and serves their routes.
+func (a *App) initAgent(ctx context.Context) error {
+	cfg := a.Config
+	chatDB, err := a.OpenStore(ctx, chat.Schema)
+	if err != nil {
+		return err
+	}
+	auditDB, err := a.OpenStore(ctx, audit.Schema)
+	if err != nil {
+		return err
+	}
+	policyDB, err := a.OpenStore(ctx, policy.Schema)
+	if err != nil {
+		return err
+	}
+	if a.Server == nil {
+		return nil // store-only commands (backup, doctor) need nothing more
+	}
+	log := a.Log.With("component", "agent")
+	chats := chat.New(chatDB, a.Now)
+	auditLog := audit.New(auditDB, a.Now, log)
+	rules, err := policy.NewRuleStore(ctx, policyDB, a.Now, log)
+	if err != nil {
+		return err
+	}
+	threshold, err := policy.ParseThreshold(cfg.Policy.AutoApprove)
+	if err != nil {
+		return err
+	}
+	engine, err := policy.New(policy.Config{AutoApprove: threshold, DenyPrefixes: cfg.Policy.DenyPrefixes, NoTaint: !cfg.Safety.Taint}, rules, policy.NewModes(a.Now), log)
+	if err != nil {
+		return err
+	}
+	bus := events.NewBus(a.Now, 0, 0)
+	engine.SetOnChange(func() { bus.Publish("policy.changed", "", nil) })
+
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return fmt.Errorf("finding the home directory for file tools: %w", err)
+	}
+	roots := cfg.Agent.FileRoots
+	if len(roots) == 0 {
+		roots = []string{home}
+	}
+	paths, err := pathpolicy.New(pathpolicy.Options{Home: home, Roots: roots, Protected: []string{a.Paths.Data, a.Paths.Config, a.Paths.Logs}})
+	if err != nil {
+		return err
+	}
+	reg := tools.NewRegistry()
+	if err := files.Register(reg, paths); err != nil {
+		return err
+	}
+	if err := reg.Register(builtin.Now(a.Now, time.Local)); err != nil {
+		return err
+	}
+	if err := reg.Register(builtin.AskUser()); err != nil {
+		return err
+	}
+
+	broker := approval.New(approval.Options{Clock: a.Now, Timeout: cfg.Agent.ApprovalTimeout.D(), Approvers: bus.Approvers,
+		Notify: agent.Notifier{Events: bus, Audit: auditLog}})
+
+	router, err := llm.NewRouter(llm.RouterConfig{Tiers: llm.TiersFromConfig(cfg.LLM), Timeout: cfg.LLM.Timeout.D(), Logger: a.Log.With("component", "llm"), Now: a.Now})
+	if err != nil {
+		return err
+	}
+	ag, err := agent.New(agent.Config{
+		Tier: llm.Tier(cfg.Agent.Tier), StepLimit: cfg.Agent.StepLimit, QueueLimit: cfg.Agent.QueueLimit,
+		ContextTokens: cfg.Agent.ContextTokens, ToolTimeout: cfg.Agent.ToolTimeout.D(),
+	}, agent.Deps{LLM: router, Tools: reg, Policy: engine, Paths: paths, Approvals: broker, Chats: chats, Audit: auditLog, Events: bus, Log: log, Clock: a.Now})
+	if err != nil {
+		return err
+	}
+
+	mux := a.Server.API()
+	(&chat.API{Store: chats, Hooks: chat.Hooks{
+		Created:  func(c chat.Chat) { bus.Publish("chat.created", c.ID, map[string]any{"chat": c}) },
+		Updated:  func(c chat.Chat) { bus.Publish("chat.updated", c.ID, map[string]any{"chat": c}) },
+		Deleting: func(id string) { ag.Cancel(id) },
+		Deleted: func(id string) {
+			engine.Modes().Clear(id)
+			bus.Publish("chat.deleted", id, map[string]any{"id": id})
+		},
+	}}).Routes(mux)
+	ag.Routes(mux)
+	broker.Routes(mux)
+	auditLog.Routes(mux)
+	bus.Routes(mux)
+	(&policy.API{Engine: engine, Registry: reg, Paths: paths, Audit: func(typ, chatID, summary string, data any) {
+		auditLog.Record(context.Background(), audit.Entry{Type: typ, ChatID: chatID, Summary: summary, Data: data})
+	}}).Routes(mux)
+
+	// Streams and turns must end when the daemon stops, or graceful HTTP
+	// shutdown would wait on every open event stream.
+	a.AddWorker("agent", func(ctx context.Context) error {
+		<-ctx.Done()
+		bus.Close()
+		return ag.Close()
+	})
+	a.OnClose(ag.Close)
+	return nil
+}
