@@ -151,7 +151,7 @@ function Transcript({
           {streams.map(([turn, s]) => (
             <Markdown key={turn} text={s.text} streaming />
           ))}
-          {view.running && streams.length === 0 && stray.length === 0 && (
+          {view.running && streams.length === 0 && stray.length === 0 && pending.length === 0 && (
             <div class="thinking" aria-label="Thinking">
               <span />
               <span />

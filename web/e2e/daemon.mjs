@@ -1,0 +1,1 @@
+export async function runDaemon() { console.log('daemon flow: not yet'); }

@@ -1,0 +1,25 @@
+// npm run e2e: browser tests with Debian's chromium. First the visual pass
+// against fixtures, then the real flow against a daemon built from this
+// repository with the scripted model server.
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { launch, summary, webRoot } from './lib.mjs';
+import { runShots } from './shots.mjs';
+
+if (!existsSync(join(webRoot, 'dist', 'index.html'))) {
+  console.error('web/dist is not built: run `npm run build` first');
+  process.exit(1);
+}
+const b = await launch();
+if (!b) process.exit(0);
+try {
+  const only = process.argv[2];
+  if (!only || only === 'shots') await runShots(b.browser);
+  if (!only || only === 'daemon') {
+    const { runDaemon } = await import('./daemon.mjs');
+    await runDaemon(b.browser);
+  }
+} finally {
+  await b.close();
+}
+process.exit(summary() ? 1 : 0);

@@ -1,0 +1,68 @@
+// Visual pass: renders every screen against the fixture daemon in light,
+// dark and phone layouts, asserts the essentials are on screen, and saves
+// screenshots to web/test-results/ for a person to look at.
+import { startFixtures } from './fixtures.mjs';
+import { assert, newPage, shot, test, viewports } from './lib.mjs';
+
+export async function runShots(browser) {
+  const fx = await startFixtures();
+  try {
+    for (const mode of [
+      { name: 'desktop', viewport: viewports.desktop },
+      { name: 'dark', viewport: viewports.desktop, dark: true },
+      { name: 'phone', viewport: viewports.phone, mobile: true },
+    ]) {
+      await test(`fixtures: screens render (${mode.name})`, async () => {
+        const { ctx, page, errors } = await newPage(browser, mode);
+        try {
+          await page.goto(fx.url + '/');
+          await page.getByText('What can I do for you?').waitFor();
+          await shot(page, `${mode.name}-welcome`);
+
+          await page.goto(fx.url + '/c/c_trip');
+          await page.getByText('Approval needed').first().waitFor();
+          fx.emit('turn.started', { turn_id: 't_1' }, 'c_trip');
+          await page.getByText('Working…').first().waitFor({ state: 'attached' });
+          await shot(page, `${mode.name}-approval`);
+
+          await page.getByRole('button', { name: 'Edit', exact: true }).click();
+          await page.getByText('Run with these changes').waitFor();
+          await page.locator('.approval').scrollIntoViewIfNeeded();
+          await shot(page, `${mode.name}-edit`);
+
+          await page.goto(fx.url + '/c/c_mail');
+          await page.getByText('NOT DONE').first().waitFor();
+          await shot(page, `${mode.name}-denied`);
+
+          await page.goto(fx.url + '/usage');
+          await page.getByText('Cost by day').waitFor();
+          assert(await page.getByText(/did not say which/).isVisible(), 'unlabelled spend callout missing');
+          await shot(page, `${mode.name}-usage`);
+
+          await page.goto(fx.url + '/audit');
+          await page.locator('.tl-item').first().click();
+          await page.getByText('Payload (redacted)').waitFor();
+          await shot(page, `${mode.name}-audit`);
+
+          await page.goto(fx.url + '/system');
+          await page.getByText('connection refused').waitFor();
+          await page.getByText('Asks you').first().waitFor();
+          await shot(page, `${mode.name}-system`);
+
+          if (mode.mobile) {
+            await page.getByLabel('Open menu').click();
+            await page.getByText('Lisbon trip planning').waitFor();
+            await shot(page, `${mode.name}-drawer`);
+            const overflow = await page.evaluate(() => document.documentElement.scrollWidth > innerWidth + 1);
+            assert(!overflow, 'page scrolls horizontally on a phone');
+          }
+          assert(errors.length === 0, 'console errors: ' + errors.join('; '));
+        } finally {
+          await ctx.close();
+        }
+      });
+    }
+  } finally {
+    await fx.close();
+  }
+}
