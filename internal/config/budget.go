@@ -12,7 +12,8 @@ type BudgetConfig struct {
 	// (from the usage ledger's rates) per local calendar day and month.
 	DailyCostUSD   float64 `toml:"daily_cost_usd"`
 	MonthlyCostUSD float64 `toml:"monthly_cost_usd"`
-	// DailyTokens and MonthlyTokens cap input+output tokens.
+	// DailyTokens and MonthlyTokens cap tokens as the usage ledger counts
+	// them (input, output and cache reads/writes).
 	DailyTokens   int64 `toml:"daily_tokens"`
 	MonthlyTokens int64 `toml:"monthly_tokens"`
 	// WarnPercent is the share of a cap at which a warning event fires
