@@ -1,0 +1,115 @@
+package imapsync
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"sync/atomic"
+	"testing"
+
+	"github.com/emersion/go-smtp"
+
+	"github.com/hestia-dev/hestia/internal/mail"
+	"github.com/hestia-dev/hestia/internal/mail/journal"
+)
+
+// maildirMTA is an in-process go-smtp server that delivers every accepted
+// message into the Dovecot user's INBOX Maildir, standing in for a local
+// MTA (see the issue note for why not a Debian MTA).
+type maildirMTA struct {
+	d *dovecot
+	t *testing.T
+	n atomic.Int64
+}
+
+func (m *maildirMTA) NewSession(*smtp.Conn) (smtp.Session, error) { return &mtaSession{m: m}, nil }
+
+type mtaSession struct{ m *maildirMTA }
+
+func (s *mtaSession) Mail(string, *smtp.MailOptions) error { return nil }
+func (s *mtaSession) Rcpt(string, *smtp.RcptOptions) error { return nil }
+func (s *mtaSession) Reset()                               {}
+func (s *mtaSession) Logout() error                        { return nil }
+func (s *mtaSession) Data(r io.Reader) error {
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return err
+	}
+	s.m.d.deliver(s.m.t, "", fmt.Sprintf("smtp.%d", s.m.n.Add(1)), string(b))
+	return nil
+}
+
+func startMTA(t *testing.T, d *dovecot) int {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := smtp.NewServer(&maildirMTA{d: d, t: t})
+	srv.Domain = "localhost"
+	srv.AllowInsecureAuth = true
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// TestReplyConfirmedAgainstSent syncs a mailbox over IMAP, replies over
+// SMTP through the journal, files the copy in Sent over IMAP, syncs again
+// and confirms the operation from the mirror.
+func TestReplyConfirmedAgainstSent(t *testing.T) {
+	ctx := context.Background()
+	d := startDovecot(t)
+	smtpPort := startMTA(t, d)
+	d.deliver(t, "", "1.a", rawMsg("question@x", "bob@example.org", "Dinner on Friday?", "Are you free on Friday?"))
+	s := openStore(t)
+	acct := d.account()
+	sy := &Syncer{Store: s}
+	if _, err := sy.Sync(ctx, acct); err != nil {
+		t.Fatal(err)
+	}
+	r, _ := s.Search(ctx, mail.Query{Text: "friday", Account: "dove"})
+	if len(r.Messages) != 1 {
+		t.Fatalf("search = %+v", r.Messages)
+	}
+	orig, _ := s.Read(ctx, r.Messages[0].ID, 0, 0)
+
+	j, err := journal.Open(ctx, t.TempDir()+"/mailops.db", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	sender := &journal.SMTPSender{
+		Account: func(string) (journal.SMTPAccount, error) {
+			return journal.SMTPAccount{Host: "127.0.0.1", Port: smtpPort, Security: "none"}, nil
+		},
+		AfterSend: func(ctx context.Context, _ string, raw []byte) error { return AppendSent(ctx, acct, raw) },
+	}
+	draft := journal.Draft{From: "alice@example.org", To: []string{"bob@example.org"}, Subject: "Re: " + orig.Subject,
+		Body: "Yes, Friday works.\nSee you at eight.", InReplyTo: orig.MessageID}
+	op, err := j.Send(ctx, journal.KindReply, "dove", draft, sender)
+	if err != nil || op.State != journal.StateSent {
+		t.Fatalf("send = %+v %v", op, err)
+	}
+	// Before the mirror sees Sent, confirmation finds nothing.
+	if c, _, _ := j.Confirm(ctx, s, journal.ConfirmOptions{}); c != 0 {
+		t.Fatal("confirmed without evidence")
+	}
+	res, err := sy.Sync(ctx, acct)
+	if err != nil || res.Fetched != 2 { // the Sent copy and the delivered reply
+		t.Fatalf("sync after send = %+v %v", res, err)
+	}
+	c, _, err := j.Confirm(ctx, s, journal.ConfirmOptions{})
+	if err != nil || c != 1 {
+		got, _ := j.Get(ctx, op.ID)
+		t.Fatalf("confirmed %d (%v): %+v", c, err, got)
+	}
+	got, _ := j.Get(ctx, op.ID)
+	if got.State != journal.StateConfirmed {
+		t.Errorf("state = %s", got.State)
+	}
+	// The reply joined the original's thread in the mirror.
+	tp, err := s.Thread(ctx, orig.ID, 0, 10, 0)
+	if err != nil || tp.Count != 2 {
+		t.Errorf("thread = %+v %v", tp, err)
+	}
+}

@@ -1,0 +1,123 @@
+package imapsync
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/emersion/go-imap/v2"
+
+	"github.com/hestia-dev/hestia/internal/mail"
+)
+
+func openStore(t *testing.T) *mail.Store {
+	t.Helper()
+	dir := t.TempDir()
+	s, err := mail.Open(context.Background(), mail.Options{DBPath: filepath.Join(dir, "mail.db"), BlobDir: filepath.Join(dir, "blobs")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func rawMsg(id, from, subject, body string) string {
+	return fmt.Sprintf("Message-ID: <%s>\nFrom: %s\nTo: alice@example.org\nSubject: %s\nDate: %s\n\n%s\n",
+		id, from, subject, time.Now().UTC().Format(time.RFC1123Z), body)
+}
+
+func TestSyncAgainstDovecot(t *testing.T) {
+	ctx := context.Background()
+	d := startDovecot(t)
+	d.deliver(t, "", "1.a", rawMsg("one@x", "bob@example.org", "Invoice March", "Please pay the invoice."))
+	d.deliver(t, "", "2.a", rawMsg("two@x", "carol@example.org", "Lunch", "Noon?"))
+	d.deliver(t, "Archive", "3.a", rawMsg("three@x", "dan@example.org", "Old stuff", "archived text"))
+	s := openStore(t)
+	sy := &Syncer{Store: s, FetchBatch: 2}
+	acct := d.account()
+
+	res, err := sy.Sync(ctx, acct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Fetched != 3 || res.Mailboxes < 4 {
+		t.Fatalf("first sync = %+v", res)
+	}
+	boxes, _ := s.Mailboxes(ctx, "dove")
+	roles := map[string]string{}
+	for _, b := range boxes {
+		roles[b.Name] = b.Role
+	}
+	if roles["Sent"] != "sent" || roles["INBOX"] != "inbox" || roles["Archive"] != "archive" || roles["Trash"] != "trash" {
+		t.Errorf("roles = %v", roles)
+	}
+	r, _ := s.Search(ctx, mail.Query{Text: "invoice", Account: "dove"})
+	if len(r.Messages) != 1 || r.Messages[0].Mailbox != "INBOX" || !r.Messages[0].Unread {
+		t.Fatalf("search = %+v", r.Messages)
+	}
+
+	// Nothing changed: nothing fetched.
+	res, err = sy.Sync(ctx, acct)
+	if err != nil || res.Fetched != 0 || res.Flags != 0 || res.Removed != 0 {
+		t.Fatalf("idle sync = %+v %v", res, err)
+	}
+
+	// Flag change and expunge through another client, plus a new message.
+	c, err := Dial(ctx, acct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Select("INBOX", nil).Wait(); err != nil {
+		t.Fatal(err)
+	}
+	uids, _ := c.UIDSearch(&imap.SearchCriteria{Header: []imap.SearchCriteriaHeaderField{{Key: "Message-ID", Value: "one@x"}}}, nil).Wait()
+	one := uids.AllUIDs()
+	if len(one) != 1 {
+		t.Fatalf("search on server = %v", one)
+	}
+	if err := c.Store(imap.UIDSetNum(one...), &imap.StoreFlags{Op: imap.StoreFlagsAdd, Flags: []imap.Flag{imap.FlagSeen, imap.FlagFlagged}}, nil).Close(); err != nil {
+		t.Fatal(err)
+	}
+	uids, _ = c.UIDSearch(&imap.SearchCriteria{Header: []imap.SearchCriteriaHeaderField{{Key: "Message-ID", Value: "two@x"}}}, nil).Wait()
+	c.Store(imap.UIDSetNum(uids.AllUIDs()...), &imap.StoreFlags{Op: imap.StoreFlagsAdd, Flags: []imap.Flag{imap.FlagDeleted}}, nil).Close()
+	if err := c.Expunge().Close(); err != nil {
+		t.Fatal(err)
+	}
+	c.Logout().Wait()
+	c.Close()
+	d.deliver(t, "", "4.a", rawMsg("four@x", "erin@example.org", "New one", "fresh"))
+
+	res, err = sy.Sync(ctx, acct)
+	if err != nil || res.Fetched != 1 || res.Flags != 1 || res.Removed != 1 {
+		t.Fatalf("incremental sync = %+v %v", res, err)
+	}
+	r, _ = s.Search(ctx, mail.Query{Account: "dove", Flagged: ptr(true)})
+	if len(r.Messages) != 1 || r.Messages[0].Subject != "Invoice March" || r.Messages[0].Unread {
+		t.Errorf("flags not mirrored: %+v", r.Messages)
+	}
+	r, _ = s.Search(ctx, mail.Query{Text: "noon", Account: "dove"})
+	if len(r.Messages) != 0 {
+		t.Errorf("expunged message still found: %+v", r.Messages)
+	}
+
+	// UIDVALIDITY change: delete and recreate the mailbox.
+	c, _ = Dial(ctx, acct)
+	if err := c.Delete("Archive").Wait(); err != nil {
+		t.Fatal(err)
+	}
+	c.Create("Archive", nil).Wait()
+	c.Logout().Wait()
+	c.Close()
+	d.deliver(t, "Archive", "5.a", rawMsg("five@x", "dan@example.org", "Recreated", "after reset"))
+	res, err = sy.Sync(ctx, acct)
+	if err != nil || res.Reset != 1 || res.Fetched != 1 {
+		t.Fatalf("after UIDVALIDITY change = %+v %v", res, err)
+	}
+	if r, _ := s.Search(ctx, mail.Query{Text: "archived", Account: "dove"}); len(r.Messages) != 0 {
+		t.Errorf("message from the old Archive survived: %+v", r.Messages)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
