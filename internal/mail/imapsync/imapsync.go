@@ -227,7 +227,6 @@ func (s *Syncer) syncMailbox(ctx context.Context, c *imapclient.Client, a Accoun
 	return s.Store.SetMailboxState(ctx, a.Name, "imap", name, role, mail.SyncState{UIDValidity: sel.UIDValidity, UIDNext: uint32(sel.UIDNext)})
 }
 
-
 func (s *Syncer) fetch(ctx context.Context, c *imapclient.Client, a Account, name, role string, validity uint32, uids []imap.UID) (int, error) {
 	msgs, err := c.Fetch(imap.UIDSetNum(uids...), &imap.FetchOptions{
 		UID: true, Flags: true, InternalDate: true, RFC822Size: true,
