@@ -82,14 +82,10 @@ func (a *App) initAgent(ctx context.Context) error {
 	broker := approval.New(approval.Options{Clock: a.Now, Timeout: cfg.Agent.ApprovalTimeout.D(), Approvers: bus.Approvers,
 		Notify: agent.Notifier{Events: bus, Audit: auditLog}})
 
-	router, err := llm.NewRouter(llm.RouterConfig{Tiers: llm.TiersFromConfig(cfg.LLM), Timeout: cfg.LLM.Timeout.D(), Logger: a.Log.With("component", "llm"), Now: a.Now})
-	if err != nil {
-		return err
-	}
 	ag, err := agent.New(agent.Config{
 		Tier: llm.Tier(cfg.Agent.Tier), StepLimit: cfg.Agent.StepLimit, QueueLimit: cfg.Agent.QueueLimit,
 		ContextTokens: cfg.Agent.ContextTokens, ToolTimeout: cfg.Agent.ToolTimeout.D(),
-	}, agent.Deps{LLM: router, Tools: reg, Policy: engine, Paths: paths, Approvals: broker, Chats: chats, Audit: auditLog, Events: bus, Log: log, Clock: a.Now})
+	}, agent.Deps{LLM: a.LLM, Usage: a.Usage, Tools: reg, Policy: engine, Paths: paths, Approvals: broker, Chats: chats, Audit: auditLog, Events: bus, Log: log, Clock: a.Now})
 	if err != nil {
 		return err
 	}

@@ -22,9 +22,11 @@ import (
 	"github.com/hestia-dev/hestia/internal/authtoken"
 	"github.com/hestia-dev/hestia/internal/config"
 	"github.com/hestia-dev/hestia/internal/doctor"
+	"github.com/hestia-dev/hestia/internal/llm"
 	"github.com/hestia-dev/hestia/internal/lock"
 	"github.com/hestia-dev/hestia/internal/server"
 	"github.com/hestia-dev/hestia/internal/store"
+	"github.com/hestia-dev/hestia/internal/usage"
 	"github.com/hestia-dev/hestia/web"
 )
 
@@ -40,6 +42,11 @@ type App struct {
 	// commands that work on the stores directly build an App without them.
 	Server *server.Server
 	Token  authtoken.Token
+
+	// LLM (the tier router every model caller uses) and Usage (the usage
+	// ledger) are built by initLLM, before the components that need them.
+	LLM   *llm.Router
+	Usage *usage.Ledger
 
 	closers []func() error
 	workers []worker
@@ -61,6 +68,7 @@ type initializer struct {
 func (a *App) initializers() []initializer {
 	return []initializer{
 		{"system", a.initSystem},
+		{"llm", a.initLLM},
 		{"agent", a.initAgent},
 	}
 }
