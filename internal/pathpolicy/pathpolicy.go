@@ -38,7 +38,8 @@ type Policy struct {
 // Options configure a Policy.
 type Options struct {
 	Home string // the user's home; required
-	// Base is where relative paths start; defaults to Home.
+	// Base is where relative paths start; defaults to the first root, or
+	// Home when there are no roots.
 	Base string
 	// Roots, when non-empty, confine tools to these directories.
 	Roots []string
@@ -55,6 +56,11 @@ func New(o Options) (*Policy, error) {
 	p := &Policy{home: filepath.Clean(o.Home), base: o.Base}
 	if p.base == "" {
 		p.base = p.home
+		if len(o.Roots) > 0 {
+			if b, err := p.expand(o.Roots[0]); err == nil {
+				p.base = b
+			}
+		}
 	}
 	for _, r := range o.Roots {
 		abs, err := p.expand(r)
@@ -199,7 +205,7 @@ func within(path, dir string) bool {
 }
 
 // systemDirs are refused wholesale.
-var systemDirs = []string{"/etc", "/boot", "/sys", "/proc", "/dev", "/usr/lib/systemd", "/System", "/private/etc", "/var/run/docker.sock", "/run/docker.sock", "/root"}
+var systemDirs = []string{"/etc", "/boot", "/sys", "/proc", "/dev", "/usr/lib/systemd", "/System", "/private/etc", "/var/run/docker.sock", "/run/docker.sock"}
 
 // homeDirs are refused under the user's home.
 var homeDirs = []string{".ssh", ".gnupg", ".aws", ".azure", ".kube", ".docker", ".config/gh", ".config/gcloud", ".config/hestia", ".local/share/hestia", ".password-store", "Library/LaunchAgents", "Library/LaunchDaemons", "Library/Keychains", ".mozilla", ".config/google-chrome", ".config/chromium", "Library/Application Support/Google/Chrome"}
