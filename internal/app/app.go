@@ -70,6 +70,7 @@ func (a *App) initializers() []initializer {
 		{"system", a.initSystem},
 		{"llm", a.initLLM},
 		{"agent", a.initAgent},
+		{"audit-tail", a.initAuditTail},
 	}
 }
 
@@ -141,6 +142,7 @@ func (a *App) Checks() ([]doctor.Check, error) {
 		return nil, err
 	}
 	checks = append(checks, stores...)
+	checks = append(checks, a.auditChainCheck())
 	if a.Config.LLM.BaseURL != "" {
 		checks = append(checks, doctor.HTTPReachable("llm.endpoint", a.Config.LLM.BaseURL+"/models", a.Config.LLM.APIKey, &http.Client{}))
 	}
