@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -530,4 +531,48 @@ func (s *Store) Thread(ctx context.Context, id int64, offset, limit, snippetChar
 		tp.Subject = tp.Messages[len(tp.Messages)-1].Subject
 	}
 	return tp, nil
+}
+
+// ReplyInfo is what answering a message needs.
+type ReplyInfo struct {
+	Account    string
+	MessageID  string
+	Subject    string
+	From       []string // addresses
+	To, Cc     []string
+	References []string
+}
+
+// ReplyContext loads the headers a reply to message id is built from.
+func (s *Store) ReplyContext(ctx context.Context, id int64) (ReplyInfo, error) {
+	m, err := s.Read(ctx, id, 0, 1)
+	if err != nil {
+		return ReplyInfo{}, err
+	}
+	ri := ReplyInfo{Account: m.Account, MessageID: m.MessageID, Subject: m.Subject, From: addrSet(m.From), To: addrSet(m.To), Cc: addrSet(m.Cc)}
+	rows, err := s.db.QueryContext(ctx, `SELECT ref FROM message_refs WHERE message_id = ?`, id)
+	if err != nil {
+		return ri, fmt.Errorf("reading references of %d: %w", id, err)
+	}
+	defer rows.Close()
+	refs := map[string]bool{}
+	for rows.Next() {
+		var r string
+		if err := rows.Scan(&r); err != nil {
+			return ri, err
+		}
+		refs[r] = true
+	}
+	// message_refs has no order; keep In-Reply-To last-but-one semantics
+	// simple: sorted for determinism, the parent appended by the builder.
+	for r := range refs {
+		if r != m.InReplyTo {
+			ri.References = append(ri.References, r)
+		}
+	}
+	sort.Strings(ri.References)
+	if m.InReplyTo != "" {
+		ri.References = append(ri.References, m.InReplyTo)
+	}
+	return ri, nil
 }
