@@ -1,1 +1,259 @@
-export async function runDaemon() { console.log('daemon flow: not yet'); }
+// The real flow: a hestia daemon built from this repository, with its model
+// endpoint pointed at the scripted model server (fakellm), driven through
+// the built UI in chromium. Every scenario asserts what a user would see and,
+// where it matters, what actually happened on disk.
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { assert, newPage, repoRoot, requireServices, shot, test, viewports } from './lib.mjs';
+
+function hasGo() {
+  try {
+    execFileSync('go', ['version'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+    s.on('error', reject);
+  });
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+async function waitFor(fn, what, timeoutMs = 15_000) {
+  const end = Date.now() + timeoutMs;
+  let last;
+  while (Date.now() < end) {
+    try {
+      const v = await fn();
+      if (v) return v;
+    } catch (e) {
+      if (e.fatal) throw e;
+      last = e;
+    }
+    await sleep(100);
+  }
+  throw new Error(`timed out waiting for ${what}${last ? ': ' + last.message : ''}`);
+}
+
+function startFakeLLM(bin) {
+  const p = spawn(bin, [], { stdio: ['pipe', 'pipe', 'inherit'] });
+  return new Promise((resolve, reject) => {
+    const rl = createInterface({ input: p.stdout });
+    rl.once('line', (line) => resolve({ proc: p, ...JSON.parse(line) }));
+    p.once('exit', (code) => reject(new Error(`fakellm exited with ${code}`)));
+  });
+}
+
+class Daemon {
+  constructor(bin, dir, port, llmURL) {
+    Object.assign(this, { bin, dir, port, llmURL, log: '' });
+    this.url = `http://127.0.0.1:${port}`;
+    this.home = join(dir, 'home');
+    mkdirSync(this.home, { recursive: true });
+  }
+  async start() {
+    this.proc = spawn(this.bin, ['serve', '--addr', `127.0.0.1:${this.port}`], {
+      env: {
+        PATH: process.env.PATH,
+        HOME: this.home,
+        HESTIA_HOME: join(this.dir, 'hestia-home'),
+        HESTIA_LLM_BASE_URL: this.llmURL,
+        HESTIA_LLM_API_KEY: 'test-key',
+        HESTIA_LLM_MODEL: 'llmtest-model',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const keep = (b) => {
+      this.log = (this.log + b.toString()).slice(-20_000);
+    };
+    this.proc.stdout.on('data', keep);
+    this.proc.stderr.on('data', keep);
+    this.exited = new Promise((r) => this.proc.once('exit', r));
+    await waitFor(async () => {
+      if (this.proc.exitCode !== null) throw Object.assign(new Error('the daemon exited'), { fatal: true });
+      return (await fetch(this.url + '/health')).ok;
+    }, 'the daemon to answer /health', 30_000).catch((e) => {
+      throw new Error(`${e.message}\n--- daemon log ---\n${this.log}`);
+    });
+  }
+  async stop() {
+    if (!this.proc || this.proc.exitCode !== null) return;
+    this.proc.kill('SIGTERM');
+    await Promise.race([this.exited, sleep(10_000).then(() => this.proc.kill('SIGKILL'))]);
+  }
+}
+
+export async function runDaemon(browser) {
+  if (!hasGo()) {
+    if (requireServices()) throw new Error('go is required for the daemon e2e tests');
+    console.log('SKIP daemon e2e: go not found');
+    return;
+  }
+  const dir = mkdtempSync(join(tmpdir(), 'hestia-e2e-'));
+  const bin = join(dir, 'hestia');
+  const fakeBin = join(dir, 'fakellm');
+  let fake;
+  let daemon;
+  try {
+    const t0 = Date.now();
+    execFileSync('go', ['build', '-o', bin, './cmd/hestia'], { cwd: repoRoot, stdio: 'inherit' });
+    execFileSync('go', ['build', '-o', fakeBin, './web/e2e/fakellm'], { cwd: repoRoot, stdio: 'inherit' });
+    console.log(`built daemon and fakellm in ${Date.now() - t0} ms`);
+    fake = await startFakeLLM(fakeBin);
+    const push = async (...turns) => {
+      const r = await fetch(fake.control + '/push', { method: 'POST', body: JSON.stringify(turns) });
+      assert(r.ok, `pushing turns: ${await r.text()}`);
+    };
+    daemon = new Daemon(bin, dir, await freePort(), fake.url);
+    await daemon.start();
+
+    const { ctx, page, errors } = await newPage(browser);
+    const userBubbles = () => page.locator('.msg.user .bubble').allTextContents();
+    const send = async (text) => {
+      const box = page.getByLabel('Message');
+      await box.fill(text);
+      await box.press('Enter');
+    };
+    try {
+      await test('daemon: same-machine browser pairs by itself', async () => {
+        await page.goto(daemon.url + '/');
+        await page.getByText('What can I do for you?').waitFor();
+        const token = await page.evaluate(() => localStorage.getItem('hestia.token'));
+        assert(token && token.length >= 32, 'no token stored after local pairing');
+        await page.locator('.conn-live').waitFor();
+      });
+
+      await test('daemon: a message streams into a reply', async () => {
+        await push({ text: ['Hello ', 'from ', 'your ', '**own** ', 'machine.'], chunk_delay_ms: 250 });
+        await send('Say hello');
+        await page.locator('.md-streaming').first().waitFor({ timeout: 10_000 });
+        const partial = await page.locator('.md-streaming').first().textContent();
+        assert(partial && !partial.includes('machine.'), `expected a partial reply while streaming, got ${partial}`);
+        await shot(page, 'e2e-streaming');
+        await page.locator('.msg.assistant .md strong', { hasText: 'own' }).waitFor();
+        await page.getByText('machine.').waitFor();
+        // The persisted message replaces the streamed text.
+        await waitFor(async () => (await page.locator('.md-streaming').count()) === 0, 'the streamed text to be replaced by the saved reply', 5000);
+        assert((await page.getByText('machine.').count()) === 1, 'reply shown twice');
+        assert(/\/c\/c_/.test(page.url()), `URL did not move to the new chat: ${page.url()}`);
+      });
+
+      await test('daemon: approve with edit runs the edited input', async () => {
+        await push(
+          { tool_calls: [{ id: 'call_w1', name: 'write_file', arguments: JSON.stringify({ path: '~/notes.txt', content: 'draft from the model' }) }] },
+          { text: ['Saved your note.'] },
+        );
+        await send('Save a note for me');
+        await page.getByText('Approval needed').waitFor();
+        await page.getByText(/write \d+ bytes to .*notes\.txt/).waitFor();
+        await shot(page, 'e2e-approval');
+        await page.getByRole('button', { name: 'Edit', exact: true }).click();
+        const content = page.getByLabel('Content', { exact: true });
+        assert((await content.inputValue()) === 'draft from the model', 'edit form not prefilled with the arguments');
+        await content.fill('edited by the user');
+        await shot(page, 'e2e-edit');
+        await page.getByText('Run with these changes').click();
+        await page.getByText('Done with your edits').waitFor();
+        await page.getByText('Saved your note.').waitFor();
+        const written = readFileSync(join(daemon.home, 'notes.txt'), 'utf8');
+        assert(written === 'edited by the user', `file has ${JSON.stringify(written)}`);
+        await page.getByText('write file').first().click();
+        await page.getByText('"edited by the user"').first().waitFor();
+        await shot(page, 'e2e-edited');
+      });
+
+      await test('daemon: deny shows NOT DONE and nothing is written', async () => {
+        await push(
+          { tool_calls: [{ id: 'call_w2', name: 'write_file', arguments: JSON.stringify({ path: '~/secret-plan.txt', content: 'x' }) }] },
+          { text: ['Understood, I did not write it.'] },
+        );
+        await send('Write my secret plan');
+        await page.getByText('Approval needed').waitFor();
+        await page.getByRole('button', { name: 'Deny', exact: true }).click();
+        await page.getByLabel(/Why not/).fill('not now');
+        await page.getByRole('button', { name: 'Deny', exact: true }).click();
+        await page.getByText('NOT DONE').first().waitFor();
+        await page.getByText('Understood, I did not write it.').waitFor();
+        assert(!existsSync(join(daemon.home, 'secret-plan.txt')), 'denied file was written');
+        const reqs = await (await fetch(fake.control + '/requests')).json();
+        const last = reqs.at(-1).map((m) => m.Content).join('\n');
+        assert(/NOT done/i.test(last) && last.includes('not now'), 'model was not told the action was NOT done with the note');
+        await shot(page, 'e2e-denied');
+      });
+
+      await test('daemon: reload keeps the transcript', async () => {
+        const before = await userBubbles();
+        await page.reload();
+        await page.getByText('Understood, I did not write it.').waitFor();
+        assert(JSON.stringify(await userBubbles()) === JSON.stringify(before), `transcript changed on reload: ${before} vs ${await userBubbles()}`);
+        await page.getByText('NOT DONE').first().waitFor();
+        await page.getByText('Done with your edits').waitFor();
+      });
+
+      await test('daemon: reconnects after a restart and catches up without duplicates', async () => {
+        const before = await userBubbles();
+        await daemon.stop();
+        await page.getByText(/Reconnecting/).first().waitFor();
+        await shot(page, 'e2e-reconnecting');
+        await daemon.start();
+        await page.locator('.conn-live').waitFor({ timeout: 20_000 });
+        await push({ text: ['Back ', 'again.'] });
+        await send('Are you there?');
+        await page.getByText('Back again.').waitFor();
+        const after = await userBubbles();
+        assert(JSON.stringify(after) === JSON.stringify([...before, 'Are you there?']), `messages after restart: ${JSON.stringify(after)}`);
+        const assistants = await page.locator('.msg.assistant').count();
+        await sleep(500);
+        assert((await page.locator('.msg.assistant').count()) === assistants, 'duplicate assistant messages appeared');
+      });
+
+      await test('daemon: works in a phone-sized viewport', async () => {
+        const chatURL = page.url();
+        const phone = await newPage(browser, { viewport: viewports.phone, mobile: true });
+        try {
+          await phone.page.goto(chatURL);
+          await phone.page.getByText('Back again.').waitFor();
+          const overflow = await phone.page.evaluate(() => document.documentElement.scrollWidth > innerWidth + 1);
+          assert(!overflow, 'horizontal scrolling on a phone');
+          assert(await phone.page.getByLabel('Message').isVisible(), 'composer not visible on a phone');
+          await shot(phone.page, 'e2e-phone');
+          await phone.page.getByLabel('Open menu').click();
+          await phone.page.getByRole('link', { name: 'System' }).click();
+          await phone.page.getByText('Running').first().waitFor();
+          await phone.page.getByText('write_file').first().waitFor();
+          await shot(phone.page, 'e2e-phone-system');
+        } finally {
+          await phone.ctx.close();
+        }
+      });
+
+      await test('daemon: no errors in the page console', async () => {
+        const real = errors.filter((e) => !/net::ERR_|Failed to fetch|NetworkError|network error/i.test(e));
+        assert(real.length === 0, real.join('\n'));
+      });
+    } finally {
+      await ctx.close();
+    }
+  } finally {
+    await daemon?.stop();
+    if (fake) {
+      fake.proc.stdin.end();
+      fake.proc.kill();
+    }
+    if (process.env.HESTIA_E2E_KEEP) console.log(`kept ${dir}`);
+    else rmSync(dir, { recursive: true, force: true });
+  }
+}
