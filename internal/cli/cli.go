@@ -47,6 +47,9 @@ func commands() []command {
 		{"pair", "show a link that pairs another browser with this daemon", runPair},
 		{"version", "print the version", runVersion},
 		{"usage", "show model usage and estimated cost (--json, --period 7d|30d|all)", runUsage},
+		{"chat", "chat with the assistant (interactive, or --once TEXT)", runChat},
+		{"policy", "test tool calls against the policy; list, add, remove trust rules", runPolicy},
+		{"audit", "show the audit trail; `audit verify` checks the hash chain", runAudit},
 	}
 }
 
