@@ -20,6 +20,7 @@ import (
 
 	"github.com/hestia-dev/hestia/internal/approval"
 	"github.com/hestia-dev/hestia/internal/audit"
+	"github.com/hestia-dev/hestia/internal/budget"
 	"github.com/hestia-dev/hestia/internal/chat"
 	"github.com/hestia-dev/hestia/internal/llm"
 	"github.com/hestia-dev/hestia/internal/policy"
@@ -108,6 +109,7 @@ type Deps struct {
 	Audit     *audit.Log // may be nil
 	Events    Publisher  // may be nil
 	Usage     UsageRecorder
+	Budget    *budget.Guard // may be nil; see budget.go
 	Log       *slog.Logger
 	Clock     func() time.Time
 }
@@ -190,6 +192,9 @@ type Options struct {
 	NoApprover bool
 	// NoInterrupt queues behind a running turn instead of interrupting it.
 	NoInterrupt bool
+	// OverBudget is the user's explicit "continue over budget" for this
+	// one turn (internal/budget); only a user's own request sets it.
+	OverBudget bool
 }
 
 // Turn is a submitted turn.

@@ -25,6 +25,8 @@ type messageBody struct {
 	Text     string `json:"text"`
 	Wait     bool   `json:"wait"`
 	Approver string `json:"approver"`
+	// OverBudget continues this turn past a reached model budget cap.
+	OverBudget bool `json:"over_budget"`
 }
 
 func (a *Agent) postMessage(w http.ResponseWriter, r *http.Request) {
@@ -45,7 +47,7 @@ func (a *Agent) postMessage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := r.PathValue("id")
-	t, err := a.Submit(r.Context(), id, b.Text, Options{NoApprover: b.Approver == "none"})
+	t, err := a.Submit(r.Context(), id, b.Text, Options{NoApprover: b.Approver == "none", OverBudget: b.OverBudget})
 	switch {
 	case isNotFound(err):
 		httpjson.Error(w, http.StatusNotFound, "not_found", "chat "+id+" does not exist")

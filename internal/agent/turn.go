@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hestia-dev/hestia/internal/audit"
+	"github.com/hestia-dev/hestia/internal/budget"
 	"github.com/hestia-dev/hestia/internal/chat"
 	"github.com/hestia-dev/hestia/internal/llm"
 	"github.com/hestia-dev/hestia/internal/taint"
@@ -37,6 +38,7 @@ func (a *Agent) runTurn(t *Turn) (res Result) {
 	// can tighten for the rest of the turn (internal/taint).
 	tracker := taint.NewTracker()
 	ctx := taint.WithTracker(t.ctx, tracker)
+	ctx = a.budgetContext(ctx, t.opts) // budget.go
 	bg := context.WithoutCancel(ctx)
 	defer func() {
 		if p := recover(); p != nil {
@@ -189,6 +191,8 @@ func (a *Agent) modelFailed(res Result, err error) Result {
 		res.Error = &ErrorInfo{Code: CodeContextTooLarge, Message: "the conversation is too large for the model even after shortening it: " + msg}
 	case llm.CodeModelUnavailable, llm.CodeNetwork, llm.CodeAuth, llm.CodeBilling:
 		res.Error = &ErrorInfo{Code: CodeModelUnavailable, Message: msg}
+	case budget.CodeExceeded: // the client offers "continue over budget" (over_budget)
+		res.Error = &ErrorInfo{Code: CodeBudgetExceeded, Message: msg}
 	default:
 		res.Error = &ErrorInfo{Code: CodeModelError, Message: msg}
 	}

@@ -54,6 +54,7 @@ func (a *App) initAgent(ctx context.Context) error {
 		return err
 	}
 	bus := events.NewBus(a.Now, 0, 0)
+	a.Budget.SetEvents(bus)
 	engine.SetOnChange(func() { bus.Publish("policy.changed", "", nil) })
 
 	home, err := os.UserHomeDir()
@@ -85,7 +86,7 @@ func (a *App) initAgent(ctx context.Context) error {
 	ag, err := agent.New(agent.Config{
 		Tier: llm.Tier(cfg.Agent.Tier), StepLimit: cfg.Agent.StepLimit, QueueLimit: cfg.Agent.QueueLimit,
 		ContextTokens: cfg.Agent.ContextTokens, ToolTimeout: cfg.Agent.ToolTimeout.D(),
-	}, agent.Deps{LLM: a.LLM, Usage: a.Usage, Tools: reg, Policy: engine, Paths: paths, Approvals: broker, Chats: chats, Audit: auditLog, Events: bus, Log: log, Clock: a.Now})
+	}, agent.Deps{LLM: a.Chat, Budget: a.Budget, Usage: a.Usage, Tools: reg, Policy: engine, Paths: paths, Approvals: broker, Chats: chats, Audit: auditLog, Events: bus, Log: log, Clock: a.Now})
 	if err != nil {
 		return err
 	}

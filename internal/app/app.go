@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/hestia-dev/hestia/internal/authtoken"
+	"github.com/hestia-dev/hestia/internal/budget"
 	"github.com/hestia-dev/hestia/internal/config"
 	"github.com/hestia-dev/hestia/internal/doctor"
 	"github.com/hestia-dev/hestia/internal/llm"
@@ -47,6 +48,10 @@ type App struct {
 	// ledger) are built by initLLM, before the components that need them.
 	LLM   *llm.Router
 	Usage *usage.Ledger
+	// Budget guards every model call; Chat is LLM behind that guard and is
+	// what model callers use (budget.go).
+	Budget *budget.Guard
+	Chat   llm.Client
 
 	closers []func() error
 	workers []worker

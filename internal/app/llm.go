@@ -28,11 +28,14 @@ func (a *App) initLLM(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := a.initBudget(ctx); err != nil { // budget.go: a.Budget, a.Chat
+		return err
+	}
 	if a.Server == nil {
 		return nil
 	}
 	mux := a.Server.API()
-	gateway.New(gateway.Options{Chat: a.LLM, Embed: a.LLM, Tiers: a.LLM.Tiers, Rates: a.Usage.Rates, Logger: log, Now: a.Now}).Routes(mux)
+	gateway.New(gateway.Options{Chat: a.Chat, Embed: a.LLM, Tiers: a.LLM.Tiers, Rates: a.Usage.Rates, Logger: log, Now: a.Now}).Routes(mux)
 	a.Usage.Routes(mux)
 	return nil
 }

@@ -152,8 +152,24 @@ type Guard struct {
 	log    *slog.Logger
 	now    func() time.Time
 
-	mu    sync.Mutex      // guards fired
+	mu    sync.Mutex      // guards fired and pub
 	fired map[string]bool // alert keys already published (memory copy)
+}
+
+// SetEvents installs the event bus when it is built after the guard.
+func (g *Guard) SetEvents(p Publisher) {
+	g.mu.Lock()
+	g.pub = p
+	g.mu.Unlock()
+}
+
+func (g *Guard) publish(typ string, data any) {
+	g.mu.Lock()
+	p := g.pub
+	g.mu.Unlock()
+	if p != nil {
+		p.Publish(typ, "", data)
+	}
 }
 
 // New returns a guard. The ledger is required when any cap is set.
@@ -323,9 +339,7 @@ func (g *Guard) Check(ctx context.Context, call Call) error {
 	kind := KindOf(ctx)
 	if o, ok := overrideOf(ctx); ok && kind == KindInteractive && o.guard == g {
 		g.log.Info("budget override used", "by", o.by, "service", call.Service, "action", call.Action)
-		if g.pub != nil {
-			g.pub.Publish(EventOverride, "", map[string]any{"by": o.by, "service": call.Service, "action": call.Action, "caps": over})
-		}
+		g.publish(EventOverride, map[string]any{"by": o.by, "service": call.Service, "action": call.Action, "caps": over})
 		return nil
 	}
 	msg := "Model budget reached: " + describe(over[0]) + "."
@@ -381,9 +395,7 @@ func (g *Guard) alert(ctx context.Context, st Status) {
 				continue
 			}
 			g.log.Warn("model budget "+l.name, "period", c.Period, "metric", c.Metric, "limit", c.Limit, "used", c.Used)
-			if g.pub != nil {
-				g.pub.Publish(l.typ, "", c)
-			}
+			g.publish(l.typ, c)
 		}
 	}
 }
