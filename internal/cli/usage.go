@@ -7,6 +7,7 @@ import (
 	"io"
 	"text/tabwriter"
 
+	"github.com/hestia-dev/hestia/internal/budget"
 	"github.com/hestia-dev/hestia/internal/usage"
 )
 
@@ -24,7 +25,7 @@ func runUsage(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return usagef("--period: %v", err)
 	}
-	paths, _, err := env.load()
+	paths, cfg, err := env.load()
 	if err != nil {
 		return err
 	}
@@ -40,12 +41,20 @@ func runUsage(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	caps, err := budgetStatus(ctx, cfg.Budget, ledger) // usage_budget.go
+	if err != nil {
+		return err
+	}
 	if *asJSON {
 		enc := json.NewEncoder(env.Stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(s)
+		return enc.Encode(struct {
+			usage.Summary
+			Budget budget.Status `json:"budget"`
+		}{s, caps})
 	}
 	printUsage(env.Stdout, s)
+	printBudget(env.Stdout, caps)
 	return nil
 }
 
