@@ -72,12 +72,15 @@ type oaTool struct {
 }
 
 type oaReq struct {
-	Model       string   `json:"model"`
-	Messages    []oaMsg  `json:"messages"`
-	Tools       []oaTool `json:"tools,omitempty"`
-	MaxTokens   int      `json:"max_tokens,omitempty"`
-	Temperature *float64 `json:"temperature,omitempty"`
-	Stream      bool     `json:"stream,omitempty"`
+	Model     string   `json:"model"`
+	Messages  []oaMsg  `json:"messages"`
+	Tools     []oaTool `json:"tools,omitempty"`
+	MaxTokens int      `json:"max_tokens,omitempty"`
+	// MaxCompletionTokens replaces max_tokens on api.openai.com, whose
+	// newer models reject max_tokens; other servers only know max_tokens.
+	MaxCompletionTokens int      `json:"max_completion_tokens,omitempty"`
+	Temperature         *float64 `json:"temperature,omitempty"`
+	Stream              bool     `json:"stream,omitempty"`
 	// StreamOpts asks for the usage chunk at the end of a stream.
 	StreamOpts *oaStreamOpts `json:"stream_options,omitempty"`
 }
@@ -92,6 +95,9 @@ func (c *OpenAI) body(req Request, stream bool) ([]byte, error) {
 	out := oaReq{Model: c.t.Model, MaxTokens: req.MaxTokens, Temperature: req.Temperature, Stream: stream}
 	if out.MaxTokens == 0 {
 		out.MaxTokens = c.t.MaxTokens
+	}
+	if strings.Contains(c.t.BaseURL, "://api.openai.com") {
+		out.MaxCompletionTokens, out.MaxTokens = out.MaxTokens, 0
 	}
 	if stream {
 		out.StreamOpts = &oaStreamOpts{IncludeUsage: true}
