@@ -60,20 +60,24 @@ const mailMessages = [
 ];
 
 const day = (i) => new Date(now - i * 86_400_000).toISOString().slice(0, 10);
+// The shape of GET /api/usage (internal/usage.Summary).
+const g = (key, cost, tokens, requests = 0, extra = {}) => ({ key, cost, tokens, requests, errors: 0, input_tokens: Math.round(tokens * 0.85), output_tokens: Math.round(tokens * 0.15), cache_read_tokens: 0, cache_write_tokens: 0, reasoning_tokens: 0, ...extra });
 const usage = {
-  period: '7d',
-  totals: { cost_usd: 3.42, input_tokens: 812_000, output_tokens: 96_400, calls: 214 },
-  by_day: [0.31, 0.52, 0.18, 0.74, 0.49, 0.66, 0.52].map((c, i) => ({ day: day(6 - i), cost_usd: c, tokens: Math.round(c * 265_000) })),
-  by_service: [{ service: 'chat', cost_usd: 2.41, tokens: 640_000 }, { service: 'mail.distill', cost_usd: 0.58, tokens: 160_000 }, { service: '', cost_usd: 0.43, tokens: 108_400 }],
-  by_action: [{ action: 'turn', cost_usd: 2.41 }, { action: 'summarise', cost_usd: 0.58 }, { action: 'embed', cost_usd: 0.02 }],
-  by_model: [{ model: 'gpt-5-mini', cost_usd: 2.1 }, { model: 'claude-sonnet-4.5', cost_usd: 1.22 }, { model: 'nomic-embed (local)', cost_usd: 0 }],
-  by_token_type: { input: 690_000, cached: 122_000, output: 86_000, reasoning: 10_400 },
+  period: '7d', currency: 'USD', estimate: true,
+  totals: g('', 3.42, 908_400, 214),
+  unattributed_requests: 17,
+  by_day: [0.31, 0.52, 0.18, 0.74, 0.49, 0.66, 0.52].map((c, i) => g(day(6 - i), c, Math.round(c * 265_000), 30)),
+  by_service: [g('chat', 2.41, 640_000, 150), g('mail.distill', 0.58, 160_000, 47), g('unknown', 0.43, 108_400, 17)],
+  by_action: [g('turn', 2.41, 640_000, 150, { service: 'chat' }), g('summarise', 0.58, 160_000, 47, { service: 'mail.distill' }), g('embed', 0.02, 8000, 5, { service: 'search' })],
+  by_model: [g('gpt-5-mini', 2.1, 600_000, 120), g('claude-sonnet-4.5', 1.22, 200_000, 60), g('qwen3:4b', 0, 108_400, 34, { unpriced: true })],
+  by_token_type: [{ type: 'input', tokens: 690_000, cost: 1.9 }, { type: 'output', tokens: 86_000, cost: 1.3 }, { type: 'cache_read', tokens: 122_000, cost: 0.2 }, { type: 'cache_write', tokens: 10_400, cost: 0.02 }],
   tools: [
-    { tool: 'mail_search', calls: 61, errors: 0, avg_ms: 42, p95_ms: 130 },
-    { tool: 'read_file', calls: 38, errors: 2, avg_ms: 4, p95_ms: 11 },
-    { tool: 'calendar_list', calls: 22, errors: 0, avg_ms: 18, p95_ms: 40 },
-    { tool: 'write_file', calls: 7, errors: 1, avg_ms: 6, p95_ms: 9 },
+    { tool: 'mail_search', calls: 61, errors: 0, avg_ms: 42, max_ms: 130, total_ms: 2562 },
+    { tool: 'read_file', calls: 38, errors: 2, avg_ms: 4, max_ms: 11, total_ms: 152 },
+    { tool: 'calendar_list', calls: 22, errors: 0, avg_ms: 18, max_ms: 40, total_ms: 396 },
+    { tool: 'write_file', calls: 7, errors: 1, avg_ms: 6, max_ms: 9, total_ms: 42 },
   ],
+  recent: [],
 };
 
 const auditTypes = ['message.user', 'policy.decision', 'approval.requested', 'approval.resolved', 'tool.run', 'message.assistant'];

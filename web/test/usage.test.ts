@@ -40,3 +40,26 @@ describe('normaliseUsage', () => {
     }
   });
 });
+
+describe('normaliseUsage with the ledger’s own shape', () => {
+  it('reads internal/usage.Summary', () => {
+    const grp = (key: string, cost: number, tokens: number, requests: number, extra = {}) => ({ key, cost, tokens, requests, errors: 0, input_tokens: tokens, output_tokens: 0, ...extra });
+    const u = normaliseUsage({
+      period: '30d', currency: 'USD', estimate: true,
+      totals: grp('', 2, 1000, 9),
+      unattributed_requests: 3,
+      by_service: [grp('chat', 1.5, 800, 6), grp('unknown', 0.5, 200, 3)],
+      by_action: [grp('turn', 1.5, 800, 6, { service: 'chat' })],
+      by_day: [grp('2026-12-01', 2, 1000, 9)],
+      by_model: [grp('local-model', 0, 300, 2, { unpriced: true })],
+      by_token_type: [{ type: 'input', tokens: 900, cost: 1 }, { type: 'cache_read', tokens: 100, cost: 0 }],
+      tools: [{ tool: 'read_file', calls: 2, errors: 0, avg_ms: 3.5, max_ms: 6, total_ms: 7 }],
+    });
+    expect(u).toMatchObject({ totalCost: 2, totalTokens: 1000, totalCalls: 9, unlabelledCost: 0.5, unlabelledRequests: 3, estimate: true });
+    expect(u.byService.map((r) => r.key)).toEqual(['chat', 'unlabelled']);
+    expect(u.byAction[0].key).toBe('turn');
+    expect(u.byModel[0]).toMatchObject({ key: 'local-model', unpriced: true, calls: 2 });
+    expect(u.byTokenType.map((r) => r.key)).toEqual(['input', 'cache_read']);
+    expect(u.tools[0]).toMatchObject({ key: 'read_file', avgMs: 3.5, maxMs: 6 });
+  });
+});

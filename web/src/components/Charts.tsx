@@ -38,7 +38,10 @@ export function Bars({ rows, metric, format, empty = 'Nothing yet.' }: { rows: R
       {sorted.map((r) => (
         <li class={r.key === 'unlabelled' ? 'unlabelled' : ''}>
           <div class="bar-label">
-            <span class="bar-key">{r.key}</span>
+            <span class="bar-key">
+              {r.key}
+              {r.unpriced && <span class="tag">no rate</span>}
+            </span>
             <span class="bar-val">{format(r[metric])}</span>
           </div>
           <div class="bar-track">

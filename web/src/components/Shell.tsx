@@ -142,7 +142,7 @@ function ConnStatus() {
     <div class={`conn conn-${conn}`} role="status">
       <span class="dot" />
       {label}
-      {version && <span class="muted small version">v{version}</span>}
+      {version && <span class="muted small version">{/^\d/.test(version) ? 'v' + version : version}</span>}
     </div>
   );
 }

@@ -40,14 +40,15 @@ export function ToolCard(p: Props) {
         <span class="tool-icon">
           {st.tone === 'ok' ? <Check size={15} /> : st.tone === 'error' || st.tone === 'notdone' ? <Alert size={15} /> : <Tool size={15} />}
         </span>
-        <span class="tool-name">{prettyTool(p.call.name)}</span>
-        <span class={`status status-${st.tone}`}>
-          {st.tone === 'running' && <span class="spinner" aria-hidden="true" />}
-          {st.label}
+        <span class="tool-main">
+          <span class="tool-name">{prettyTool(p.call.name)}</span>
+          <span class={`status status-${st.tone}`}>
+            {st.tone === 'running' && <span class="spinner" aria-hidden="true" />}
+            {st.label}
+          </span>
+          {st.detail && <span class="status-detail">{st.detail}</span>}
         </span>
-        {st.detail && <span class="status-detail">{st.detail}</span>}
-        <span class="grow" />
-        {st.duration_ms !== undefined && <span class="muted small">{duration(st.duration_ms)}</span>}
+        {st.duration_ms !== undefined && st.tone !== 'notdone' && <span class="muted small">{duration(st.duration_ms)}</span>}
         <Chevron size={15} class={'chev' + (open ? ' open' : '')} />
       </button>
       {p.pending && <ApprovalCard req={p.pending} />}

@@ -10,6 +10,9 @@ export interface Row {
   errors: number;
   avgMs?: number;
   p95Ms?: number;
+  maxMs?: number;
+  /** No rate matched this model, so its cost shows as 0. */
+  unpriced?: boolean;
 }
 
 export interface Usage {
@@ -18,6 +21,8 @@ export interface Usage {
   totalCalls: number;
   unlabelledCost: number;
   unlabelledTokens: number;
+  unlabelledRequests: number;
+  estimate: boolean;
   byDay: Row[];
   byService: Row[];
   byAction: Row[];
@@ -49,8 +54,13 @@ function tokensOf(o: Obj): number {
 
 function rowOf(o: Obj, keyNames: string[]): Row {
   let key = '';
-  for (const k of keyNames) if (typeof o[k] === 'string') key = o[k] as string;
-  if (!key) {
+  for (const k of ['key', ...keyNames]) {
+    if (typeof o[k] === 'string') {
+      key = o[k] as string;
+      break;
+    }
+  }
+  if (!key && !('key' in o)) {
     const firstStr = Object.values(o).find((v) => typeof v === 'string');
     key = (firstStr as string) ?? '';
   }
@@ -62,6 +72,8 @@ function rowOf(o: Obj, keyNames: string[]): Row {
     errors: num(o, 'errors', 'error_count', 'failed'),
     avgMs: maybe(o, 'avg_ms', 'mean_ms', 'avg_duration_ms'),
     p95Ms: maybe(o, 'p95_ms', 'p95_duration_ms'),
+    maxMs: maybe(o, 'max_ms'),
+    unpriced: o.unpriced === true || undefined,
   };
 }
 
@@ -87,7 +99,8 @@ export function normaliseUsage(raw: unknown): Usage {
   const by = (pick(o, 'by', 'breakdowns') ?? o) as Obj;
   const byService = rows(pick(by, 'by_service', 'service', 'services'), ['service']);
   const unl = (pick(o, 'unlabelled', 'unlabeled') ?? {}) as Obj;
-  const unlabelledRow = byService.find((r) => r.key === '' || r.key === 'unlabelled' || r.key === 'unlabeled' || r.key === 'unknown');
+  const isUnlabelled = (k: string) => k === '' || k === 'unlabelled' || k === 'unlabeled' || k === 'unknown';
+  const unlabelledRow = byService.find((r) => isUnlabelled(r.key));
   const byDay = rows(pick(by, 'by_day', 'day', 'days', 'daily'), ['day', 'date']).sort((a, b) => a.key.localeCompare(b.key));
   const sumCost = byDay.reduce((a, r) => a + r.cost, 0);
   const sumTokens = byDay.reduce((a, r) => a + r.tokens, 0);
@@ -97,8 +110,10 @@ export function normaliseUsage(raw: unknown): Usage {
     totalCalls: num(totals, 'calls', 'requests', 'count'),
     unlabelledCost: maybe(unl, 'cost_usd', 'cost') ?? unlabelledRow?.cost ?? 0,
     unlabelledTokens: Object.keys(unl).length ? tokensOf(unl) : (unlabelledRow?.tokens ?? 0),
+    unlabelledRequests: num(o, 'unattributed_requests', 'unlabelled_requests') || (unlabelledRow?.calls ?? 0),
+    estimate: o.estimate === true,
     byDay,
-    byService: byService.map((r) => (r.key ? r : { ...r, key: 'unlabelled' })),
+    byService: byService.map((r) => (isUnlabelled(r.key) ? { ...r, key: 'unlabelled' } : r)),
     byAction: rows(pick(by, 'by_action', 'action', 'actions'), ['action']),
     byModel: rows(pick(by, 'by_model', 'model', 'models'), ['model']),
     byTokenType: rows(pick(by, 'by_token_type', 'token_type', 'token_types'), ['token_type', 'type', 'kind']),

@@ -108,7 +108,7 @@ export function SystemView({ sys }: { sys: Obj }) {
           <div class="stat-value">{typeof uptime === 'number' ? duration(uptime) : String(d.uptime ?? '—')}</div>
           <div class="stat-note">{d.started_at ? `since ${new Date(d.started_at).toLocaleString()}` : ''}</div>
         </div>
-        <div class="stat">
+        <div class="stat wide">
           <div class="stat-label">Data</div>
           <div class="stat-value small-value mono">{String(d.data_dir ?? d.home ?? '—')}</div>
         </div>

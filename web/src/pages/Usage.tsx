@@ -50,12 +50,13 @@ export function UsageView({ u }: { u: Usage }) {
         <Stat label="Model calls" value={count(u.totalCalls)} />
         <Stat label="Tool calls" value={count(toolCalls)} note={toolErrors ? `${toolErrors} failed` : undefined} />
       </div>
-      {(u.unlabelledCost > 0 || u.unlabelledTokens > 0) && (
+      {(u.unlabelledCost > 0 || u.unlabelledTokens > 0 || u.unlabelledRequests > 0) && (
         <div class="callout warn" role="note">
           <Alert size={16} />
           <span>
-            <strong>{money(u.unlabelledCost)}</strong> ({count(u.unlabelledTokens)} tokens) was spent by callers that did not say which
-            service they are. Give each program using the gateway its own label to see where it goes.
+            <strong>{money(u.unlabelledCost)}</strong> ({count(u.unlabelledTokens)} tokens
+            {u.unlabelledRequests ? `, ${count(u.unlabelledRequests)} requests` : ''}) was spent by callers that did not say which service
+            they are. Give each program using the gateway its own label to see where it goes.
           </span>
         </div>
       )}
@@ -85,6 +86,7 @@ export function UsageView({ u }: { u: Usage }) {
           <Bars rows={u.byTokenType} metric="tokens" format={count} />
         </div>
       </div>
+      {u.estimate && <p class="muted small">Costs are estimates from the rates table; models without a rate count as $0 and are marked “no rate”.</p>}
       <div class="panel">
         <h2>Tools</h2>
         {u.tools.length === 0 ? (
@@ -98,7 +100,7 @@ export function UsageView({ u }: { u: Usage }) {
                   <th class="num">Calls</th>
                   <th class="num">Errors</th>
                   <th class="num">Average</th>
-                  <th class="num">p95</th>
+                  <th class="num">{u.tools.some((t) => t.p95Ms !== undefined) ? 'p95' : 'Slowest'}</th>
                 </tr>
               </thead>
               <tbody>
@@ -110,7 +112,7 @@ export function UsageView({ u }: { u: Usage }) {
                       <td class="num">{count(t.calls)}</td>
                       <td class={'num' + (t.errors ? ' bad' : '')}>{count(t.errors)}</td>
                       <td class="num">{duration(t.avgMs) || '—'}</td>
-                      <td class="num">{duration(t.p95Ms) || '—'}</td>
+                      <td class="num">{duration(t.p95Ms ?? t.maxMs) || '—'}</td>
                     </tr>
                   ))}
               </tbody>
