@@ -2,7 +2,12 @@ package app
 
 import (
 	"context"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
 
+	"github.com/hestia-dev/hestia/internal/doctor"
 	"github.com/hestia-dev/hestia/internal/gateway"
 	"github.com/hestia-dev/hestia/internal/llm"
 	"github.com/hestia-dev/hestia/internal/usage"
@@ -31,6 +36,17 @@ func (a *App) initLLM(ctx context.Context) error {
 	if err := a.initBudget(ctx); err != nil { // budget.go: a.Budget, a.Chat
 		return err
 	}
+	a.AddCheck(tiersCheck(a.LLM))
+	names := make([]string, 0, len(a.Config.LLM.Providers))
+	for name := range a.Config.LLM.Providers {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if p := a.Config.LLM.Providers[name]; p.Kind == "" || p.Kind == llm.KindOpenAI {
+			a.AddCheck(doctor.HTTPReachable("llm.provider."+name, strings.TrimRight(p.BaseURL, "/")+"/models", p.APIKey, &http.Client{}))
+		}
+	}
 	if a.Server == nil {
 		return nil
 	}
@@ -38,4 +54,35 @@ func (a *App) initLLM(ctx context.Context) error {
 	gateway.New(gateway.Options{Chat: a.Chat, Embed: a.LLM, Tiers: a.LLM.Tiers, Rates: a.Usage.Rates, Logger: log, Now: a.Now}).Routes(mux)
 	a.Usage.Routes(mux)
 	return nil
+}
+
+// tiersCheck names the chat tiers without a model: with none, agent turns
+// fail while local search and browsing keep working.
+func tiersCheck(r *llm.Router) doctor.Check {
+	return doctor.Check{Name: "llm.tiers", Run: func(context.Context) (doctor.Status, string) {
+		have := map[llm.Tier]string{}
+		for _, t := range r.Tiers() {
+			var names []string
+			for _, tg := range t.Targets {
+				names = append(names, tg.Provider+"/"+tg.Model)
+			}
+			have[t.Tier] = strings.Join(names, ", ")
+		}
+		var missing, mapped []string
+		for _, t := range llm.ChatTiers() {
+			if have[t] == "" {
+				missing = append(missing, string(t))
+			} else {
+				mapped = append(mapped, fmt.Sprintf("%s → %s", t, have[t]))
+			}
+		}
+		embed := "local-embed → " + have[llm.LocalEmbed]
+		switch {
+		case len(mapped) == 0:
+			return doctor.Warn, "no chat model is configured (set HESTIA_LLM_BASE_URL and HESTIA_LLM_MODEL, or [llm.tiers]); chat is unavailable, local search still works; " + embed
+		case len(missing) > 0:
+			return doctor.Warn, "no model for " + strings.Join(missing, ", ") + "; " + strings.Join(mapped, "; ") + "; " + embed
+		}
+		return doctor.OK, strings.Join(mapped, "; ") + "; " + embed
+	}}
 }

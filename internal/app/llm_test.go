@@ -59,3 +59,16 @@ func TestGatewayAndUsageWired(t *testing.T) {
 		t.Fatalf("usage: %+v %v", s, err)
 	}
 }
+
+func TestTiersCheck(t *testing.T) {
+	t.Parallel()
+	a := testApp(t, t.TempDir())
+	if err := a.initLLM(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	st, detail := tiersCheck(a.LLM).Run(t.Context())
+	if st != "warn" || !strings.Contains(detail, "no chat model is configured") || !strings.Contains(detail, "local-embed → local/hestia-hash-384-v1") {
+		t.Fatalf("%s %s", st, detail)
+	}
+}
