@@ -73,6 +73,9 @@ func (a *App) initAgent(ctx context.Context) error {
 	if err := files.Register(reg, paths); err != nil {
 		return err
 	}
+	if err := a.registerMail(ctx, reg, paths); err != nil {
+		return err
+	}
 	if err := reg.Register(builtin.Now(a.Now, time.Local)); err != nil {
 		return err
 	}

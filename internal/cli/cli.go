@@ -50,6 +50,7 @@ func commands() []command {
 		{"chat", "chat with the assistant (interactive, or --once TEXT)", runChat},
 		{"policy", "test tool calls against the policy; list, add, remove trust rules", runPolicy},
 		{"audit", "show the audit trail; `audit verify` checks the hash chain", runAudit},
+		{"mail", "import, search and read mail; list send operations", runMail},
 	}
 }
 

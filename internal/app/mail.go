@@ -1,0 +1,328 @@
+package app
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hestia-dev/hestia/internal/config"
+	"github.com/hestia-dev/hestia/internal/httpjson"
+	"github.com/hestia-dev/hestia/internal/llm"
+	"github.com/hestia-dev/hestia/internal/mail"
+	"github.com/hestia-dev/hestia/internal/mail/imapsync"
+	"github.com/hestia-dev/hestia/internal/mail/journal"
+	"github.com/hestia-dev/hestia/internal/mail/mailtools"
+	"github.com/hestia-dev/hestia/internal/pathpolicy"
+	"github.com/hestia-dev/hestia/internal/search"
+	"github.com/hestia-dev/hestia/internal/store"
+	"github.com/hestia-dev/hestia/internal/tools"
+)
+
+// Mail is the wired mail connector.
+type Mail struct {
+	Store   *mail.Store
+	Journal *journal.Journal
+	Sender  journal.Sender
+	Deps    mailtools.Deps
+	cfg     config.MailConfig
+}
+
+// embedAdapter lets the mail store use an llm.Embedder.
+type embedAdapter struct{ e llm.Embedder }
+
+func (a embedAdapter) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	res, err := a.e.Embed(ctx, llm.EmbedRequest{Tier: llm.LocalEmbed, Inputs: texts, Service: "mail", Action: "embed"})
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range res.Errors {
+		if e != nil {
+			return nil, e
+		}
+	}
+	return res.Vectors, nil
+}
+
+func (a embedAdapter) Dimension() int { return 0 }
+
+var _ search.Embedder = embedAdapter{}
+
+// OpenMail opens the mail mirror and the write journal (closed with the
+// App). CLI commands use it directly; the daemon wires it in initMail.
+func (a *App) OpenMail(ctx context.Context) (*Mail, error) {
+	cfg := a.Config.Mail
+	st, err := mail.Open(ctx, mail.Options{
+		DBPath: a.Paths.DB(mail.Schema.Name), BlobDir: filepath.Join(a.Paths.Data, "mail", "blobs"),
+		Logger: a.Log.With("component", "mail"), Now: a.Now,
+		Embedder: embedAdapter{llm.NewLocalEmbedder()}, EmbedModel: llm.LocalEmbedModel, EmbedMaxChars: cfg.EmbedMaxChars,
+	})
+	if err != nil {
+		return nil, err
+	}
+	a.OnClose(st.Close)
+	j, err := journal.Open(ctx, a.Paths.DB(journal.Schema.Name), a.Log.With("component", "mailops"), a.Now)
+	if err != nil {
+		return nil, err
+	}
+	a.OnClose(j.Close)
+	m := &Mail{Store: st, Journal: j, cfg: cfg}
+	senders := map[string]string{}
+	for _, acc := range cfg.Accounts {
+		if acc.SMTPHost != "" && acc.Address != "" {
+			senders[acc.Name] = acc.Address
+		}
+	}
+	if len(senders) > 0 {
+		m.Sender = &journal.SMTPSender{Account: m.smtpAccount, AfterSend: m.appendSent}
+	}
+	m.Deps = mailtools.Deps{Store: st, Journal: j, Sender: m.Sender, Accounts: senders, Now: a.Now}
+	if len(cfg.Accounts) > 0 {
+		m.Deps.DefaultAccount = cfg.Accounts[0].Name
+	}
+	return m, nil
+}
+
+// IMAPAccounts names the configured accounts that have an IMAP server.
+func (m *Mail) IMAPAccounts() []string {
+	var out []string
+	for _, acc := range m.cfg.Accounts {
+		if acc.IMAPHost != "" {
+			out = append(out, acc.Name)
+		}
+	}
+	return out
+}
+
+func (m *Mail) account(name string) (config.MailAccount, error) {
+	for _, acc := range m.cfg.Accounts {
+		if acc.Name == name {
+			return acc, nil
+		}
+	}
+	return config.MailAccount{}, fmt.Errorf("no mail account %q in the configuration", name)
+}
+
+// Password reads an account's password from its environment variable or
+// its owner-only file; it is never read from the configuration file.
+func Password(acc config.MailAccount, getenv func(string) string) (string, error) {
+	if acc.PasswordEnv != "" {
+		if v := getenv(acc.PasswordEnv); v != "" {
+			return v, nil
+		}
+		if acc.PasswordFile == "" {
+			return "", fmt.Errorf("mail account %s: environment variable %s is empty", acc.Name, acc.PasswordEnv)
+		}
+	}
+	if acc.PasswordFile == "" {
+		return "", fmt.Errorf("mail account %s has no password_env or password_file", acc.Name)
+	}
+	fi, err := os.Stat(acc.PasswordFile)
+	if err != nil {
+		return "", fmt.Errorf("mail account %s password file: %w", acc.Name, err)
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		return "", fmt.Errorf("mail account %s: password file %s must not be readable by others (chmod 600)", acc.Name, acc.PasswordFile)
+	}
+	b, err := os.ReadFile(acc.PasswordFile)
+	if err != nil {
+		return "", fmt.Errorf("mail account %s password file: %w", acc.Name, err)
+	}
+	return strings.TrimRight(string(b), "\r\n"), nil
+}
+
+func (m *Mail) smtpAccount(name string) (journal.SMTPAccount, error) {
+	acc, err := m.account(name)
+	if err != nil {
+		return journal.SMTPAccount{}, err
+	}
+	pw, err := Password(acc, os.Getenv)
+	if err != nil {
+		return journal.SMTPAccount{}, err
+	}
+	user := acc.Username
+	if user == "" {
+		user = acc.Address
+	}
+	return journal.SMTPAccount{Host: acc.SMTPHost, Port: acc.SMTPPort, Security: acc.SMTPSecurity, Username: user, Password: pw,
+		TLSConfig: &tls.Config{ServerName: acc.SMTPHost}}, nil
+}
+
+// IMAPAccount resolves an account's IMAP connection settings.
+func (m *Mail) IMAPAccount(name string) (imapsync.Account, error) {
+	acc, err := m.account(name)
+	if err != nil {
+		return imapsync.Account{}, err
+	}
+	if acc.IMAPHost == "" {
+		return imapsync.Account{}, fmt.Errorf("mail account %s has no imap_host", name)
+	}
+	pw, err := Password(acc, os.Getenv)
+	if err != nil {
+		return imapsync.Account{}, err
+	}
+	user := acc.Username
+	if user == "" {
+		user = acc.Address
+	}
+	return imapsync.Account{Name: acc.Name, Host: acc.IMAPHost, Port: acc.IMAPPort, Security: acc.IMAPSecurity, Username: user, Password: pw,
+		TLSConfig: &tls.Config{ServerName: acc.IMAPHost}}, nil
+}
+
+func (m *Mail) appendSent(ctx context.Context, name string, raw []byte) error {
+	acc, err := m.account(name)
+	if err != nil || !acc.SaveSent || acc.IMAPHost == "" {
+		return err
+	}
+	ia, err := m.IMAPAccount(name)
+	if err != nil {
+		return err
+	}
+	return imapsync.AppendSent(ctx, ia, raw)
+}
+
+// registerMail wires the mail connector into the daemon: its tools, its
+// routes and its background workers (reconcile, watch, IMAP sync,
+// embedding, scheduled sends and confirmation).
+func (a *App) registerMail(ctx context.Context, reg *tools.Registry, paths *pathpolicy.Policy) error {
+	m, err := a.OpenMail(ctx)
+	if err != nil {
+		return err
+	}
+	m.Deps.Paths = paths
+	if err := mailtools.Register(reg, m.Deps); err != nil {
+		return err
+	}
+	if a.Server != nil {
+		m.Routes(a.Server.API())
+	}
+	cfg := a.Config.Mail
+	log := a.Log.With("component", "mail")
+	every := func(ctx context.Context, d time.Duration, fn func(context.Context)) error {
+		for {
+			fn(ctx)
+			t := time.NewTimer(d)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return nil
+			case <-t.C:
+			}
+		}
+	}
+	for _, src := range cfg.Sources {
+		a.AddWorker("mail.reconcile", func(ctx context.Context) error {
+			return every(ctx, cfg.ReconcileInterval.D(), func(ctx context.Context) {
+				if _, err := m.Store.Reconcile(ctx, src, mail.ImportOptions{}); err != nil && ctx.Err() == nil {
+					log.Warn("mailReconcile", "source", src, "err", err)
+				}
+			})
+		})
+		if cfg.Watch {
+			a.AddWorker("mail.watch", func(ctx context.Context) error { return m.Store.Watch(ctx, src, mail.ImportOptions{}, 0) })
+		}
+	}
+	for _, acc := range cfg.Accounts {
+		if acc.IMAPHost == "" {
+			continue
+		}
+		interval := acc.SyncInterval.D()
+		if interval == 0 {
+			interval = 5 * time.Minute
+		}
+		a.AddWorker("mail.imap."+acc.Name, func(ctx context.Context) error {
+			return every(ctx, interval, func(ctx context.Context) {
+				ia, err := m.IMAPAccount(acc.Name)
+				if err == nil {
+					_, err = (&imapsync.Syncer{Store: m.Store, Log: log}).Sync(ctx, ia)
+				}
+				if err != nil && ctx.Err() == nil {
+					log.Warn("mailIMAPSync", "account", acc.Name, "err", err)
+				}
+			})
+		})
+	}
+	a.AddWorker("mail.embed", func(ctx context.Context) error { return m.Store.RunEmbedder(ctx, cfg.EmbedBatch, nil) })
+	a.AddWorker("mail.ops", func(ctx context.Context) error {
+		return every(ctx, cfg.ConfirmInterval.D(), func(ctx context.Context) {
+			if m.Sender != nil {
+				if _, err := m.Journal.SendDue(ctx, m.Sender); err != nil && ctx.Err() == nil {
+					log.Error("mailSendDue", "err", err)
+				}
+			}
+			if _, _, err := m.Journal.Confirm(ctx, m.Store, journal.ConfirmOptions{MaxChecks: cfg.ConfirmChecks}); err != nil && ctx.Err() == nil {
+				log.Warn("mailConfirm", "err", err)
+			}
+		})
+	})
+	return nil
+}
+
+// Routes serves the mail API (read-only; sending goes through the agent's
+// gated tools and their approvals).
+func (m *Mail) Routes(mux *http.ServeMux) {
+	mux.HandleFunc("GET /api/mail/search", m.handleSearch)
+	mux.HandleFunc("GET /api/mail/messages/{id}", m.handleRead)
+	mux.HandleFunc("GET /api/mail/messages/{id}/thread", m.handleThread)
+	mux.HandleFunc("GET /api/mail/ops", m.handleOps)
+}
+
+func (m *Mail) handleSearch(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	atoi := func(k string) int { n, _ := strconv.Atoi(q.Get(k)); return n }
+	args := mailtools.SearchArgs{Query: q.Get("q"), Account: q.Get("account"), Mailbox: q.Get("mailbox"), Role: q.Get("role"),
+		From: q.Get("from"), To: q.Get("to"), Subject: q.Get("subject"), Body: q.Get("body"), After: q.Get("after"), Before: q.Get("before"),
+		Sort: q.Get("sort"), Offset: atoi("offset"), Limit: atoi("limit")}
+	res, err := m.Deps.Search(r.Context(), args)
+	if err != nil {
+		httpjson.Error(w, http.StatusBadRequest, "bad_query", err.Error())
+		return
+	}
+	httpjson.Write(w, http.StatusOK, res)
+}
+
+func (m *Mail) handleRead(w http.ResponseWriter, r *http.Request) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil {
+		httpjson.Error(w, http.StatusBadRequest, "bad_id", "message id must be an integer")
+		return
+	}
+	off, _ := strconv.Atoi(r.URL.Query().Get("offset"))
+	msg, err := m.Store.Read(r.Context(), id, off, 0)
+	writeMailResult(w, msg, err)
+}
+
+func (m *Mail) handleThread(w http.ResponseWriter, r *http.Request) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil {
+		httpjson.Error(w, http.StatusBadRequest, "bad_id", "message id must be an integer")
+		return
+	}
+	off, _ := strconv.Atoi(r.URL.Query().Get("offset"))
+	tp, err := m.Store.Thread(r.Context(), id, off, 20, 0)
+	writeMailResult(w, tp, err)
+}
+
+func (m *Mail) handleOps(w http.ResponseWriter, r *http.Request) {
+	ops, err := m.Journal.List(r.Context(), r.URL.Query().Get("state"), 100)
+	writeMailResult(w, map[string]any{"operations": ops}, err)
+}
+
+func writeMailResult(w http.ResponseWriter, v any, err error) {
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		httpjson.Error(w, http.StatusNotFound, "not_found", err.Error())
+	case errors.Is(err, mail.ErrBadQuery):
+		httpjson.Error(w, http.StatusBadRequest, "bad_query", err.Error())
+	case err != nil:
+		httpjson.Error(w, http.StatusInternalServerError, "internal", err.Error())
+	default:
+		httpjson.Write(w, http.StatusOK, v)
+	}
+}
