@@ -1,0 +1,69 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestMailCommands(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	md := filepath.Join(t.TempDir(), "Maildir")
+	for _, d := range []string{"cur", "new", "tmp", ".Sent/cur", ".Sent/new"} {
+		os.MkdirAll(filepath.Join(md, d), 0o755)
+	}
+	os.WriteFile(filepath.Join(md, "cur", "1:2,S"), []byte("Message-ID: <a@x>\nFrom: Ann <ann@x.org>\nTo: me@x.org\nSubject: Solar panels\nDate: Mon, 5 Jan 2026 10:00:00 +0000\n\nThe installer comes on Tuesday.\n"), 0o644)
+	os.WriteFile(filepath.Join(md, ".Sent", "cur", "2:2,S"), []byte("Message-ID: <b@x>\nFrom: me@x.org\nTo: ann@x.org\nSubject: Re: Solar panels\nIn-Reply-To: <a@x>\nDate: Mon, 5 Jan 2026 11:00:00 +0000\n\nGreat, thanks.\n"), 0o644)
+
+	r := run(t, home, nil, "mail", "import", "--quiet", md)
+	if r.code != 0 || !strings.Contains(r.stdout, "2 new messages") {
+		t.Fatalf("import: %+v", r)
+	}
+	r = run(t, home, nil, "mail", "import", "--quiet", "--json", md)
+	var p struct{ Added, Skipped int }
+	if json.Unmarshal([]byte(r.stdout), &p); p.Added != 0 || p.Skipped != 2 {
+		t.Errorf("re-import: %s", r.stdout)
+	}
+	r = run(t, home, nil, "mail", "search", "installer", "--json")
+	var sr struct {
+		Messages []struct {
+			ID       int64
+			Subject  string
+			ThreadID int64 `json:"thread_id"`
+		}
+		Mode string
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &sr); err != nil || len(sr.Messages) != 1 || sr.Messages[0].Subject != "Solar panels" {
+		t.Fatalf("search: %+v %v", r, err)
+	}
+	id := sr.Messages[0].ID
+	r = run(t, home, nil, "mail", "search", "--role", "sent", "--per-message")
+	if r.code != 0 || !strings.Contains(r.stdout, "Re: Solar panels") || strings.Contains(r.stdout, "  Solar panels") {
+		t.Errorf("browse sent: %+v", r)
+	}
+	r = run(t, home, nil, "mail", "read", jsonInt(id))
+	if r.code != 0 || !strings.Contains(r.stdout, "installer comes on Tuesday") || !strings.Contains(r.stdout, "body full") {
+		t.Errorf("read: %+v", r)
+	}
+	r = run(t, home, nil, "mail", "thread", jsonInt(id), "--json")
+	if r.code != 0 || !strings.Contains(r.stdout, `"count": 2`) {
+		t.Errorf("thread: %+v", r)
+	}
+	r = run(t, home, nil, "mail", "ops", "--json")
+	if r.code != 0 || !strings.Contains(r.stdout, `"operations": []`) {
+		t.Errorf("ops: %+v", r)
+	}
+	for _, bad := range [][]string{{"mail"}, {"mail", "read", "abc"}, {"mail", "search", "--from", "ab"}, {"mail", "frob"}, {"mail", "search", "--after", "soon"}} {
+		if r := run(t, home, nil, bad...); r.code == 0 || r.stderr == "" {
+			t.Errorf("%v: %+v", bad, r)
+		}
+	}
+	if r := run(t, home, nil, "mail", "read", "999"); r.code != 1 || !strings.Contains(r.stderr, "not found") {
+		t.Errorf("missing: %+v", r)
+	}
+}
+
+func jsonInt(n int64) string { b, _ := json.Marshal(n); return string(b) }
