@@ -170,7 +170,7 @@ export async function runDaemon(browser) {
         await page.getByText('Saved your note.').waitFor();
         const written = readFileSync(join(daemon.home, 'notes.txt'), 'utf8');
         assert(written === 'edited by the user', `file has ${JSON.stringify(written)}`);
-        await page.getByText('write file').first().click();
+        await page.getByText('Write file', { exact: true }).first().click();
         await page.getByText('"edited by the user"').first().waitFor();
         await shot(page, 'e2e-edited');
       });
@@ -192,6 +192,54 @@ export async function runDaemon(browser) {
         const last = reqs.at(-1).map((m) => m.Content).join('\n');
         assert(/NOT done/i.test(last) && last.includes('not now'), 'model was not told the action was NOT done with the note');
         await shot(page, 'e2e-denied');
+      });
+
+      await test('daemon: ask_user shows a question card and the answer goes back', async () => {
+        await push(
+          { tool_calls: [{ id: 'call_q1', name: 'ask_user', arguments: JSON.stringify({ question: 'Which account should I use?', choices: ['work', 'home'] }) }] },
+          { text: ['Using the work account.'] },
+        );
+        await send('Check my mail');
+        await page.getByText('Which account should I use?').waitFor();
+        await shot(page, 'e2e-question');
+        await page.getByRole('button', { name: 'work', exact: true }).click();
+        await page.getByText('Using the work account.').waitFor();
+        const reqs = await (await fetch(fake.control + '/requests')).json();
+        assert(reqs.at(-1).some((m) => m.Content.includes('work')), 'the answer did not reach the model');
+      });
+
+      await test('daemon: an approval decided by another client updates the card live', async () => {
+        await push(
+          { tool_calls: [{ id: 'call_w3', name: 'write_file', arguments: JSON.stringify({ path: '~/from-elsewhere.txt', content: 'approved from the terminal' }) }] },
+          { text: ['Written.'] },
+        );
+        await send('Write it, I will approve from the terminal');
+        await page.getByText('Approval needed').waitFor();
+        const token = await page.evaluate(() => localStorage.getItem('hestia.token'));
+        const auth = { Authorization: `Bearer ${token}` };
+        const { approvals } = await (await fetch(daemon.url + '/api/approvals', { headers: auth })).json();
+        assert(approvals.length === 1, `expected one pending approval, got ${approvals.length}`);
+        const r = await fetch(daemon.url + '/api/approvals/' + approvals[0].id, {
+          method: 'POST',
+          headers: { ...auth, 'Content-Type': 'application/json' },
+          body: JSON.stringify({ decision: 'approve' }),
+        });
+        assert(r.ok, `approving from outside: ${r.status}`);
+        await page.getByText('Written.').waitFor();
+        assert((await page.getByText('Approval needed').count()) === 0, 'approval card still shown after it was decided elsewhere');
+        assert(readFileSync(join(daemon.home, 'from-elsewhere.txt'), 'utf8') === 'approved from the terminal', 'file not written');
+      });
+
+      await test('daemon: a failed turn shows an error toast whose Retry works', async () => {
+        await push({ status: 400, body: JSON.stringify({ error: { message: 'model exploded', type: 'invalid_request_error' } }) });
+        await send('This will fail once');
+        const toast = page.locator('.toast-error');
+        await toast.waitFor();
+        await page.locator('.turn-error').waitFor();
+        await shot(page, 'e2e-error-toast');
+        await push({ text: ['Second time lucky.'] });
+        await toast.getByRole('button', { name: 'Retry' }).click();
+        await page.getByText('Second time lucky.').waitFor();
       });
 
       await test('daemon: reload keeps the transcript', async () => {
@@ -237,6 +285,46 @@ export async function runDaemon(browser) {
           await shot(phone.page, 'e2e-phone-system');
         } finally {
           await phone.ctx.close();
+        }
+      });
+
+      await test('daemon: another browser pairs with a one-time code link', async () => {
+        const token = await page.evaluate(() => localStorage.getItem('hestia.token'));
+        const r = await fetch(daemon.url + '/api/pair/codes', { method: 'POST', headers: { Authorization: `Bearer ${token}` } });
+        assert(r.ok, `creating a pairing code: ${r.status}`);
+        const { code } = await r.json();
+        const other = await newPage(browser);
+        try {
+          await other.page.goto(`${daemon.url}/pair#code=${code}`);
+          await other.page.getByText('Say hello').first().waitFor();
+          const got = await other.page.evaluate(() => localStorage.getItem('hestia.token'));
+          assert(got === token, 'code exchange stored a different token');
+          assert(!other.page.url().includes(code), 'pairing code left in the address bar');
+          // The code is single-use.
+          const again = await fetch(daemon.url + '/api/pair/exchange', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ code }) });
+          assert(again.status === 401, `reused code answered ${again.status}`);
+        } finally {
+          await other.ctx.close();
+        }
+      });
+
+      await test('daemon: a bad stored token sends the browser back to pairing', async () => {
+        const other = await newPage(browser);
+        try {
+          await other.page.addInitScript(() => {
+            if (!sessionStorage.getItem('seeded')) {
+              localStorage.setItem('hestia.token', 'wrong-token');
+              sessionStorage.setItem('seeded', '1');
+            }
+          });
+          await other.page.goto(daemon.url + '/');
+          // Local pairing recovers on the same machine.
+          await other.page.getByText('What can I do for you?').waitFor();
+          await other.page.locator('.conn-live').waitFor();
+          const got = await other.page.evaluate(() => localStorage.getItem('hestia.token'));
+          assert(got && got !== 'wrong-token', 'wrong token was not replaced');
+        } finally {
+          await other.ctx.close();
         }
       });
 

@@ -135,7 +135,7 @@ describe('ToolCard', () => {
     );
     expect(screen.getByText('Done with your edits')).toBeTruthy();
     expect(screen.getByText('12 ms')).toBeTruthy();
-    fireEvent.click(screen.getByText('write file'));
+    fireEvent.click(screen.getByText('Write file'));
     expect(screen.getByText(/"y.txt"/)).toBeTruthy();
     expect(screen.getByText(/"x.txt"/)).toBeTruthy();
     expect(screen.getByText('wrote 5 bytes')).toBeTruthy();

@@ -4,7 +4,7 @@ import { duration, excerpt, json, prettyTool } from '../lib/format';
 import { toolStatus } from '../lib/toolstatus';
 import type { LiveTool, Resolved } from '../state/reduce';
 import { ApprovalCard, QuestionCard, ResolvedNote } from './ApprovalCard';
-import { Alert, Check, Chevron, Tool } from './icons';
+import { Alert, Check, Chevron, Question, Tool } from './icons';
 
 interface Props {
   call: ToolCall;
@@ -22,13 +22,16 @@ export function ToolCard(p: Props) {
 
   if (isQuestion) {
     if (p.pending) return <QuestionCard req={p.pending} />;
-    const answer = p.result?.content;
+    const answer = p.result?.content?.replace(/^The user answered:\s*/, '');
+    const ok = p.result?.tool?.status !== 'error';
     return (
-      <div class="tool-card tone-ok question-done">
+      <div class={'tool-card question-done ' + (ok ? 'tone-ok' : 'tone-notdone')}>
         <div class="tool-head static">
-          <span class="tool-icon"><Check size={15} /></span>
-          <span class="tool-name">{String(p.call.arguments?.question ?? 'Question')}</span>
-          {answer && <span class="muted answer-text">{excerpt(answer, 200)}</span>}
+          <span class="tool-icon">{ok ? <Check size={15} /> : <Question size={15} />}</span>
+          <span class="tool-main">
+            <span class="question-text">{String(p.call.arguments?.question ?? 'Question')}</span>
+            {answer && <span class="answer-text">{ok ? '→ ' : ''}{excerpt(answer, 200)}</span>}
+          </span>
         </div>
       </div>
     );

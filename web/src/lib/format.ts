@@ -45,8 +45,10 @@ export function count(n: number | undefined): string {
   return n.toLocaleString();
 }
 
+/** "write_file" → "Write file", "mcp__browser_open" → "Browser open". */
 export function prettyTool(name: string): string {
-  return name.replace(/^mcp__/, '').replace(/[_-]+/g, ' ');
+  const s = name.replace(/^mcp__/, '').replace(/[_-]+/g, ' ').trim();
+  return s.charAt(0).toUpperCase() + s.slice(1);
 }
 
 export function excerpt(s: string | undefined, max = 2000): string {

@@ -3,7 +3,7 @@
 import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
 import type { ApprovalRequest, Message } from '../api/types';
 import { ApprovalCard, QuestionCard } from '../components/ApprovalCard';
-import { Copy, Download, Flame, Pencil, Send, Stop, Trash } from '../components/icons';
+import { Alert, Copy, Download, Flame, Pencil, Send, Stop, Trash } from '../components/icons';
 import { Markdown } from '../components/Markdown';
 import { ToolCard } from '../components/ToolCard';
 import { useApp } from '../context';
@@ -142,9 +142,11 @@ function Transcript({
     stray.push(a.kind === 'question' ? <QuestionCard key={a.id} req={a} /> : <ApprovalCard key={a.id} req={a} />);
   }
   const streams = Object.entries(view.streaming).filter(([, s]) => s.text);
+  const failed = view.lastResult && !view.lastResult.ok && !view.running ? view.lastResult : undefined;
   return (
     <>
       {out}
+      {failed?.error && !['cancelled', 'interrupted'].includes(failed.error.code) && <TurnError result={failed} view={view} />}
       {(stray.length > 0 || streams.length > 0 || view.running) && (
         <div class="msg assistant live">
           {stray}
@@ -161,6 +163,23 @@ function Transcript({
         </div>
       )}
     </>
+  );
+}
+
+function TurnError({ result, view }: { result: NonNullable<View['lastResult']>; view: View }) {
+  const app = useApp();
+  const userMsg = view.messages.filter((m) => m.turn_id === result.turn_id && m.role === 'user').pop();
+  const retryable = ['model_unavailable', 'model_error', 'internal', 'disconnected'].includes(result.error?.code ?? '');
+  return (
+    <div class="turn-error" role="alert">
+      <Alert size={16} />
+      <span>{result.error?.message || 'The reply failed.'}</span>
+      {retryable && userMsg && (
+        <button class="btn small" onClick={() => app.send(result.chat_id, userMsg.content).catch(() => {})}>
+          Retry
+        </button>
+      )}
+    </div>
   );
 }
 
