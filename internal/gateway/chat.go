@@ -39,11 +39,12 @@ type chatReq struct {
 			Parameters  json.RawMessage `json:"parameters"`
 		} `json:"function"`
 	} `json:"tools"`
-	MaxTokens           int      `json:"max_tokens"`
-	MaxCompletionTokens int      `json:"max_completion_tokens"`
-	Temperature         *float64 `json:"temperature"`
-	N                   *int     `json:"n"`
-	Stream              bool     `json:"stream"`
+	ToolChoice          json.RawMessage `json:"tool_choice"`
+	MaxTokens           int             `json:"max_tokens"`
+	MaxCompletionTokens int             `json:"max_completion_tokens"`
+	Temperature         *float64        `json:"temperature"`
+	N                   *int            `json:"n"`
+	Stream              bool            `json:"stream"`
 	StreamOptions       *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
@@ -124,6 +125,11 @@ func toRequest(in chatReq, r *http.Request) (llm.Request, int, string, error) {
 			return llm.Request{}, http.StatusBadRequest, "bad_request", fmt.Errorf("messages[%d]: role %q is not system, developer, user, assistant or tool", i, m.Role)
 		}
 		req.Messages = append(req.Messages, msg)
+	}
+	if choice, err := toolChoice(in.ToolChoice); err != nil {
+		return llm.Request{}, http.StatusBadRequest, "bad_request", err
+	} else {
+		req.ToolChoice = choice
 	}
 	for i, t := range in.Tools {
 		if t.Type != "" && t.Type != "function" {
@@ -329,4 +335,31 @@ func (g *Gateway) stream(w http.ResponseWriter, r *http.Request, req llm.Request
 		_ = send(chunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: in.Model, Choices: []chunkChoice{}, Usage: usageOut(resp.Usage)})
 	}
 	_ = send("[DONE]")
+}
+
+// toolChoice converts OpenAI tool_choice: "auto", "none", "required", or
+// {"type":"function","function":{"name":…}}.
+func toolChoice(raw json.RawMessage) (string, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		switch s {
+		case "auto", "none", "required":
+			return s, nil
+		}
+		return "", fmt.Errorf("tool_choice %q is not auto, none or required", s)
+	}
+	var obj struct {
+		Type     string `json:"type"`
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	}
+	if err := json.Unmarshal(raw, &obj); err != nil || obj.Type != "function" || obj.Function.Name == "" {
+		return "", errors.New(`tool_choice must be "auto", "none", "required" or {"type":"function","function":{"name":"…"}}`)
+	}
+	return obj.Function.Name, nil
 }

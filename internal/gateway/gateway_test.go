@@ -95,9 +95,14 @@ func TestOpenAIGoNonStreaming(t *testing.T) {
 		Model:    "tier-3",
 		Messages: []openai.ChatCompletionMessageParamUnion{openai.SystemMessage("be brief"), openai.UserMessage("bills?")},
 		Tools:    []openai.ChatCompletionToolUnionParam{searchTool},
+		ToolChoice: openai.ChatCompletionToolChoiceOptionUnionParam{OfFunctionToolChoice: &openai.ChatCompletionNamedToolChoiceParam{
+			Function: openai.ChatCompletionNamedToolChoiceFunctionParam{Name: "mail_search"}}},
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if tc := e.a.ChatRequests()[0].ToolChoice; tc != `{"function":{"name":"mail_search"},"type":"function"}` {
+		t.Fatalf("upstream tool_choice %s", tc)
 	}
 	ch := resp.Choices[0]
 	if ch.FinishReason != "tool_calls" || len(ch.Message.ToolCalls) != 2 || ch.Message.ToolCalls[1].Function.Arguments != `{"q":"gas"}` || resp.Model != "tier-3" {
@@ -229,6 +234,7 @@ func TestErrorsAndValidation(t *testing.T) {
 		{`{"model":"tier-3","messages":[{"role":"user","content":[{"type":"image_url"}]}]}`, `content part type \"image_url\"`},
 		{`{"model":"tier-3","messages":[{"role":"tool","content":"x"}]}`, `needs tool_call_id`},
 		{`{"model":"tier-3","n":2,"messages":[{"role":"user","content":"x"}]}`, `n must be 1`},
+		{`{"model":"tier-3","tool_choice":"always","messages":[{"role":"user","content":"x"}]}`, `tool_choice \"always\"`},
 		{`{"model":`, `not valid JSON`},
 		{`{"model":"tier-3","messages":"hi"}`, `field messages must be`},
 	} {
@@ -299,5 +305,50 @@ func TestEmbeddingsModelsRates(t *testing.T) {
 	}
 	if s := e.summary(t); s.ByService[0].Key != "documents" || s.Totals.Requests != 2 {
 		t.Fatalf("embedding usage %+v", s.ByService)
+	}
+}
+
+// An Anthropic target behind the gateway looks like any OpenAI model to an
+// OpenAI client, streamed parallel tool calls included.
+func TestAnthropicTargetThroughGateway(t *testing.T) {
+	t.Parallel()
+	up := llmtest.NewAnthropic(t, llmtest.Turn{
+		Text:      []string{"Checking."},
+		ToolCalls: []llmtest.ToolCall{llmtest.Call("toolu_1", "mail_search", `{"q":"rent"}`), llmtest.Call("toolu_2", "mail_search", `{"q":"gas bill"}`)},
+		ArgChunks: 3,
+		Usage:     &llmtest.Usage{Prompt: 40, Completion: 10, Cached: 100, CacheWrite: 5},
+	})
+	r, err := llm.NewRouter(llm.RouterConfig{Tiers: map[llm.Tier][]llm.Target{llm.Tier6: {{Provider: "claude", Kind: llm.KindAnthropic, BaseURL: up.URL, APIKey: "k", Model: "claude-x"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	gateway.New(gateway.Options{Chat: r, Embed: r, Tiers: r.Tiers}).Routes(mux)
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	c := openai.NewClient(option.WithBaseURL(srv.URL+"/v1/"), option.WithAPIKey("x"), option.WithMaxRetries(0))
+	stream := c.Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{
+		Model:         "tier-6",
+		Messages:      []openai.ChatCompletionMessageParamUnion{openai.SystemMessage("sys"), openai.UserMessage("bills")},
+		Tools:         []openai.ChatCompletionToolUnionParam{searchTool},
+		StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)},
+	})
+	acc := openai.ChatCompletionAccumulator{}
+	for stream.Next() {
+		acc.AddChunk(stream.Current())
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatal(err)
+	}
+	m := acc.Choices[0].Message
+	if m.Content != "Checking." || len(m.ToolCalls) != 2 || m.ToolCalls[0].ID != "toolu_1" || m.ToolCalls[1].Function.Arguments != `{"q":"gas bill"}` || acc.Choices[0].FinishReason != "tool_calls" {
+		t.Fatalf("accumulated %+v finish %q", m, acc.Choices[0].FinishReason)
+	}
+	// OpenAI counts cached and cache-write tokens inside prompt_tokens.
+	if acc.Usage.PromptTokens != 145 || acc.Usage.PromptTokensDetails.CachedTokens != 100 || acc.Usage.CompletionTokens != 10 {
+		t.Fatalf("usage %+v", acc.Usage)
+	}
+	if rq := up.ChatRequests()[0]; rq.System != "sys" || rq.Header.Get("x-api-key") != "k" || rq.Model != "claude-x" {
+		t.Fatalf("upstream %+v", rq)
 	}
 }

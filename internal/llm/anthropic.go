@@ -76,6 +76,7 @@ type anReqOut struct {
 	System      string      `json:"system,omitempty"`
 	Messages    []anMsgOut  `json:"messages"`
 	Tools       []anToolOut `json:"tools,omitempty"`
+	ToolChoice  any         `json:"tool_choice,omitempty"`
 	Temperature *float64    `json:"temperature,omitempty"`
 	Stream      bool        `json:"stream,omitempty"`
 }
@@ -134,6 +135,15 @@ func (c *Anthropic) body(req Request, stream bool) ([]byte, error) {
 		}
 	}
 	out.System = strings.Join(system, "\n\n")
+	switch req.ToolChoice {
+	case "", "auto":
+	case "none":
+		out.ToolChoice = map[string]string{"type": "none"}
+	case "required":
+		out.ToolChoice = map[string]string{"type": "any"}
+	default:
+		out.ToolChoice = map[string]string{"type": "tool", "name": req.ToolChoice}
+	}
 	for _, t := range req.Tools {
 		schema := t.Parameters
 		if len(schema) == 0 {

@@ -40,8 +40,9 @@ var convo = llm.Request{
 		{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "c0", Name: "search", Arguments: `{"q":"x"}`}}},
 		{Role: llm.RoleTool, ToolCallID: "c0", Name: "search", Content: "2 hits"},
 	},
-	Tools:     []llm.ToolDef{{Name: "search", Description: "search mail", Parameters: []byte(`{"type":"object","properties":{"q":{"type":"string"}}}`)}},
-	MaxTokens: 100,
+	Tools:      []llm.ToolDef{{Name: "search", Description: "search mail", Parameters: []byte(`{"type":"object","properties":{"q":{"type":"string"}}}`)}},
+	MaxTokens:  100,
+	ToolChoice: "required",
 }
 
 func TestStreamBothFormats(t *testing.T) {
@@ -117,8 +118,11 @@ func TestStreamBothFormats(t *testing.T) {
 			if !sawResult {
 				t.Fatalf("tool result missing from %+v", rq.Messages)
 			}
-			if format == "anthropic" && rq.System != "be brief" {
-				t.Fatalf("system %q", rq.System)
+			if format == "anthropic" && (rq.System != "be brief" || rq.ToolChoice != `{"type":"any"}`) {
+				t.Fatalf("system %q tool choice %s", rq.System, rq.ToolChoice)
+			}
+			if format == "openai" && rq.ToolChoice != `"required"` {
+				t.Fatalf("tool choice %s", rq.ToolChoice)
 			}
 		})
 	}

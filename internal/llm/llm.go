@@ -132,6 +132,9 @@ type Request struct {
 	Tier     Tier
 	Messages []Message
 	Tools    []ToolDef
+	// ToolChoice is "" or "auto" (the model decides), "none" (no tool),
+	// "required" (some tool) or the name of the one tool to call.
+	ToolChoice string
 	// MaxTokens bounds the reply; 0 uses the provider target's default.
 	MaxTokens int
 	// Temperature is optional; nil leaves the provider default.

@@ -72,10 +72,13 @@ type oaTool struct {
 }
 
 type oaReq struct {
-	Model     string   `json:"model"`
-	Messages  []oaMsg  `json:"messages"`
-	Tools     []oaTool `json:"tools,omitempty"`
-	MaxTokens int      `json:"max_tokens,omitempty"`
+	Model    string   `json:"model"`
+	Messages []oaMsg  `json:"messages"`
+	Tools    []oaTool `json:"tools,omitempty"`
+	// ToolChoice is a string ("auto", "none", "required") or an object
+	// naming one function.
+	ToolChoice any `json:"tool_choice,omitempty"`
+	MaxTokens  int `json:"max_tokens,omitempty"`
 	// MaxCompletionTokens replaces max_tokens on api.openai.com, whose
 	// newer models reject max_tokens; other servers only know max_tokens.
 	MaxCompletionTokens int      `json:"max_completion_tokens,omitempty"`
@@ -122,6 +125,13 @@ func (c *OpenAI) body(req Request, stream bool) ([]byte, error) {
 			}
 		}
 		out.Messages = append(out.Messages, om)
+	}
+	switch req.ToolChoice {
+	case "":
+	case "auto", "none", "required":
+		out.ToolChoice = req.ToolChoice
+	default:
+		out.ToolChoice = map[string]any{"type": "function", "function": map[string]string{"name": req.ToolChoice}}
 	}
 	for _, t := range req.Tools {
 		ot := oaTool{Type: "function"}

@@ -18,11 +18,12 @@ type anBlock struct {
 }
 
 type anRequest struct {
-	Model     string          `json:"model"`
-	Stream    bool            `json:"stream"`
-	MaxTokens int             `json:"max_tokens"`
-	System    json.RawMessage `json:"system"`
-	Messages  []struct {
+	Model      string          `json:"model"`
+	Stream     bool            `json:"stream"`
+	MaxTokens  int             `json:"max_tokens"`
+	System     json.RawMessage `json:"system"`
+	ToolChoice json.RawMessage `json:"tool_choice"`
+	Messages   []struct {
 		Role    string          `json:"role"`
 		Content json.RawMessage `json:"content"`
 	} `json:"messages"`
@@ -58,6 +59,7 @@ func (s *Server) handleAnthropic(w http.ResponseWriter, r *http.Request) {
 	parseErr := json.Unmarshal(rq.Body, &in)
 	if parseErr == nil {
 		rq.Model, rq.Stream, rq.MaxTokens = in.Model, in.Stream, in.MaxTokens
+		rq.ToolChoice = string(in.ToolChoice)
 		if len(in.System) > 0 {
 			rq.System = blockText(in.System)
 		}

@@ -119,6 +119,8 @@ type Request struct {
 	System    string // Anthropic top-level system prompt
 	Messages  []Message
 	Tools     []string // tool names offered, in order
+	// ToolChoice is the raw JSON of tool_choice, empty when absent.
+	ToolChoice string
 	// Inputs is set for embedding requests.
 	Inputs []string
 }

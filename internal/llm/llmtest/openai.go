@@ -23,11 +23,12 @@ type oaMessage struct {
 }
 
 type oaRequest struct {
-	Model               string      `json:"model"`
-	Stream              bool        `json:"stream"`
-	MaxTokens           int         `json:"max_tokens"`
-	MaxCompletionTokens int         `json:"max_completion_tokens"`
-	Messages            []oaMessage `json:"messages"`
+	Model               string          `json:"model"`
+	Stream              bool            `json:"stream"`
+	MaxTokens           int             `json:"max_tokens"`
+	MaxCompletionTokens int             `json:"max_completion_tokens"`
+	Messages            []oaMessage     `json:"messages"`
+	ToolChoice          json.RawMessage `json:"tool_choice"`
 	Tools               []struct {
 		Function struct {
 			Name string `json:"name"`
@@ -64,6 +65,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	parseErr := json.Unmarshal(rq.Body, &in)
 	if parseErr == nil {
 		rq.Model, rq.Stream = in.Model, in.Stream
+		rq.ToolChoice = string(in.ToolChoice)
 		rq.MaxTokens = in.MaxTokens
 		if in.MaxCompletionTokens != 0 {
 			rq.MaxTokens = in.MaxCompletionTokens
