@@ -27,6 +27,16 @@
 // order, finish reason, usage). When err is non-nil resp still holds what
 // was received before the failure, so a caller can tell a cut-off reply
 // from an empty one. Errors from providers are *Error with a stable Code.
+//
+// The daemon builds one Router (app.LLM) from configuration with
+// NewRouter(RouterConfig{Tiers: TiersFromConfig(cfg.LLM), Recorder: ledger});
+// it implements Client and Embedder and records one usage row per request.
+// Tests point a client at the scripted server in llmtest:
+//
+//	srv := llmtest.New(t, llmtest.Text("hello"))
+//	c := llm.NewOpenAI(llm.Target{Provider: "test", BaseURL: srv.URL, Model: "m"}, nil)
+//
+// or wrap such targets in a Router to exercise fallback.
 package llm
 
 import (

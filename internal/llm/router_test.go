@@ -3,6 +3,7 @@ package llm_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -269,4 +270,42 @@ func TestLocalEmbedDefault(t *testing.T) {
 	if _, err := r.Complete(context.Background(), llm.Request{Tier: llm.LocalEmbed}); llm.CodeOf(err) != llm.CodeModelUnavailable {
 		t.Fatalf("chat on local-embed: %v", err)
 	}
+}
+
+// Provider error bodies reach the log redacted and bounded.
+func TestAttemptLogRedacted(t *testing.T) {
+	t.Parallel()
+	const key = "sk-live-0123456789abcdef"
+	body := `{"error":{"message":"Incorrect API key provided: ` + key + `","detail":"` + strings.Repeat("x", 5000) + `"}}`
+	srv := llmtest.New(t, llmtest.Fail(401, body))
+	var logs strings.Builder
+	log := slog.New(slog.NewTextHandler(&syncWriter{w: &logs}, nil))
+	tg := openaiTarget(srv, "p")
+	tg.APIKey = key
+	r, err := llm.NewRouter(llm.RouterConfig{Tiers: map[llm.Tier][]llm.Target{llm.Tier1: {tg}}, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = r.Complete(context.Background(), llm.Request{Tier: llm.Tier1})
+	if llm.CodeOf(err) != llm.CodeAuth {
+		t.Fatalf("err %v", err)
+	}
+	out := logs.String()
+	if !strings.Contains(out, "model attempt failed") || strings.Contains(out, key) || strings.Contains(out, "0123456789abcdef") || len(out) > 2000 {
+		t.Fatalf("log (%d bytes): %s", len(out), out)
+	}
+	if strings.Contains(err.Error(), key) {
+		t.Fatalf("error text leaks the key: %v", err)
+	}
+}
+
+type syncWriter struct {
+	mu sync.Mutex
+	w  *strings.Builder
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }
