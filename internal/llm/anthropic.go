@@ -335,6 +335,9 @@ func (c *Anthropic) Stream(ctx context.Context, req Request, fn func(Event) erro
 	for !stopped {
 		data, err := sr.next()
 		if err != nil {
+			if resp.FinishReason != FinishUnknown && !errors.As(err, new(*Error)) {
+				break // complete reply; only message_stop was lost
+			}
 			if errors.Is(err, io.EOF) {
 				return fail(&Error{Code: CodeNetwork, Message: "The model's reply stream ended before it was complete.", Err: io.ErrUnexpectedEOF})
 			}

@@ -272,3 +272,36 @@ func FuzzStreamParse(f *testing.F) {
 		}
 	})
 }
+
+// A connection lost after the finish reason arrived loses nothing the
+// caller needs: the reply counts as complete.
+func TestDropAfterFinishIsComplete(t *testing.T) {
+	t.Parallel()
+	oa := llmtest.New(t, llmtest.Turn{Text: []string{"done"}, DropAfter: 3})
+	an := llmtest.NewAnthropic(t, llmtest.Turn{Text: []string{"done"}, DropAfter: 5})
+	for _, c := range []llm.Client{llm.NewOpenAI(openaiTarget(oa, "p"), nil), llm.NewAnthropic(anthropicTarget(an), nil)} {
+		_, resp, err := collect(t, c, convo)
+		if err != nil || resp.Text != "done" || resp.FinishReason != llm.FinishStop {
+			t.Fatalf("%+v %v", resp, err)
+		}
+	}
+}
+
+// Servers that omit tool-call indexes send each call whole in its own chunk.
+func TestToolCallsWithoutIndex(t *testing.T) {
+	t.Parallel()
+	body := `data: {"choices":[{"delta":{"tool_calls":[{"id":"a","type":"function","function":{"name":"f","arguments":"{\"x\":1}"}}]}}]}
+
+data: {"choices":[{"delta":{"tool_calls":[{"id":"b","type":"function","function":{"name":"g","arguments":"{}"}}]}}]}
+
+data: {"choices":[{"delta":{},"finish_reason":"tool_calls"}]}
+
+data: [DONE]
+
+`
+	c := llm.NewOpenAI(llm.Target{Provider: "o", BaseURL: "http://x.invalid/v1"}, &http.Client{Transport: bodyRT(body)})
+	_, resp, err := collect(t, c, convo)
+	if err != nil || len(resp.ToolCalls) != 2 || resp.ToolCalls[0] != (llm.ToolCall{ID: "a", Name: "f", Arguments: `{"x":1}`}) || resp.ToolCalls[1].Name != "g" {
+		t.Fatalf("%+v %v", resp.ToolCalls, err)
+	}
+}

@@ -373,15 +373,31 @@ func (s *sseReader) next() ([]byte, error) {
 type toolAssembler struct {
 	calls map[int]*ToolCall
 	order []int
+	byID  map[string]int
 }
 
 func (a *toolAssembler) add(pos int, d oaToolCall) (int, *ToolCall) {
-	idx := pos
-	if d.Index != nil {
-		idx = *d.Index
-	}
 	if a.calls == nil {
-		a.calls = map[int]*ToolCall{}
+		a.calls, a.byID = map[int]*ToolCall{}, map[string]int{}
+	}
+	idx := pos
+	switch {
+	case d.Index != nil:
+		idx = *d.Index
+	case d.ID != "":
+		// Servers that omit index (some Ollama versions) send each call
+		// whole: a new id is a new call, a known id continues its call.
+		if known, ok := a.byID[d.ID]; ok {
+			idx = known
+		} else if tc, ok := a.calls[idx]; ok && tc.ID != "" && tc.ID != d.ID {
+			idx = len(a.order)
+			for a.calls[idx] != nil {
+				idx++
+			}
+		}
+	}
+	if d.ID != "" {
+		a.byID[d.ID] = idx
 	}
 	tc, ok := a.calls[idx]
 	if !ok {
@@ -454,6 +470,11 @@ func (c *OpenAI) Stream(ctx context.Context, req Request, fn func(Event) error) 
 		data, err := sr.next()
 		if err != nil {
 			if errors.Is(err, io.EOF) {
+				break
+			}
+			if finished && !errors.As(err, new(*Error)) {
+				// The reply is complete; only the trailing usage chunk or
+				// [DONE] was lost with the connection.
 				break
 			}
 			var le *Error
