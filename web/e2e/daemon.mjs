@@ -242,6 +242,34 @@ export async function runDaemon(browser) {
         await page.getByText('Second time lucky.').waitFor();
       });
 
+      await test('daemon: "allow this chat" lets the next gated call run without asking', async () => {
+        await push(
+          { tool_calls: [{ id: 'call_m1', name: 'write_file', arguments: JSON.stringify({ path: '~/mode-1.txt', content: 'one' }) }] },
+          { tool_calls: [{ id: 'call_m2', name: 'write_file', arguments: JSON.stringify({ path: '~/mode-2.txt', content: 'two' }) }] },
+          { text: ['Both files written.'] },
+        );
+        await send('Write two files');
+        await page.getByText('Approval needed').waitFor();
+        await page.getByLabel('More approve options').click();
+        await page.getByRole('menuitem', { name: /in this chat/ }).click();
+        await page.getByText('Both files written.').waitFor();
+        assert(existsSync(join(daemon.home, 'mode-2.txt')), 'second call did not run under the temporary mode');
+        await page.locator('.mode-pill').waitFor();
+        await shot(page, 'e2e-mode');
+        await page.getByLabel('End temporary mode').click();
+        await page.locator('.mode-pill').waitFor({ state: 'detached' });
+      });
+
+      await test('daemon: Stop cancels a running reply', async () => {
+        await push({ text: ['This ', 'reply ', 'takes ', 'a ', 'long ', 'time ', 'to ', 'finish ', 'and ', 'is ', 'stopped.'], chunk_delay_ms: 400 });
+        await send('Tell me a long story');
+        await page.locator('.md-streaming').first().waitFor();
+        await page.getByLabel('Stop').click();
+        await page.getByLabel('Stop').waitFor({ state: 'detached', timeout: 10_000 });
+        assert((await page.locator('.toast-error').count()) === 0, 'cancelling showed an error');
+        assert((await page.getByText('stopped.').count()) === 0, 'the reply kept streaming after Stop');
+      });
+
       await test('daemon: reload keeps the transcript', async () => {
         const before = await userBubbles();
         await page.reload();

@@ -39,3 +39,14 @@ describe('toolStatus', () => {
     expect(toolStatus({ turnRunning: false }).tone).toBe('notdone');
   });
 });
+
+import { argSummary } from '../src/lib/format';
+
+describe('argSummary', () => {
+  it('prefers the argument that names the target', () => {
+    expect(argSummary({ content: 'long text', path: '~/notes.txt' })).toBe('~/notes.txt');
+    expect(argSummary({ limit: 10, query: 'from:ana  lisbon' })).toBe('from:ana lisbon');
+    expect(argSummary({ flag: true })).toBe('');
+    expect(argSummary({ body: 'x'.repeat(100) })).toHaveLength(60);
+  });
+});

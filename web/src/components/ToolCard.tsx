@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
 import type { ApprovalRequest, Message, ToolCall } from '../api/types';
-import { duration, excerpt, json, prettyTool } from '../lib/format';
+import { argSummary, duration, excerpt, json, prettyTool } from '../lib/format';
 import { toolStatus } from '../lib/toolstatus';
 import type { LiveTool, Resolved } from '../state/reduce';
 import { ApprovalCard, QuestionCard, ResolvedNote } from './ApprovalCard';
@@ -45,6 +45,7 @@ export function ToolCard(p: Props) {
         </span>
         <span class="tool-main">
           <span class="tool-name">{prettyTool(p.call.name)}</span>
+          {argSummary(st.input) && <span class="tool-arg mono">{argSummary(st.input)}</span>}
           <span class={`status status-${st.tone}`}>
             {st.tone === 'running' && <span class="spinner" aria-hidden="true" />}
             {st.label}

@@ -63,3 +63,21 @@ export function json(v: unknown): string {
     return String(v);
   }
 }
+
+const summaryKeys = ['path', 'query', 'q', 'to', 'url', 'command', 'name', 'title', 'id'];
+
+/** The one argument that best says what a call is about ("~/notes.txt"). */
+export function argSummary(args: Record<string, unknown> | undefined, max = 60): string {
+  if (!args) return '';
+  let v: unknown;
+  for (const k of summaryKeys) {
+    if (typeof args[k] === 'string' && args[k]) {
+      v = args[k];
+      break;
+    }
+  }
+  if (v === undefined) v = Object.values(args).find((x) => typeof x === 'string' && x.length > 0 && x.length <= 200);
+  if (typeof v !== 'string') return '';
+  const one = v.replace(/\s+/g, ' ').trim();
+  return one.length > max ? one.slice(0, max - 1) + '…' : one;
+}

@@ -3,11 +3,12 @@
 import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
 import type { ApprovalRequest, Message } from '../api/types';
 import { ApprovalCard, QuestionCard } from '../components/ApprovalCard';
-import { Alert, Copy, Download, Flame, Pencil, Send, Stop, Trash } from '../components/icons';
+import { Alert, Copy, Download, Flame, Pencil, Send, Shield, Stop, Trash } from '../components/icons';
 import { Markdown } from '../components/Markdown';
 import { ToolCard } from '../components/ToolCard';
 import { useApp } from '../context';
 import { emptyView, type ChatView as View, type State } from '../state/reduce';
+import type { UIState } from '../state/app';
 import { useSelect } from '../state/store';
 
 const noApprovals: ApprovalRequest[] = [];
@@ -183,6 +184,41 @@ function TurnError({ result, view }: { result: NonNullable<View['lastResult']>; 
   );
 }
 
+/** Shows a temporary "allow" mode for this chat, with a way to end it. */
+function ModePill({ chatId }: { chatId: string }) {
+  const app = useApp();
+  const rev = useSelect(app.ui, (u: UIState) => u.policyRev);
+  const [mode, setMode] = useState<{ mode: string; expires_at?: string } | null>(null);
+  const [now, setNow] = useState(Date.now());
+  useEffect(() => {
+    let live = true;
+    app.client.getMode(chatId).then((m) => live && setMode(m), () => live && setMode(null));
+    return () => {
+      live = false;
+    };
+  }, [chatId, rev]);
+  useEffect(() => {
+    if (mode?.mode !== 'allow_10m') return;
+    const t = setInterval(() => setNow(Date.now()), 15_000);
+    return () => clearInterval(t);
+  }, [mode?.mode]);
+  if (!mode || mode.mode === 'off' || !mode.mode) return null;
+  let label = 'Gated tools allowed in this chat';
+  if (mode.mode === 'allow_10m' && mode.expires_at) {
+    const left = Math.max(0, Math.ceil((Date.parse(mode.expires_at) - now) / 60_000));
+    if (left === 0) return null;
+    label = `Gated tools allowed · ${left} min left`;
+  }
+  return (
+    <span class="pill mode-pill" role="status">
+      <Shield size={13} /> {label}
+      <button class="link" onClick={() => app.setMode(chatId, 'off')} aria-label="End temporary mode">
+        end
+      </button>
+    </span>
+  );
+}
+
 function ChatHeader({ view, id }: { view: View; id: string }) {
   const app = useApp();
   const [editing, setEditing] = useState(false);
@@ -214,6 +250,7 @@ function ChatHeader({ view, id }: { view: View; id: string }) {
         </h1>
       )}
       <div class="header-actions">
+        <ModePill chatId={id} />
         {view.running && <span class="pill live-pill">Working…</span>}
         <button
           class="icon-btn"

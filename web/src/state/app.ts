@@ -31,6 +31,8 @@ export interface UIState {
   version?: string;
   toasts: Toast[];
   current?: string;
+  /** Bumped on policy.changed: rules or temporary modes changed. */
+  policyRev: number;
 }
 
 /** Turn error codes where sending the same message again may work. */
@@ -46,7 +48,7 @@ export class App {
   constructor(opts: { tokens?: TokenStore; fetch?: typeof fetch } = {}) {
     const tokens = opts.tokens ?? localTokenStore();
     this.client = new Client({ tokens, fetch: opts.fetch, onUnauthorized: () => this.unpaired() });
-    this.ui = new Store<UIState>({ conn: 'connecting', paired: !!tokens.get(), toasts: [] });
+    this.ui = new Store<UIState>({ conn: 'connecting', paired: !!tokens.get(), toasts: [], policyRev: 0 });
     this.stream = new EventStream(this.client, {
       onEvent: (ev) => this.onEvent(ev),
       onState: (conn) => {
@@ -156,6 +158,7 @@ export class App {
   private onEvent(ev: StreamEvent) {
     this.data.set((s) => applyEvent(s, ev));
     if (ev.type === 'turn.finished') this.onTurnFinished(ev.data?.result as TurnResult);
+    if (ev.type === 'policy.changed') this.ui.set((u) => ({ ...u, policyRev: u.policyRev + 1 }));
     if (ev.type === 'chat.deleted' && ev.data?.id === this.ui.get().current) {
       navigate('/', true);
     }
@@ -253,6 +256,7 @@ export class App {
     try {
       const r = await this.client.decide(id, d);
       this.data.set((s) => resolve(s, { id, decision: r?.decision ?? d.decision, note: noteOf(d) }));
+      if ('mode' in d && d.mode) this.ui.set((u) => ({ ...u, policyRev: u.policyRev + 1 }));
       return true;
     } catch (e) {
       if (e instanceof ApiError && (e.code === 'conflict' || e.status === 404)) {
@@ -270,6 +274,7 @@ export class App {
   async setMode(chatId: string, mode: 'off' | 'allow_10m' | 'allow_chat') {
     try {
       await this.client.setMode(chatId, mode, mode === 'allow_10m' ? 10 : undefined);
+      this.ui.set((u) => ({ ...u, policyRev: u.policyRev + 1 }));
       this.toast(
         'success',
         mode === 'off' ? 'Temporary mode ended.' : mode === 'allow_10m' ? 'Gated tools allowed for 10 minutes in this chat.' : 'Gated tools allowed for this chat.',
