@@ -200,6 +200,9 @@ func TestApprovalOutcomes(t *testing.T) {
 		if tm[0].Tool.Decision != DecEdited || !strings.Contains(string(tm[0].Tool.EffectiveInput), "user text") || !strings.Contains(string(tm[0].Tool.Input), "model text") {
 			t.Errorf("record = %+v", tm[0].Tool)
 		}
+		if sent := h.toolResultsSent(1); !strings.Contains(sent[0].Content, "the user edited the arguments") || !strings.Contains(sent[0].Content, "user text") {
+			t.Errorf("model not told about the edit: %q", sent[0].Content)
+		}
 	})
 	notDone := []struct {
 		name     string

@@ -62,10 +62,11 @@ func (r *callResult) message(turnID string) *chat.Message {
 	return &chat.Message{Role: chat.RoleTool, TurnID: turnID, ToolCallID: r.id, ToolName: r.name, Content: r.modelContent, Tool: &run}
 }
 
-func (a *Agent) prepare(st *turnState, c llm.ToolCall, offered map[string]bool) *prepared {
+func (a *Agent) prepare(st *turnState, i int, c llm.ToolCall, offered map[string]bool) *prepared {
 	p := &prepared{id: c.ID, name: c.Name, raw: c.Arguments, dispatched: json.RawMessage("{}")}
 	if p.id == "" {
-		p.id = "call_" + strconv.Itoa(st.steps) + "_" + strconv.Itoa(len(c.Name))
+		// Some local servers omit ids; results must still pair with calls.
+		p.id = "call_" + strconv.Itoa(st.steps) + "_" + strconv.Itoa(i)
 	}
 	if !offered[c.Name] {
 		p.refusal = fmt.Sprintf("tool %q is not available in this conversation; the call did not run.", c.Name)
@@ -269,6 +270,10 @@ func (a *Agent) runAllowed(st *turnState, p *prepared, args json.RawMessage, dec
 			content, _ = st.boundary.Wrap(p.name, content)
 			st.taint.Mark(taint.Source{Tool: p.name, Detail: taintDetail(p.tool, args), CallID: p.id, At: a.d.Clock()})
 		}
+	}
+	if decision == DecEdited {
+		// The model must not believe its own proposal ran unchanged.
+		content = fmt.Sprintf("Note: the user edited the arguments before approving; %s ran with %s\n%s", p.name, snippet(string(args), 2000), content)
 	}
 	a.recordUsage(st, p.name, dur, errCode, run.Error)
 	a.audit(st.bg, audit.Entry{Type: audit.TypeToolRun, ChatID: st.t.ChatID, TurnID: st.t.ID, Tool: p.name,

@@ -13,7 +13,6 @@ import (
 	"github.com/hestia-dev/hestia/internal/chat"
 	"github.com/hestia-dev/hestia/internal/llm"
 	"github.com/hestia-dev/hestia/internal/taint"
-	"github.com/hestia-dev/hestia/internal/tools"
 	"github.com/hestia-dev/hestia/internal/untrusted"
 )
 
@@ -132,7 +131,7 @@ func (a *Agent) loop(st *turnState, res Result) Result {
 		}
 		prepared := make([]*prepared, len(calls))
 		for i, c := range calls {
-			prepared[i] = a.prepare(st, c, offered)
+			prepared[i] = a.prepare(st, i, c, offered)
 			assistant.ToolCalls = append(assistant.ToolCalls, chat.ToolCall{ID: prepared[i].id, Name: c.Name, Arguments: prepared[i].dispatched})
 		}
 		if err := a.d.Chats.Append(st.bg, st.t.ChatID, assistant); err != nil {
@@ -276,7 +275,7 @@ func toLLM(ms []chat.Message) []llm.Message {
 			answered[m.ToolCallID] = true
 		}
 	}
-	for i, m := range ms {
+	for _, m := range ms {
 		switch m.Role {
 		case chat.RoleUser:
 			out = append(out, llm.Message{Role: llm.RoleUser, Content: m.Content})
@@ -298,7 +297,6 @@ func toLLM(ms []chat.Message) []llm.Message {
 		case chat.RoleTool:
 			out = append(out, llm.Message{Role: llm.RoleTool, ToolCallID: m.ToolCallID, Name: m.ToolName, Content: modelContentOf(m)})
 		}
-		_ = i
 	}
 	return out
 }
@@ -322,5 +320,3 @@ func rawOrEmpty(b json.RawMessage) json.RawMessage {
 	}
 	return b
 }
-
-var _ = tools.DefaultMaxResult
