@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"time"
 )
 
 // turnResult mirrors agent.Result on the wire.
@@ -216,6 +217,13 @@ func chatInteractive(ctx context.Context, env *Env, c *Client, chatID string) er
 		mu.Unlock()
 		select {
 		case <-ctx.Done():
+			if inTurn {
+				// Leaving mid-turn (Ctrl-C) stops the turn too: nobody is
+				// left to read it or to answer its approvals.
+				cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+				_ = c.Do(cctx, http.MethodPost, "/api/chats/"+url.PathEscape(chatID)+"/cancel", nil, nil)
+				ccancel()
+			}
 			return nil
 		case ev, ok := <-evs:
 			if !ok {
