@@ -94,6 +94,14 @@ func printUsage(w io.Writer, s usage.Summary) {
 			fmt.Fprintf(w, "  %-12s %12d tok  $%.4f\n", tt.Type, tt.Tokens, tt.Cost)
 		}
 	}
+	if len(s.Recent) > 0 {
+		fmt.Fprintln(w, "\nRecent calls")
+		tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+		for _, c := range s.Recent {
+			fmt.Fprintf(tw, "  %s\t%s / %s\t%s\t%s/%s\t%d tok\t%d ms\t%s\n", c.At.Local().Format("2006-01-02 15:04:05"), c.Service, c.Action, c.Tier, c.Provider, c.Model, c.Tokens, c.Duration, c.Outcome)
+		}
+		tw.Flush()
+	}
 	if len(s.Tools) > 0 {
 		fmt.Fprintln(w, "\nTools")
 		tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)

@@ -29,7 +29,7 @@ func TestUsageCommand(t *testing.T) {
 	l.Close()
 
 	r := run(t, home, nil, "usage")
-	if r.code != 0 || !strings.Contains(r.stdout, "Requests 2") || !strings.Contains(r.stdout, "agent / chat-turn") || !strings.Contains(r.stdout, `shown as "unknown"`) || !strings.Contains(r.stdout, "$0.2700") {
+	if r.code != 0 || !strings.Contains(r.stdout, "Requests 2") || !strings.Contains(r.stdout, "agent / chat-turn") || !strings.Contains(r.stdout, `shown as "unknown"`) || !strings.Contains(r.stdout, "$0.2700") || !strings.Contains(r.stdout, "x/deepseek-chat") {
 		t.Fatalf("text: %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 	r = run(t, home, nil, "usage", "--json", "--period", "all")

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -350,5 +351,41 @@ func TestAnthropicTargetThroughGateway(t *testing.T) {
 	}
 	if rq := up.ChatRequests()[0]; rq.System != "sys" || rq.Header.Get("x-api-key") != "k" || rq.Model != "claude-x" {
 		t.Fatalf("upstream %+v", rq)
+	}
+}
+
+// A client that hangs up mid-stream cancels the upstream call; the ledger
+// records "canceled", not a provider failure, and nothing falls through.
+func TestClientDisconnectCancels(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.a.Push(llmtest.Turn{Text: []string{"a", "b", "c", "d"}, ChunkDelay: 200 * time.Millisecond})
+	req, _ := http.NewRequest("POST", e.url+"/chat/completions", strings.NewReader(`{"model":"tier-3","stream":true,"messages":[{"role":"user","content":"x"}]}`))
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 64)
+	if _, err := resp.Body.Read(buf); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		s := e.summary(t)
+		if len(s.Recent) == 1 {
+			if s.Recent[0].Outcome != "canceled" || s.Totals.Errors != 0 {
+				t.Fatalf("recorded %+v", s.Recent[0])
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no usage row after the client hung up")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if len(e.b.ChatRequests()) != 0 {
+		t.Fatal("fell through to b after the client hung up")
 	}
 }
