@@ -296,6 +296,32 @@ export async function runDaemon(browser) {
         assert((await page.locator('.msg.assistant').count()) === assistants, 'duplicate assistant messages appeared');
       });
 
+      await test('daemon: usage, audit and system pages show what happened', async () => {
+        const chatURL = page.url();
+        await page.getByRole('link', { name: 'Usage' }).click();
+        await page.getByText('Cost by day').waitFor();
+        const calls = await page.locator('.stat', { hasText: 'Model calls' }).locator('.stat-value').textContent();
+        assert(Number(calls) > 0, `usage shows ${calls} model calls`);
+        await shot(page, 'e2e-usage');
+        await page.getByRole('link', { name: 'Audit' }).click();
+        await page.locator('.tl-item', { hasText: 'tool.run' }).first().click();
+        await page.getByText('Payload (redacted)').waitFor();
+        await shot(page, 'e2e-audit');
+        await page.getByLabel('Event type').selectOption('approval.resolved');
+        await waitFor(async () => {
+          const types = await page.locator('.tl-type').allTextContents();
+          return types.length > 0 && types.every((t) => t === 'approval.resolved');
+        }, 'the audit filter to apply');
+        await page.getByRole('button', { name: 'Verify chain' }).click();
+        await page.getByText(/Chain intact/).waitFor();
+        await page.getByRole('link', { name: 'System' }).click();
+        await page.getByText('Stores').waitFor();
+        await page.locator('tr', { hasText: 'write_file' }).getByText('Asks you').waitFor();
+        await shot(page, 'e2e-system');
+        await page.goto(chatURL);
+        await page.getByText('Back again.').waitFor();
+      });
+
       await test('daemon: works in a phone-sized viewport', async () => {
         const chatURL = page.url();
         const phone = await newPage(browser, { viewport: viewports.phone, mobile: true });

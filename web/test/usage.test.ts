@@ -63,3 +63,13 @@ describe('normaliseUsage with the ledger’s own shape', () => {
     expect(u.tools[0]).toMatchObject({ key: 'read_file', avgMs: 3.5, maxMs: 6 });
   });
 });
+
+import { fillDays } from '../src/components/Charts';
+
+describe('fillDays', () => {
+  it('fills a week ending today with zero days', () => {
+    const rows = fillDays([{ key: '2026-12-01', cost: 1, tokens: 5, calls: 1, errors: 0 }], 3, new Date('2026-12-02T12:00:00Z'));
+    expect(rows.map((r) => [r.key, r.tokens])).toEqual([['2026-11-30', 0], ['2026-12-01', 5], ['2026-12-02', 0]]);
+    expect(fillDays([], undefined)).toEqual([]);
+  });
+});

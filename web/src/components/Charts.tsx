@@ -2,9 +2,25 @@
 // horizontal bars for breakdowns. Values are labelled, not only drawn.
 import type { Row } from '../lib/usage';
 
-export function DayChart({ rows, metric, format }: { rows: Row[]; metric: 'cost' | 'tokens'; format: (n: number) => string }) {
-  if (rows.length === 0) return <div class="chart-empty muted">No activity in this period.</div>;
-  const max = Math.max(...rows.map((r) => r[metric]), 0) || 1;
+/** Fills the days without activity so a week always shows seven columns. */
+export function fillDays(rows: Row[], days: number | undefined, today = new Date()): Row[] {
+  if (!days) return rows;
+  const byKey = new Map(rows.map((r) => [r.key, r]));
+  const out: Row[] = [];
+  for (let i = days - 1; i >= 0; i--) {
+    const key = new Date(today.getTime() - i * 86_400_000).toISOString().slice(0, 10);
+    out.push(byKey.get(key) ?? { key, cost: 0, tokens: 0, calls: 0, errors: 0 });
+  }
+  return out;
+}
+
+export function DayChart({ rows: raw, metric, format, days }: { rows: Row[]; metric: 'cost' | 'tokens'; format: (n: number) => string; days?: number }) {
+  const rows = fillDays(raw, days);
+  const peak = Math.max(...rows.map((r) => r[metric]), 0);
+  if (rows.length === 0 || peak === 0) {
+    return <div class="chart-empty muted">{metric === 'cost' ? 'No priced spend in this period.' : 'No activity in this period.'}</div>;
+  }
+  const max = peak;
   const W = 100 / rows.length;
   return (
     <div class="daychart" role="img" aria-label={`${metric} by day`}>

@@ -34,12 +34,12 @@ export function UsagePage() {
           ))}
         </div>
       </PageHeader>
-      {err ? <Failure err={err} retry={load} /> : !data ? <div class="skeleton tall" /> : <UsageView u={data} />}
+      {err ? <Failure err={err} retry={load} /> : !data ? <div class="skeleton tall" /> : <UsageView u={data} days={period === '7d' ? 7 : period === '30d' ? 30 : undefined} />}
     </div>
   );
 }
 
-export function UsageView({ u }: { u: Usage }) {
+export function UsageView({ u, days }: { u: Usage; days?: number }) {
   const toolCalls = u.tools.reduce((a, r) => a + r.calls, 0);
   const toolErrors = u.tools.reduce((a, r) => a + r.errors, 0);
   return (
@@ -63,11 +63,11 @@ export function UsageView({ u }: { u: Usage }) {
       <div class="grid2">
         <div class="panel">
           <h2>Cost by day</h2>
-          <DayChart rows={u.byDay} metric="cost" format={money} />
+          <DayChart rows={u.byDay} metric="cost" format={money} days={days} />
         </div>
         <div class="panel">
           <h2>Tokens by day</h2>
-          <DayChart rows={u.byDay} metric="tokens" format={count} />
+          <DayChart rows={u.byDay} metric="tokens" format={count} days={days} />
         </div>
         <div class="panel">
           <h2>By service</h2>
