@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-func setup(t *testing.T) (*Policy, string, string) {
+func setup(t testing.TB) (*Policy, string, string) {
 	t.Helper()
 	root := t.TempDir()
 	home := filepath.Join(root, "home")
