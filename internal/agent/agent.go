@@ -286,10 +286,12 @@ func (a *Agent) startNextLocked(chatID string, cr *chatRunner) {
 		res := a.runTurn(t)
 		t.result = res
 		t.cancel(nil)
-		close(t.done)
+		// Hand the chat to the next turn before announcing the end, so a
+		// caller that saw Done never finds its own turn still running.
 		a.mu.Lock()
 		a.startNextLocked(chatID, cr)
 		a.mu.Unlock()
+		close(t.done)
 	}()
 }
 

@@ -521,3 +521,24 @@ func TestAuditTrail(t *testing.T) {
 		t.Errorf("verify = %+v, %v", v, err)
 	}
 }
+
+func TestWaitingClientDisconnectCancelsTurn(t *testing.T) {
+	t.Parallel()
+	slow := llmtest.Text("never seen")
+	slow.FirstByteDelay = 5 * time.Second
+	h := newHarness(t, harnessOpts{}, slow)
+	tr, err := h.agent.Submit(context.Background(), h.chatID, "hi", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	res := tr.Wait(ctx)
+	if res.OK || !res.Aborted || res.Error.Code != CodeDisconnected || time.Since(start) > 3*time.Second {
+		t.Fatalf("res = %+v after %s", res, time.Since(start))
+	}
+	if h.agent.Running(h.chatID) {
+		t.Error("chat still busy after the turn ended")
+	}
+}
