@@ -382,6 +382,25 @@ export async function runDaemon(browser) {
         }
       });
 
+      await test('daemon: chats can be renamed, searched and deleted', async () => {
+        await page.getByRole('link', { name: 'New chat' }).click();
+        await push({ text: ['Scratch reply.'] });
+        await send('A scratch chat');
+        await page.getByText('Scratch reply.').waitFor();
+        await page.getByLabel('Rename chat').click();
+        await page.getByLabel('Chat title', { exact: true }).fill('Scratchpad');
+        await page.getByLabel('Chat title', { exact: true }).press('Enter');
+        await page.locator('.chat-item', { hasText: 'Scratchpad' }).waitFor();
+        await page.getByLabel('Search chat titles').fill('scratch');
+        await waitFor(async () => (await page.locator('.chat-item').count()) === 1, 'the search to narrow the list');
+        await page.getByLabel('Search chat titles').fill('');
+        page.once('dialog', (d) => d.accept());
+        await page.getByLabel('Delete chat').click();
+        await page.getByText('What can I do for you?').waitFor();
+        await page.locator('.chat-item', { hasText: 'Scratchpad' }).waitFor({ state: 'detached' });
+        assert((await page.locator('.chat-item').count()) === 1, 'other chats disappeared');
+      });
+
       await test('daemon: no errors in the page console', async () => {
         const real = errors.filter((e) => !/net::ERR_|Failed to fetch|NetworkError|network error/i.test(e));
         assert(real.length === 0, real.join('\n'));

@@ -14,6 +14,12 @@ export function Shell({ route, children }: { route: Route; children: ComponentCh
   const [open, setOpen] = useState(false);
   useEffect(() => setOpen(false), [route]);
   useEffect(() => {
+    // Pages with their own header (the chat) open the drawer with this event.
+    const open = () => setOpen(true);
+    addEventListener('hestia:drawer', open);
+    return () => removeEventListener('hestia:drawer', open);
+  }, []);
+  useEffect(() => {
     const onKey = (e: KeyboardEvent) => {
       if ((e.metaKey || e.ctrlKey) && e.key.toLowerCase() === 'k') {
         e.preventDefault();
@@ -30,7 +36,7 @@ export function Shell({ route, children }: { route: Route; children: ComponentCh
       <Sidebar route={route} onClose={() => setOpen(false)} />
       <div class="scrim" onClick={() => setOpen(false)} />
       <main class="main">
-        <div class="topbar">
+        {route.name !== 'chat' && <div class="topbar">
           <button class="icon-btn" aria-label="Open menu" onClick={() => setOpen(true)}>
             <Menu />
           </button>
@@ -40,7 +46,7 @@ export function Shell({ route, children }: { route: Route; children: ComponentCh
           <a class="icon-btn" href="/" aria-label="New chat">
             <Plus />
           </a>
-        </div>
+        </div>}
         <ConnBanner />
         {children}
       </main>

@@ -3,7 +3,7 @@
 import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
 import type { ApprovalRequest, Message } from '../api/types';
 import { ApprovalCard, QuestionCard } from '../components/ApprovalCard';
-import { Alert, Copy, Download, Flame, Pencil, Send, Shield, Stop, Trash } from '../components/icons';
+import { Alert, Copy, Download, Flame, Menu, Pencil, Send, Shield, Stop, Trash } from '../components/icons';
 import { Markdown } from '../components/Markdown';
 import { ToolCard } from '../components/ToolCard';
 import { useApp } from '../context';
@@ -48,7 +48,7 @@ export function ChatPage({ id }: { id?: string }) {
           stick.current = el.scrollHeight - el.scrollTop - el.clientHeight < 80;
         }}
       >
-        <div class="transcript-inner" aria-live="polite">
+        <div class="transcript-inner" role="log" aria-label="Conversation">
           {!view.loaded && <div class="skeleton" aria-label="Loading" />}
           {view.loaded && view.messages.length === 0 && !view.running && (
             <div class="empty-chat muted">Say something to start.</div>
@@ -226,6 +226,9 @@ function ChatHeader({ view, id }: { view: View; id: string }) {
   const t = view.chat?.title || 'New chat';
   return (
     <header class="chat-header">
+      <button class="icon-btn only-phone" aria-label="Open menu" onClick={() => dispatchEvent(new Event('hestia:drawer'))}>
+        <Menu />
+      </button>
       {editing ? (
         <form
           class="rename"
