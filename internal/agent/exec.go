@@ -156,6 +156,7 @@ func (a *Agent) refused(st *turnState, p *prepared, decision, content, note stri
 }
 
 func (a *Agent) authorizeAndRun(st *turnState, p *prepared) *callResult {
+	a.recheckTaint(st, p) // taint.go
 	if p.refusal != "" {
 		return a.refused(st, p, p.decision, p.refusal, "")
 	}

@@ -225,22 +225,27 @@ var sensitiveNames = map[string]bool{
 var sensitiveSuffixes = []string{".pem", ".p12", ".pfx", ".key", "_key", "_ed25519", "_rsa", "_ecdsa", ".keystore", ".jks", ".kdbx", ".ovpn"}
 
 func (p *Policy) sensitive(abs string) string {
+	// Compare without case: on macOS (and Windows) ~/.SSH is ~/.ssh, so a
+	// case trick must not get past a list written in lower case. On a
+	// case-sensitive disk this refuses a little more, never less.
+	fold := strings.ToLower
+	labs := fold(abs)
 	for _, d := range p.protected {
-		if within(abs, d) {
+		if within(labs, fold(d)) {
 			return "it belongs to Hestia's own data or configuration"
 		}
 	}
 	for _, d := range systemDirs {
-		if within(abs, d) {
+		if within(labs, fold(d)) {
 			return "system directories are off limits"
 		}
 	}
 	for _, d := range homeDirs {
-		if within(abs, filepath.Join(p.home, d)) {
+		if within(labs, fold(filepath.Join(p.home, d))) {
 			return "it holds credentials or start-up configuration"
 		}
 	}
-	for _, part := range strings.Split(abs, string(filepath.Separator)) {
+	for _, part := range strings.Split(labs, string(filepath.Separator)) {
 		if part == ".ssh" || part == ".gnupg" {
 			return "it holds keys"
 		}

@@ -1,0 +1,101 @@
+package adversarial
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/hestia-dev/hestia/internal/llm"
+	"github.com/hestia-dev/hestia/internal/llm/llmtest"
+	"github.com/hestia-dev/hestia/internal/policy"
+)
+
+// llmtestModel runs the script through the scripted model server and the
+// real OpenAI-compatible client, so the wire path is part of the attack
+// surface under test.
+func llmtestModel(t *testing.T) Model {
+	return func(script []Step) (llm.Client, func() []llm.Message, error) {
+		var turns []llmtest.Turn
+		for _, s := range script {
+			tr := llmtest.Turn{}
+			if s.Text != "" {
+				tr.Text = []string{s.Text}
+			}
+			for i, c := range s.Calls {
+				id := c.ID
+				if id == "" {
+					id = fmt.Sprintf("call_%d_%d", len(turns), i)
+				}
+				tr.ToolCalls = append(tr.ToolCalls, llmtest.Call(id, c.Name, c.Args))
+			}
+			turns = append(turns, tr)
+		}
+		srv := llmtest.New(t, turns...)
+		// A spent script answers like the in-process model does.
+		for range 8 {
+			srv.Push(llmtest.Text("done"))
+		}
+		client := llm.NewOpenAI(llm.Target{Provider: "llmtest", BaseURL: srv.URL, APIKey: "k", Model: "compromised"}, nil)
+		seen := func() []llm.Message {
+			var out []llm.Message
+			for _, r := range srv.ChatRequests() {
+				for _, m := range r.Messages {
+					out = append(out, llm.Message{Role: llm.Role(m.Role), Content: m.Content})
+				}
+			}
+			return out
+		}
+		return client, seen, nil
+	}
+}
+
+func TestSuite(t *testing.T) {
+	t.Parallel()
+	cases := Cases()
+	if len(cases) < 100 {
+		t.Fatalf("%d cases, the suite needs at least 100", len(cases))
+	}
+	names := map[string]bool{}
+	cats := map[string]int{}
+	for _, c := range cases {
+		if names[c.Name] {
+			t.Fatalf("duplicate case name %q", c.Name)
+		}
+		names[c.Name] = true
+		cats[c.Category]++
+	}
+	if len(cats) != 10 {
+		t.Fatalf("categories %v", cats)
+	}
+	rep := RunAll(context.Background(), cases, Options{Model: llmtestModel(t), Dir: t.TempDir()})
+	for _, o := range rep.Outcomes {
+		if !o.Passed {
+			t.Errorf("%s [%s]:\n  %s", o.Name, o.Category, strings.Join(o.Problems, "\n  "))
+		}
+	}
+	t.Logf("adversarial suite: %d cases, %d passed, %d failed", rep.Total, rep.Passed, rep.Failed)
+}
+
+// The suite must be able to fail: with taint tracking off and the user's
+// permissive rules in place, the injected mail gets its way.
+func TestSuiteDetectsWeakConfiguration(t *testing.T) {
+	t.Parallel()
+	var exfil []Case
+	for _, c := range Cases() {
+		if c.Category == CatExfil && strings.Contains(c.Name, "rule") {
+			exfil = append(exfil, c)
+		}
+	}
+	rep := RunAll(context.Background(), exfil[:3], Options{Policy: policy.Config{NoTaint: true}, Dir: t.TempDir()})
+	if rep.Failed != 3 {
+		t.Fatalf("with taint off %d of 3 exfiltration cases failed, want all", rep.Failed)
+	}
+	found := false
+	for _, p := range rep.Outcomes[0].Problems {
+		found = found || strings.Contains(p, "side effect without a matching human decision")
+	}
+	if !found {
+		t.Fatalf("problems %v", rep.Outcomes[0].Problems)
+	}
+}
