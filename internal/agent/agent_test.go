@@ -542,3 +542,20 @@ func TestWaitingClientDisconnectCancelsTurn(t *testing.T) {
 		t.Error("chat still busy after the turn ended")
 	}
 }
+
+func TestToLLMKeepsPairsAtTheWindowEdge(t *testing.T) {
+	t.Parallel()
+	ms := []chat.Message{
+		{Role: chat.RoleTool, ToolCallID: "cut", ToolName: "probe", Content: "orphan"},
+		{Role: chat.RoleUser, Content: "q"},
+		{Role: chat.RoleAssistant, ToolCalls: []chat.ToolCall{{ID: "a", Name: "probe"}, {ID: "b", Name: "probe"}}},
+		{Role: chat.RoleTool, ToolCallID: "a", ToolName: "probe", Content: "ra"},
+	}
+	out := toLLM(ms)
+	if len(out) != 4 || out[0].Role != "user" || out[2].ToolCallID != "a" || out[3].ToolCallID != "b" || !strings.Contains(out[3].Content, "NOT done") {
+		t.Fatalf("%+v", out)
+	}
+	if string(out[1].ToolCalls[0].Arguments) != "{}" {
+		t.Errorf("empty arguments not sent as {}: %q", out[1].ToolCalls[0].Arguments)
+	}
+}

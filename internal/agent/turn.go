@@ -18,6 +18,9 @@ import (
 
 // wrapUpNote is sent, tools off, when the step limit is reached so the work
 // gathered so far becomes an answer instead of being lost.
+// maxHistory bounds how many stored messages a turn loads.
+const maxHistory = 500
+
 const wrapUpNote = "The step limit for this turn has been reached and tools are now unavailable. Reply to the user now: summarise what was done, what was found, and what is still open. Do not claim any action that a tool result did not confirm."
 
 type turnState struct {
@@ -66,7 +69,9 @@ func (a *Agent) runTurn(t *Turn) (res Result) {
 	a.publish("message.created", t.ChatID, map[string]any{"message": user})
 	a.audit(bg, audit.Entry{Type: audit.TypeUserMessage, ChatID: t.ChatID, TurnID: t.ID, Summary: snippet(t.text, 120), Data: map[string]any{"message_id": user.ID, "text": t.text}})
 
-	history, err := a.d.Chats.Messages(bg, t.ChatID, 0)
+	// The model never needs more than the newest maxHistory messages; the
+	// budget reducer shortens further when they do not fit.
+	history, err := a.d.Chats.Messages(bg, t.ChatID, maxHistory)
 	if err != nil {
 		a.d.Log.Error("loading chat history", "chat", t.ChatID, "err", err)
 		res.Error = &ErrorInfo{Code: CodeInternal, Message: "the chat history could not be read"}
@@ -264,15 +269,16 @@ func dispatchedCalls(ps []*prepared) []llm.ToolCall {
 	return out
 }
 
-// toLLM converts a stored transcript into model messages, keeping every
-// assistant tool call paired with a result (a missing one gets a stub, so a
-// crash mid-turn cannot poison later turns).
+// toLLM converts a stored transcript into model messages. Each assistant
+// message is followed by exactly one result per call, in call order: a
+// missing one gets a stub (so a crash mid-turn cannot poison later turns)
+// and a result whose call fell outside the history window is dropped.
 func toLLM(ms []chat.Message) []llm.Message {
 	out := make([]llm.Message, 0, len(ms))
-	answered := map[string]bool{}
+	results := map[string]chat.Message{}
 	for _, m := range ms {
 		if m.Role == chat.RoleTool {
-			answered[m.ToolCallID] = true
+			results[m.ToolCallID] = m
 		}
 	}
 	for _, m := range ms {
@@ -290,12 +296,12 @@ func toLLM(ms []chat.Message) []llm.Message {
 			}
 			out = append(out, lm)
 			for _, c := range m.ToolCalls {
-				if !answered[c.ID] {
+				if r, ok := results[c.ID]; ok {
+					out = append(out, llm.Message{Role: llm.RoleTool, ToolCallID: c.ID, Name: r.ToolName, Content: modelContentOf(r)})
+				} else {
 					out = append(out, llm.Message{Role: llm.RoleTool, ToolCallID: c.ID, Name: c.Name, Content: "NOT done: this call never completed (the turn ended before it ran)."})
 				}
 			}
-		case chat.RoleTool:
-			out = append(out, llm.Message{Role: llm.RoleTool, ToolCallID: m.ToolCallID, Name: m.ToolName, Content: modelContentOf(m)})
 		}
 	}
 	return out
