@@ -626,3 +626,33 @@ func noSecretInEffects(sb *Sandbox, out *Outcome) []string {
 	}
 	return p
 }
+
+// Applicable reports whether a case means anything under a configuration
+// that disables whole tool namespaces: an attack whose untrusted read is
+// itself disabled cannot start, so it is skipped rather than scored.
+func Applicable(c Case, denyPrefixes []string) bool {
+	for _, t := range c.Turns {
+		for _, s := range t.Model {
+			for _, cl := range s.Calls {
+				if !isSourceRead(cl.Name) {
+					continue
+				}
+				for _, p := range denyPrefixes {
+					if p != "" && strings.HasPrefix(cl.Name, p) {
+						return false
+					}
+				}
+			}
+		}
+	}
+	return true
+}
+
+func isSourceRead(name string) bool {
+	for _, s := range sources() {
+		if s.read.Name == name {
+			return true
+		}
+	}
+	return false
+}

@@ -46,6 +46,7 @@ func commands() []command {
 		{"restore", "restore a backup into an empty home", runRestore},
 		{"pair", "show a link that pairs another browser with this daemon", runPair},
 		{"version", "print the version", runVersion},
+		{"selftest", "run the adversarial security suite against this install's policy (selftest security)", runSelftest},
 		{"usage", "show model usage and estimated cost (--json, --period 7d|30d|all)", runUsage},
 		{"chat", "chat with the assistant (interactive, or --once TEXT)", runChat},
 		{"policy", "test tool calls against the policy; list, add, remove trust rules", runPolicy},
