@@ -130,7 +130,7 @@ const (
 )
 
 // apply writes one prepared copy inside tx.
-func (s *Store) apply(ctx context.Context, tx *sql.Tx, p *prepared, acc map[string]int64, mbs map[mailboxKey]mailboxInfo) (applyResult, error) {
+func (s *Store) apply(ctx context.Context, tx *txc, p *prepared, acc map[string]int64, mbs map[mailboxKey]mailboxInfo) (applyResult, error) {
 	kind := p.AccountKind
 	if kind == "" {
 		kind = "local"
@@ -185,6 +185,12 @@ func (s *Store) apply(ctx context.Context, tx *sql.Tx, p *prepared, acc map[stri
 			return 0, fmt.Errorf("updating message %d: %w", id, err)
 		}
 		if bodyRank[p.bodyState] > bodyRank[curState] {
+			if !tx.fresh[id] {
+				if err := tx.unindex(ctx, id); err != nil {
+					return 0, err
+				}
+				tx.index = append(tx.index, id)
+			}
 			if _, err := tx.ExecContext(ctx, `UPDATE messages SET body = ?, body_state = ?, embed_hash = ?, subject = ?, from_addr = ?, to_addr = ?, cc_addr = ?, size = ? WHERE id = ?`,
 				m.Text, p.bodyState, p.embedHash, m.Subject, joinAddrs(m.From), joinAddrs(m.To), joinAddrs(m.Cc), m.Size, id); err != nil {
 				return 0, fmt.Errorf("upgrading body of %d: %w", id, err)
@@ -214,7 +220,7 @@ func (s *Store) apply(ctx context.Context, tx *sql.Tx, p *prepared, acc map[stri
 	return result, nil
 }
 
-func (s *Store) insertMessage(ctx context.Context, tx *sql.Tx, accID, mailboxID int64, p *prepared, now int64) (int64, error) {
+func (s *Store) insertMessage(ctx context.Context, tx *txc, accID, mailboxID int64, p *prepared, now int64) (int64, error) {
 	m := p.msg
 	date := int64(0)
 	if !m.Date.IsZero() {
@@ -239,6 +245,8 @@ func (s *Store) insertMessage(ctx context.Context, tx *sql.Tx, accID, mailboxID 
 		return 0, fmt.Errorf("inserting message %s: %w", p.identity, err)
 	}
 	id, _ := res.LastInsertId()
+	tx.fresh[id] = true
+	tx.index = append(tx.index, id)
 	refs := append(append([]string(nil), m.InReplyTo...), m.References...)
 	for i, r := range refs {
 		if i >= maxRefs {
@@ -263,7 +271,7 @@ func (s *Store) insertMessage(ctx context.Context, tx *sql.Tx, accID, mailboxID 
 	return id, nil
 }
 
-func (s *Store) insertAttachments(ctx context.Context, tx *sql.Tx, id int64, m *parse.Message) error {
+func (s *Store) insertAttachments(ctx context.Context, tx *txc, id int64, m *parse.Message) error {
 	if _, err := tx.ExecContext(ctx, `DELETE FROM attachments WHERE message_id = ?`, id); err != nil {
 		return fmt.Errorf("replacing attachments: %w", err)
 	}
@@ -283,7 +291,9 @@ func (s *Store) RemovePaths(ctx context.Context, paths []string) (int, error) {
 	deleted := 0
 	for start := 0; start < len(paths); start += 500 {
 		end := min(start+500, len(paths))
-		err := s.db.Tx(ctx, func(tx *sql.Tx) error {
+		err := s.db.Tx(ctx, func(stx *sql.Tx) error {
+			tx := newTxc(stx)
+			defer tx.close()
 			for _, p := range paths[start:end] {
 				var msg int64
 				err := tx.QueryRowContext(ctx, `DELETE FROM message_paths WHERE path = ? RETURNING message_id`, p).Scan(&msg)
@@ -313,7 +323,7 @@ func (s *Store) RemovePaths(ctx context.Context, paths []string) (int, error) {
 
 // softDeleteOrphan marks msg deleted when no path remains, and otherwise
 // moves it to the most specific mailbox that still holds it.
-func (s *Store) softDeleteOrphan(ctx context.Context, tx *sql.Tx, msg int64) error {
+func (s *Store) softDeleteOrphan(ctx context.Context, tx *txc, msg int64) error {
 	var mailbox int64
 	err := tx.QueryRowContext(ctx, `SELECT p.mailbox_id FROM message_paths p JOIN mailboxes b ON b.id = p.mailbox_id
 		WHERE p.message_id = ? ORDER BY CASE b.role WHEN 'all' THEN 1 ELSE 0 END, p.rowid LIMIT 1`, msg).Scan(&mailbox)
@@ -383,8 +393,15 @@ func (s *Store) applyBatch(ctx context.Context, preps []*prepared) (IngestResult
 	}
 	acc := map[string]int64{}
 	mbs := map[mailboxKey]mailboxInfo{}
-	err := s.db.Tx(ctx, func(tx *sql.Tx) error {
+	err := s.db.Tx(ctx, func(stx *sql.Tx) error {
+		tx := newTxc(stx)
+		defer tx.close()
 		res = IngestResult{}
+		// A larger page cache for the writing connection: index inserts
+		// into a big mirror otherwise turn into one pread per page.
+		if _, err := tx.ExecContext(ctx, `PRAGMA cache_size = -32768`); err != nil {
+			return fmt.Errorf("sizing page cache: %w", err)
+		}
 		for _, p := range preps {
 			r, err := s.apply(ctx, tx, p, acc, mbs)
 			if err != nil {
@@ -396,7 +413,7 @@ func (s *Store) applyBatch(ctx context.Context, preps []*prepared) (IngestResult
 				res.Updated++
 			}
 		}
-		return nil
+		return tx.indexPending(ctx)
 	})
 	if err != nil {
 		return IngestResult{}, err

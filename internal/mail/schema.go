@@ -126,5 +126,15 @@ CREATE TRIGGER messages_au AFTER UPDATE OF subject, from_addr, to_addr, cc_addr,
 	INSERT INTO messages_fts(rowid, subject, from_addr, to_addr, body) VALUES (new.id, new.subject, new.from_addr, new.to_addr, new.body);
 	INSERT INTO messages_tri(rowid, subject, from_addr, to_addr, cc_addr, body) VALUES (new.id, new.subject, new.from_addr, new.to_addr, new.cc_addr, new.body);
 END;
-`},
+`,
+		// Fewer, larger FTS5 merges: bulk imports otherwise spend a quarter
+		// of their time merging trigram segments.
+		`INSERT INTO messages_fts(messages_fts, rank) VALUES ('automerge', 8);
+INSERT INTO messages_tri(messages_tri, rank) VALUES ('automerge', 8);
+INSERT INTO messages_tri(messages_tri, rank) VALUES ('crisismerge', 32);`,
+		// Full-text rows are written by the ingest code once per batch
+		// (see txc.indexPending), not per row by triggers.
+		`DROP TRIGGER messages_ai;
+DROP TRIGGER messages_au;`,
+	},
 }

@@ -42,7 +42,7 @@ func NormalizeSubject(s string) string {
 // stored message sharing one of those references (siblings under a missing
 // parent); normalised subject plus a shared participant within ±14 days;
 // else a new thread.
-func resolveThread(ctx context.Context, tx *sql.Tx, account int64, m *parse.Message, date int64) (int64, error) {
+func resolveThread(ctx context.Context, tx *txc, account int64, m *parse.Message, date int64) (int64, error) {
 	var thread int64
 	found := func(err error) (bool, error) {
 		if err == nil && thread != 0 {
@@ -74,7 +74,10 @@ func resolveThread(ctx context.Context, tx *sql.Tx, account int64, m *parse.Mess
 		}
 	}
 	for _, r := range refs {
-		err := tx.QueryRowContext(ctx, `SELECT m.thread_id FROM message_refs f JOIN messages m ON m.id = f.message_id
+		// CROSS JOIN pins the join order: start from the ref index, never
+		// scan the account's messages (the planner otherwise may, via the
+		// (account_id, identity) index, making import quadratic).
+		err := tx.QueryRowContext(ctx, `SELECT m.thread_id FROM message_refs f CROSS JOIN messages m ON m.id = f.message_id
 			WHERE f.ref = ? AND m.account_id = ? AND m.thread_id IS NOT NULL LIMIT 1`, r, account).Scan(&thread)
 		if ok, err := found(err); ok || err != nil {
 			return thread, err
@@ -106,11 +109,11 @@ func resolveThread(ctx context.Context, tx *sql.Tx, account int64, m *parse.Mess
 // mergeChildren joins into thread the threads of stored messages that
 // reference msgID. Import runs recent-first, so replies routinely arrive
 // before the message they answer; without this they would stay apart.
-func mergeChildren(ctx context.Context, tx *sql.Tx, account, thread int64, msgID string) error {
+func mergeChildren(ctx context.Context, tx *txc, account, thread int64, msgID string) error {
 	if msgID == "" {
 		return nil
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT DISTINCT m.thread_id FROM message_refs f JOIN messages m ON m.id = f.message_id
+	rows, err := tx.QueryContext(ctx, `SELECT DISTINCT m.thread_id FROM message_refs f CROSS JOIN messages m ON m.id = f.message_id
 		WHERE f.ref = ? AND m.account_id = ? AND m.thread_id IS NOT NULL AND m.thread_id != ?`, msgID, account, thread)
 	if err != nil {
 		return fmt.Errorf("finding child threads: %w", err)
@@ -153,7 +156,7 @@ func participants(m *parse.Message) []string {
 	return out
 }
 
-func addParticipants(ctx context.Context, tx *sql.Tx, thread int64, m *parse.Message) error {
+func addParticipants(ctx context.Context, tx *txc, thread int64, m *parse.Message) error {
 	for _, a := range participants(m) {
 		if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO thread_participants(thread_id, addr) VALUES (?, ?)`, thread, a); err != nil {
 			return fmt.Errorf("recording participant: %w", err)
@@ -163,7 +166,7 @@ func addParticipants(ctx context.Context, tx *sql.Tx, thread int64, m *parse.Mes
 }
 
 // refreshThread recomputes a thread's activity window and live count.
-func refreshThread(ctx context.Context, tx *sql.Tx, thread int64) error {
+func refreshThread(ctx context.Context, tx *txc, thread int64) error {
 	if thread == 0 {
 		return nil
 	}
