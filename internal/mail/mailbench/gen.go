@@ -40,7 +40,7 @@ type Options struct {
 
 type msgMeta struct {
 	id, subject, from string
-	refs             []string
+	refs              []string
 }
 
 // Generate writes a Maildir++ tree under dir (INBOX, .Sent, .Archive,
