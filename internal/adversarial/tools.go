@@ -3,6 +3,7 @@ package adversarial
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"sync"
 
 	"github.com/hestia-dev/hestia/internal/mail/mailtools"
@@ -123,7 +124,9 @@ func stand(s tools.Spec, content func() string, log *effectLog) tools.Tool {
 			return tools.Result{Content: `{"status":"done"}`}, nil
 		}
 		if content != nil {
-			return tools.Result{Content: content()}, nil
+			// An error page is outside content too: a fetch of a URL
+			// containing /error fails with the injected text as its error.
+			return tools.Result{Content: content(), IsError: strings.Contains(string(c.Args), "/error")}, nil
 		}
 		return tools.Result{Content: "{}"}, nil
 	}}

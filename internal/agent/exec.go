@@ -264,6 +264,9 @@ func (a *Agent) runAllowed(st *turnState, p *prepared, args json.RawMessage, dec
 		run.Status, run.Error = StatusError, snippet(res.Content, 500)
 		errCode = "tool_error"
 		content = "error: " + tools.Cap(res.Content, spec.MaxResultChars())
+		if spec.UntrustedOutput { // an error page is outside content too
+			content, _ = st.boundary.Wrap(p.name, content)
+		}
 	default:
 		run.Status = StatusOK
 		content = tools.Cap(res.Content, spec.MaxResultChars())
