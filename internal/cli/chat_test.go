@@ -159,3 +159,34 @@ func TestChatInteractiveApproval(t *testing.T) {
 		}
 	}
 }
+
+func TestChatInteractiveQuestionAndDeny(t *testing.T) {
+	home, env, srv := daemonEnv(t,
+		llmtest.ToolCalls(llmtest.Call("q", "ask_user", `{"question":"Which folder?","choices":["a","b"]}`)),
+		llmtest.ToolCalls(llmtest.Call("w", "write_file", `{"path":"z.txt","content":"x"}`)),
+		llmtest.Text("Understood."),
+	)
+	var out, errb bytes.Buffer
+	e := &Env{Stdin: strings.NewReader("go\nb\nn\nnot today\n"), Stdout: &out, Stderr: &errb, Version: "test", Getenv: func(k string) string {
+		if k == "HESTIA_HOME" {
+			return home
+		}
+		return env[k]
+	}}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if code := Main(ctx, []string{"chat"}, e); code != 0 {
+		t.Fatalf("chat exit %d: %s %s", code, out.String(), errb.String())
+	}
+	if _, err := os.Stat(filepath.Join(env["HOME"], "z.txt")); err == nil {
+		t.Fatal("denied write happened")
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 3 {
+		t.Fatalf("%d model requests; output:\n%s", len(reqs), out.String())
+	}
+	last := reqs[2].Messages
+	if !strings.Contains(reqs[1].Messages[len(reqs[1].Messages)-1].Content, "The user answered: b") || !strings.Contains(last[len(last)-1].Content, "not today") {
+		t.Errorf("answers did not reach the model:\n%+v\n%+v", reqs[1].Messages, last)
+	}
+}
