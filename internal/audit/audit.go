@@ -89,7 +89,10 @@ type Log struct {
 	clock func() time.Time
 	log   *slog.Logger
 
-	mu       sync.Mutex // serialises appends so the chain has one order
+	mu sync.Mutex // serialises appends so the chain has one order
+	// last is the newest row's hash when known (guarded by mu); the daemon
+	// is the only writer, so it saves reading it back on every append.
+	last     string
 	failures atomic.Int64
 }
 
@@ -135,10 +138,13 @@ func (l *Log) Append(ctx context.Context, e Entry) (Event, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	err = l.db.Tx(ctx, func(tx *sql.Tx) error {
-		prev := genesis
-		err := tx.QueryRowContext(ctx, `SELECT hash FROM events ORDER BY id DESC LIMIT 1`).Scan(&prev)
-		if err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("reading last audit hash: %w", err)
+		prev := l.last
+		if prev == "" {
+			prev = genesis
+			err := tx.QueryRowContext(ctx, `SELECT hash FROM events ORDER BY id DESC LIMIT 1`).Scan(&prev)
+			if err != nil && !errors.Is(err, sql.ErrNoRows) {
+				return fmt.Errorf("reading last audit hash: %w", err)
+			}
 		}
 		ev.PrevHash = prev
 		ev.Hash = chainHash(ev)
@@ -150,6 +156,11 @@ func (l *Log) Append(ctx context.Context, e Entry) (Event, error) {
 		ev.ID, _ = res.LastInsertId()
 		return nil
 	})
+	if err != nil {
+		l.last = "" // unknown again: re-read on the next append
+	} else {
+		l.last = ev.Hash
+	}
 	return ev, err
 }
 
