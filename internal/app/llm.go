@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/hestia-dev/hestia/internal/doctor"
+	"github.com/hestia-dev/hestia/internal/budget"
 	"github.com/hestia-dev/hestia/internal/gateway"
 	"github.com/hestia-dev/hestia/internal/llm"
 	"github.com/hestia-dev/hestia/internal/usage"
@@ -51,7 +52,7 @@ func (a *App) initLLM(ctx context.Context) error {
 		return nil
 	}
 	mux := a.Server.API()
-	gateway.New(gateway.Options{Chat: a.Chat, Embed: a.LLM, Tiers: a.LLM.Tiers, Rates: a.Usage.Rates, Logger: log, Now: a.Now}).Routes(mux)
+	gateway.New(gateway.Options{Chat: a.Chat, Embed: &budget.Embedder{Inner: a.LLM, Guard: a.Budget}, Tiers: a.LLM.Tiers, Rates: a.Usage.Rates, Logger: log, Now: a.Now}).Routes(mux)
 	a.Usage.Routes(mux)
 	return nil
 }

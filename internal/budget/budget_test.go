@@ -333,9 +333,13 @@ func TestClientWrapper(t *testing.T) {
 		t.Fatalf("refused complete: %v", err)
 	}
 	emb := &Embedder{Inner: inner, Guard: g}
-	if _, err := emb.Embed(ctx, llm.EmbedRequest{}); !errors.Is(err, ErrExceeded) || inner.calls != 2 {
+	if _, err := emb.Embed(ctx, llm.EmbedRequest{Tier: llm.Tier3}); !errors.Is(err, ErrExceeded) || inner.calls != 2 {
 		t.Fatalf("refused embed: %v", err)
 	}
+	if _, err := emb.Embed(ctx, llm.EmbedRequest{Tier: llm.LocalEmbed}); err != nil || inner.calls != 3 {
+		t.Fatalf("local embeddings must keep working over budget: %v", err)
+	}
+	inner.calls = 2
 	ov := WithOverride(WithKind(ctx, KindInteractive), g.Override("web"))
 	if _, err := cl.Stream(ov, llm.Request{}, func(llm.Event) error { return nil }); err != nil || inner.calls != 3 {
 		t.Fatalf("override: %v", err)

@@ -36,9 +36,11 @@ func (c *Client) Complete(ctx context.Context, req llm.Request) (llm.Response, e
 	return resp, err
 }
 
-// Embedder wraps an llm.Embedder the same way. Wrap remote embedders with
-// it; the built-in local embedder costs nothing and must keep working when
-// a cap is reached (local search degrades gracefully, it does not stop).
+// Embedder wraps an llm.Embedder the same way, except for the local-embed
+// tier: the built-in local embedder costs nothing and must keep working
+// when a cap is reached (local search degrades gracefully, it does not
+// stop). A local-embed tier configured to a remote target is still not
+// checked; caps on it would stop indexing, not spending.
 type Embedder struct {
 	Inner llm.Embedder
 	Guard *Guard
@@ -48,6 +50,9 @@ var _ llm.Embedder = (*Embedder)(nil)
 
 // Embed implements llm.Embedder.
 func (e *Embedder) Embed(ctx context.Context, req llm.EmbedRequest) (llm.EmbedResponse, error) {
+	if req.Tier == llm.LocalEmbed || req.Tier == "" {
+		return e.Inner.Embed(ctx, req)
+	}
 	if err := e.Guard.Check(ctx, Call{Service: req.Service, Action: req.Action}); err != nil {
 		return llm.EmbedResponse{}, err
 	}
