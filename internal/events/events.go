@@ -37,22 +37,28 @@ func (e *Event) JSON() []byte {
 
 // Defaults for NewBus.
 const (
-	DefaultRing   = 4096
-	DefaultBuffer = 512
+	DefaultRing      = 4096
+	DefaultBuffer    = 512
+	DefaultRingBytes = 32 << 20
 )
 
 // Bus fans events out to subscribers.
 type Bus struct {
-	clock  func() time.Time
-	ringN  int
-	bufN   int
-	mu     sync.Mutex // guards the fields below
-	seq    int64
-	ring   []*Event // circular, len ≤ ringN
-	start  int      // index of the oldest event in ring
-	subs   map[*Subscription]struct{}
-	nAppr  int // subscribers that count as approvers
-	closed bool
+	clock func() time.Time
+	ringN int
+	bufN  int
+	mu    sync.Mutex // guards the fields below
+	seq   int64
+	// ring[start:] holds the replayable events, oldest first: at most
+	// ringN of them and at most ringBytes of encoded JSON, so a burst of
+	// large tool results cannot pin unbounded memory.
+	ring      []*Event
+	start     int
+	ringBytes int
+	heldBytes int
+	subs      map[*Subscription]struct{}
+	nAppr     int // subscribers that count as approvers
+	closed    bool
 }
 
 // NewBus returns a bus keeping ring events for replay and buffering buf
@@ -67,7 +73,7 @@ func NewBus(clock func() time.Time, ring, buf int) *Bus {
 	if buf <= 0 {
 		buf = DefaultBuffer
 	}
-	return &Bus{clock: clock, ringN: ring, bufN: buf, subs: map[*Subscription]struct{}{}}
+	return &Bus{clock: clock, ringN: ring, bufN: buf, ringBytes: DefaultRingBytes, subs: map[*Subscription]struct{}{}}
 }
 
 // Publish records an event and offers it to every matching subscriber. It
@@ -81,11 +87,17 @@ func (b *Bus) Publish(typ, chatID string, data any) int64 {
 	b.seq++
 	ev := &Event{Seq: b.seq, Type: typ, TS: b.clock().UTC(), ChatID: chatID, Data: data}
 	ev.JSON() // encode under the lock: Data may be mutated by the caller later
-	if len(b.ring) < b.ringN {
-		b.ring = append(b.ring, ev)
-	} else {
-		b.ring[b.start] = ev
-		b.start = (b.start + 1) % b.ringN
+	b.ring = append(b.ring, ev)
+	b.heldBytes += len(ev.raw)
+	for len(b.ring)-b.start > 1 && (len(b.ring)-b.start > b.ringN || b.heldBytes > b.ringBytes) {
+		b.heldBytes -= len(b.ring[b.start].raw)
+		b.ring[b.start] = nil
+		b.start++
+	}
+	if b.start > len(b.ring)/2 && b.start > 64 {
+		n := copy(b.ring, b.ring[b.start:])
+		clear(b.ring[n:])
+		b.ring, b.start = b.ring[:n], 0
 	}
 	for s := range b.subs {
 		if !s.wants(ev) {
@@ -163,7 +175,7 @@ func (b *Bus) Subscribe(o SubscribeOptions) *Subscription {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	s := &Subscription{ch: make(chan *Event, b.bufN), chatID: o.ChatID, approver: o.Approver, bus: b}
-	if len(b.ring) > 0 {
+	if len(b.ring) > b.start {
 		s.OldestSeq = b.ring[b.start].Seq
 	} else {
 		s.OldestSeq = b.seq + 1
@@ -172,8 +184,7 @@ func (b *Bus) Subscribe(o SubscribeOptions) *Subscription {
 		if o.After+1 < s.OldestSeq {
 			s.Gap = true
 		} else {
-			for i := 0; i < len(b.ring); i++ {
-				ev := b.ring[(b.start+i)%len(b.ring)]
+			for _, ev := range b.ring[b.start:] {
 				if ev.Seq <= o.After || !s.wants(ev) {
 					continue
 				}
