@@ -304,16 +304,16 @@ func (a *Agent) Cancel(chatID string) bool {
 	if cr == nil {
 		return false
 	}
-	any := false
+	found := false
 	if cr.running != nil {
 		cr.running.cancel(errCancelled)
-		any = true
+		found = true
 	}
 	for _, t := range cr.queue {
 		t.cancel(errCancelled)
-		any = true
+		found = true
 	}
-	return any
+	return found
 }
 
 // Running reports whether the chat has a turn running or queued.
