@@ -2,6 +2,10 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -42,11 +46,22 @@ func TestBudgetCapAndOverride(t *testing.T) {
 	if n := len(h.srv.Requests()); n != 0 {
 		t.Fatalf("%d model requests despite the cap", n)
 	}
-	res, err = ag.Run(ctx, h.chatID, "hello again", Options{OverBudget: true})
-	if err != nil {
-		t.Fatal(err)
+	// Over HTTP, as the web UI and `hestia chat --over-budget` send it.
+	mux := http.NewServeMux()
+	ag.Routes(mux)
+	post := func(body string) Result {
+		rec := httptest.NewRecorder()
+		mux.ServeHTTP(rec, httptest.NewRequest("POST", "/api/chats/"+h.chatID+"/messages", strings.NewReader(body)))
+		var res Result
+		if rec.Code != 200 || json.Unmarshal(rec.Body.Bytes(), &res) != nil {
+			t.Fatalf("POST: %d %s", rec.Code, rec.Body)
+		}
+		return res
 	}
-	if !res.OK || res.Text != "over budget but answering" {
-		t.Fatalf("with override: %+v", res)
+	if res := post(`{"text":"again","wait":true}`); res.Error == nil || res.Error.Code != CodeBudgetExceeded {
+		t.Fatalf("without over_budget: %+v", res)
+	}
+	if res := post(`{"text":"hello again","wait":true,"over_budget":true}`); !res.OK || res.Text != "over budget but answering" {
+		t.Fatalf("with over_budget: %+v", res)
 	}
 }

@@ -40,6 +40,7 @@ func runChat(ctx context.Context, env *Env, args []string) error {
 	once := fs.String("once", "", "send one message, print the reply and exit (gated calls are denied)")
 	chatID := fs.String("chat", "", "continue this chat instead of starting a new one")
 	asJSON := fs.Bool("json", false, "with --once: print the turn result as JSON")
+	overBudget := fs.Bool("over-budget", false, "continue past a reached model budget cap ([budget]) for the messages sent")
 	if err := parse(fs, args, 0); err != nil {
 		return err
 	}
@@ -61,16 +62,16 @@ func runChat(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	if *once != "" {
-		return chatOnce(ctx, env, c, id, *once, *asJSON)
+		return chatOnce(ctx, env, c, id, *once, *asJSON, *overBudget)
 	}
-	return chatInteractive(ctx, env, c, id)
+	return chatInteractive(ctx, env, c, id, *overBudget)
 }
 
-func chatOnce(ctx context.Context, env *Env, c *Client, chatID, text string, asJSON bool) error {
+func chatOnce(ctx context.Context, env *Env, c *Client, chatID, text string, asJSON, overBudget bool) error {
 	var res turnResult
 	// Nobody at a one-shot prompt can answer an approval, so gated calls are
 	// denied at once rather than waiting for the timeout.
-	body := map[string]any{"text": text, "wait": true, "approver": "none"}
+	body := map[string]any{"text": text, "wait": true, "approver": "none", "over_budget": overBudget}
 	if err := c.Do(ctx, http.MethodPost, "/api/chats/"+url.PathEscape(chatID)+"/messages", body, &res); err != nil {
 		return err
 	}
@@ -145,7 +146,7 @@ type pendingApproval struct {
 	Choices  []string        `json:"choices"`
 }
 
-func chatInteractive(ctx context.Context, env *Env, c *Client, chatID string) error {
+func chatInteractive(ctx context.Context, env *Env, c *Client, chatID string, overBudget bool) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	req, err := c.Request(ctx, http.MethodGet, "/api/events?chat="+url.QueryEscape(chatID), nil)
@@ -339,7 +340,7 @@ func chatInteractive(ctx context.Context, env *Env, c *Client, chatID string) er
 					fmt.Fprintf(env.Stdout, "  %v\n", err)
 				}
 			default:
-				if err := c.Do(ctx, http.MethodPost, "/api/chats/"+url.PathEscape(chatID)+"/messages", map[string]any{"text": line}, nil); err != nil {
+				if err := c.Do(ctx, http.MethodPost, "/api/chats/"+url.PathEscape(chatID)+"/messages", map[string]any{"text": line, "over_budget": overBudget}, nil); err != nil {
 					fmt.Fprintf(env.Stdout, "  %v\n> ", err)
 				} else {
 					inTurn = true
