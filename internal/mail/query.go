@@ -50,6 +50,8 @@ type Query struct {
 	// Vector, when set, is used instead of embedding Text (benchmarks,
 	// callers that already hold a query vector).
 	Vector []float32 `json:"-"`
+	// NoVectors ranks free text lexically only.
+	NoVectors bool `json:"-"`
 }
 
 // Summary is one search hit: enough to choose what to read.
@@ -189,56 +191,70 @@ func (s *Store) Search(ctx context.Context, q Query) (Result, error) {
 		return Result{}, err
 	}
 	res := Result{Page: Page{Offset: q.Offset, Limit: q.Limit}}
-	var ranked []int64
+	var ranked []hit
 	if strings.TrimSpace(q.Text) == "" {
 		res.Mode = "browse"
 		order := "m.date DESC, m.id DESC"
 		if q.Sort == "size" {
 			order = "m.size DESC, m.id DESC"
 		}
-		ranked, err = s.ids(ctx, `SELECT m.id FROM messages m WHERE `+f.sql()+` ORDER BY `+order+` LIMIT ?`, append(f.args, browsePool)...)
+		pool := browsePool
+		if q.PerMessage {
+			pool = min(pool, q.Offset+q.Limit+1) // nothing to collapse
+		}
+		ranked, err = s.hits(ctx, `SELECT m.id, coalesce(m.thread_id, 0) FROM messages m WHERE `+f.sql()+` ORDER BY `+order+` LIMIT ?`, append(f.args, pool)...)
 		if err != nil {
 			return Result{}, err
 		}
 	} else {
-		lex, err := s.lexical(ctx, q.Text, f)
+		lex, err := s.lexical(ctx, q.Text, f, q.Offset+q.Limit)
 		if err != nil {
 			return Result{}, err
 		}
 		res.Mode = "lexical"
-		vec, why := s.vectorCandidates(ctx, q, f)
-		if why != "" {
+		var vec []int64
+		if !q.NoVectors {
+			var why string
+			vec, why = s.vectorCandidates(ctx, q, f)
 			res.Degraded = why
 		}
 		if len(vec) > 0 {
 			res.Mode = "hybrid"
 		}
+		var ids []int64
 		for _, h := range search.RRF(search.K, lex, vec) {
-			ranked = append(ranked, h.ID)
+			ids = append(ids, h.ID)
 		}
-	}
-	sums, err := s.summaries(ctx, ranked)
-	if err != nil {
-		return Result{}, err
+		if ranked, err = s.threadsOf(ctx, ids); err != nil {
+			return Result{}, err
+		}
 	}
 	if !q.PerMessage {
 		seen := map[int64]bool{}
-		kept := sums[:0]
-		for _, m := range sums {
-			if m.ThreadID != 0 && seen[m.ThreadID] {
+		kept := ranked[:0]
+		for _, h := range ranked {
+			if h.thread != 0 && seen[h.thread] {
 				continue
 			}
-			seen[m.ThreadID] = true
-			kept = append(kept, m)
+			seen[h.thread] = true
+			kept = append(kept, h)
 		}
-		sums = kept
+		ranked = kept
 	}
-	if q.Offset < len(sums) {
-		end := min(len(sums), q.Offset+q.Limit)
-		res.Messages = sums[q.Offset:end]
-		if end < len(sums) {
+	var page []int64
+	if q.Offset < len(ranked) {
+		end := min(len(ranked), q.Offset+q.Limit)
+		for _, h := range ranked[q.Offset:end] {
+			page = append(page, h.id)
+		}
+		if end < len(ranked) {
 			res.Page.Next = end
 		}
+	}
+	// Rows and bodies only for the page: the ranked pool may hold hundreds.
+	res.Messages, err = s.summaries(ctx, page, true)
+	if err != nil {
+		return Result{}, err
 	}
 	if res.Messages == nil {
 		res.Messages = []Summary{}
@@ -255,9 +271,10 @@ func (s *Store) Search(ctx context.Context, q Query) (Result, error) {
 }
 
 // lexical returns up to lexicalPool FTS5 hits ranked by BM25. All words are
-// required first; if that finds fewer than a pool, any-word hits follow, so
-// a natural-language request still finds the message.
-func (s *Store) lexical(ctx context.Context, text string, f *filter) ([]int64, error) {
+// required first; if that does not fill the requested page (want rows),
+// any-word hits follow, so a natural-language request still finds the
+// message.
+func (s *Store) lexical(ctx context.Context, text string, f *filter, want int) ([]int64, error) {
 	q := `SELECT m.id FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid
 		WHERE messages_fts MATCH ? AND ` + f.sql() + ` ORDER BY messages_fts.rank LIMIT ?`
 	all := search.MatchAll(text)
@@ -268,7 +285,7 @@ func (s *Store) lexical(ctx context.Context, text string, f *filter) ([]int64, e
 	if err != nil {
 		return nil, err
 	}
-	if len(ids) < lexicalPool && len(search.Terms(text)) > 1 {
+	if len(ids) < want && len(search.Terms(text)) > 1 {
 		more, err := s.ids(ctx, q, append(append([]any{search.MatchAny(text)}, f.args...), lexicalPool)...)
 		if err != nil {
 			return nil, err
@@ -284,6 +301,52 @@ func (s *Store) lexical(ctx context.Context, text string, f *filter) ([]int64, e
 		}
 	}
 	return ids, nil
+}
+
+// hit is a ranked message with its thread, for collapsing.
+type hit struct{ id, thread int64 }
+
+func (s *Store) hits(ctx context.Context, query string, args ...any) ([]hit, error) {
+	rows, err := s.db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("searching mail: %w", err)
+	}
+	defer rows.Close()
+	var out []hit
+	for rows.Next() {
+		var h hit
+		if err := rows.Scan(&h.id, &h.thread); err != nil {
+			return nil, fmt.Errorf("searching mail: %w", err)
+		}
+		out = append(out, h)
+	}
+	return out, rows.Err()
+}
+
+// threadsOf pairs ranked ids with their threads, keeping the order.
+func (s *Store) threadsOf(ctx context.Context, ids []int64) ([]hit, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
+	}
+	found, err := s.hits(ctx, `SELECT id, coalesce(thread_id, 0) FROM messages WHERE id IN (`+placeholders(len(ids))+`)`, args...)
+	if err != nil {
+		return nil, err
+	}
+	thread := make(map[int64]int64, len(found))
+	for _, h := range found {
+		thread[h.id] = h.thread
+	}
+	out := make([]hit, 0, len(ids))
+	for _, id := range ids {
+		if t, ok := thread[id]; ok {
+			out = append(out, hit{id, t})
+		}
+	}
+	return out, nil
 }
 
 func (s *Store) ids(ctx context.Context, query string, args ...any) ([]int64, error) {
@@ -303,9 +366,9 @@ func (s *Store) ids(ctx context.Context, query string, args ...any) ([]int64, er
 	return out, rows.Err()
 }
 
-// summaries loads rows for ids, preserving their order. The snippet field
-// temporarily carries the start of the body for snippet().
-func (s *Store) summaries(ctx context.Context, ids []int64) ([]Summary, error) {
+// summaries loads rows for ids, preserving their order. With withBody the
+// snippet field carries the start of the body for snippet().
+func (s *Store) summaries(ctx context.Context, ids []int64, withBody bool) ([]Summary, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
@@ -314,9 +377,9 @@ func (s *Store) summaries(ctx context.Context, ids []int64) ([]Summary, error) {
 		args[i] = id
 	}
 	rows, err := s.db.QueryContext(ctx, `SELECT m.id, coalesce(m.thread_id, 0), m.subject, m.from_addr, m.date, a.name, coalesce(b.name, ''),
-		substr(m.body, 1, 4000), m.seen, m.has_attachments, m.size
+		CASE WHEN ? THEN substr(m.body, 1, 4000) ELSE '' END, m.seen, m.has_attachments, m.size
 		FROM messages m JOIN accounts a ON a.id = m.account_id LEFT JOIN mailboxes b ON b.id = m.mailbox_id
-		WHERE m.id IN (`+placeholders(len(ids))+`)`, args...)
+		WHERE m.id IN (`+placeholders(len(ids))+`)`, append([]any{withBody}, args...)...)
 	if err != nil {
 		return nil, fmt.Errorf("loading results: %w", err)
 	}
@@ -520,7 +583,7 @@ func (s *Store) Thread(ctx context.Context, id int64, offset, limit, snippetChar
 		ids = ids[:limit]
 		tp.Page.Next = offset + limit
 	}
-	tp.Messages, err = s.summaries(ctx, ids)
+	tp.Messages, err = s.summaries(ctx, ids, true)
 	if err != nil {
 		return tp, err
 	}

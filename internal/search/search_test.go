@@ -166,3 +166,67 @@ func TestIndexMatchesBruteForce(t *testing.T) {
 		}
 	}
 }
+
+func TestQuantisedScoresCloseToExact(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewSource(7))
+	x := NewIndex(64)
+	vecs := make([][]float32, 100)
+	for i := range vecs {
+		v := make([]float32, 64)
+		for j := range v {
+			v[j] = r.Float32()*2 - 1
+		}
+		vecs[i] = Normalize(v)
+		x.Put(int64(i), v)
+	}
+	q := vecs[3]
+	hits, _ := x.Search(q, 100, nil)
+	for _, h := range hits {
+		var exact float32
+		for j := range q {
+			exact += q[j] * vecs[h.ID][j]
+		}
+		if d := h.Score - exact; d > 0.02 || d < -0.02 {
+			t.Fatalf("id %d: score %v, exact %v", h.ID, h.Score, exact)
+		}
+	}
+}
+
+func TestParallelSearchMatchesSerial(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewSource(9))
+	x := NewIndex(16)
+	for i := 0; i < parallelFrom+500; i++ {
+		v := make([]float32, 16)
+		for j := range v {
+			v[j] = r.Float32()*2 - 1
+		}
+		x.Put(int64(i), v)
+	}
+	q := make([]float32, 16)
+	for j := range q {
+		q[j] = r.Float32()
+	}
+	par, _ := x.Search(q, 20, nil)
+	// Brute-force reference over the same quantised data, single-threaded.
+	ref := &topK{k: 20}
+	qn := Normalize(append([]float32(nil), q...))
+	qq := make([]int8, 16)
+	qs := quantize(qn, qq)
+	for i, id := range x.ids {
+		ref.push(Hit{ID: id, Score: float32(dot(qq, x.data[i*16:(i+1)*16])) * x.scales[i] * qs})
+	}
+	if len(par) != 20 {
+		t.Fatalf("got %d hits", len(par))
+	}
+	want := map[int64]bool{}
+	for _, h := range ref.h {
+		want[h.ID] = true
+	}
+	for _, h := range par {
+		if !want[h.ID] {
+			t.Errorf("hit %d not in the serial top 20", h.ID)
+		}
+	}
+}

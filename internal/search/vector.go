@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"sort"
 	"sync"
 )
@@ -50,16 +51,20 @@ func Normalize(v []float32) []float32 {
 	return v
 }
 
-// Index is an exact (brute-force) cosine index over unit vectors held in
-// one contiguous slice. At the sizes a personal archive reaches (10⁵
-// vectors of a few hundred dimensions) a flat scan takes milliseconds and
-// needs no native extension. mu guards every field.
+// Index is a brute-force cosine index over unit vectors quantised to int8
+// with one scale per vector, held in one contiguous slice. At the sizes a
+// personal archive reaches (10⁵ vectors of a few hundred dimensions) a
+// flat scan takes milliseconds, needs no native extension, and int8 keeps
+// 100k×384 vectors in 37 MiB instead of 147 MiB; the quantisation error
+// (under 0.4% of a component) does not change which messages are near.
+// mu guards every field.
 type Index struct {
-	mu   sync.RWMutex
-	dim  int
-	ids  []int64
-	pos  map[int64]int
-	data []float32
+	mu     sync.RWMutex
+	dim    int
+	ids    []int64
+	pos    map[int64]int
+	data   []int8
+	scales []float32
 }
 
 // NewIndex returns an empty index for vectors of length dim.
@@ -75,21 +80,48 @@ func (x *Index) Len() int {
 	return len(x.ids)
 }
 
+func quantize(v []float32, out []int8) float32 {
+	var m float32
+	for _, f := range v {
+		if f < 0 {
+			f = -f
+		}
+		if f > m {
+			m = f
+		}
+	}
+	if m == 0 {
+		for i := range out {
+			out[i] = 0
+		}
+		return 0
+	}
+	k := 127 / m
+	for i, f := range v {
+		out[i] = int8(math.Round(float64(f * k)))
+	}
+	return m / 127
+}
+
 // Put adds or replaces the vector of id; v is normalised on the way in.
 func (x *Index) Put(id int64, v []float32) error {
 	if len(v) != x.dim {
 		return fmt.Errorf("vector for %d has dimension %d, index has %d", id, len(v), x.dim)
 	}
 	c := Normalize(append([]float32(nil), v...))
+	q := make([]int8, x.dim)
+	scale := quantize(c, q)
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if p, ok := x.pos[id]; ok {
-		copy(x.data[p*x.dim:], c)
+		copy(x.data[p*x.dim:], q)
+		x.scales[p] = scale
 		return nil
 	}
 	x.pos[id] = len(x.ids)
 	x.ids = append(x.ids, id)
-	x.data = append(x.data, c...)
+	x.data = append(x.data, q...)
+	x.scales = append(x.scales, scale)
 	return nil
 }
 
@@ -104,10 +136,12 @@ func (x *Index) Delete(id int64) {
 	last := len(x.ids) - 1
 	if p != last {
 		x.ids[p] = x.ids[last]
+		x.scales[p] = x.scales[last]
 		copy(x.data[p*x.dim:(p+1)*x.dim], x.data[last*x.dim:])
 		x.pos[x.ids[p]] = p
 	}
 	x.ids = x.ids[:last]
+	x.scales = x.scales[:last]
 	x.data = x.data[:last*x.dim]
 	delete(x.pos, id)
 }
@@ -118,8 +152,80 @@ type Hit struct {
 	Score float32 // cosine similarity, higher is closer
 }
 
+// dot is the inner loop: an int8·int8 product accumulated in int32,
+// unrolled by eight (the compiler does not vectorise; integer multiply-add
+// avoids a float conversion per component).
+func dot(q, row []int8) int32 {
+	var s0, s1, s2, s3 int32
+	n := len(row) &^ 7
+	q = q[:len(row)]
+	for j := 0; j < n; j += 8 {
+		r := row[j : j+8 : j+8]
+		qq := q[j : j+8 : j+8]
+		s0 += int32(qq[0])*int32(r[0]) + int32(qq[4])*int32(r[4])
+		s1 += int32(qq[1])*int32(r[1]) + int32(qq[5])*int32(r[5])
+		s2 += int32(qq[2])*int32(r[2]) + int32(qq[6])*int32(r[6])
+		s3 += int32(qq[3])*int32(r[3]) + int32(qq[7])*int32(r[7])
+	}
+	for j := n; j < len(row); j++ {
+		s0 += int32(q[j]) * int32(row[j])
+	}
+	return s0 + s1 + s2 + s3
+}
+
+// topK keeps the k best hits in a min-heap (worst at the root).
+type topK struct {
+	k int
+	h []Hit
+}
+
+func (t *topK) worst() float32 {
+	if len(t.h) < t.k {
+		return float32(math.Inf(-1))
+	}
+	return t.h[0].Score
+}
+
+func (t *topK) push(h Hit) {
+	if len(t.h) < t.k {
+		t.h = append(t.h, h)
+		for i := len(t.h) - 1; i > 0; {
+			p := (i - 1) / 2
+			if t.h[p].Score <= t.h[i].Score {
+				break
+			}
+			t.h[p], t.h[i] = t.h[i], t.h[p]
+			i = p
+		}
+		return
+	}
+	if h.Score <= t.h[0].Score {
+		return
+	}
+	t.h[0] = h
+	for i := 0; ; {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < len(t.h) && t.h[l].Score < t.h[m].Score {
+			m = l
+		}
+		if r < len(t.h) && t.h[r].Score < t.h[m].Score {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		t.h[m], t.h[i] = t.h[i], t.h[m]
+		i = m
+	}
+}
+
+// parallelFrom is the index size from which a search splits the scan
+// across cores.
+const parallelFrom = 20000
+
 // Search returns up to k ids closest to q, best first. keep, when not nil,
-// filters candidates during the scan so a filter never empties the top k.
+// filters candidates during the scan so a filter never empties the top k;
+// it must be safe for concurrent calls.
 func (x *Index) Search(q []float32, k int, keep func(int64) bool) ([]Hit, error) {
 	if len(q) != x.dim {
 		return nil, fmt.Errorf("query vector has dimension %d, index has %d", len(q), x.dim)
@@ -128,32 +234,50 @@ func (x *Index) Search(q []float32, k int, keep func(int64) bool) ([]Hit, error)
 		return nil, nil
 	}
 	qn := Normalize(append([]float32(nil), q...))
+	qq := make([]int8, x.dim)
+	qscale := quantize(qn, qq)
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	top := make([]Hit, 0, k+1)
-	minScore := float32(math.Inf(-1))
-	for i, id := range x.ids {
-		row := x.data[i*x.dim : (i+1)*x.dim]
-		var s float32
-		for j, f := range row {
-			s += f * qn[j]
+	scan := func(from, to int) *topK {
+		t := &topK{k: k, h: make([]Hit, 0, k)}
+		for i := from; i < to; i++ {
+			s := float32(dot(qq, x.data[i*x.dim:(i+1)*x.dim])) * x.scales[i] * qscale
+			if s <= t.worst() {
+				continue
+			}
+			if keep != nil && !keep(x.ids[i]) {
+				continue
+			}
+			t.push(Hit{ID: x.ids[i], Score: s})
 		}
-		if len(top) == k && s <= minScore {
-			continue
-		}
-		if keep != nil && !keep(id) {
-			continue
-		}
-		top = append(top, Hit{ID: id, Score: s})
-		if len(top) > k {
-			sort.Slice(top, func(a, b int) bool { return top[a].Score > top[b].Score })
-			top = top[:k]
-			minScore = top[k-1].Score
-		} else if len(top) == k {
-			sort.Slice(top, func(a, b int) bool { return top[a].Score > top[b].Score })
-			minScore = top[k-1].Score
+		return t
+	}
+	n := len(x.ids)
+	parts := 1
+	if n >= parallelFrom {
+		parts = min(runtime.GOMAXPROCS(0), 8)
+	}
+	results := make([]*topK, parts)
+	var wg sync.WaitGroup
+	for p := 0; p < parts; p++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[p] = scan(n*p/parts, n*(p+1)/parts)
+		}()
+	}
+	wg.Wait()
+	all := &topK{k: k}
+	for _, r := range results {
+		for _, h := range r.h {
+			all.push(h)
 		}
 	}
-	sort.Slice(top, func(a, b int) bool { return top[a].Score > top[b].Score })
-	return top, nil
+	sort.Slice(all.h, func(a, b int) bool {
+		if all.h[a].Score != all.h[b].Score {
+			return all.h[a].Score > all.h[b].Score
+		}
+		return all.h[a].ID < all.h[b].ID
+	})
+	return all.h, nil
 }

@@ -120,8 +120,8 @@ func TestMailBench(t *testing.T) {
 		name string
 		q    mail.Query
 	}{
-		{"lexical", mail.Query{Text: "invoice renewal"}},
-		{"lexical-rare", mail.Query{Text: "photovoltaic certification"}},
+		{"lexical", mail.Query{Text: "invoice renewal", NoVectors: true}},
+		{"lexical-rare", mail.Query{Text: "photovoltaic certification", NoVectors: true}},
 		{"substring", mail.Query{Body: "ertificatio"}},
 		{"substring-from", mail.Query{From: "marco.ross"}},
 		{"absent-substring", mail.Query{Subject: "zqxjvw"}},
