@@ -2,19 +2,24 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
+	"time"
 
 	"github.com/hestia-dev/hestia/internal/audit"
 	"github.com/hestia-dev/hestia/internal/doctor"
 	"github.com/hestia-dev/hestia/internal/store"
 )
 
-// VerifyAudit walks the whole audit hash chain of this home without
-// creating or migrating the database. ok is false with a nil error when the
-// chain is broken; a missing audit database is reported as fs.ErrNotExist.
+// VerifyAudit walks the audit hash chain of this home (the newest tail
+// rows; all when tail <= 0) without creating or migrating the database, and
+// checks the anchor the daemon keeps outside it (AuditAnchorFile). ok is
+// false with a nil error when the chain or the anchor is broken; a missing
+// audit database is reported as fs.ErrNotExist.
 func (a *App) VerifyAudit(ctx context.Context, tail int) (audit.VerifyResult, error) {
 	path := a.Paths.DB(audit.Schema.Name)
 	if _, err := os.Stat(path); err != nil {
@@ -26,7 +31,71 @@ func (a *App) VerifyAudit(ctx context.Context, tail int) (audit.VerifyResult, er
 	}
 	defer sqldb.Close()
 	l := audit.New(&store.DB{DB: sqldb, Name: audit.Schema.Name, Path: path}, a.Now, a.Log)
-	return l.VerifyTail(ctx, tail)
+	res, err := l.VerifyTail(ctx, tail)
+	if err != nil || !res.OK {
+		return res, err
+	}
+	anchor, ok, err := readAnchor(a.AuditAnchorFile())
+	if err != nil || !ok {
+		return res, err
+	}
+	if err := l.CheckAnchor(ctx, anchor); errors.Is(err, audit.ErrAnchor) {
+		res.OK, res.FirstBad, res.Problem = false, anchor.ID, err.Error()
+	} else if err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// AuditAnchorFile holds the newest audit row's id and hash, written by the
+// daemon as rows are added. Delete it (or run `hestia audit verify
+// --reanchor`) to accept the trail as it is now.
+func (a *App) AuditAnchorFile() string { return filepath.Join(a.Paths.Data, "audit-anchor.json") }
+
+func readAnchor(path string) (audit.Anchor, bool, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return audit.Anchor{}, false, nil
+	}
+	if err != nil {
+		return audit.Anchor{}, false, fmt.Errorf("reading the audit anchor: %w", err)
+	}
+	var an audit.Anchor
+	if err := json.Unmarshal(b, &an); err != nil {
+		return audit.Anchor{}, false, fmt.Errorf("reading the audit anchor %s: %w", path, err)
+	}
+	return an, true, nil
+}
+
+func writeAnchor(path string, an audit.Anchor) error {
+	b, err := json.Marshal(an)
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return fmt.Errorf("writing the audit anchor: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("writing the audit anchor: %w", err)
+	}
+	return nil
+}
+
+// Reanchor records the audit trail's current newest row as its anchor.
+func (a *App) Reanchor(ctx context.Context) (audit.Anchor, error) {
+	path := a.Paths.DB(audit.Schema.Name)
+	sqldb, err := store.OpenExisting(ctx, path)
+	if err != nil {
+		return audit.Anchor{}, err
+	}
+	defer sqldb.Close()
+	an, err := audit.New(&store.DB{DB: sqldb, Name: audit.Schema.Name, Path: path}, a.Now, a.Log).Head(ctx)
+	if err != nil {
+		return audit.Anchor{}, err
+	}
+	an.At = a.Now().UTC()
+	return an, writeAnchor(a.AuditAnchorFile(), an)
 }
 
 // auditChainCheck is the doctor and system-page check of the whole chain.
@@ -65,5 +134,48 @@ func (a *App) initAuditTail(ctx context.Context) error {
 		detail = fmt.Sprintf("newest %d events verified at start", res.Count)
 	}
 	a.AddCheck(doctor.Check{Name: "audit.chain_at_start", Run: func(context.Context) (doctor.Status, string) { return status, detail }})
+	if status == doctor.Fail {
+		// Keep the anchor as evidence; moving it forward would hide the
+		// break. The user accepts the trail with audit verify --reanchor.
+		return nil
+	}
+	a.AddWorker("audit-anchor", a.keepAuditAnchor)
 	return nil
+}
+
+// keepAuditAnchor moves the anchor to the newest row every half minute and
+// once more at shutdown.
+func (a *App) keepAuditAnchor(ctx context.Context) error {
+	t := time.NewTicker(30 * time.Second)
+	defer t.Stop()
+	var last audit.Anchor
+	update := func(ctx context.Context) {
+		path := a.Paths.DB(audit.Schema.Name)
+		sqldb, err := store.OpenExisting(ctx, path)
+		if err != nil {
+			a.Log.Warn("audit anchor: opening the audit store", "err", err)
+			return
+		}
+		defer sqldb.Close()
+		an, err := audit.New(&store.DB{DB: sqldb, Name: audit.Schema.Name, Path: path}, a.Now, a.Log).Head(ctx)
+		if err != nil || an.ID == last.ID {
+			return
+		}
+		an.At = a.Now().UTC()
+		if err := writeAnchor(a.AuditAnchorFile(), an); err != nil {
+			a.Log.Warn("audit anchor", "err", err)
+			return
+		}
+		last = an
+	}
+	update(ctx)
+	for {
+		select {
+		case <-ctx.Done():
+			update(context.WithoutCancel(ctx))
+			return nil
+		case <-t.C:
+			update(ctx)
+		}
+	}
 }

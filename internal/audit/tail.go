@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // DefaultTail is how many of the newest rows the daemon verifies at start.
@@ -59,4 +60,47 @@ func (l *Log) VerifyTail(ctx context.Context, n int) (VerifyResult, error) {
 		prev = e.Hash
 	}
 	return res, nil
+}
+
+// Anchor is the newest row at some moment. Kept outside the database (the
+// daemon writes it to a file as rows are added), it catches what a keyless
+// chain cannot: the newest rows deleted, or the whole chain recomputed.
+type Anchor struct {
+	ID   int64     `json:"id"`
+	Hash string    `json:"hash"`
+	At   time.Time `json:"at"`
+}
+
+// Head returns the anchor of the newest row (zero ID when empty).
+func (l *Log) Head(ctx context.Context) (Anchor, error) {
+	var a Anchor
+	err := l.db.QueryRowContext(ctx, `SELECT id, hash FROM events ORDER BY id DESC LIMIT 1`).Scan(&a.ID, &a.Hash)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Anchor{}, nil
+	}
+	if err != nil {
+		return Anchor{}, fmt.Errorf("reading the newest audit event: %w", err)
+	}
+	return a, nil
+}
+
+// ErrAnchor is wrapped when the database no longer holds an anchored row.
+var ErrAnchor = errors.New("audit trail does not match its anchor")
+
+// CheckAnchor reports whether the anchored row is still there, unchanged.
+func (l *Log) CheckAnchor(ctx context.Context, a Anchor) error {
+	if a.ID == 0 {
+		return nil
+	}
+	var hash string
+	err := l.db.QueryRowContext(ctx, `SELECT hash FROM events WHERE id = ?`, a.ID).Scan(&hash)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return fmt.Errorf("%w: event %d (anchored %s) is gone: the newest events were deleted", ErrAnchor, a.ID, a.At.Format(time.RFC3339))
+	case err != nil:
+		return fmt.Errorf("reading audit event %d: %w", a.ID, err)
+	case hash != a.Hash:
+		return fmt.Errorf("%w: event %d has a different hash than anchored %s: the chain was rewritten", ErrAnchor, a.ID, a.At.Format(time.RFC3339))
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package audit
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -94,5 +95,46 @@ func TestRedactedBeforeHashing(t *testing.T) {
 	}
 	if res, _ := l.Verify(context.Background()); !res.OK {
 		t.Fatalf("chain over redacted rows: %+v", res)
+	}
+}
+
+func TestAnchor(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	l, db := chainLog(t, 6)
+	a, err := l.Head(ctx)
+	if err != nil || a.ID != 6 || len(a.Hash) != 64 {
+		t.Fatalf("head %+v %v", a, err)
+	}
+	if err := l.CheckAnchor(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append(ctx, Entry{Type: "test", Summary: "later"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.CheckAnchor(ctx, a); err != nil {
+		t.Fatalf("new rows after the anchor are fine: %v", err)
+	}
+	// Deleting the newest rows leaves a valid chain, but not the anchor.
+	if _, err := db.ExecContext(ctx, `DELETE FROM events WHERE id >= 6`); err != nil {
+		t.Fatal(err)
+	}
+	if res, _ := l.Verify(ctx); !res.OK {
+		t.Fatalf("a truncated chain still verifies on its own: %+v", res)
+	}
+	if err := l.CheckAnchor(ctx, a); !errors.Is(err, ErrAnchor) || !strings.Contains(err.Error(), "deleted") {
+		t.Fatalf("truncation: %v", err)
+	}
+	// Rewriting a row and recomputing its hash is caught too.
+	b, _ := l.Head(ctx)
+	if _, err := db.ExecContext(ctx, `UPDATE events SET hash = 'x' WHERE id = ?`, b.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.CheckAnchor(ctx, b); !errors.Is(err, ErrAnchor) || !strings.Contains(err.Error(), "rewritten") {
+		t.Fatalf("rewrite: %v", err)
+	}
+	empty, _ := chainLog(t, 0)
+	if a, err := empty.Head(ctx); err != nil || a.ID != 0 || empty.CheckAnchor(ctx, a) != nil {
+		t.Fatalf("empty: %+v %v", a, err)
 	}
 }

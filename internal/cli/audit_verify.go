@@ -18,6 +18,7 @@ func runAuditVerify(ctx context.Context, env *Env, args []string) error {
 	flags := env.flags("audit verify")
 	asJSON := flags.Bool("json", false, "print the result as JSON")
 	tail := flags.Int("tail", 0, "verify only the newest N events (0: all)")
+	reanchor := flags.Bool("reanchor", false, "accept the trail as it is now: record its newest event as the anchor")
 	if err := parse(flags, args, 0); err != nil {
 		return err
 	}
@@ -52,6 +53,16 @@ func runAuditVerify(ctx context.Context, env *Env, args []string) error {
 		default:
 			fmt.Fprintf(env.Stdout, "BROKEN at event %d: %s\n%d events checked in %s\n", res.FirstBad, res.Problem, res.Count, path)
 		}
+	}
+	if *reanchor && !missing {
+		an, err := a.Reanchor(ctx)
+		if err != nil {
+			return err
+		}
+		if !*asJSON {
+			fmt.Fprintf(env.Stdout, "anchored at event %d\n", an.ID)
+		}
+		return nil
 	}
 	if !missing && !res.OK {
 		return exitError{1}
