@@ -114,7 +114,7 @@ func (a *Agent) execute(st *turnState, ps []*prepared) []*callResult {
 				sem <- struct{}{}
 				defer func() { <-sem }()
 				if context.Cause(st.ctx) != nil {
-					out[i] = a.skipped(p)
+					out[i] = a.skipped(st, p)
 					return
 				}
 				out[i] = a.runAllowed(st, p, p.dispatched, DecAllowed, "policy", "")
@@ -125,7 +125,7 @@ func (a *Agent) execute(st *turnState, ps []*prepared) []*callResult {
 	}
 	for i, p := range ps {
 		if context.Cause(st.ctx) != nil {
-			out[i] = a.skipped(p)
+			out[i] = a.skipped(st, p)
 			continue
 		}
 		out[i] = a.authorizeAndRun(st, p)
@@ -133,7 +133,8 @@ func (a *Agent) execute(st *turnState, ps []*prepared) []*callResult {
 	return out
 }
 
-func (a *Agent) skipped(p *prepared) *callResult {
+func (a *Agent) skipped(st *turnState, p *prepared) *callResult {
+	a.publish("tool.finished", st.t.ChatID, map[string]any{"turn_id": st.t.ID, "call_id": p.id, "tool": p.name, "decision": DecSkipped, "status": StatusNotRun, "error": "", "duration_ms": 0, "output": ""})
 	return &callResult{id: p.id, name: p.name, modelContent: fmt.Sprintf("NOT done: %s was skipped because the turn was interrupted before it ran.", p.name),
 		run: chat.ToolRun{Input: inputOf(p), Decision: DecSkipped, Policy: string(p.checked.Result.Decision), Status: StatusNotRun}}
 }
@@ -204,7 +205,7 @@ func (a *Agent) authorizeAndRun(st *turnState, p *prepared) *callResult {
 	case approval.NoApprover:
 		return a.refused(st, p, DecNoApprover, fmt.Sprintf("NOT done: %s needs the user's approval and nobody is attached who could give it, so it was denied. Tell the user what you wanted to do so they can do it from the app.", p.name), "")
 	default: // cancelled with the turn
-		return a.skipped(p)
+		return a.skipped(st, p)
 	}
 }
 
