@@ -44,6 +44,10 @@ const (
 
 // Bus fans events out to subscribers.
 type Bus struct {
+	// Heartbeat overrides the SSE keep-alive interval (tests); 0 means
+	// the package default. Set before serving.
+	Heartbeat time.Duration
+
 	clock func() time.Time
 	ringN int
 	bufN  int

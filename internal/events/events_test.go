@@ -212,3 +212,28 @@ func TestRingBoundedByBytes(t *testing.T) {
 		prev = ev.Seq
 	}
 }
+
+func TestSSEHeartbeat(t *testing.T) {
+	t.Parallel()
+	b := NewBus(nil, 0, 0)
+	b.Heartbeat = 20 * time.Millisecond
+	mux := http.NewServeMux()
+	b.Routes(mux)
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL+"/api/events", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if sc.Text() == ": ping" {
+			return
+		}
+	}
+	t.Fatal("no heartbeat")
+}

@@ -70,7 +70,11 @@ func (b *Bus) serveSSE(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	tick := time.NewTicker(Heartbeat)
+	hb := b.Heartbeat
+	if hb <= 0 {
+		hb = Heartbeat
+	}
+	tick := time.NewTicker(hb)
 	defer tick.Stop()
 	for {
 		select {
