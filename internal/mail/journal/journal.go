@@ -415,7 +415,7 @@ func (j *Journal) list(ctx context.Context, where string, args ...any) ([]Op, er
 		return nil, fmt.Errorf("listing mail operations: %w", err)
 	}
 	defer rows.Close()
-	var out []Op
+	out := []Op{}
 	for rows.Next() {
 		var op Op
 		var draft string
