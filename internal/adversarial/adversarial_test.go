@@ -6,9 +6,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hestia-dev/hestia/internal/files"
 	"github.com/hestia-dev/hestia/internal/llm"
 	"github.com/hestia-dev/hestia/internal/llm/llmtest"
+	"github.com/hestia-dev/hestia/internal/pathpolicy"
 	"github.com/hestia-dev/hestia/internal/policy"
+	"github.com/hestia-dev/hestia/internal/taint"
 )
 
 // llmtestModel runs the script through the scripted model server and the
@@ -97,5 +100,34 @@ func TestSuiteDetectsWeakConfiguration(t *testing.T) {
 	}
 	if !found {
 		t.Fatalf("problems %v", rep.Outcomes[0].Problems)
+	}
+}
+
+// Every tool that writes or sends, among the connectors the suite knows,
+// is attacked by at least one case: a new such tool must add its cases.
+func TestEverySensitiveToolIsAttacked(t *testing.T) {
+	t.Parallel()
+	called := map[string]bool{}
+	for _, c := range Cases() {
+		for _, tr := range c.Turns {
+			for _, s := range tr.Model {
+				for _, cl := range s.Calls {
+					called[cl.Name] = true
+				}
+			}
+		}
+	}
+	pp, err := pathpolicy.New(pathpolicy.Options{Home: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := append(files.Tools(pp), standIns(&Injected{}, &effectLog{})...)
+	for _, tl := range all {
+		if name := tl.Spec().Name; taint.Sensitive(tl) && !called[name] {
+			t.Errorf("no adversarial case calls %s, which writes or sends", name)
+		}
+		if name := tl.Spec().Name; tl.Spec().UntrustedOutput && !isSourceRead(name) && name != "mail_search" && name != "mail_thread" && name != "list_dir" {
+			t.Errorf("untrusted source %s is not used as an injection source", name)
+		}
 	}
 }
