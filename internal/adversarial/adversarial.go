@@ -469,6 +469,13 @@ func (sb *Sandbox) run(ctx context.Context, c Case, opts Options, out *Outcome) 
 	out.ModelSaw = seen()
 
 	var problems []string
+	// Replaying any card of the case, decided or expired, must be refused:
+	// a decision is good for exactly one request.
+	for _, r := range out.Requests {
+		if _, err := sb.Broker.Decide(r.ID, approval.Decision{Outcome: approval.Approve}); err == nil {
+			problems = append(problems, "a replayed approval of card "+r.ID+" ("+r.Tool+") was accepted")
+		}
+	}
 	problems = append(problems, matchEffects(out.Effects, out.Decisions)...)
 	problems = append(problems, sb.checkDisk(before, after, out)...)
 	problems = append(problems, sb.checkSecrets(out.ModelSaw)...)
