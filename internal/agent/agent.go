@@ -157,6 +157,9 @@ const (
 type ErrorInfo struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
+	// Retryable says resending the same message may succeed (a network
+	// failure, a rate limit), so a client can offer "retry".
+	Retryable bool `json:"retryable,omitempty"`
 }
 
 // Result is the outcome of one turn.

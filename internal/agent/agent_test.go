@@ -443,10 +443,13 @@ func TestPreflightBudgetReduces(t *testing.T) {
 
 func TestModelErrorIsStructured(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, harnessOpts{}, llmtest.Fail(401, `{"error":{"message":"bad key"}}`))
+	h := newHarness(t, harnessOpts{}, llmtest.Fail(401, `{"error":{"message":"bad key"}}`), llmtest.Fail(500, `{"error":{"message":"boom"}}`))
 	res := h.run("hi", Options{})
-	if res.OK || res.Aborted || res.Error == nil || res.Error.Code != CodeModelUnavailable {
+	if res.OK || res.Aborted || res.Error == nil || res.Error.Code != CodeModelUnavailable || res.Error.Retryable {
 		t.Fatalf("res = %+v", res)
+	}
+	if res := h.run("again", Options{}); res.OK || res.Error == nil || !res.Error.Retryable {
+		t.Fatalf("server error: %+v", res.Error)
 	}
 }
 

@@ -200,6 +200,10 @@ func (a *Agent) modelFailed(res Result, err error) Result {
 	default:
 		res.Error = &ErrorInfo{Code: CodeModelError, Message: msg}
 	}
+	switch code {
+	case llm.CodeNetwork, llm.CodeRateLimited, llm.CodeModelUnavailable, llm.CodeTimeout, llm.CodeUnknown:
+		res.Error.Retryable = true
+	}
 	return res
 }
 
