@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/hestia-dev/hestia/internal/search"
@@ -125,25 +126,56 @@ func (s *Store) EmbedPending(ctx context.Context, batch, limit int) (int, error)
 	if batch <= 0 {
 		batch = 32
 	}
+	stored := 0
+	cursor := int64(math.MaxInt64)
+	// Page through the queue newest id first, a few batches at a time, so
+	// a 100k backlog never holds every source text in memory. The id
+	// cursor also guarantees progress past items that keep failing.
+	for stored < limit {
+		chunk := min(limit-stored, 8*batch)
+		todo, err := s.pendingEmbeds(ctx, cursor, chunk)
+		if err != nil {
+			return stored, err
+		}
+		if len(todo) == 0 {
+			break
+		}
+		cursor = todo[len(todo)-1].id
+		n, err := s.embedChunk(ctx, emb, todo, batch)
+		stored += n
+		if err != nil {
+			return stored, err
+		}
+		if len(todo) < chunk {
+			break
+		}
+	}
+	return stored, nil
+}
+
+func (s *Store) pendingEmbeds(ctx context.Context, before int64, limit int) ([]pending, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT m.id, m.embed_hash, m.subject, substr(m.body, 1, ?) FROM messages m
 		LEFT JOIN embeddings e ON e.message_id = m.id
-		WHERE m.deleted_at IS NULL AND (e.message_id IS NULL OR e.hash != m.embed_hash)
-		ORDER BY m.date DESC LIMIT ?`, s.opts.EmbedMaxChars, limit)
+		WHERE m.id < ? AND m.deleted_at IS NULL AND (e.message_id IS NULL OR e.hash != m.embed_hash)
+		ORDER BY m.id DESC LIMIT ?`, s.opts.EmbedMaxChars, before, limit)
 	if err != nil {
-		return 0, fmt.Errorf("finding messages to embed: %w", err)
+		return nil, fmt.Errorf("finding messages to embed: %w", err)
 	}
+	defer rows.Close()
 	var todo []pending
 	for rows.Next() {
 		var p pending
 		var subj, body string
 		if err := rows.Scan(&p.id, &p.hash, &subj, &body); err != nil {
-			rows.Close()
-			return 0, err
+			return nil, err
 		}
 		p.text = EmbedText(subj, body, s.opts.EmbedMaxChars)
 		todo = append(todo, p)
 	}
-	rows.Close()
+	return todo, rows.Err()
+}
+
+func (s *Store) embedChunk(ctx context.Context, emb search.Embedder, todo []pending, batch int) (int, error) {
 	stored := 0
 	for start := 0; start < len(todo); start += batch {
 		chunk := todo[start:min(len(todo), start+batch)]
