@@ -40,8 +40,9 @@ type Syncer struct {
 	Log   *slog.Logger
 	// FetchBatch is how many messages one FETCH asks for (default 50).
 	FetchBatch int
-	// MaxMessageBytes skips bodies above this size (default 50 MiB): the
-	// header is kept and the body state is none.
+	// MaxMessageBytes bounds what one message fetch downloads (default
+	// 25 MiB). Larger messages are fetched partially and mirrored with body
+	// state partial (or none), which reads report.
 	MaxMessageBytes int64
 }
 
@@ -172,13 +173,15 @@ func (s *Syncer) syncMailbox(ctx context.Context, c *imapclient.Client, a Accoun
 	}
 	// Current UIDs and flags; this is also how expunges are found.
 	server := map[uint32]parse.Flags{}
+	sizes := map[uint32]int64{}
 	if sel.NumMessages > 0 {
-		msgs, err := c.Fetch(imap.UIDSet{imap.UIDRange{Start: 1, Stop: 0}}, &imap.FetchOptions{UID: true, Flags: true}).Collect()
+		msgs, err := c.Fetch(imap.UIDSet{imap.UIDRange{Start: 1, Stop: 0}}, &imap.FetchOptions{UID: true, Flags: true, RFC822Size: true}).Collect()
 		if err != nil {
 			return fmt.Errorf("fetching flags: %w", err)
 		}
 		for _, m := range msgs {
 			server[uint32(m.UID)] = flagsOf(m.Flags)
+			sizes[uint32(m.UID)] = m.RFC822Size
 		}
 	}
 	var gone []string
@@ -202,10 +205,25 @@ func (s *Syncer) syncMailbox(ctx context.Context, c *imapclient.Client, a Accoun
 		}
 		res.Removed += len(gone)
 	}
-	var fresh []imap.UID
+	limit := s.MaxMessageBytes
+	if limit <= 0 {
+		limit = 25 << 20
+	}
+	var fresh, large []imap.UID
 	for uid := range server {
 		if _, ok := known[uid]; !ok {
-			fresh = append(fresh, imap.UID(uid))
+			if sizes[uid] > limit {
+				large = append(large, imap.UID(uid))
+			} else {
+				fresh = append(fresh, imap.UID(uid))
+			}
+		}
+	}
+	for _, uid := range large {
+		n, err := s.fetch(ctx, c, a, name, role, sel.UIDValidity, []imap.UID{uid}, limit)
+		res.Fetched += n
+		if err != nil {
+			return err
 		}
 	}
 	// Newest first, so recent mail is searchable early in a long backfill.
@@ -218,7 +236,7 @@ func (s *Syncer) syncMailbox(ctx context.Context, c *imapclient.Client, a Accoun
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		n, err := s.fetch(ctx, c, a, name, role, sel.UIDValidity, fresh[start:min(len(fresh), start+batch)])
+		n, err := s.fetch(ctx, c, a, name, role, sel.UIDValidity, fresh[start:min(len(fresh), start+batch)], 0)
 		res.Fetched += n
 		if err != nil {
 			return err
@@ -227,10 +245,16 @@ func (s *Syncer) syncMailbox(ctx context.Context, c *imapclient.Client, a Accoun
 	return s.Store.SetMailboxState(ctx, a.Name, "imap", name, role, mail.SyncState{UIDValidity: sel.UIDValidity, UIDNext: uint32(sel.UIDNext)})
 }
 
-func (s *Syncer) fetch(ctx context.Context, c *imapclient.Client, a Account, name, role string, validity uint32, uids []imap.UID) (int, error) {
+// fetch downloads uids; partial > 0 fetches only the first partial bytes
+// of each (RFC 9051 §6.4.5 BODY[]<0.n>) and marks the copies partial.
+func (s *Syncer) fetch(ctx context.Context, c *imapclient.Client, a Account, name, role string, validity uint32, uids []imap.UID, partial int64) (int, error) {
+	sec := &imap.FetchItemBodySection{Peek: true}
+	if partial > 0 {
+		sec.Partial = &imap.SectionPartial{Offset: 0, Size: partial}
+	}
 	msgs, err := c.Fetch(imap.UIDSetNum(uids...), &imap.FetchOptions{
 		UID: true, Flags: true, InternalDate: true, RFC822Size: true,
-		BodySection: []*imap.FetchItemBodySection{{Peek: true}},
+		BodySection: []*imap.FetchItemBodySection{sec},
 	}).Collect()
 	if err != nil {
 		return 0, fmt.Errorf("fetching messages: %w", err)
@@ -248,7 +272,7 @@ func (s *Syncer) fetch(ctx context.Context, c *imapclient.Client, a Account, nam
 			Account: a.Name, AccountKind: "imap", Mailbox: name, Role: role,
 			Path: PathOf(a.Name, name, validity, uint32(m.UID)), UID: uint32(m.UID),
 			Mtime: m.InternalDate.Unix(), Size: m.RFC822Size, Raw: raw, Flags: flagsOf(m.Flags),
-			FallbackDate: m.InternalDate,
+			FallbackDate: m.InternalDate, Partial: partial > 0,
 		})
 	}
 	r, err := s.Store.Ingest(ctx, items)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -35,15 +36,24 @@ func TestSyncAgainstDovecot(t *testing.T) {
 	d.deliver(t, "", "2.a", rawMsg("two@x", "carol@example.org", "Lunch", "Noon?"))
 	d.deliver(t, "Archive", "3.a", rawMsg("three@x", "dan@example.org", "Old stuff", "archived text"))
 	s := openStore(t)
-	sy := &Syncer{Store: s, FetchBatch: 2}
+	big := rawMsg("big@x", "zoe@example.org", "Large report", "summary first. "+strings.Repeat("filler line of a very large message\n", 2000))
+	d.deliver(t, "", "0.big", big)
+	sy := &Syncer{Store: s, FetchBatch: 2, MaxMessageBytes: 4096}
 	acct := d.account()
 
 	res, err := sy.Sync(ctx, acct)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Fetched != 3 || res.Mailboxes < 4 {
+	if res.Fetched != 4 || res.Mailboxes < 4 {
 		t.Fatalf("first sync = %+v", res)
+	}
+	rb, _ := s.Search(ctx, mail.Query{Text: "summary", Account: "dove"})
+	if len(rb.Messages) != 1 {
+		t.Fatalf("large message not mirrored: %+v", rb.Messages)
+	}
+	if m, _ := s.Read(ctx, rb.Messages[0].ID, 0, 0); m.BodyState != mail.BodyPartial || m.BodyLength > 4096 {
+		t.Errorf("large message: state %s, %d chars", m.BodyState, m.BodyLength)
 	}
 	boxes, _ := s.Mailboxes(ctx, "dove")
 	roles := map[string]string{}
