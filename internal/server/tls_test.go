@@ -51,7 +51,9 @@ func TestServeTLS(t *testing.T) {
 	tok, _ := authtoken.New()
 	cfg := config.Default().Server
 	cfg.Addr, cfg.TLSCert, cfg.TLSKey, cfg.AllowRemote = "127.0.0.1:0", certPath, keyPath, true
-	if err := (&config.Config{Server: cfg, Log: config.Default().Log, LLM: config.Default().LLM}).Validate(); err != nil {
+	full := config.Default()
+	full.Server = cfg
+	if err := full.Validate(); err != nil {
 		t.Fatalf("TLS config rejected: %v", err)
 	}
 	s := New(Options{Config: cfg, Token: tok})
