@@ -562,3 +562,14 @@ func TestToLLMKeepsPairsAtTheWindowEdge(t *testing.T) {
 		t.Errorf("empty arguments not sent as {}: %q", out[1].ToolCalls[0].Arguments)
 	}
 }
+
+func TestTruncatedArgumentsSaySo(t *testing.T) {
+	t.Parallel()
+	cut := llmtest.ToolCalls(call("w", "probe", `{"tag":"abc`))
+	cut.Finish = "length"
+	h := newHarness(t, harnessOpts{}, cut, llmtest.Text("ok"))
+	h.run("go", Options{})
+	if sent := h.toolResultsSent(1); !strings.Contains(sent[0].Content, "output token limit") || !strings.Contains(sent[0].Content, "not valid JSON") {
+		t.Fatalf("model got %q", sent[0].Content)
+	}
+}

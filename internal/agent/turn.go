@@ -139,6 +139,10 @@ func (a *Agent) loop(st *turnState, res Result) Result {
 			prepared[i] = a.prepare(st, i, c, offered)
 			assistant.ToolCalls = append(assistant.ToolCalls, chat.ToolCall{ID: prepared[i].id, Name: c.Name, Arguments: prepared[i].dispatched})
 		}
+		if n := len(prepared); n > 0 && resp.Truncated() && prepared[n-1].decision == DecInvalid {
+			// Only the last call can have been cut by the output limit.
+			prepared[n-1].refusal += " The reply was cut off at the output token limit while writing these arguments; send a shorter call."
+		}
 		if err := a.d.Chats.Append(st.bg, st.t.ChatID, assistant); err != nil {
 			a.d.Log.Error("storing assistant message", "chat", st.t.ChatID, "err", err)
 			res.Error = &ErrorInfo{Code: CodeInternal, Message: "the reply could not be stored"}
