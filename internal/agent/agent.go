@@ -319,6 +319,28 @@ func (a *Agent) Cancel(chatID string) bool {
 	return found
 }
 
+// Status is what a chat's turn queue looks like right now.
+type Status struct {
+	Running bool   `json:"running"`
+	TurnID  string `json:"turn_id,omitempty"` // the running turn
+	Queued  int    `json:"queued"`
+}
+
+// ChatStatus reports the chat's running turn and queue length.
+func (a *Agent) ChatStatus(chatID string) Status {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	cr := a.chats[chatID]
+	if cr == nil {
+		return Status{}
+	}
+	st := Status{Queued: len(cr.queue)}
+	if cr.running != nil {
+		st.Running, st.TurnID = true, cr.running.ID
+	}
+	return st
+}
+
 // Running reports whether the chat has a turn running or queued.
 func (a *Agent) Running(chatID string) bool {
 	a.mu.Lock()

@@ -18,6 +18,7 @@ const MaxMessage = 100_000
 func (a *Agent) Routes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /api/chats/{id}/messages", a.postMessage)
 	mux.HandleFunc("POST /api/chats/{id}/cancel", a.cancel)
+	mux.HandleFunc("GET /api/chats/{id}/status", a.status)
 	mux.HandleFunc("GET /api/tools", a.listTools)
 }
 
@@ -125,4 +126,13 @@ func rawSchema(s tools.Spec) any {
 
 func (a *Agent) listTools(w http.ResponseWriter, r *http.Request) {
 	httpjson.Write(w, http.StatusOK, map[string]any{"tools": a.Inventory(r, r.URL.Query().Get("chat"))})
+}
+
+func (a *Agent) status(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if _, err := a.d.Chats.Get(r.Context(), id); isNotFound(err) {
+		httpjson.Error(w, http.StatusNotFound, "not_found", "chat "+id+" does not exist")
+		return
+	}
+	httpjson.Write(w, http.StatusOK, a.ChatStatus(id))
 }

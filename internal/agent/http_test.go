@@ -50,6 +50,16 @@ func TestHTTPMessagesCancelAndTools(t *testing.T) {
 	if resp.StatusCode != 202 || m["turn_id"] == "" {
 		t.Fatalf("async: %d %v", resp.StatusCode, m)
 	}
+	st, err := http.Get(srv.URL + "/api/chats/" + h.chatID + "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var status Status
+	json.NewDecoder(st.Body).Decode(&status)
+	st.Body.Close()
+	if !status.Running || status.TurnID != m["turn_id"] {
+		t.Errorf("status %+v while a turn runs", status)
+	}
 	if resp, m := post("/api/chats/"+h.chatID+"/cancel", ``); resp.StatusCode != 200 || m["cancelled"] != true {
 		t.Errorf("cancel: %d %v", resp.StatusCode, m)
 	}
