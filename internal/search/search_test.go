@@ -193,40 +193,66 @@ func TestQuantisedScoresCloseToExact(t *testing.T) {
 	}
 }
 
-func TestParallelSearchMatchesSerial(t *testing.T) {
+func TestPrefilteredSearchRecall(t *testing.T) {
 	t.Parallel()
+	const dim = 128
 	r := rand.New(rand.NewSource(9))
-	x := NewIndex(16)
-	for i := 0; i < parallelFrom+500; i++ {
-		v := make([]float32, 16)
-		for j := range v {
-			v[j] = r.Float32()*2 - 1
+	x := NewIndex(dim)
+	// Clustered data, like real embeddings: 200 topics with noise.
+	centers := make([][]float32, 200)
+	for c := range centers {
+		centers[c] = make([]float32, dim)
+		for j := range centers[c] {
+			centers[c][j] = float32(r.NormFloat64())
 		}
+	}
+	vecs := make([][]float32, prefilterFrom+5000)
+	for i := range vecs {
+		c := centers[r.Intn(len(centers))]
+		v := make([]float32, dim)
+		for j := range v {
+			v[j] = c[j] + 0.7*float32(r.NormFloat64())
+		}
+		vecs[i] = Normalize(append([]float32(nil), v...))
 		x.Put(int64(i), v)
 	}
-	q := make([]float32, 16)
-	for j := range q {
-		q[j] = r.Float32()
+	totalHit, total := 0, 0
+	for trial := 0; trial < 10; trial++ {
+		q := vecs[r.Intn(len(vecs))]
+		got, err := x.Search(q, 50, nil)
+		if err != nil || len(got) != 50 {
+			t.Fatalf("got %d hits, %v", len(got), err)
+		}
+		// Exact float reference.
+		ref := &topK{k: 50}
+		for i, v := range vecs {
+			var s float32
+			for j := range v {
+				s += v[j] * q[j]
+			}
+			ref.push(Hit{ID: int64(i), Score: s})
+		}
+		want := map[int64]bool{}
+		for _, h := range ref.h {
+			want[h.ID] = true
+		}
+		for _, h := range got {
+			if want[h.ID] {
+				totalHit++
+			}
+		}
+		total += 50
 	}
-	par, _ := x.Search(q, 20, nil)
-	// Brute-force reference over the same quantised data, single-threaded.
-	ref := &topK{k: 20}
-	qn := Normalize(append([]float32(nil), q...))
-	qq := make([]int8, 16)
-	qs := quantize(qn, qq)
-	for i, id := range x.ids {
-		ref.push(Hit{ID: id, Score: float32(dot(qq, x.data[i*16:(i+1)*16])) * x.scales[i] * qs})
+	if recall := float64(totalHit) / float64(total); recall < 0.9 {
+		t.Errorf("recall@50 = %.2f, want ≥ 0.9", recall)
+	} else {
+		t.Logf("recall@50 = %.3f", recall)
 	}
-	if len(par) != 20 {
-		t.Fatalf("got %d hits", len(par))
-	}
-	want := map[int64]bool{}
-	for _, h := range ref.h {
-		want[h.ID] = true
-	}
-	for _, h := range par {
-		if !want[h.ID] {
-			t.Errorf("hit %d not in the serial top 20", h.ID)
+	// keep filters during rescoring.
+	got, _ := x.Search(vecs[0], 10, func(id int64) bool { return id%2 == 0 })
+	for _, h := range got {
+		if h.ID%2 != 0 {
+			t.Fatalf("filtered id %d returned", h.ID)
 		}
 	}
 }

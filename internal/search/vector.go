@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"runtime"
 	"sort"
 	"sync"
@@ -58,17 +59,35 @@ func Normalize(v []float32) []float32 {
 // 100k×384 vectors in 37 MiB instead of 147 MiB; the quantisation error
 // (under 0.4% of a component) does not change which messages are near.
 // mu guards every field.
+//
+// Large indexes also keep one sign bit per component. A search first ranks
+// every vector by Hamming distance of the sign bits (a few XOR+POPCNT per
+// vector), then rescores the best candidates exactly on the int8 data, so
+// the int8 scan touches a few thousand vectors instead of all of them.
 type Index struct {
 	mu     sync.RWMutex
 	dim    int
+	words  int // uint64 words of sign bits per vector
 	ids    []int64
 	pos    map[int64]int
 	data   []int8
 	scales []float32
+	bits   []uint64
 }
 
 // NewIndex returns an empty index for vectors of length dim.
-func NewIndex(dim int) *Index { return &Index{dim: dim, pos: map[int64]int{}} }
+func NewIndex(dim int) *Index { return &Index{dim: dim, words: (dim + 63) / 64, pos: map[int64]int{}} }
+
+func signBits(q []int8, out []uint64) {
+	for i := range out {
+		out[i] = 0
+	}
+	for j, v := range q {
+		if v > 0 {
+			out[j/64] |= 1 << (j % 64)
+		}
+	}
+}
 
 // Dim is the vector length the index holds.
 func (x *Index) Dim() int { return x.dim }
@@ -111,16 +130,20 @@ func (x *Index) Put(id int64, v []float32) error {
 	c := Normalize(append([]float32(nil), v...))
 	q := make([]int8, x.dim)
 	scale := quantize(c, q)
+	b := make([]uint64, x.words)
+	signBits(q, b)
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if p, ok := x.pos[id]; ok {
 		copy(x.data[p*x.dim:], q)
+		copy(x.bits[p*x.words:], b)
 		x.scales[p] = scale
 		return nil
 	}
 	x.pos[id] = len(x.ids)
 	x.ids = append(x.ids, id)
 	x.data = append(x.data, q...)
+	x.bits = append(x.bits, b...)
 	x.scales = append(x.scales, scale)
 	return nil
 }
@@ -138,11 +161,13 @@ func (x *Index) Delete(id int64) {
 		x.ids[p] = x.ids[last]
 		x.scales[p] = x.scales[last]
 		copy(x.data[p*x.dim:(p+1)*x.dim], x.data[last*x.dim:])
+		copy(x.bits[p*x.words:(p+1)*x.words], x.bits[last*x.words:])
 		x.pos[x.ids[p]] = p
 	}
 	x.ids = x.ids[:last]
 	x.scales = x.scales[:last]
 	x.data = x.data[:last*x.dim]
+	x.bits = x.bits[:last*x.words]
 	delete(x.pos, id)
 }
 
@@ -219,9 +244,15 @@ func (t *topK) push(h Hit) {
 	}
 }
 
-// parallelFrom is the index size from which a search splits the scan
-// across cores.
-const parallelFrom = 20000
+// Search tuning. parallelFrom: index size from which scans split across
+// cores. prefilterFrom: size from which the sign-bit prefilter runs; it
+// keeps max(k·prefilterFactor, prefilterMin) candidates for rescoring.
+const (
+	parallelFrom    = 20000
+	prefilterFrom   = 20000
+	prefilterFactor = 20
+	prefilterMin    = 2000
+)
 
 // Search returns up to k ids closest to q, best first. keep, when not nil,
 // filters candidates during the scan so a filter never empties the top k;
@@ -238,33 +269,72 @@ func (x *Index) Search(q []float32, k int, keep func(int64) bool) ([]Hit, error)
 	qscale := quantize(qn, qq)
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	scan := func(from, to int) *topK {
-		t := &topK{k: k, h: make([]Hit, 0, k)}
-		for i := from; i < to; i++ {
-			s := float32(dot(qq, x.data[i*x.dim:(i+1)*x.dim])) * x.scales[i] * qscale
-			if s <= t.worst() {
-				continue
-			}
-			if keep != nil && !keep(x.ids[i]) {
-				continue
-			}
-			t.push(Hit{ID: x.ids[i], Score: s})
-		}
-		return t
-	}
 	n := len(x.ids)
+	exact := func(i int) float32 {
+		return float32(dot(qq, x.data[i*x.dim:(i+1)*x.dim])) * x.scales[i] * qscale
+	}
 	parts := 1
 	if n >= parallelFrom {
 		parts = min(runtime.GOMAXPROCS(0), 8)
 	}
 	results := make([]*topK, parts)
 	var wg sync.WaitGroup
-	for p := 0; p < parts; p++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			results[p] = scan(n*p/parts, n*(p+1)/parts)
-		}()
+	if n < prefilterFrom {
+		for p := 0; p < parts; p++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				t := &topK{k: k, h: make([]Hit, 0, k)}
+				for i := n * p / parts; i < n*(p+1)/parts; i++ {
+					s := exact(i)
+					if s <= t.worst() || (keep != nil && !keep(x.ids[i])) {
+						continue
+					}
+					t.push(Hit{ID: x.ids[i], Score: s})
+				}
+				results[p] = t
+			}()
+		}
+	} else {
+		// Stage 1: Hamming distance on sign bits picks the candidates
+		// (score = -distance, so the same top-k heap applies).
+		qb := make([]uint64, x.words)
+		signBits(qq, qb)
+		pool := max(k*prefilterFactor, prefilterMin)
+		cands := make([]*topK, parts)
+		for p := 0; p < parts; p++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				t := &topK{k: pool, h: make([]Hit, 0, pool)}
+				for i := n * p / parts; i < n*(p+1)/parts; i++ {
+					row := x.bits[i*x.words : (i+1)*x.words]
+					d := 0
+					for w, v := range row {
+						d += bits.OnesCount64(v ^ qb[w])
+					}
+					s := float32(-d)
+					if s <= t.worst() {
+						continue
+					}
+					t.push(Hit{ID: int64(i), Score: s}) // ID holds the position here
+				}
+				cands[p] = t
+			}()
+		}
+		wg.Wait()
+		// Stage 2: exact int8 rescoring of the candidates.
+		t := &topK{k: k, h: make([]Hit, 0, k)}
+		for _, c := range cands {
+			for _, h := range c.h {
+				i := int(h.ID)
+				if keep != nil && !keep(x.ids[i]) {
+					continue
+				}
+				t.push(Hit{ID: x.ids[i], Score: exact(i)})
+			}
+		}
+		results = []*topK{t}
 	}
 	wg.Wait()
 	all := &topK{k: k}

@@ -73,13 +73,20 @@ func Generate(dir string, o Options) (int, error) {
 	me := "Me Myself <me@home.example>"
 	span := time.Duration(o.Years) * 365 * 24 * time.Hour
 	var recent []msgMeta
+	// A long-tailed vocabulary like real mail: a few hundred function
+	// words carry most tokens, 20,000 rarer words the rest, and topical
+	// words (what people search for) appear in a few percent of messages.
+	vocab := makeVocab(r, 20000)
 	word := func() string {
-		if r.Intn(6) == 0 {
+		switch x := r.Intn(100); {
+		case x < 3:
 			return topical[r.Intn(len(topical))]
+		case x < 60:
+			return common[int(float64(len(common))*r.Float64()*r.Float64())]
+		default:
+			f := r.Float64()
+			return vocab[int(float64(len(vocab))*f*f*f)]
 		}
-		// Zipf-ish: low indexes far more often.
-		i := int(float64(len(common)) * r.Float64() * r.Float64())
-		return common[i]
 	}
 	sentence := func(n int) string {
 		ws := make([]string, n)
@@ -153,6 +160,24 @@ func Generate(dir string, o Options) (int, error) {
 		}
 	}
 	return o.Messages, nil
+}
+
+var syllables = strings.Fields(`ka ri mo te lu sa vi ne po da fe gi ho ju ly mi no pa qu ro si tu ve wo xa ze bra cle dri fro gla pre sta tri`)
+
+func makeVocab(r *rand.Rand, n int) []string {
+	seen := map[string]bool{}
+	out := make([]string, 0, n)
+	for len(out) < n {
+		var b strings.Builder
+		for s := 0; s < 2+r.Intn(3); s++ {
+			b.WriteString(syllables[r.Intn(len(syllables))])
+		}
+		if w := b.String(); !seen[w] {
+			seen[w] = true
+			out = append(out, w)
+		}
+	}
+	return out
 }
 
 func wrap(s string) string {
