@@ -136,5 +136,7 @@ INSERT INTO messages_tri(messages_tri, rank) VALUES ('crisismerge', 32);`,
 		// (see txc.indexPending), not per row by triggers.
 		`DROP TRIGGER messages_ai;
 DROP TRIGGER messages_au;`,
+		// Rank subject and sender matches above body matches.
+		`INSERT INTO messages_fts(messages_fts, rank) VALUES ('rank', 'bm25(4.0, 2.0, 1.0, 1.0)');`,
 	},
 }
