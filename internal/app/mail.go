@@ -82,7 +82,7 @@ func (a *App) OpenMail(ctx context.Context) (*Mail, error) {
 	if len(senders) > 0 {
 		m.Sender = &journal.SMTPSender{Account: m.smtpAccount, AfterSend: m.appendSent}
 	}
-	m.Deps = mailtools.Deps{Store: st, Journal: j, Sender: m.Sender, Accounts: senders, Now: a.Now}
+	m.Deps = mailtools.Deps{Store: st, Journal: j, Sender: m.Sender, Accounts: senders, Now: a.Now, Live: m.live}
 	if len(cfg.Accounts) > 0 {
 		m.Deps.DefaultAccount = cfg.Accounts[0].Name
 	}
@@ -173,6 +173,19 @@ func (m *Mail) IMAPAccount(name string) (imapsync.Account, error) {
 	}
 	return imapsync.Account{Name: acc.Name, Host: acc.IMAPHost, Port: acc.IMAPPort, Security: acc.IMAPSecurity, Username: user, Password: pw,
 		TLSConfig: &tls.Config{ServerName: acc.IMAPHost}}, nil
+}
+
+// live fetches one IMAP copy for reads of partially mirrored messages.
+func (m *Mail) live(ctx context.Context, path string) ([]byte, error) {
+	name, _, _, _, err := imapsync.ParsePath(path)
+	if err != nil {
+		return nil, err
+	}
+	ia, err := m.IMAPAccount(name)
+	if err != nil {
+		return nil, err
+	}
+	return imapsync.FetchRaw(ctx, ia, path, 25<<20)
 }
 
 func (m *Mail) appendSent(ctx context.Context, name string, raw []byte) error {

@@ -465,7 +465,10 @@ type Message struct {
 	BodyLength  int          `json:"body_length"` // characters in the whole body
 	NextOffset  int          `json:"next_offset,omitempty"`
 	Attachments []Attachment `json:"attachments"`
-	DeletedAt   *time.Time   `json:"-"`
+	// Live is set when the body was read from the server because the
+	// mirror holds too little of it; BodyState still describes the mirror.
+	Live      bool       `json:"live,omitempty"`
+	DeletedAt *time.Time `json:"-"`
 }
 
 // DefaultBodyChars and MaxBodyChars bound one read of a body.

@@ -80,3 +80,21 @@ func (s *Store) MailboxUIDs(ctx context.Context, account, mailbox string) (map[u
 	}
 	return out, rows.Err()
 }
+
+// Paths lists the physical copies of a message (files, mbox offsets, IMAP URLs).
+func (s *Store) Paths(ctx context.Context, id int64) ([]string, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT path FROM message_paths WHERE message_id = ? ORDER BY path`, id)
+	if err != nil {
+		return nil, fmt.Errorf("listing paths of %d: %w", id, err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var p string
+		if err := rows.Scan(&p); err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, rows.Err()
+}

@@ -2,6 +2,7 @@ package imapsync
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -131,3 +132,30 @@ func TestSyncAgainstDovecot(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+func TestFetchRawLive(t *testing.T) {
+	ctx := context.Background()
+	d := startDovecot(t)
+	d.deliver(t, "", "1.a", rawMsg("live@x", "bob@example.org", "Live", "the full live body"))
+	s := openStore(t)
+	acct := d.account()
+	if _, err := (&Syncer{Store: s}).Sync(ctx, acct); err != nil {
+		t.Fatal(err)
+	}
+	r, _ := s.Search(ctx, mail.Query{Text: "live", Account: "dove"})
+	paths, _ := s.Paths(ctx, r.Messages[0].ID)
+	if len(paths) != 1 {
+		t.Fatalf("paths = %v", paths)
+	}
+	raw, err := FetchRaw(ctx, acct, paths[0], 0)
+	if err != nil || !strings.Contains(string(raw), "the full live body") {
+		t.Fatalf("live fetch = %q %v", raw, err)
+	}
+	acc, box, _, uid, _ := ParsePath(paths[0])
+	if _, err := FetchRaw(ctx, acct, PathOf(acc, box, 999, uid), 0); !errors.Is(err, ErrGone) {
+		t.Errorf("stale UIDVALIDITY: %v", err)
+	}
+	if _, _, _, _, err := ParsePath("/home/x/Maildir/cur/1"); err == nil {
+		t.Error("file path parsed as IMAP")
+	}
+}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/hestia-dev/hestia/internal/mail"
 	"github.com/hestia-dev/hestia/internal/mail/journal"
+	"github.com/hestia-dev/hestia/internal/mail/parse"
 	"github.com/hestia-dev/hestia/internal/pathpolicy"
 	"github.com/hestia-dev/hestia/internal/store"
 	"github.com/hestia-dev/hestia/internal/tools"
@@ -49,7 +50,14 @@ type Deps struct {
 	DefaultAccount string
 	Paths          *pathpolicy.Policy
 	Now            func() time.Time
+	// Live, when set, fetches one copy of a message from its server (an
+	// IMAP path); reads use it when the mirrored body is unusable.
+	Live func(ctx context.Context, path string) ([]byte, error)
 }
+
+// minUsableBody is the trimmed length below which a non-full mirrored
+// body is considered unusable and a live read is tried.
+const minUsableBody = 20
 
 // SearchArgs are mail_search's arguments.
 type SearchArgs struct {
@@ -116,12 +124,48 @@ type ReadArgs struct {
 	Limit  int   `json:"limit,omitempty"`
 }
 
-// Read runs mail_read.
+// Read runs mail_read. A non-full body too short to be useful is fetched
+// live when possible; the live text is used only if it is longer, is never
+// written to the mirror, and any failure falls back to the mirrored body.
 func (d Deps) Read(ctx context.Context, a ReadArgs) (mail.Message, error) {
 	if a.Limit <= 0 {
 		a.Limit = ReadDefault
 	}
-	return d.Store.Read(ctx, a.ID, a.Offset, min(a.Limit, ReadMax))
+	a.Limit = min(a.Limit, ReadMax)
+	m, err := d.Store.Read(ctx, a.ID, a.Offset, a.Limit)
+	if err != nil || m.BodyState == mail.BodyFull || d.Live == nil || a.Offset > 0 {
+		return m, err
+	}
+	mirrored, err := d.Store.Read(ctx, a.ID, 0, mail.MaxBodyChars)
+	if err != nil || len(strings.TrimSpace(mirrored.Body)) >= minUsableBody {
+		return m, nil
+	}
+	paths, err := d.Store.Paths(ctx, a.ID)
+	if err != nil {
+		return m, nil
+	}
+	for _, p := range paths {
+		if !strings.HasPrefix(p, "imap://") {
+			continue
+		}
+		lctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		raw, err := d.Live(lctx, p)
+		cancel()
+		if err != nil {
+			continue
+		}
+		pm, err := parse.Parse(raw, parse.Options{})
+		if err != nil || len([]rune(strings.TrimSpace(pm.Text))) <= len([]rune(strings.TrimSpace(mirrored.Body))) {
+			continue
+		}
+		r := []rune(pm.Text)
+		m.BodyLength = len(r)
+		m.Body = string(r[:min(len(r), a.Limit)])
+		m.NextOffset = 0
+		m.Live = true
+		return m, nil
+	}
+	return m, nil
 }
 
 // ThreadArgs are mail_thread's arguments.

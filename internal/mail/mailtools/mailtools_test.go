@@ -3,6 +3,7 @@ package mailtools
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -188,3 +189,41 @@ func TestSendReplySchedule(t *testing.T) {
 }
 
 func itoa(n int64) string { b, _ := json.Marshal(n); return string(b) }
+
+func TestReadFallsBackToLive(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, err := mail.Open(ctx, mail.Options{DBPath: filepath.Join(dir, "mail.db"), BlobDir: filepath.Join(dir, "blobs")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	head := "Message-ID: <big@x>\nFrom: a@x.org\nTo: b@x.org\nSubject: Big\nDate: Mon, 5 Jan 2026 10:00:00 +0000\n\n"
+	path := "imap://work/INBOX;UIDVALIDITY=1/;UID=5"
+	s.Ingest(ctx, []mail.Item{{Account: "work", Mailbox: "INBOX", Path: path, Raw: []byte(head + "tiny"), Partial: true}})
+	calls := 0
+	d := Deps{Store: s, Live: func(ctx context.Context, p string) ([]byte, error) {
+		calls++
+		if p != path {
+			t.Errorf("live path %s", p)
+		}
+		return []byte(head + "the complete body of the message, much longer than the mirror"), nil
+	}}
+	m, err := d.Read(ctx, ReadArgs{ID: 1})
+	if err != nil || !m.Live || !strings.Contains(m.Body, "complete body") || m.BodyState != mail.BodyPartial {
+		t.Fatalf("live read = %+v %v", m, err)
+	}
+	// The live text was not written to the mirror.
+	if mm, _ := s.Read(ctx, 1, 0, 0); mm.Body != "tiny" {
+		t.Errorf("mirror changed: %q", mm.Body)
+	}
+	d.Live = func(context.Context, string) ([]byte, error) { return nil, errors.New("server down") }
+	m, err = d.Read(ctx, ReadArgs{ID: 1})
+	if err != nil || m.Live || m.Body != "tiny" {
+		t.Errorf("failed live read must return the mirror: %+v %v", m, err)
+	}
+	if calls != 1 {
+		t.Errorf("live calls = %d", calls)
+	}
+}
