@@ -84,16 +84,18 @@ func (s *Store) index(ctx context.Context) (*search.Index, error) {
 	}
 	defer rows.Close()
 	var idx *search.Index
+	var buf []float32
 	for rows.Next() {
 		var id int64
-		var blob []byte
+		var blob sql.RawBytes // no copy: decoded before the next row
 		if err := rows.Scan(&id, &blob); err != nil {
 			return nil, err
 		}
-		v, err := search.DecodeVector(blob)
+		v, err := search.DecodeVectorInto(buf, blob)
 		if err != nil {
 			continue
 		}
+		buf = v
 		if idx == nil {
 			idx = search.NewIndex(len(v))
 		}

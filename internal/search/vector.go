@@ -20,6 +20,23 @@ func EncodeVector(v []float32) []byte {
 	return b
 }
 
+// DecodeVectorInto decodes b into dst (resized as needed) without allocating
+// when dst has room; bulk loaders reuse one buffer for every row.
+func DecodeVectorInto(dst []float32, b []byte) ([]float32, error) {
+	if len(b)%4 != 0 {
+		return nil, ErrBadVector
+	}
+	n := len(b) / 4
+	if cap(dst) < n {
+		dst = make([]float32, n)
+	}
+	dst = dst[:n]
+	for i := range dst {
+		dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return dst, nil
+}
+
 // ErrBadVector is returned for a blob that is not a whole number of floats.
 var ErrBadVector = errors.New("vector blob length is not a multiple of 4")
 
@@ -73,6 +90,10 @@ type Index struct {
 	data   []int8
 	scales []float32
 	bits   []uint64
+
+	scratch  []float32
+	scratchQ []int8
+	scratchB []uint64
 }
 
 // NewIndex returns an empty index for vectors of length dim.
@@ -127,13 +148,17 @@ func (x *Index) Put(id int64, v []float32) error {
 	if len(v) != x.dim {
 		return fmt.Errorf("vector for %d has dimension %d, index has %d", id, len(v), x.dim)
 	}
-	c := Normalize(append([]float32(nil), v...))
-	q := make([]int8, x.dim)
-	scale := quantize(c, q)
-	b := make([]uint64, x.words)
-	signBits(q, b)
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	// Scratch buffers are reused under mu: bulk loads of 10⁵ vectors
+	// would otherwise allocate three temporaries per vector.
+	if len(x.scratch) != x.dim {
+		x.scratch, x.scratchQ, x.scratchB = make([]float32, x.dim), make([]int8, x.dim), make([]uint64, x.words)
+	}
+	c := Normalize(append(x.scratch[:0], v...))
+	q, b := x.scratchQ, x.scratchB
+	scale := quantize(c, q)
+	signBits(q, b)
 	if p, ok := x.pos[id]; ok {
 		copy(x.data[p*x.dim:], q)
 		copy(x.bits[p*x.words:], b)

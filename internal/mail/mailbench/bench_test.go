@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"sort"
 	"strconv"
 	"strings"
@@ -52,6 +53,17 @@ func peakRSS() int {
 	b, _ := os.ReadFile("/proc/self/status")
 	for _, l := range strings.Split(string(b), "\n") {
 		if strings.HasPrefix(l, "VmHWM:") {
+			n, _ := strconv.Atoi(strings.Fields(l)[1])
+			return n
+		}
+	}
+	return 0
+}
+
+func curRSS() int {
+	b, _ := os.ReadFile("/proc/self/status")
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "VmRSS:") {
 			n, _ := strconv.Atoi(strings.Fields(l)[1])
 			return n
 		}
@@ -149,6 +161,9 @@ func TestMailBench(t *testing.T) {
 		t.Logf("%-17s p50 %7.2f ms  p95 %7.2f ms  (%d results)", q.name, ms(p50), ms(p95), hits)
 	}
 	t.Logf("search peak RSS %d MiB", peakRSS()/1024)
+	runtime.GC()
+	debug.FreeOSMemory()
+	t.Logf("steady RSS after searches (vectors loaded) %d MiB", curRSS()/1024)
 	if os.Getenv("HESTIA_MAIL_BENCH_NOTMUCH") != "0" {
 		notmuch(t, corpus, n)
 	}
