@@ -5,8 +5,14 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/emersion/go-smtp"
 
@@ -40,7 +46,104 @@ func (s *mtaSession) Data(r io.Reader) error {
 	return nil
 }
 
+// startMTA starts Debian's OpenSMTPD on loopback delivering every
+// @example.org recipient into the Dovecot user's INBOX Maildir. OpenSMTPD
+// must run as root (its queue and control socket are system paths); when
+// it cannot, an in-process go-smtp server delivers instead, unless
+// HESTIA_REQUIRE_SERVICES=1 on a root machine.
 func startMTA(t *testing.T, d *dovecot) int {
+	if port, ok := startOpenSMTPD(t, d); ok {
+		return port
+	}
+	return startGoSMTP(t, d)
+}
+
+func startOpenSMTPD(t *testing.T, d *dovecot) (int, bool) {
+	bin, err := exec.LookPath("smtpd")
+	if err != nil {
+		if _, serr := os.Stat("/usr/sbin/smtpd"); serr == nil {
+			bin, err = "/usr/sbin/smtpd", nil
+		}
+	}
+	if err != nil || os.Getuid() != 0 {
+		if os.Getuid() == 0 && os.Getenv("HESTIA_REQUIRE_SERVICES") == "1" {
+			t.Fatal("opensmtpd not installed (apt-get install opensmtpd)")
+		}
+		t.Log("OpenSMTPD unavailable (needs the binary and root): using go-smtp's server")
+		return 0, false
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	user := "nobody"
+	dir := t.TempDir()
+	conf := fmt.Sprintf(`table vusers { "@example.org" = "%s" }
+listen on 127.0.0.1 port %d
+action "deliver" maildir "%s" virtual <vusers>
+match from any for any action "deliver"
+`, user, port, d.Maildir)
+	confPath := filepath.Join(dir, "smtpd.conf")
+	os.WriteFile(confPath, []byte(conf), 0o644)
+	cmd := exec.Command(bin, "-d", "-f", confPath)
+	logf, _ := os.Create(filepath.Join(dir, "smtpd.log"))
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting smtpd: %v", err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+		logf.Close()
+		if t.Failed() {
+			b, _ := os.ReadFile(filepath.Join(dir, "smtpd.log"))
+			t.Logf("smtpd log:\n%s", b)
+		}
+	})
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), 200*time.Millisecond)
+		if err == nil {
+			c.Close()
+			t.Log("using Debian OpenSMTPD as the MTA")
+			return port, true
+		}
+		select {
+		case <-done:
+			b, _ := os.ReadFile(filepath.Join(dir, "smtpd.log"))
+			t.Fatalf("smtpd exited: %s", b)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("smtpd did not listen")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// delivered reports whether a message containing text sits in the INBOX Maildir.
+func delivered(maildir, text string) bool {
+	for _, sub := range []string{"new", "cur"} {
+		entries, _ := os.ReadDir(filepath.Join(maildir, sub))
+		for _, e := range entries {
+			if b, err := os.ReadFile(filepath.Join(maildir, sub, e.Name())); err == nil && strings.Contains(string(b), text) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func startGoSMTP(t *testing.T, d *dovecot) int {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -93,6 +196,11 @@ func TestReplyConfirmedAgainstSent(t *testing.T) {
 	// Before the mirror sees Sent, confirmation finds nothing.
 	if c, _, _ := j.Confirm(ctx, s, journal.ConfirmOptions{}); c != 0 {
 		t.Fatal("confirmed without evidence")
+	}
+	// The MTA queues and delivers asynchronously: wait for the INBOX copy.
+	deadline := time.Now().Add(10 * time.Second)
+	for !delivered(d.Maildir, "Friday works") && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
 	}
 	res, err := sy.Sync(ctx, acct)
 	if err != nil || res.Fetched != 2 { // the Sent copy and the delivered reply
