@@ -78,6 +78,10 @@ func (s *Store) index(ctx context.Context) (*search.Index, error) {
 	if s.vec != nil {
 		return s.vec, nil
 	}
+	var count int
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM embeddings`).Scan(&count); err != nil {
+		return nil, fmt.Errorf("counting vectors: %w", err)
+	}
 	rows, err := s.db.QueryContext(ctx, `SELECT e.message_id, e.vector FROM embeddings e JOIN messages m ON m.id = e.message_id WHERE m.deleted_at IS NULL`)
 	if err != nil {
 		return nil, fmt.Errorf("loading vectors: %w", err)
@@ -98,6 +102,7 @@ func (s *Store) index(ctx context.Context) (*search.Index, error) {
 		buf = v
 		if idx == nil {
 			idx = search.NewIndex(len(v))
+			idx.Grow(count)
 		}
 		if idx.Put(id, v) != nil {
 			continue // a stray vector of another dimension; reset handles it

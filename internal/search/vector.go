@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/bits"
 	"runtime"
+	"slices"
 	"sort"
 	"sync"
 )
@@ -108,6 +109,20 @@ func signBits(q []int8, out []uint64) {
 			out[j/64] |= 1 << (j % 64)
 		}
 	}
+}
+
+// Grow reserves room for n more vectors, so a bulk load does not keep
+// doubling (and copying) its slices.
+func (x *Index) Grow(n int) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if n <= 0 {
+		return
+	}
+	x.ids = slices.Grow(x.ids, n)
+	x.data = slices.Grow(x.data, n*x.dim)
+	x.bits = slices.Grow(x.bits, n*x.words)
+	x.scales = slices.Grow(x.scales, n)
 }
 
 // Dim is the vector length the index holds.
