@@ -235,12 +235,12 @@ func (s *Store) insertMessage(ctx context.Context, tx *txc, accID, mailboxID int
 		inReplyTo = m.InReplyTo[0]
 	}
 	res, err := tx.ExecContext(ctx, `INSERT INTO messages(account_id, identity, message_id, mailbox_id, thread_id, gm_thrid, in_reply_to,
-		subject, from_addr, to_addr, cc_addr, date, size, seen, answered, flagged, draft, has_attachments, body, body_state, embed_hash, problems, ingested_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		subject, from_addr, to_addr, cc_addr, date, size, seen, answered, flagged, draft, has_attachments, body, body_state, embed_hash, problems, ingested_at, reply_to)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		accID, p.identity, m.MessageID, mailboxID, thread, m.GmailThreadID, inReplyTo,
 		m.Subject, joinAddrs(m.From), joinAddrs(m.To), joinAddrs(m.Cc), date, m.Size,
 		boolInt(p.Flags.Seen), boolInt(p.Flags.Answered), boolInt(p.Flags.Flagged), boolInt(p.Flags.Draft),
-		boolInt(len(m.Attachments) > 0), m.Text, p.bodyState, p.embedHash, strings.Join(m.Problems, "\n"), now)
+		boolInt(len(m.Attachments) > 0), m.Text, p.bodyState, p.embedHash, strings.Join(m.Problems, "\n"), now, joinAddrs(m.ReplyTo))
 	if err != nil {
 		return 0, fmt.Errorf("inserting message %s: %w", p.identity, err)
 	}

@@ -605,6 +605,7 @@ type ReplyInfo struct {
 	MessageID  string
 	Subject    string
 	From       []string // addresses
+	ReplyTo    []string
 	To, Cc     []string
 	References []string
 }
@@ -616,6 +617,11 @@ func (s *Store) ReplyContext(ctx context.Context, id int64) (ReplyInfo, error) {
 		return ReplyInfo{}, err
 	}
 	ri := ReplyInfo{Account: m.Account, MessageID: m.MessageID, Subject: m.Subject, From: addrSet(m.From), To: addrSet(m.To), Cc: addrSet(m.Cc)}
+	var replyTo string
+	if err := s.db.QueryRowContext(ctx, `SELECT reply_to FROM messages WHERE id = ?`, id).Scan(&replyTo); err != nil {
+		return ri, fmt.Errorf("reading reply-to of %d: %w", id, err)
+	}
+	ri.ReplyTo = addrSet(replyTo)
 	rows, err := s.db.QueryContext(ctx, `SELECT ref FROM message_refs WHERE message_id = ?`, id)
 	if err != nil {
 		return ri, fmt.Errorf("reading references of %d: %w", id, err)

@@ -340,6 +340,9 @@ func (d Deps) Reply(ctx context.Context, a ReplyArgs) (journal.Op, error) {
 	}
 	self := strings.ToLower(from)
 	to := without(ri.From, self)
+	if len(ri.ReplyTo) > 0 {
+		to = without(ri.ReplyTo, self)
+	}
 	if len(to) == 0 { // replying to our own sent message: answer its recipients
 		to = without(ri.To, self)
 	}

@@ -43,6 +43,10 @@ func setup(t *testing.T) (*tools.Registry, *recSender, string) {
 	if _, err := s.Ingest(ctx, []mail.Item{{Account: "work", Mailbox: "INBOX", Path: "p", Raw: []byte(raw)}}); err != nil {
 		t.Fatal(err)
 	}
+	list := "Message-ID: <l@x>\nFrom: Eve <eve@x.org>\nReply-To: Team <list@x.org>\nTo: list@x.org\nSubject: Plans\nDate: Tue, 6 Jan 2026 10:00:00 +0000\n\nhi\n"
+	if _, err := s.Ingest(ctx, []mail.Item{{Account: "work", Mailbox: "INBOX", Path: "l", Raw: []byte(list)}}); err != nil {
+		t.Fatal(err)
+	}
 	home := filepath.Join(dir, "home")
 	os.MkdirAll(home, 0o755)
 	pp, err := pathpolicy.New(pathpolicy.Options{Home: home, Roots: []string{home}})
@@ -163,7 +167,13 @@ func TestSaveAttachment(t *testing.T) {
 func TestSendReplySchedule(t *testing.T) {
 	t.Parallel()
 	reg, snd, _ := setup(t)
-	res := run(t, reg, "mail_reply", `{"id":1,"body":"Looks good","reply_all":true}`)
+	res := run(t, reg, "mail_reply", `{"id":2,"body":"To the list"}`)
+	var lop journal.Op
+	if err := json.Unmarshal([]byte(res.Content), &lop); err != nil || strings.Join(snd.drafts[0].To, ",") != "list@x.org" {
+		t.Fatalf("reply honouring Reply-To: %s %+v", res.Content, snd.drafts)
+	}
+	snd.drafts = nil
+	res = run(t, reg, "mail_reply", `{"id":1,"body":"Looks good","reply_all":true}`)
 	var op journal.Op
 	if err := json.Unmarshal([]byte(res.Content), &op); err != nil || op.State != journal.StateSent {
 		t.Fatalf("reply: %s", res.Content)

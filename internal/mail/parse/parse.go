@@ -166,7 +166,7 @@ func Parse(raw []byte, opts Options) (*Message, error) {
 			if rerr != nil {
 				m.problem("reading part %v: %v", path, rerr)
 			}
-			s := partText(body, params["charset"], perr)
+			s := toUTF8(body)
 			if mt == "text/html" {
 				htmlParts = append(htmlParts, s)
 			} else {
@@ -337,15 +337,9 @@ func parseDate(v string) time.Time {
 	return time.Time{}
 }
 
-// partText converts a decoded part to valid UTF-8. go-message already
-// decoded transfer encoding and known charsets; when the charset was unknown
-// (perr set) or absent, fall back to Latin-1 for invalid UTF-8, which at
-// least keeps ASCII words searchable.
-func partText(body []byte, charset string, perr error) string {
-	_ = charset
-	return toUTF8(body)
-}
-
+// toUTF8 returns valid UTF-8. go-message already decoded the transfer
+// encoding and any known charset; for an unknown or absent charset invalid
+// UTF-8 is read as Windows-1252, which keeps ASCII words searchable.
 func toUTF8(b []byte) string {
 	if utf8.Valid(b) {
 		return string(b)
