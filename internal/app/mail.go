@@ -58,10 +58,20 @@ var _ search.Embedder = embedAdapter{}
 // App). CLI commands use it directly; the daemon wires it in initMail.
 func (a *App) OpenMail(ctx context.Context) (*Mail, error) {
 	cfg := a.Config.Mail
+	// The daemon's router (initLLM) when there is one; CLI commands build
+	// the same tier mapping so both write vectors of one embedding space.
+	var emb llm.Embedder = a.LLM
+	if a.LLM == nil {
+		r, err := llm.NewRouter(llm.RouterConfig{Tiers: llm.TiersFromConfig(a.Config.LLM), Timeout: a.Config.LLM.Timeout.D(), Logger: a.Log.With("component", "llm"), Now: a.Now})
+		if err != nil {
+			return nil, err
+		}
+		emb = r
+	}
 	st, err := mail.Open(ctx, mail.Options{
 		DBPath: a.Paths.DB(mail.Schema.Name), BlobDir: filepath.Join(a.Paths.Data, "mail", "blobs"),
 		Logger: a.Log.With("component", "mail"), Now: a.Now,
-		Embedder: embedAdapter{llm.NewLocalEmbedder()}, EmbedModel: llm.LocalEmbedModel, EmbedMaxChars: cfg.EmbedMaxChars,
+		Embedder: embedAdapter{emb}, EmbedModel: string(llm.LocalEmbed), EmbedMaxChars: cfg.EmbedMaxChars,
 	})
 	if err != nil {
 		return nil, err
