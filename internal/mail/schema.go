@@ -140,5 +140,6 @@ DROP TRIGGER messages_au;`,
 		`INSERT INTO messages_fts(messages_fts, rank) VALUES ('rank', 'bm25(4.0, 2.0, 1.0, 1.0)');`,
 		// Replies go to Reply-To when the sender set one (RFC 5322 §3.6.3).
 		`ALTER TABLE messages ADD COLUMN reply_to TEXT NOT NULL DEFAULT '';`,
+		`ALTER TABLE mailboxes ADD COLUMN modseq INTEGER NOT NULL DEFAULT 0;`,
 	},
 }

@@ -13,13 +13,14 @@ import (
 type SyncState struct {
 	UIDValidity uint32
 	UIDNext     uint32
+	ModSeq      uint64 // HIGHESTMODSEQ (RFC 7162) at the last sync; 0 without CONDSTORE
 }
 
 // MailboxState returns the stored sync state (zero when never synced).
 func (s *Store) MailboxState(ctx context.Context, account, mailbox string) (SyncState, error) {
 	var st SyncState
-	err := s.db.QueryRowContext(ctx, `SELECT b.uidvalidity, b.uidnext FROM mailboxes b JOIN accounts a ON a.id = b.account_id
-		WHERE a.name = ? AND b.name = ?`, account, mailbox).Scan(&st.UIDValidity, &st.UIDNext)
+	err := s.db.QueryRowContext(ctx, `SELECT b.uidvalidity, b.uidnext, b.modseq FROM mailboxes b JOIN accounts a ON a.id = b.account_id
+		WHERE a.name = ? AND b.name = ?`, account, mailbox).Scan(&st.UIDValidity, &st.UIDNext, &st.ModSeq)
 	if errors.Is(err, sql.ErrNoRows) {
 		return SyncState{}, nil
 	}
@@ -44,7 +45,7 @@ func (s *Store) SetMailboxState(ctx context.Context, account, kind, mailbox, rol
 			return err
 		}
 		mbs[mailboxKey{id, mailbox}] = mb
-		_, err = tx.ExecContext(ctx, `UPDATE mailboxes SET uidvalidity = ?, uidnext = ? WHERE id = ?`, st.UIDValidity, st.UIDNext, mb.id)
+		_, err = tx.ExecContext(ctx, `UPDATE mailboxes SET uidvalidity = ?, uidnext = ?, modseq = ? WHERE id = ?`, st.UIDValidity, st.UIDNext, int64(st.ModSeq), mb.id)
 		return err
 	})
 	if err != nil {

@@ -48,11 +48,12 @@ type Syncer struct {
 
 // Result counts one account sync.
 type Result struct {
-	Mailboxes int `json:"mailboxes"`
-	Fetched   int `json:"fetched"`
-	Flags     int `json:"flags_updated"`
-	Removed   int `json:"removed"`
-	Reset     int `json:"uidvalidity_resets"`
+	Mailboxes   int `json:"mailboxes"`
+	Incremental int `json:"incremental"` // mailboxes synced via CONDSTORE
+	Fetched     int `json:"fetched"`
+	Flags       int `json:"flags_updated"`
+	Removed     int `json:"removed"`
+	Reset       int `json:"uidvalidity_resets"`
 }
 
 // Dial connects and logs in.
@@ -146,7 +147,8 @@ func PathOf(account, mailbox string, uidValidity, uid uint32) string {
 }
 
 func (s *Syncer) syncMailbox(ctx context.Context, c *imapclient.Client, a Account, name, role string, res *Result) error {
-	sel, err := c.Select(name, &imap.SelectOptions{ReadOnly: true}).Wait()
+	condstore := c.Caps().Has(imap.CapCondStore)
+	sel, err := c.Select(name, &imap.SelectOptions{ReadOnly: true, CondStore: condstore}).Wait()
 	if err != nil {
 		return fmt.Errorf("selecting: %w", err)
 	}
@@ -171,10 +173,52 @@ func (s *Syncer) syncMailbox(ctx context.Context, c *imapclient.Client, a Accoun
 		st = mail.SyncState{}
 		res.Reset++
 	}
-	// Current UIDs and flags; this is also how expunges are found.
+	// Current UIDs and flags; this is also how expunges are found. With
+	// CONDSTORE (RFC 7162) and a remembered MODSEQ, only UIDs (UID SEARCH
+	// ALL) and the flags changed since then travel, not every flag.
 	server := map[uint32]parse.Flags{}
 	sizes := map[uint32]int64{}
-	if sel.NumMessages > 0 {
+	incremental := condstore && st.ModSeq != 0 && sel.HighestModSeq != 0
+	if incremental {
+		res.Incremental++
+	}
+	switch {
+	case sel.NumMessages == 0:
+	case incremental:
+		data, err := c.UIDSearch(&imap.SearchCriteria{}, nil).Wait()
+		if err != nil {
+			return fmt.Errorf("listing UIDs: %w", err)
+		}
+		var fresh imap.UIDSet
+		for _, uid := range data.AllUIDs() {
+			if e, ok := known[uint32(uid)]; ok {
+				server[uint32(uid)] = e.Flags
+			} else {
+				fresh.AddNum(uid)
+			}
+		}
+		if sel.HighestModSeq != st.ModSeq {
+			changed, err := c.Fetch(imap.UIDSet{imap.UIDRange{Start: 1, Stop: 0}}, &imap.FetchOptions{UID: true, Flags: true, ChangedSince: st.ModSeq}).Collect()
+			if err != nil {
+				return fmt.Errorf("fetching changed flags: %w", err)
+			}
+			for _, m := range changed {
+				if _, ok := server[uint32(m.UID)]; ok {
+					server[uint32(m.UID)] = flagsOf(m.Flags)
+				}
+			}
+		}
+		if len(fresh) > 0 {
+			msgs, err := c.Fetch(fresh, &imap.FetchOptions{UID: true, Flags: true, RFC822Size: true}).Collect()
+			if err != nil {
+				return fmt.Errorf("fetching new UIDs: %w", err)
+			}
+			for _, m := range msgs {
+				server[uint32(m.UID)] = flagsOf(m.Flags)
+				sizes[uint32(m.UID)] = m.RFC822Size
+			}
+		}
+	default:
 		msgs, err := c.Fetch(imap.UIDSet{imap.UIDRange{Start: 1, Stop: 0}}, &imap.FetchOptions{UID: true, Flags: true, RFC822Size: true}).Collect()
 		if err != nil {
 			return fmt.Errorf("fetching flags: %w", err)
@@ -242,7 +286,7 @@ func (s *Syncer) syncMailbox(ctx context.Context, c *imapclient.Client, a Accoun
 			return err
 		}
 	}
-	return s.Store.SetMailboxState(ctx, a.Name, "imap", name, role, mail.SyncState{UIDValidity: sel.UIDValidity, UIDNext: uint32(sel.UIDNext)})
+	return s.Store.SetMailboxState(ctx, a.Name, "imap", name, role, mail.SyncState{UIDValidity: sel.UIDValidity, UIDNext: uint32(sel.UIDNext), ModSeq: sel.HighestModSeq})
 }
 
 // fetch downloads uids; partial > 0 fetches only the first partial bytes

@@ -104,6 +104,9 @@ func TestSyncAgainstDovecot(t *testing.T) {
 	if err != nil || res.Fetched != 1 || res.Flags != 1 || res.Removed != 1 {
 		t.Fatalf("incremental sync = %+v %v", res, err)
 	}
+	if res.Incremental == 0 {
+		t.Errorf("dovecot offers CONDSTORE but no mailbox synced incrementally: %+v", res)
+	}
 	r, _ = s.Search(ctx, mail.Query{Account: "dove", Flagged: ptr(true)})
 	if len(r.Messages) != 1 || r.Messages[0].Subject != "Invoice March" || r.Messages[0].Unread {
 		t.Errorf("flags not mirrored: %+v", r.Messages)
