@@ -18,6 +18,27 @@ func TestNotmuchDefaultThreads(t *testing.T) {
 	if st.Messages != 52 || st.Threads != 24 {
 		t.Errorf("stats = %+v, want 52 messages in 24 threads", st)
 	}
+	cases := []struct {
+		dir               string
+		messages, threads int
+	}{
+		// Two conversations, one of them only linked through a ghost
+		// (never delivered) ticket reference, one with a fake root.
+		{"threading/ghost-root", 9, 2},
+		{"threading/parent-priority", 3, 1},
+		// 210 files, 34 of them second copies of the same Message-ID.
+		{"lkml", 176, 7},
+	}
+	for _, c := range cases {
+		s := openStore(t, nil)
+		if _, err := s.Import(ctx, corpus(t, "notmuch/test/corpora/"+c.dir), ImportOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		st, _ := s.Stats(ctx)
+		if st.Messages != c.messages || st.Threads != c.threads {
+			t.Errorf("%s: %+v, want %d messages in %d threads", c.dir, st, c.messages, c.threads)
+		}
+	}
 }
 
 func TestThreadRules(t *testing.T) {
