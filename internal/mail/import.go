@@ -15,6 +15,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/semaphore"
+
 	"github.com/hestia-dev/hestia/internal/mail/parse"
 )
 
@@ -133,7 +135,12 @@ func (s *Store) sync(ctx context.Context, root string, opts ImportOptions, remov
 
 	// Parse on every core, write from one goroutine: SQLite has one writer
 	// and parsing dominates the cost.
-	items := make(chan *prepared, 2*opts.BatchSize)
+	// Prepared messages hold their text: besides the queue length, a byte
+	// budget bounds what waits for the writer, so a mailbox of huge
+	// messages cannot pile up in memory. The writer releases an item's
+	// bytes once its batch is committed.
+	items := make(chan *prepared, 512)
+	budget := semaphore.NewWeighted(queueBytes)
 	errc := make(chan error, 1)
 	var wg sync.WaitGroup
 	jobs := make(chan sourceFile)
@@ -144,7 +151,7 @@ func (s *Store) sync(ctx context.Context, root string, opts ImportOptions, remov
 		go func() {
 			defer wg.Done()
 			for f := range jobs {
-				n, err := s.readSource(ctx, f, opts.Account, known, seen, &failMu, items)
+				n, err := s.readSource(ctx, f, opts.Account, known, seen, &failMu, budget, items)
 				failMu.Lock()
 				prog.Failed += n
 				prog.Done++
@@ -169,8 +176,11 @@ func (s *Store) sync(ctx context.Context, root string, opts ImportOptions, remov
 	}()
 	go func() {
 		batch := make([]*prepared, 0, opts.BatchSize)
+		batchBytes := 0
 		flush := func() error {
 			r, err := s.applyBatch(ctx, batch)
+			budget.Release(int64(batchBytes))
+			batchBytes = 0
 			if err != nil {
 				return err
 			}
@@ -191,7 +201,9 @@ func (s *Store) sync(ctx context.Context, root string, opts ImportOptions, remov
 				continue // drain so producers finish
 			}
 			batch = append(batch, p)
-			if len(batch) >= opts.BatchSize {
+			batchBytes += int(p.weight)
+			// Commit by count or by text volume, whichever comes first.
+			if len(batch) >= opts.BatchSize || batchBytes >= maxBatchBytes {
 				ferr = flush()
 			}
 		}
@@ -228,6 +240,14 @@ func (s *Store) sync(ctx context.Context, root string, opts ImportOptions, remov
 	}
 	return prog, nil
 }
+
+// maxBatchBytes bounds the message text one import transaction carries;
+// queueBytes bounds the text parsed ahead of the writer (it must exceed
+// maxBatchBytes so a filling batch never starves the producers).
+const (
+	maxBatchBytes = 16 << 20
+	queueBytes    = 64 << 20
+)
 
 type knownPath struct{ mtime, size int64 }
 
@@ -269,16 +289,21 @@ func (s *Store) knownPaths(ctx context.Context, account, root string, dirs []str
 // readSource reads one file into prepared items; for mbox it yields every
 // message not already mirrored at that offset. It returns the number of
 // messages that failed.
-func (s *Store) readSource(ctx context.Context, f sourceFile, account string, known map[string]knownPath, seen map[string]bool, mu *sync.Mutex, out chan<- *prepared) (int, error) {
+func (s *Store) readSource(ctx context.Context, f sourceFile, account string, known map[string]knownPath, seen map[string]bool, mu *sync.Mutex, budget *semaphore.Weighted, out chan<- *prepared) (int, error) {
 	send := func(it Item) int {
 		p, err := s.prepare(it)
 		if err != nil {
 			s.log.Debug("mailParse", "path", it.Path, "err", err)
 			return 1
 		}
+		p.weight = min(int64(len(p.msg.Text))+1, queueBytes)
+		if err := budget.Acquire(ctx, p.weight); err != nil {
+			return 0 // cancelled
+		}
 		select {
 		case out <- p:
 		case <-ctx.Done():
+			budget.Release(p.weight)
 		}
 		return 0
 	}

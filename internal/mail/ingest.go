@@ -47,6 +47,7 @@ type prepared struct {
 	identity  string
 	bodyState string
 	embedHash string
+	weight    int64 // bytes held against the import queue budget
 }
 
 func (s *Store) prepare(it Item) (*prepared, error) {
