@@ -296,7 +296,10 @@ func (s *Store) readSource(ctx context.Context, f sourceFile, account string, kn
 			s.log.Debug("mailParse", "path", it.Path, "err", err)
 			return 1
 		}
-		p.weight = min(int64(len(p.msg.Text))+1, queueBytes)
+		// Capped at maxBatchBytes: with the channel empty the writer holds
+		// less than that in its batch, so queueBytes-maxBatchBytes is always
+		// free and an Acquire can never wait on a writer that waits on us.
+		p.weight = min(int64(len(p.msg.Text))+1, maxBatchBytes)
 		if err := budget.Acquire(ctx, p.weight); err != nil {
 			return 0 // cancelled
 		}
