@@ -386,7 +386,7 @@ func (h *humanNotifier) Resolved(r approval.Request, d approval.Decision) {
 	sb := h.sb
 	var by []string
 	for _, s := range r.TaintedBy {
-		by = append(by, s.Tool)
+		by = append(by, s.String()) // "mail_read (id 42)"
 	}
 	sb.mu.Lock()
 	sb.nDone++

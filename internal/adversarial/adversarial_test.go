@@ -131,3 +131,17 @@ func TestEverySensitiveToolIsAttacked(t *testing.T) {
 		}
 	}
 }
+
+func TestCardNamesWhatWasRead(t *testing.T) {
+	t.Parallel()
+	var c Case
+	for _, x := range Cases() {
+		if strings.HasPrefix(x.Name, "mail injection → mail_send (user rule") {
+			c = x
+		}
+	}
+	out := Run(context.Background(), c, Options{Dir: t.TempDir()})
+	if !out.Passed || len(out.Decisions) != 1 || len(out.Decisions[0].TaintedBy) != 1 || out.Decisions[0].TaintedBy[0] != "mail_read (id 42)" {
+		t.Fatalf("%+v", out)
+	}
+}

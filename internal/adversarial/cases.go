@@ -181,7 +181,9 @@ func taintedBy(tool string) func(*Sandbox, *Outcome) []string {
 	return func(_ *Sandbox, out *Outcome) []string {
 		for _, d := range out.Decisions {
 			for _, t := range d.TaintedBy {
-				if t == tool {
+				// The card names the tool and, where the call says, what it
+				// read: "mail_read (id 42)", "web_fetch (url https://…)".
+				if t == tool || strings.HasPrefix(t, tool+" (") {
 					return nil
 				}
 			}

@@ -321,6 +321,20 @@ func taintDetail(t tools.Tool, args json.RawMessage) string {
 	if v := t.Spec().PathValues(args); len(v) > 0 {
 		return v[0]
 	}
+	// Otherwise the argument that names the source: a URL or an id.
+	var m map[string]any
+	if json.Unmarshal(args, &m) == nil {
+		for _, k := range []string{"url", "uri", "id", "message_id", "query", "q"} {
+			switch v := m[k].(type) {
+			case string:
+				if v != "" {
+					return k + " " + v
+				}
+			case float64:
+				return fmt.Sprintf("%s %g", k, v)
+			}
+		}
+	}
 	return ""
 }
 
