@@ -90,9 +90,13 @@ class Daemon {
     });
   }
   async stop() {
-    if (!this.proc || this.proc.exitCode !== null) return;
-    this.proc.kill('SIGTERM');
-    await Promise.race([this.exited, sleep(10_000).then(() => this.proc.kill('SIGKILL'))]);
+    const proc = this.proc;
+    if (!proc || proc.exitCode !== null) return;
+    proc.kill('SIGTERM');
+    // Bound to this process: a later start() must not be killed by this timer.
+    const timer = setTimeout(() => proc.kill('SIGKILL'), 10_000);
+    await this.exited;
+    clearTimeout(timer);
   }
 }
 
@@ -134,7 +138,7 @@ export async function runDaemon(browser) {
         const token = await page.evaluate(() => localStorage.getItem('hestia.token'));
         assert(token && token.length >= 32, 'no token stored after local pairing');
         await page.locator('.conn-live').waitFor();
-      });
+      }, page);
 
       await test('daemon: a message streams into a reply', async () => {
         await push({ text: ['Hello ', 'from ', 'your ', '**own** ', 'machine.'], chunk_delay_ms: 250 });
@@ -149,7 +153,7 @@ export async function runDaemon(browser) {
         await waitFor(async () => (await page.locator('.md-streaming').count()) === 0, 'the streamed text to be replaced by the saved reply', 5000);
         assert((await page.getByText('machine.').count()) === 1, 'reply shown twice');
         assert(/\/c\/c_/.test(page.url()), `URL did not move to the new chat: ${page.url()}`);
-      });
+      }, page);
 
       await test('daemon: approve with edit runs the edited input', async () => {
         await push(
@@ -173,7 +177,7 @@ export async function runDaemon(browser) {
         await page.getByText('Write file', { exact: true }).first().click();
         await page.getByText('"edited by the user"').first().waitFor();
         await shot(page, 'e2e-edited');
-      });
+      }, page);
 
       await test('daemon: deny shows NOT DONE and nothing is written', async () => {
         await push(
@@ -192,7 +196,7 @@ export async function runDaemon(browser) {
         const last = reqs.at(-1).map((m) => m.Content).join('\n');
         assert(/NOT done/i.test(last) && last.includes('not now'), 'model was not told the action was NOT done with the note');
         await shot(page, 'e2e-denied');
-      });
+      }, page);
 
       await test('daemon: ask_user shows a question card and the answer goes back', async () => {
         await push(
@@ -206,7 +210,7 @@ export async function runDaemon(browser) {
         await page.getByText('Using the work account.').waitFor();
         const reqs = await (await fetch(fake.control + '/requests')).json();
         assert(reqs.at(-1).some((m) => m.Content.includes('work')), 'the answer did not reach the model');
-      });
+      }, page);
 
       await test('daemon: an approval decided by another client updates the card live', async () => {
         await push(
@@ -228,7 +232,7 @@ export async function runDaemon(browser) {
         await page.getByText('Written.').waitFor();
         assert((await page.getByText('Approval needed').count()) === 0, 'approval card still shown after it was decided elsewhere');
         assert(readFileSync(join(daemon.home, 'from-elsewhere.txt'), 'utf8') === 'approved from the terminal', 'file not written');
-      });
+      }, page);
 
       await test('daemon: a failed turn shows an error toast whose Retry works', async () => {
         await push({ status: 400, body: JSON.stringify({ error: { message: 'model exploded', type: 'invalid_request_error' } }) });
@@ -240,7 +244,7 @@ export async function runDaemon(browser) {
         await push({ text: ['Second time lucky.'] });
         await toast.getByRole('button', { name: 'Retry' }).click();
         await page.getByText('Second time lucky.').waitFor();
-      });
+      }, page);
 
       await test('daemon: "allow this chat" lets the next gated call run without asking', async () => {
         await push(
@@ -258,7 +262,7 @@ export async function runDaemon(browser) {
         await shot(page, 'e2e-mode');
         await page.getByLabel('End temporary mode').click();
         await page.locator('.mode-pill').waitFor({ state: 'detached' });
-      });
+      }, page);
 
       await test('daemon: Stop cancels a running reply', async () => {
         await push({ text: ['This ', 'reply ', 'takes ', 'a ', 'long ', 'time ', 'to ', 'finish ', 'and ', 'is ', 'stopped.'], chunk_delay_ms: 400 });
@@ -268,7 +272,7 @@ export async function runDaemon(browser) {
         await page.getByLabel('Stop').waitFor({ state: 'detached', timeout: 10_000 });
         assert((await page.locator('.toast-error').count()) === 0, 'cancelling showed an error');
         assert((await page.getByText('stopped.').count()) === 0, 'the reply kept streaming after Stop');
-      });
+      }, page);
 
       await test('daemon: reload keeps the transcript', async () => {
         const before = await userBubbles();
@@ -277,13 +281,18 @@ export async function runDaemon(browser) {
         assert(JSON.stringify(await userBubbles()) === JSON.stringify(before), `transcript changed on reload: ${before} vs ${await userBubbles()}`);
         await page.getByText('NOT DONE').first().waitFor();
         await page.getByText('Done with your edits').waitFor();
-      });
+      }, page);
 
       await test('daemon: reconnects after a restart and catches up without duplicates', async () => {
         const before = await userBubbles();
+        await page.evaluate(() => navigator.serviceWorker.ready.then(() => true));
         await daemon.stop();
         await page.getByText(/Reconnecting/).first().waitFor();
         await shot(page, 'e2e-reconnecting');
+        // With the daemon down, the service worker still opens the app shell.
+        await page.reload();
+        await page.getByText(/Reconnecting/).first().waitFor();
+        await page.getByLabel('Message').waitFor();
         await daemon.start();
         await page.locator('.conn-live').waitFor({ timeout: 20_000 });
         await push({ text: ['Back ', 'again.'] });
@@ -294,7 +303,7 @@ export async function runDaemon(browser) {
         const assistants = await page.locator('.msg.assistant').count();
         await sleep(500);
         assert((await page.locator('.msg.assistant').count()) === assistants, 'duplicate assistant messages appeared');
-      });
+      }, page);
 
       await test('daemon: usage, audit and system pages show what happened', async () => {
         const chatURL = page.url();
@@ -320,7 +329,7 @@ export async function runDaemon(browser) {
         await shot(page, 'e2e-system');
         await page.goto(chatURL);
         await page.getByText('Back again.').waitFor();
-      });
+      }, page);
 
       await test('daemon: works in a phone-sized viewport', async () => {
         const chatURL = page.url();
@@ -340,7 +349,7 @@ export async function runDaemon(browser) {
         } finally {
           await phone.ctx.close();
         }
-      });
+      }, page);
 
       await test('daemon: another browser pairs with a one-time code link', async () => {
         const token = await page.evaluate(() => localStorage.getItem('hestia.token'));
@@ -360,7 +369,7 @@ export async function runDaemon(browser) {
         } finally {
           await other.ctx.close();
         }
-      });
+      }, page);
 
       await test('daemon: a bad stored token sends the browser back to pairing', async () => {
         const other = await newPage(browser);
@@ -380,7 +389,7 @@ export async function runDaemon(browser) {
         } finally {
           await other.ctx.close();
         }
-      });
+      }, page);
 
       await test('daemon: chats can be renamed, searched and deleted', async () => {
         await page.getByRole('link', { name: 'New chat' }).click();
@@ -399,7 +408,7 @@ export async function runDaemon(browser) {
         await page.getByText('What can I do for you?').waitFor();
         await page.locator('.chat-item', { hasText: 'Scratchpad' }).waitFor({ state: 'detached' });
         assert((await page.locator('.chat-item').count()) === 1, 'other chats disappeared');
-      });
+      }, page);
 
       await test('daemon: no errors in the page console', async () => {
         const real = errors.filter((e) => !/net::ERR_|Failed to fetch|NetworkError|network error/i.test(e));
@@ -408,6 +417,7 @@ export async function runDaemon(browser) {
     } finally {
       await ctx.close();
     }
+    if (process.env.HESTIA_E2E_LOG || daemon.proc.exitCode !== null) console.log(`daemon state (exit ${daemon.proc.exitCode}); log tail:\n${daemon.log.slice(-4000)}`);
   } finally {
     await daemon?.stop();
     if (fake) {

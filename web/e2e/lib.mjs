@@ -77,7 +77,8 @@ export async function shot(page, name) {
 
 let failures = 0;
 let passes = 0;
-export async function test(name, fn) {
+/** Runs one test; on failure a screenshot of page (if given) is saved. */
+export async function test(name, fn, page) {
   const t0 = Date.now();
   try {
     await fn();
@@ -86,6 +87,10 @@ export async function test(name, fn) {
   } catch (e) {
     failures++;
     console.log(`FAIL ${name}: ${e?.stack ?? e}`);
+    if (page) {
+      const p = await shot(page, 'FAIL-' + name.replace(/[^a-z0-9]+/gi, '-').toLowerCase()).catch(() => '');
+      if (p) console.log(`     screenshot: ${p}`);
+    }
   }
 }
 export function summary() {

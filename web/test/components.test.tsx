@@ -10,6 +10,7 @@ import { SystemView, ToolTable } from '../src/pages/System';
 import { UsageView } from '../src/pages/Usage';
 import { normaliseUsage } from '../src/lib/usage';
 import { App } from '../src/state/app';
+import { ApiError } from '../src/api/client';
 import { applyEvent, loadChat, openView } from '../src/state/reduce';
 import { fakeFetch, json, memTokens, tick } from './helpers';
 
@@ -233,5 +234,19 @@ describe('pages', () => {
     expect(screen.getByText('connection refused')).toBeTruthy();
     expect(screen.getByText('Runs')).toBeTruthy();
     expect(screen.getByText('Asks you')).toBeTruthy();
+  });
+});
+
+describe('App errors', () => {
+  it('does not toast network failures while reconnecting, but does when live', () => {
+    const app = new App({ tokens: memTokens('tok'), fetch: (async () => new Response()) as typeof fetch });
+    app.ui.set((u) => ({ ...u, conn: 'reconnecting' }));
+    app.error(new ApiError(0, 'network', 'Cannot reach the Hestia daemon. Is it running?'));
+    expect(app.ui.get().toasts).toEqual([]);
+    app.ui.set((u) => ({ ...u, conn: 'live' }));
+    app.error(new ApiError(0, 'network', 'Cannot reach the Hestia daemon. Is it running?'), () => {});
+    expect(app.ui.get().toasts.map((t) => [t.kind, !!t.retry])).toEqual([['error', true]]);
+    app.error(new ApiError(409, 'conflict', 'already'), () => {});
+    expect(app.ui.get().toasts.at(-1)?.retry).toBeUndefined();
   });
 });

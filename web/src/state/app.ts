@@ -299,6 +299,9 @@ export class App {
   error(e: unknown, retry?: () => void) {
     if (e instanceof ApiError) {
       if (e.status === 401) return; // handled by going back to pairing
+      // While the stream is down the banner already says so, and the
+      // snapshot taken on reconnect reloads what failed here.
+      if (e.status === 0 && this.ui.get().conn !== 'live') return;
       this.toast('error', e.message, e.retryable ? retry : undefined);
       return;
     }
