@@ -234,15 +234,14 @@ export async function runDaemon(browser) {
         assert(readFileSync(join(daemon.home, 'from-elsewhere.txt'), 'utf8') === 'approved from the terminal', 'file not written');
       }, page);
 
-      await test('daemon: a failed turn shows an error toast whose Retry works', async () => {
+      await test('daemon: a failed turn shows the error inline and its Retry works', async () => {
         await push({ status: 400, body: JSON.stringify({ error: { message: 'model exploded', type: 'invalid_request_error' } }) });
         await send('This will fail once');
-        const toast = page.locator('.toast-error');
-        await toast.waitFor();
-        await page.locator('.turn-error').waitFor();
-        await shot(page, 'e2e-error-toast');
+        const inline = page.locator('.turn-error');
+        await inline.waitFor();
+        await shot(page, 'e2e-turn-error');
         await push({ text: ['Second time lucky.'] });
-        await toast.getByRole('button', { name: 'Retry' }).click();
+        await inline.getByRole('button', { name: 'Retry' }).click();
         await page.getByText('Second time lucky.').waitFor();
       }, page);
 

@@ -250,3 +250,18 @@ describe('App errors', () => {
     expect(app.ui.get().toasts.at(-1)?.retry).toBeUndefined();
   });
 });
+
+describe('failed turns', () => {
+  it('toast with Retry only for chats not on screen', () => {
+    const app = new App({ tokens: memTokens('tok'), fetch: (async () => new Response()) as typeof fetch });
+    const msgs: Message[] = [{ id: 'm_1', chat_id: 'c_2', seq: 1, role: 'user', content: 'hi', turn_id: 't_1', created_at: '' }];
+    app.data.set((s) => loadChat(openView(s, 'c_2'), { id: 'c_2', title: '', created_at: '', updated_at: '' }, msgs));
+    const fail = { type: 'turn.finished', chat_id: 'c_2', data: { result: { turn_id: 't_1', chat_id: 'c_2', ok: false, error: { code: 'model_error', message: 'provider down' } } } };
+    app.ui.set((u) => ({ ...u, current: 'c_2' }));
+    (app as any).onEvent(fail);
+    expect(app.ui.get().toasts).toEqual([]);
+    app.ui.set((u) => ({ ...u, current: 'c_1' }));
+    (app as any).onEvent({ ...fail, seq: 2 });
+    expect(app.ui.get().toasts.map((t) => [t.text, !!t.retry])).toEqual([['provider down', true]]);
+  });
+});

@@ -167,6 +167,8 @@ export class App {
   private onTurnFinished(r: TurnResult | undefined) {
     if (!r || r.ok || !r.error) return;
     if (r.error.code === 'cancelled' || r.error.code === 'interrupted') return;
+    // The open chat shows the failure inline, with its own Retry.
+    if (r.chat_id === this.ui.get().current) return;
     const v = this.data.get().views[r.chat_id];
     const userMsg = v?.messages.filter((m) => m.turn_id === r.turn_id && m.role === 'user').pop();
     const retry =
