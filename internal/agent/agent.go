@@ -151,6 +151,7 @@ const (
 	CodeContextTooLarge  = "context_too_large"
 	CodeChatNotFound     = "chat_not_found"
 	CodeInternal         = "internal"
+	CodeNothingToRetry   = "nothing_to_retry"
 )
 
 // ErrorInfo is a failed turn's error.
@@ -187,6 +188,9 @@ var (
 var (
 	ErrQueueFull = errors.New("too many turns are waiting in this chat")
 	ErrClosed    = errors.New("the agent is shutting down")
+	// ErrNothingToRetry: a retry was asked for but the chat's last turn
+	// already ended in a reply.
+	ErrNothingToRetry = errors.New("the chat's last turn already has a reply; there is nothing to retry")
 )
 
 // Options of one submitted message.
@@ -198,6 +202,10 @@ type Options struct {
 	// OverBudget is the user's explicit "continue over budget" for this
 	// one turn (internal/budget); only a user's own request sets it.
 	OverBudget bool
+	// Retry re-runs the chat's unfinished last turn from the stored history
+	// instead of appending a new user message, so a failed turn can be
+	// tried again without the user's text appearing twice.
+	Retry bool
 }
 
 // Turn is a submitted turn.
@@ -240,6 +248,15 @@ type chatRunner struct {
 func (a *Agent) Submit(ctx context.Context, chatID, text string, opts Options) (*Turn, error) {
 	if _, err := a.d.Chats.Get(ctx, chatID); err != nil {
 		return nil, err
+	}
+	if opts.Retry {
+		last, err := a.d.Chats.Messages(ctx, chatID, 1)
+		if err != nil {
+			return nil, err
+		}
+		if !retryable(last) {
+			return nil, ErrNothingToRetry
+		}
 	}
 	tctx, cancel := context.WithCancelCause(context.Background())
 	t := &Turn{ID: chat.NewTurnID(), ChatID: chatID, text: text, opts: opts, ctx: tctx, cancel: cancel, done: make(chan struct{})}
@@ -398,6 +415,17 @@ func abortCode(cause error) (string, bool) {
 		return CodeShutdown, true
 	}
 	return "", false
+}
+
+// retryable reports whether a chat whose newest message is last[0] has an
+// unfinished turn: it ends in the user's message or a tool result, not in
+// the assistant's final reply.
+func retryable(last []chat.Message) bool {
+	if len(last) == 0 {
+		return false
+	}
+	m := last[len(last)-1]
+	return m.Role == chat.RoleUser || m.Role == chat.RoleTool || (m.Role == chat.RoleAssistant && len(m.ToolCalls) > 0)
 }
 
 func isNotFound(err error) bool { return errors.Is(err, store.ErrNotFound) }

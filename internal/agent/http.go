@@ -28,6 +28,8 @@ type messageBody struct {
 	Approver string `json:"approver"`
 	// OverBudget continues this turn past a reached model budget cap.
 	OverBudget bool `json:"over_budget"`
+	// Retry re-runs the unfinished last turn; text must then be empty.
+	Retry bool `json:"retry"`
 }
 
 func (a *Agent) postMessage(w http.ResponseWriter, r *http.Request) {
@@ -37,7 +39,10 @@ func (a *Agent) postMessage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	switch {
-	case strings.TrimSpace(b.Text) == "":
+	case b.Retry && b.Text != "":
+		httpjson.Error(w, http.StatusBadRequest, "bad_request", "a retry re-runs the stored turn; leave text empty")
+		return
+	case !b.Retry && strings.TrimSpace(b.Text) == "":
 		httpjson.Error(w, http.StatusBadRequest, "bad_request", "text is required")
 		return
 	case utf8.RuneCountInString(b.Text) > MaxMessage:
@@ -48,10 +53,13 @@ func (a *Agent) postMessage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := r.PathValue("id")
-	t, err := a.Submit(r.Context(), id, b.Text, Options{NoApprover: b.Approver == "none", OverBudget: b.OverBudget})
+	t, err := a.Submit(r.Context(), id, b.Text, Options{NoApprover: b.Approver == "none", OverBudget: b.OverBudget, Retry: b.Retry})
 	switch {
 	case isNotFound(err):
 		httpjson.Error(w, http.StatusNotFound, "not_found", "chat "+id+" does not exist")
+		return
+	case errors.Is(err, ErrNothingToRetry):
+		httpjson.Error(w, http.StatusConflict, CodeNothingToRetry, err.Error())
 		return
 	case errors.Is(err, ErrQueueFull):
 		httpjson.Error(w, http.StatusTooManyRequests, "queue_full", err.Error())

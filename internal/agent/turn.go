@@ -55,6 +55,9 @@ func (a *Agent) runTurn(t *Turn) (res Result) {
 	if err := context.Cause(t.ctx); err != nil {
 		return a.aborted(res, err)
 	}
+	if t.opts.Retry {
+		return a.retryTurn(t, ctx, bg, tracker, res)
+	}
 	user := &chat.Message{Role: chat.RoleUser, Content: t.text, TurnID: t.ID}
 	if err := a.d.Chats.Append(bg, t.ChatID, user); err != nil {
 		if isNotFound(err) {
@@ -71,6 +74,24 @@ func (a *Agent) runTurn(t *Turn) (res Result) {
 
 	// The model never needs more than the newest maxHistory messages; the
 	// budget reducer shortens further when they do not fit.
+	return a.continueTurn(t, ctx, bg, tracker, res)
+}
+
+// retryTurn re-runs an unfinished turn on the stored history. The history
+// is checked again here because it may have changed while the retry queued.
+func (a *Agent) retryTurn(t *Turn, ctx, bg context.Context, tracker *taint.Tracker, res Result) Result {
+	last, err := a.d.Chats.Messages(bg, t.ChatID, 1)
+	if err != nil || !retryable(last) {
+		res.Error = &ErrorInfo{Code: CodeNothingToRetry, Message: ErrNothingToRetry.Error()}
+		return res
+	}
+	a.publish("turn.started", t.ChatID, map[string]any{"turn_id": t.ID, "retry": true})
+	a.audit(bg, audit.Entry{Type: audit.TypeUserMessage, ChatID: t.ChatID, TurnID: t.ID, Summary: "retry of the unfinished turn", Data: map[string]any{"retry": true}})
+	return a.continueTurn(t, ctx, bg, tracker, res)
+}
+
+// continueTurn loads the history and runs the model/tool loop on it.
+func (a *Agent) continueTurn(t *Turn, ctx, bg context.Context, tracker *taint.Tracker, res Result) Result {
 	history, err := a.d.Chats.Messages(bg, t.ChatID, maxHistory)
 	if err != nil {
 		a.d.Log.Error("loading chat history", "chat", t.ChatID, "err", err)
