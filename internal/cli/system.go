@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"sort"
 	"strings"
 	"time"
 
@@ -48,6 +49,8 @@ func runDoctor(ctx context.Context, env *Env, args []string) error {
 	}
 	checks = append(checks, doctor.Daemon(a.Paths.LockFile(), "http://"+a.Config.Server.Addr+"/health", &http.Client{}))
 	results := doctor.Run(ctx, checks, 3*time.Second)
+	results = append(results, env.daemonChecks(ctx, results)...)
+	sort.SliceStable(results, func(i, j int) bool { return results[i].Name < results[j].Name })
 	if *asJSON {
 		enc := json.NewEncoder(env.Stdout)
 		enc.SetIndent("", "  ")
@@ -61,6 +64,40 @@ func runDoctor(ctx context.Context, env *Env, args []string) error {
 		return exitError{1}
 	}
 	return nil
+}
+
+// daemonChecks adds the component checks only a running daemon can make
+// (model tiers and providers, connector accounts, the audit chain at start)
+// by asking its /api/system, when the daemon check passed.
+func (env *Env) daemonChecks(ctx context.Context, local []doctor.Result) []doctor.Result {
+	seen := map[string]bool{}
+	running := false
+	for _, r := range local {
+		seen[r.Name] = true
+		running = running || (r.Name == "daemon" && r.Status == doctor.OK)
+	}
+	if !running {
+		return nil
+	}
+	c, err := env.daemon()
+	if err != nil {
+		return []doctor.Result{{Name: "daemon.checks", Status: doctor.Warn, Detail: err.Error()}}
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	var sys struct {
+		Checks []doctor.Result `json:"checks"`
+	}
+	if err := c.Do(ctx, "GET", "/api/system", nil, &sys); err != nil {
+		return []doctor.Result{{Name: "daemon.checks", Status: doctor.Fail, Detail: "the daemon's own checks: " + err.Error()}}
+	}
+	var out []doctor.Result
+	for _, r := range sys.Checks {
+		if !seen[r.Name] {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 func runBackup(ctx context.Context, env *Env, args []string) error {
