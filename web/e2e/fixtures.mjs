@@ -39,7 +39,8 @@ const messages = [
 const approval = {
   id: 'a_1', kind: 'approval', chat_id: 'c_trip', turn_id: 't_1', call_id: 'call_2', tool: 'write_file', args: writeArgs,
   risk: 'medium', preview: 'Create /home/sam/notes/lisbon.md (82 bytes, new file)',
-  reason: 'risk medium is above the auto-approve threshold low',
+  reason: 'risk medium is above the auto-approve threshold low; this turn read untrusted content (mail_read (id 42))',
+  tainted_by: [{ tool: 'mail_read', detail: 'id 42', call_id: 'call_1', at: iso(6) }],
   schema: {
     type: 'object',
     properties: {
@@ -78,6 +79,17 @@ const usage = {
     { tool: 'write_file', calls: 7, errors: 1, avg_ms: 6, max_ms: 9, total_ms: 42 },
   ],
   recent: [],
+};
+
+// The shape of GET /api/budget (internal/budget.Status).
+const endOfDay = new Date(now); endOfDay.setHours(24, 0, 0, 0);
+const budget = {
+  enabled: true, warn_percent: 80,
+  caps: [
+    { period: 'day', metric: 'cost_usd', limit: 2, used: 1.7, percent: 85, state: 'warning', since: iso(600), resets: endOfDay.toISOString() },
+    { period: 'month', metric: 'tokens', limit: 5_000_000, used: 908_400, percent: 18.2, state: 'ok', since: iso(9000), resets: new Date(now + 20 * 86_400_000).toISOString() },
+  ],
+  day: { cost_usd: 1.7, tokens: 120_000 }, month: { cost_usd: 9.1, tokens: 908_400 },
 };
 
 const auditTypes = ['message.user', 'policy.decision', 'approval.requested', 'approval.resolved', 'tool.run', 'message.assistant'];
@@ -158,6 +170,7 @@ export function startFixtures({ streaming = true } = {}) {
         return send(200, { approvals: !chat || chat === 'c_trip' ? [approval] : [] });
       }
       if (p === '/api/usage') return send(200, usage);
+      if (p === '/api/budget') return send(200, budget);
       if (p === '/api/audit') return send(200, { events: audit, next_before: 106 });
       if (p === '/api/system') return send(200, system);
       if (p === '/api/tools') return send(200, { tools });

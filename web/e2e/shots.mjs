@@ -23,6 +23,7 @@ export async function runShots(browser) {
           await page.getByText('Approval needed').first().waitFor();
           fx.emit('turn.started', { turn_id: 't_1' }, 'c_trip');
           await page.getByText('Working…').first().waitFor({ state: 'attached' });
+          assert(await page.locator('.tainted').getByText('mail_read (id 42)').isVisible(), 'taint warning missing on the approval card');
           await shot(page, `${mode.name}-approval`);
 
           await page.getByRole('button', { name: 'Edit', exact: true }).click();
@@ -37,6 +38,7 @@ export async function runShots(browser) {
           await page.goto(fx.url + '/usage');
           await page.getByText('Cost by day').waitFor();
           assert(await page.getByText(/did not say which/).isVisible(), 'unlabelled spend callout missing');
+          assert(await page.getByText('$1.70 of $2.00 · 85 %').isVisible(), 'budget caps missing');
           await shot(page, `${mode.name}-usage`);
 
           await page.goto(fx.url + '/audit');

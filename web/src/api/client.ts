@@ -5,6 +5,7 @@ import type {
   ApprovalDecision,
   ApprovalRequest,
   AuditEvent,
+  BudgetStatus,
   Chat,
   Message,
   ToolInfo,
@@ -128,6 +129,18 @@ export class Client {
       { text },
     );
   }
+  /**
+   * Re-runs the chat's unfinished last turn on the stored history, past a
+   * reached budget cap: the user's explicit "continue over budget" for that
+   * one turn (docs/protocol.md, `retry` + `over_budget`).
+   */
+  continueOverBudget(id: string) {
+    return this.request<{ turn_id: string; chat_id: string; position: number }>(
+      'POST',
+      `/api/chats/${enc(id)}/messages`,
+      { text: '', retry: true, over_budget: true },
+    );
+  }
   cancel(id: string) {
     return this.request<{ cancelled: boolean }>('POST', `/api/chats/${enc(id)}/cancel`);
   }
@@ -170,6 +183,9 @@ export class Client {
   }
   usage(period: string) {
     return this.get<unknown>(`/api/usage?period=${enc(period)}`);
+  }
+  budget() {
+    return this.get<BudgetStatus>('/api/budget');
   }
   system() {
     return this.get<unknown>('/api/system');

@@ -100,8 +100,39 @@ export interface ApprovalRequest {
   schema?: JSONSchema;
   question?: string;
   choices?: string[];
+  /** Untrusted content this turn read before the call was proposed. */
+  tainted_by?: TaintSource[];
   created_at: string;
   expires_at?: string;
+}
+
+/** One untrusted read that tainted a turn (internal/taint.Source). */
+export interface TaintSource {
+  tool: string;
+  detail?: string;
+  call_id?: string;
+  at?: string;
+}
+
+/** One model budget cap (internal/budget.Cap). */
+export interface BudgetCap {
+  period: 'day' | 'month' | string;
+  metric: 'cost_usd' | 'tokens' | string;
+  limit: number;
+  used: number;
+  percent: number;
+  state: 'ok' | 'warning' | 'exceeded' | string;
+  since?: string;
+  resets?: string;
+}
+
+/** GET /api/budget (internal/budget.Status). */
+export interface BudgetStatus {
+  enabled: boolean;
+  warn_percent?: number;
+  caps: BudgetCap[];
+  day?: { cost_usd: number; tokens: number };
+  month?: { cost_usd: number; tokens: number };
 }
 
 export type ApprovalDecision =

@@ -8,8 +8,9 @@ import type { ApprovalDecision, ApprovalRequest } from '../api/types';
 import { useApp } from '../context';
 import { json, prettyTool } from '../lib/format';
 import { buildArgs, fieldsOf, initialForm, type FormState } from '../lib/schema';
+import { taintLabels } from '../lib/taint';
 import type { Resolved } from '../state/reduce';
-import { Check, Question, Shield } from './icons';
+import { Alert, Check, Question, Shield } from './icons';
 import { SchemaForm } from './SchemaForm';
 
 type Mode = 'idle' | 'edit' | 'deny' | 'revise';
@@ -58,6 +59,7 @@ export function ApprovalCard({ req }: { req: ApprovalRequest }) {
         <span class={`risk risk-${risk}`}>{risk} risk</span>
       </header>
       {req.preview && <p class="preview">{req.preview}</p>}
+      <Tainted labels={taintLabels(req.tainted_by)} />
       {req.reason && <p class="reason muted">{req.reason}</p>}
       <Expires at={req.expires_at} />
 
@@ -157,6 +159,33 @@ export function ApprovalCard({ req }: { req: ApprovalRequest }) {
       )}
       {mode === 'idle' && serverErr && <div class="field-err" role="alert">{serverErr}</div>}
     </section>
+  );
+}
+
+/**
+ * The warning on a card whose turn read untrusted content (mail, documents,
+ * web pages): that content may be what steered the model, which is why the
+ * call is gated even where a rule or temporary mode would allow it.
+ */
+function Tainted({ labels }: { labels: string[] }) {
+  if (labels.length === 0) return null;
+  return (
+    <div class="tainted" role="note" aria-label="Untrusted content">
+      <Alert size={16} />
+      <div>
+        <strong>This turn read untrusted content: </strong>
+        {labels.map((l, i) => (
+          <>
+            {i > 0 && ', '}
+            <code class="mono">{l}</code>
+          </>
+        ))}
+        .
+        <div class="tainted-why">
+          Text in it may be what asked for this action, so it needs your approval even if a rule would allow it.
+        </div>
+      </div>
+    </div>
   );
 }
 

@@ -170,6 +170,30 @@ function Transcript({
 function TurnError({ result, view }: { result: NonNullable<View['lastResult']>; view: View }) {
   const app = useApp();
   const userMsg = view.messages.filter((m) => m.turn_id === result.turn_id && m.role === 'user').pop();
+  const [busy, setBusy] = useState(false);
+  if (result.error?.code === 'budget_exceeded') {
+    return (
+      <div class="turn-error budget-error" role="alert">
+        <Alert size={16} />
+        <span>
+          <strong>Budget cap reached.</strong> {result.error.message || 'A model budget cap was reached.'}{' '}
+          <a href="/usage">See the caps</a>
+        </span>
+        <button
+          class="btn small"
+          disabled={busy}
+          title="Run this turn once more past the cap; later turns are still stopped"
+          onClick={async () => {
+            setBusy(true);
+            await app.continueOverBudget(result.chat_id);
+            setBusy(false);
+          }}
+        >
+          Continue over budget
+        </button>
+      </div>
+    );
+  }
   const retryable = ['model_unavailable', 'model_error', 'internal', 'disconnected'].includes(result.error?.code ?? '');
   return (
     <div class="turn-error" role="alert">

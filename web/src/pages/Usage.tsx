@@ -2,6 +2,8 @@ import { useEffect, useState } from 'preact/hooks';
 import { Bars, DayChart } from '../components/Charts';
 import { Alert } from '../components/icons';
 import { useApp } from '../context';
+import type { BudgetCap, BudgetStatus } from '../api/types';
+import { ApiError } from '../api/client';
 import { count, duration, money } from '../lib/format';
 import { normaliseUsage, type Usage } from '../lib/usage';
 import { Failure, PageHeader } from './common';
@@ -17,11 +19,25 @@ export function UsagePage() {
   const [period, setPeriod] = useState<string>('7d');
   const [data, setData] = useState<Usage | null>(null);
   const [err, setErr] = useState<unknown>(null);
+  const [budget, setBudget] = useState<BudgetStatus | null>(null);
   const load = () => {
     setErr(null);
     app.client.usage(period).then((r) => setData(normaliseUsage(r)), setErr);
   };
   useEffect(load, [period]);
+  // The caps are today's and this month's, whatever period is shown. A
+  // daemon without budgets (404) or a failed read just hides the panel:
+  // the usage figures are still worth showing.
+  useEffect(() => {
+    let live = true;
+    app.client.budget().then(
+      (b) => live && setBudget(b),
+      (e) => live && !(e instanceof ApiError && e.status === 401) && setBudget(null),
+    );
+    return () => {
+      live = false;
+    };
+  }, []);
 
   return (
     <div class="page">
@@ -34,6 +50,7 @@ export function UsagePage() {
           ))}
         </div>
       </PageHeader>
+      {budget && <BudgetPanel b={budget} />}
       {err ? <Failure err={err} retry={load} /> : !data ? <div class="skeleton tall" /> : <UsageView u={data} days={period === '7d' ? 7 : period === '30d' ? 30 : undefined} />}
     </div>
   );
@@ -121,6 +138,65 @@ export function UsageView({ u, days }: { u: Usage; days?: number }) {
         )}
       </div>
     </>
+  );
+}
+
+const periodWord: Record<string, string> = { day: 'Daily', month: 'Monthly' };
+const metricWord: Record<string, string> = { cost_usd: 'cost', tokens: 'tokens' };
+
+function capValue(c: BudgetCap, n: number): string {
+  return c.metric === 'cost_usd' ? money(n) : count(n);
+}
+
+function resetsIn(iso: string | undefined, now: number): string {
+  const t = iso ? Date.parse(iso) : NaN;
+  if (Number.isNaN(t)) return '';
+  const mins = Math.max(0, Math.round((t - now) / 60_000));
+  if (mins < 60) return `resets in ${mins} min`;
+  if (mins < 48 * 60) return `resets in ${Math.round(mins / 60)} h`;
+  return 'resets ' + new Date(t).toLocaleDateString(undefined, { month: 'short', day: 'numeric' });
+}
+
+/** The model budget caps (GET /api/budget) and where spend stands. */
+export function BudgetPanel({ b, now = Date.now() }: { b: BudgetStatus; now?: number }) {
+  const caps = b.enabled ? b.caps ?? [] : [];
+  return (
+    <div class="panel budget" aria-label="Budget caps">
+      <h2>Budget caps</h2>
+      {caps.length === 0 ? (
+        <div class="chart-empty muted">No budget caps are set. Add daily or monthly caps under [budget] in the config.</div>
+      ) : (
+        <ul class="caps">
+          {caps.map((c) => {
+            const pct = Math.max(0, Math.round(c.percent ?? (c.limit ? (c.used / c.limit) * 100 : 0)));
+            const state = c.state === 'exceeded' || c.state === 'warning' ? c.state : 'ok';
+            return (
+              <li class={`cap cap-${state}`}>
+                <div class="bar-label">
+                  <span class="bar-key">
+                    {periodWord[c.period] ?? c.period} {metricWord[c.metric] ?? c.metric}
+                    {state === 'exceeded' && <span class="tag bad">reached</span>}
+                    {state === 'warning' && <span class="tag warn">over {b.warn_percent ?? 80} %</span>}
+                  </span>
+                  <span class="bar-val">
+                    {capValue(c, c.used)} of {capValue(c, c.limit)} · {pct} %
+                  </span>
+                </div>
+                <div class="bar-track" role="progressbar" aria-valuemin={0} aria-valuemax={100} aria-valuenow={Math.min(100, pct)}>
+                  <div class="bar-fill" style={{ width: `${Math.min(100, Math.max(2, pct))}%` }} />
+                </div>
+                <div class="cap-note muted">{resetsIn(c.resets, now)}</div>
+              </li>
+            );
+          })}
+        </ul>
+      )}
+      {caps.some((c) => c.state === 'exceeded') && (
+        <p class="muted small">
+          Chat turns stop at a reached cap and offer “Continue over budget” for that one turn; background work stays stopped until the cap resets.
+        </p>
+      )}
+    </div>
   );
 }
 

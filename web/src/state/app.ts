@@ -199,6 +199,22 @@ export class App {
     }
   }
 
+  /** The user's "Continue over budget" on a turn stopped by a budget cap. */
+  async continueOverBudget(chatId: string): Promise<boolean> {
+    try {
+      await this.client.continueOverBudget(chatId);
+      if (this.ui.get().conn !== 'live') void this.loadChat(chatId).catch(() => {});
+      return true;
+    } catch (e) {
+      if (e instanceof ApiError && e.code === 'nothing_to_retry') {
+        this.toast('info', 'That turn already has its reply; nothing to continue.');
+        return false;
+      }
+      this.error(e, () => void this.continueOverBudget(chatId));
+      return false;
+    }
+  }
+
   async cancel(chatId: string) {
     try {
       await this.client.cancel(chatId);
