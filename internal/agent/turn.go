@@ -302,15 +302,15 @@ func dispatchedCalls(ps []*prepared) []llm.ToolCall {
 // message is followed by exactly one result per call, in call order: a
 // missing one gets a stub (so a crash mid-turn cannot poison later turns)
 // and a result whose call fell outside the history window is dropped.
+//
+// A call's result is looked for only among the tool messages stored right
+// after its assistant message (they are appended together, one turn at a
+// time per chat). Call ids are not unique across a chat: servers that omit
+// them get "call_0"-style ids in every step, and a model may repeat one.
 func toLLM(ms []chat.Message) []llm.Message {
 	out := make([]llm.Message, 0, len(ms))
-	results := map[string]chat.Message{}
-	for _, m := range ms {
-		if m.Role == chat.RoleTool {
-			results[m.ToolCallID] = m
-		}
-	}
-	for _, m := range ms {
+	for i := 0; i < len(ms); i++ {
+		m := ms[i]
 		switch m.Role {
 		case chat.RoleUser:
 			out = append(out, llm.Message{Role: llm.RoleUser, Content: m.Content})
@@ -324,16 +324,36 @@ func toLLM(ms []chat.Message) []llm.Message {
 				lm.ToolCalls = append(lm.ToolCalls, llm.ToolCall{ID: c.ID, Name: c.Name, Arguments: args})
 			}
 			out = append(out, lm)
+			end := i + 1
+			for end < len(ms) && ms[end].Role == chat.RoleTool {
+				end++
+			}
+			results := ms[i+1 : end]
+			used := make([]bool, len(results))
 			for _, c := range m.ToolCalls {
-				if r, ok := results[c.ID]; ok {
+				r, ok := takeResult(results, used, c.ID)
+				if ok {
 					out = append(out, llm.Message{Role: llm.RoleTool, ToolCallID: c.ID, Name: r.ToolName, Content: modelContentOf(r)})
 				} else {
 					out = append(out, llm.Message{Role: llm.RoleTool, ToolCallID: c.ID, Name: c.Name, Content: "NOT done: this call never completed (the turn ended before it ran)."})
 				}
 			}
+			i = end - 1 // results not claimed by a call are dropped
 		}
 	}
 	return out
+}
+
+// takeResult returns the first unused result for the call id and marks it
+// used, so two calls sharing an id each get their own result in order.
+func takeResult(results []chat.Message, used []bool, id string) (chat.Message, bool) {
+	for j, r := range results {
+		if !used[j] && r.ToolCallID == id {
+			used[j] = true
+			return r, true
+		}
+	}
+	return chat.Message{}, false
 }
 
 // modelContentOf is what the model saw for a stored tool message. The stored
