@@ -35,6 +35,12 @@ export async function runShots(browser) {
           await page.getByText('NOT DONE').first().waitFor();
           await shot(page, `${mode.name}-denied`);
 
+          await page.goto(fx.url + '/c/c_tax');
+          await page.getByText('Say something to start.').waitFor();
+          fx.emit('turn.finished', { result: { turn_id: 't_7', chat_id: 'c_tax', ok: false, error: { code: 'budget_exceeded', message: 'model budget reached: the daily cap of $2.00 (spent $2.04)' } } }, 'c_tax');
+          await page.getByRole('button', { name: 'Continue over budget' }).waitFor();
+          await shot(page, `${mode.name}-budget`);
+
           await page.goto(fx.url + '/usage');
           await page.getByText('Cost by day').waitFor();
           assert(await page.getByText(/did not say which/).isVisible(), 'unlabelled spend callout missing');
