@@ -184,7 +184,12 @@ func (b *Bus) Subscribe(o SubscribeOptions) *Subscription {
 	} else {
 		s.OldestSeq = b.seq + 1
 	}
-	if o.After > 0 && o.After < b.seq {
+	switch {
+	case o.After > b.seq:
+		// A seq this bus never issued comes from before a daemon restart
+		// (seq starts again at 1): what happened since is unknown.
+		s.Gap = true
+	case o.After > 0 && o.After < b.seq:
 		if o.After+1 < s.OldestSeq {
 			s.Gap = true
 		} else {
