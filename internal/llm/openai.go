@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -288,7 +290,7 @@ func (c *OpenAI) decodeCompletion(ctx context.Context, body io.Reader, resp *Res
 	for i, tc := range ch.Message.ToolCalls {
 		id := tc.ID
 		if id == "" {
-			id = fmt.Sprintf("call_%d", i)
+			id = missingCallID(i)
 		}
 		resp.ToolCalls = append(resp.ToolCalls, ToolCall{ID: id, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
 	}
@@ -423,11 +425,20 @@ func (a *toolAssembler) done() ([]int, []ToolCall) {
 	for _, i := range idx {
 		tc := *a.calls[i]
 		if tc.ID == "" {
-			tc.ID = fmt.Sprintf("call_%d", i)
+			tc.ID = missingCallID(i)
 		}
 		out = append(out, tc)
 	}
 	return idx, out
+}
+
+// missingCallID names the i-th call of a reply whose server sent no id. The
+// random part keeps it unique in the chat: "call_0" in every reply would
+// make the transcript, events and approvals of different calls collide.
+func missingCallID(i int) string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("call_%d_%s", i, hex.EncodeToString(b[:]))
 }
 
 // Stream implements Client.
