@@ -253,7 +253,11 @@ func (c *Anthropic) Complete(ctx context.Context, req Request) (Response, error)
 		StopReason string      `json:"stop_reason"`
 		Usage      anUsage     `json:"usage"`
 	}
-	if err := json.NewDecoder(hr.Body).Decode(&out); err != nil {
+	if err := json.NewDecoder(capReply(hr.Body)).Decode(&out); err != nil {
+		var le *Error
+		if errors.As(err, &le) { // the reply size cap
+			return resp, c.fill(le)
+		}
 		if ctx.Err() != nil {
 			return resp, c.fill(classifyTransport(ctx, err))
 		}
@@ -331,7 +335,7 @@ func (c *Anthropic) Stream(ctx context.Context, req Request, fn func(Event) erro
 		e.Partial = text.Len() > 0 || reasoning.Len() > 0 || len(calls) > 0
 		return resp, c.fill(e)
 	}
-	sr := &sseReader{r: bufio.NewReaderSize(hr.Body, 64<<10)}
+	sr := &sseReader{r: bufio.NewReaderSize(capReply(hr.Body), 64<<10)}
 	for !stopped {
 		data, err := sr.next()
 		if err != nil {

@@ -3,6 +3,7 @@ package llm
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -135,4 +136,33 @@ func malformed(err error) *Error {
 func readBoundedBody(r io.Reader) string {
 	b, _ := io.ReadAll(io.LimitReader(r, readErrorBodyLimit))
 	return string(b)
+}
+
+// MaxReplyBytes bounds the body of one chat reply as received, streamed or
+// not. Real replies are far smaller (a long answer is tens of KiB); the cap
+// only stops a broken or hostile server from filling memory until the
+// request deadline.
+const MaxReplyBytes = 16 << 20
+
+// capReader fails with a malformed-reply *Error once more than left bytes
+// were asked for, so decoders and the SSE reader stop on it.
+type capReader struct {
+	r    io.Reader
+	left int64
+}
+
+// capReply bounds a reply body to MaxReplyBytes.
+func capReply(r io.Reader) io.Reader { return &capReader{r: r, left: MaxReplyBytes} }
+
+func (c *capReader) Read(p []byte) (int, error) {
+	if c.left <= 0 {
+		// A new *Error each time: callers stamp the target onto it.
+		return 0, malformed(fmt.Errorf("the reply is larger than %d bytes", MaxReplyBytes))
+	}
+	if int64(len(p)) > c.left {
+		p = p[:c.left]
+	}
+	n, err := c.r.Read(p)
+	c.left -= int64(n)
+	return n, err
 }

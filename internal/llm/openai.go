@@ -241,7 +241,7 @@ func (c *OpenAI) Complete(ctx context.Context, req Request) (Response, error) {
 		return resp, err
 	}
 	defer hr.Body.Close()
-	if err := c.decodeCompletion(ctx, hr.Body, &resp); err != nil {
+	if err := c.decodeCompletion(ctx, capReply(hr.Body), &resp); err != nil {
 		return resp, err
 	}
 	resp.Duration = time.Since(start)
@@ -266,7 +266,10 @@ func (c *OpenAI) decodeCompletion(ctx context.Context, body io.Reader, resp *Res
 	if err := json.NewDecoder(body).Decode(&out); err != nil {
 		var se *json.SyntaxError
 		var te *json.UnmarshalTypeError
+		var le *Error
 		switch {
+		case errors.As(err, &le): // the reply size cap
+			return c.fill(le)
 		case ctx.Err() != nil:
 			return c.fill(classifyTransport(ctx, err))
 		case errors.As(err, &se), errors.As(err, &te), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
@@ -457,7 +460,7 @@ func (c *OpenAI) Stream(ctx context.Context, req Request, fn func(Event) error) 
 
 	if ct := hr.Header.Get("Content-Type"); strings.HasPrefix(ct, "application/json") {
 		// Some servers ignore stream:true; replay the whole reply as events.
-		return c.replayJSON(ctx, hr.Body, resp, start, fn)
+		return c.replayJSON(ctx, capReply(hr.Body), resp, start, fn)
 	}
 
 	var (
@@ -466,7 +469,7 @@ func (c *OpenAI) Stream(ctx context.Context, req Request, fn func(Event) error) 
 		finished        bool
 		sawDone         bool
 	)
-	sr := &sseReader{r: bufio.NewReaderSize(hr.Body, 64<<10)}
+	sr := &sseReader{r: bufio.NewReaderSize(capReply(hr.Body), 64<<10)}
 	partial := func() {
 		resp.Text, resp.Reasoning = text.String(), reasoning.String()
 		_, resp.ToolCalls = tools.done()
