@@ -243,6 +243,9 @@ export async function runDaemon(browser) {
         await push({ text: ['Second time lucky.'] });
         await inline.getByRole('button', { name: 'Retry' }).click();
         await page.getByText('Second time lucky.').waitFor();
+        // Retry re-runs the stored turn: the question is not sent twice.
+        const copies = await page.getByText('This will fail once', { exact: true }).count();
+        assert(copies === 1, `retry repeated the user's message (${copies} copies)`);
       }, page);
 
       await test('daemon: "allow this chat" lets the next gated call run without asking', async () => {

@@ -139,6 +139,28 @@ describe('budget_exceeded turn', () => {
   });
 });
 
+describe('retryable turn error', () => {
+  it('Retry re-runs the stored turn instead of sending the text again', async () => {
+    const again = withApp({
+      'GET /api/chats/c_1': () => json({ chat, messages }),
+      'GET /api/approvals': () => json({ approvals: [] }),
+      'POST /api/chats/c_1/messages': () => json({ turn_id: 't_2', chat_id: 'c_1', position: 0 }, 202),
+    });
+    again.app.data.set((st) => loadChat(openView(st, 'c_1'), chat, messages));
+    again.wrap(<ChatPage id="c_1" />);
+    await tick(10);
+    again.app.data.set((st) =>
+      applyEvent(st, { ...budgetFail, data: { result: { ...budgetFail.data.result, error: { code: 'model_error', message: 'provider broke' } } } }),
+    );
+    await tick(10);
+    fireEvent.click(screen.getByRole('button', { name: 'Retry' }));
+    await waitFor(() => expect(again.calls.some((c) => c.method === 'POST')).toBe(true));
+    const posts = again.calls.filter((c) => c.method === 'POST');
+    expect(posts).toHaveLength(1);
+    expect(await posts[0].clone().json()).toEqual({ text: '', retry: true });
+  });
+});
+
 const budget: BudgetStatus = {
   enabled: true,
   warn_percent: 80,

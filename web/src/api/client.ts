@@ -130,16 +130,20 @@ export class Client {
     );
   }
   /**
-   * Re-runs the chat's unfinished last turn on the stored history, past a
-   * reached budget cap: the user's explicit "continue over budget" for that
-   * one turn (docs/protocol.md, `retry` + `over_budget`).
+   * Re-runs the chat's unfinished last turn on the stored history without
+   * sending the user's message again (docs/protocol.md, `retry`). With
+   * overBudget it is also the user's explicit "continue over budget" for
+   * that one turn.
    */
-  continueOverBudget(id: string) {
+  retryTurn(id: string, overBudget = false) {
     return this.request<{ turn_id: string; chat_id: string; position: number }>(
       'POST',
       `/api/chats/${enc(id)}/messages`,
-      { text: '', retry: true, over_budget: true },
+      overBudget ? { text: '', retry: true, over_budget: true } : { text: '', retry: true },
     );
+  }
+  continueOverBudget(id: string) {
+    return this.retryTurn(id, true);
   }
   cancel(id: string) {
     return this.request<{ cancelled: boolean }>('POST', `/api/chats/${enc(id)}/cancel`);

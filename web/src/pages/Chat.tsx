@@ -147,7 +147,7 @@ function Transcript({
   return (
     <>
       {out}
-      {failed?.error && !['cancelled', 'interrupted'].includes(failed.error.code) && <TurnError result={failed} view={view} />}
+      {failed?.error && !['cancelled', 'interrupted'].includes(failed.error.code) && <TurnError result={failed} />}
       {(stray.length > 0 || streams.length > 0 || view.running) && (
         <div class="msg assistant live">
           {stray}
@@ -167,9 +167,8 @@ function Transcript({
   );
 }
 
-function TurnError({ result, view }: { result: NonNullable<View['lastResult']>; view: View }) {
+function TurnError({ result }: { result: NonNullable<View['lastResult']> }) {
   const app = useApp();
-  const userMsg = view.messages.filter((m) => m.turn_id === result.turn_id && m.role === 'user').pop();
   const [busy, setBusy] = useState(false);
   if (result.error?.code === 'budget_exceeded') {
     return (
@@ -199,8 +198,8 @@ function TurnError({ result, view }: { result: NonNullable<View['lastResult']>; 
     <div class="turn-error" role="alert">
       <Alert size={16} />
       <span>{result.error?.message || 'The reply failed.'}</span>
-      {retryable && userMsg && (
-        <button class="btn small" onClick={() => app.send(result.chat_id, userMsg.content).catch(() => {})}>
+      {retryable && (
+        <button class="btn small" onClick={() => void app.retry(result.chat_id)}>
           Retry
         </button>
       )}

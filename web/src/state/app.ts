@@ -169,12 +169,7 @@ export class App {
     if (r.error.code === 'cancelled' || r.error.code === 'interrupted') return;
     // The open chat shows the failure inline, with its own Retry.
     if (r.chat_id === this.ui.get().current) return;
-    const v = this.data.get().views[r.chat_id];
-    const userMsg = v?.messages.filter((m) => m.turn_id === r.turn_id && m.role === 'user').pop();
-    const retry =
-      retryableTurnErrors.has(r.error.code) && userMsg
-        ? () => void this.send(r.chat_id, userMsg.content)
-        : undefined;
+    const retry = retryableTurnErrors.has(r.error.code) ? () => void this.retry(r.chat_id) : undefined;
     this.toast('error', r.error.message || 'The turn failed.', retry);
   }
 
@@ -196,6 +191,22 @@ export class App {
     } catch (e) {
       this.error(e, () => void this.send(chatId, text));
       throw e;
+    }
+  }
+
+  /** Re-runs a failed turn without repeating the user's message. */
+  async retry(chatId: string): Promise<boolean> {
+    try {
+      await this.client.retryTurn(chatId);
+      if (this.ui.get().conn !== 'live') void this.loadChat(chatId).catch(() => {});
+      return true;
+    } catch (e) {
+      if (e instanceof ApiError && e.code === 'nothing_to_retry') {
+        this.toast('info', 'That turn already has its reply; nothing to retry.');
+        return false;
+      }
+      this.error(e, () => void this.retry(chatId));
+      return false;
     }
   }
 
