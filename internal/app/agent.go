@@ -83,7 +83,7 @@ func (a *App) initAgent(ctx context.Context) error {
 		return err
 	}
 
-	broker := approval.New(approval.Options{Clock: a.Now, Timeout: cfg.Agent.ApprovalTimeout.D(), Approvers: bus.Approvers,
+	broker := approval.New(approval.Options{Clock: a.Now, Timeout: cfg.Agent.ApprovalTimeout.D(), Approvers: bus.Approvers, ApproversFor: bus.ApproversFor,
 		Notify: agent.Notifier{Events: bus, Audit: auditLog}})
 
 	ag, err := agent.New(agent.Config{

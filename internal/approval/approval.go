@@ -100,7 +100,10 @@ type Broker struct {
 	clock     func() time.Time
 	timeout   time.Duration
 	approvers func() int // how many clients could answer; nil means one
-	notify    Notifier
+	// approversFor counts the clients that could answer for one chat;
+	// when set it is asked instead of approvers.
+	approversFor func(chatID string) int
+	notify       Notifier
 
 	mu      sync.Mutex // guards pending and decided
 	pending map[string]*pending
@@ -123,7 +126,10 @@ type Options struct {
 	// Approvers counts clients able to answer; with none, requests resolve
 	// at once to NoApprover.
 	Approvers func() int
-	Notify    Notifier
+	// ApproversFor, when set, counts the clients able to answer for one
+	// chat (a client watching another chat never sees the request).
+	ApproversFor func(chatID string) int
+	Notify       Notifier
 }
 
 // New builds a broker.
@@ -134,7 +140,7 @@ func New(o Options) *Broker {
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultTimeout
 	}
-	return &Broker{clock: o.Clock, timeout: o.Timeout, approvers: o.Approvers, notify: o.Notify,
+	return &Broker{clock: o.Clock, timeout: o.Timeout, approvers: o.Approvers, approversFor: o.ApproversFor, notify: o.Notify,
 		pending: map[string]*pending{}, decided: map[string]Outcome{}}
 }
 
@@ -158,7 +164,7 @@ func (b *Broker) Ask(ctx context.Context, req Request, noApprover bool) (Request
 	if req.Kind == "" {
 		req.Kind = KindApproval
 	}
-	if noApprover || (b.approvers != nil && b.approvers() == 0) {
+	if noApprover || b.nobodyCanAnswer(req.ChatID) {
 		d := Decision{Outcome: NoApprover}
 		b.remember(req.ID, d.Outcome)
 		if b.notify != nil {
@@ -185,6 +191,13 @@ func (b *Broker) Ask(ctx context.Context, req Request, noApprover bool) (Request
 		d = b.resolveInternal(p, Decision{Outcome: Cancelled})
 	}
 	return req, d
+}
+
+func (b *Broker) nobodyCanAnswer(chatID string) bool {
+	if b.approversFor != nil {
+		return b.approversFor(chatID) == 0
+	}
+	return b.approvers != nil && b.approvers() == 0
 }
 
 // resolveInternal resolves on timeout or cancel unless a user decision won

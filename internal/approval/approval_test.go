@@ -181,3 +181,35 @@ func TestQuestions(t *testing.T) {
 		t.Errorf("%+v", d)
 	}
 }
+
+func TestApproversForIsAskedPerChat(t *testing.T) {
+	t.Parallel()
+	// Only chat A has someone who could answer: chat B's request resolves
+	// at once instead of waiting for a timeout nobody can beat.
+	b := New(Options{Timeout: time.Minute, Approvers: func() int { return 1 },
+		ApproversFor: func(chatID string) int {
+			if chatID == "A" {
+				return 1
+			}
+			return 0
+		}})
+	start := time.Now()
+	if _, d := b.Ask(context.Background(), Request{ChatID: "B", Tool: "write_file"}, false); d.Outcome != NoApprover {
+		t.Fatalf("chat B: %+v", d)
+	}
+	if time.Since(start) > 5*time.Second {
+		t.Fatal("chat B waited for an approver it does not have")
+	}
+	done := make(chan Decision, 1)
+	go func() {
+		_, d := b.Ask(context.Background(), Request{ChatID: "A", Tool: "write_file"}, false)
+		done <- d
+	}()
+	req := waitPending(t, b)
+	if _, err := b.Decide(req.ID, Decision{Outcome: Deny}); err != nil {
+		t.Fatal(err)
+	}
+	if d := <-done; d.Outcome != Deny {
+		t.Fatalf("chat A: %+v", d)
+	}
+}

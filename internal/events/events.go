@@ -142,6 +142,21 @@ func (b *Bus) Approvers() int {
 	return b.nAppr
 }
 
+// ApproversFor reports how many subscribers that receive chatID's events
+// can answer approvals: unfiltered ones and those filtered to that chat. A
+// client watching another chat never sees the request, so it cannot answer.
+func (b *Bus) ApproversFor(chatID string) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := 0
+	for s := range b.subs {
+		if s.approver && (s.chatID == "" || s.chatID == chatID) {
+			n++
+		}
+	}
+	return n
+}
+
 // Subscription is one subscriber's stream.
 type Subscription struct {
 	ch       chan *Event

@@ -27,3 +27,27 @@ func TestResumeFromAFutureSeqIsAGap(t *testing.T) {
 		t.Error("resume at the head is a gap")
 	}
 }
+
+// A subscriber filtered to one chat never sees another chat's approval
+// requests, so it must not count as that chat's approver.
+func TestApproversForCountsOnlySubscribersThatSeeTheChat(t *testing.T) {
+	t.Parallel()
+	b := NewBus(nil, 8, 16)
+	a := b.Subscribe(SubscribeOptions{ChatID: "A", Approver: true})
+	b.Subscribe(SubscribeOptions{ChatID: "B"}) // not an approver
+	if n := b.ApproversFor("A"); n != 1 {
+		t.Errorf("approvers for A = %d, want 1", n)
+	}
+	if n := b.ApproversFor("B"); n != 0 {
+		t.Errorf("approvers for B = %d, want 0 (only chat A's subscriber approves)", n)
+	}
+	all := b.Subscribe(SubscribeOptions{Approver: true})
+	if b.ApproversFor("B") != 1 || b.ApproversFor("A") != 2 {
+		t.Errorf("with an unfiltered approver: A %d, B %d", b.ApproversFor("A"), b.ApproversFor("B"))
+	}
+	a.Close()
+	all.Close()
+	if b.ApproversFor("A") != 0 || b.Approvers() != 0 {
+		t.Errorf("after close: A %d, all %d", b.ApproversFor("A"), b.Approvers())
+	}
+}
