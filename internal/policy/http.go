@@ -75,15 +75,24 @@ func (b ruleBody) rule() Rule {
 	return Rule{Tool: b.Tool, Pattern: b.Pattern, PathScope: b.PathScope, Decision: b.Decision, Priority: p, Note: b.Note}
 }
 
-func (a *API) createRule(w http.ResponseWriter, r *http.Request) {
+// decodeRule reads and validates a rule body; on false the 400 is written.
+func decodeRule(w http.ResponseWriter, r *http.Request) (Rule, bool) {
 	var b ruleBody
 	if err := httpjson.Decode(w, r, &b); err != nil {
 		httpjson.BadRequest(w, err)
-		return
+		return Rule{}, false
 	}
 	rule := b.rule()
 	if err := rule.Validate(); err != nil {
 		httpjson.BadRequest(w, err)
+		return Rule{}, false
+	}
+	return rule, true
+}
+
+func (a *API) createRule(w http.ResponseWriter, r *http.Request) {
+	rule, ok := decodeRule(w, r)
+	if !ok {
 		return
 	}
 	out, err := a.Engine.rules.Create(r.Context(), rule)
@@ -97,14 +106,8 @@ func (a *API) createRule(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *API) updateRule(w http.ResponseWriter, r *http.Request) {
-	var b ruleBody
-	if err := httpjson.Decode(w, r, &b); err != nil {
-		httpjson.BadRequest(w, err)
-		return
-	}
-	rule := b.rule()
-	if err := rule.Validate(); err != nil {
-		httpjson.BadRequest(w, err)
+	rule, ok := decodeRule(w, r)
+	if !ok {
 		return
 	}
 	id := r.PathValue("id")
