@@ -12,7 +12,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/hestia-dev/hestia/internal/llm"
 	"github.com/hestia-dev/hestia/internal/store"
@@ -98,6 +101,31 @@ func orUnknown(s string) string {
 	return s
 }
 
+// MaxLabel bounds a stored service or action label (bytes).
+const MaxLabel = 100
+
+// label cleans an attribution label taken from a request header: control
+// characters become spaces, surrounding space goes, the rest is cut to
+// MaxLabel bytes on a character boundary; blank is "unknown".
+func label(s string) string {
+	s = strings.ToValidUTF8(s, "?")
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, s)
+	s = strings.TrimSpace(s)
+	if len(s) > MaxLabel {
+		cut := MaxLabel
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = strings.TrimSpace(s[:cut])
+	}
+	return orUnknown(s)
+}
+
 // RecordCall implements llm.Recorder: one row per terminal model request.
 // A write failure is logged, never returned: losing a usage row must not
 // fail the user's request.
@@ -125,7 +153,7 @@ func (l *Ledger) AddCall(ctx context.Context, rec llm.CallRecord) error {
 	_, err := l.db.ExecContext(ctx, `INSERT INTO llm_calls (at_ms, service, action, kind, stream, tier, provider, model,
 		input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens, duration_ms, outcome, attempts)
 		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
-		at.UnixMilli(), orUnknown(rec.Service), orUnknown(rec.Action), kind, stream, string(rec.Tier), rec.Provider, rec.Model,
+		at.UnixMilli(), label(rec.Service), label(rec.Action), kind, stream, string(rec.Tier), rec.Provider, rec.Model,
 		u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens, u.ReasoningTokens,
 		rec.Duration.Milliseconds(), orUnknown(rec.Outcome), rec.Attempts)
 	if err != nil {
@@ -168,7 +196,7 @@ func (l *Ledger) RecordTool(ctx context.Context, tc ToolCall) error {
 		}
 	}
 	_, err := l.db.ExecContext(ctx, `INSERT INTO tool_calls (at_ms, service, tool, duration_ms, outcome, error, chat_id) VALUES (?,?,?,?,?,?,?)`,
-		at.UnixMilli(), orUnknown(tc.Service), tc.Tool, tc.Duration.Milliseconds(), outcome, msg, tc.ChatID)
+		at.UnixMilli(), label(tc.Service), tc.Tool, tc.Duration.Milliseconds(), outcome, msg, tc.ChatID)
 	if err != nil {
 		return fmt.Errorf("inserting tool usage row: %w", err)
 	}
