@@ -12,6 +12,7 @@
 package gateway
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/binary"
@@ -237,6 +238,11 @@ func (g *Gateway) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 	}
 	var inputs []string
 	var one string
+	if raw := bytes.TrimSpace(in.Input); len(raw) == 0 || string(raw) == "null" {
+		// null would decode as "" and embed as a zero vector.
+		writeError(w, http.StatusBadRequest, "bad_request", "input is required: a string or an array of strings")
+		return
+	}
 	if err := json.Unmarshal(in.Input, &one); err == nil {
 		inputs = []string{one}
 	} else if err := json.Unmarshal(in.Input, &inputs); err != nil {
