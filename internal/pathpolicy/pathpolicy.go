@@ -245,9 +245,16 @@ func (p *Policy) sensitive(abs string) string {
 			return "it holds credentials or start-up configuration"
 		}
 	}
-	for _, part := range strings.Split(labs, string(filepath.Separator)) {
+	parts := strings.Split(labs, string(filepath.Separator))
+	for i, part := range parts {
 		if part == ".ssh" || part == ".gnupg" {
 			return "it holds keys"
+		}
+		// A repository's hooks run as code on the next git command, and its
+		// config can name programs to run (core.hooksPath, core.fsmonitor)
+		// or hold credentials in remote URLs.
+		if part == ".git" && i+1 < len(parts) && (parts[i+1] == "hooks" || parts[i+1] == "config") {
+			return "git hooks and repository config can run programs"
 		}
 	}
 	name := filepath.Base(abs)

@@ -83,6 +83,18 @@ func TestResolveRefusesSensitive(t *testing.T) {
 	if err != nil || got != filepath.Join(home, "docs", "a.txt") {
 		t.Errorf("ordinary file: %q %v", got, err)
 	}
+	// Git hooks and repository config run programs; the rest of a
+	// repository stays usable.
+	for _, w := range []string{"~/proj/.git/hooks/pre-commit", "~/proj/.git/config", "~/proj/.GIT/Hooks/post-checkout"} {
+		if _, err := p.ResolveForWrite(w); !errors.Is(err, ErrSensitive) {
+			t.Errorf("ResolveForWrite(%q) = %v, want ErrSensitive", w, err)
+		}
+	}
+	for _, ok := range []string{"~/proj/.git/HEAD", "~/proj/src/config", "~/proj/hooks/x"} {
+		if _, err := p.ResolveForWrite(ok); err != nil {
+			t.Errorf("ResolveForWrite(%q) = %v", ok, err)
+		}
+	}
 	for _, bad := range []string{"", "~other/x", "a\x00b"} {
 		if _, err := p.Resolve(bad); err == nil {
 			t.Errorf("Resolve(%q) accepted", bad)
