@@ -99,7 +99,14 @@ func (a *Agent) execute(st *turnState, ps []*prepared) []*callResult {
 	out := make([]*callResult, len(ps))
 	parallel := len(ps) > 1
 	for _, p := range ps {
-		if p.refusal != "" || p.checked.Result.Decision != policy.Allow || !p.tool.Spec().ParallelSafe {
+		// Only pure reads run concurrently: a write or egress call goes
+		// through authorizeAndRun, which re-decides it if an earlier call of
+		// the same reply read untrusted content (taint).
+		if p.refusal != "" || p.checked.Result.Decision != policy.Allow {
+			parallel = false
+			break
+		}
+		if spec := p.tool.Spec(); !spec.ParallelSafe || !spec.ReadOnly || spec.Egress {
 			parallel = false
 			break
 		}
