@@ -20,13 +20,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math"
 	"net/http"
 	"strconv"
 	"time"
 
+	"github.com/hestia-dev/hestia/internal/httpjson"
 	"github.com/hestia-dev/hestia/internal/llm"
 	"github.com/hestia-dev/hestia/internal/usage"
 )
@@ -149,33 +149,10 @@ func writeLLMError(w http.ResponseWriter, err error) {
 	writeError(w, statusFor(code), string(code), msg)
 }
 
-// decode reads a JSON body leniently: unknown fields are ignored, because
-// OpenAI clients send many optional fields (user, seed, top_p, …) that a
-// strict decoder would reject. Size is bounded and trailing data refused.
+// decode reads an OpenAI-style body: unknown fields are ignored, because
+// clients send many optional fields (user, seed, top_p, …) we do not model.
 func decode(w http.ResponseWriter, r *http.Request, v any) error {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBody))
-	if err := dec.Decode(v); err != nil {
-		var mbe *http.MaxBytesError
-		var se *json.SyntaxError
-		var te *json.UnmarshalTypeError
-		switch {
-		case errors.As(err, &mbe):
-			return fmt.Errorf("request body is larger than %d bytes", MaxBody)
-		case errors.As(err, &se):
-			return fmt.Errorf("request body is not valid JSON (at byte %d)", se.Offset)
-		case errors.As(err, &te):
-			return fmt.Errorf("field %s must be %s, not %s", te.Field, te.Type, te.Value)
-		case errors.Is(err, io.ErrUnexpectedEOF):
-			return errors.New("request body is not valid JSON (it ends early)")
-		case errors.Is(err, io.EOF):
-			return errors.New("request body is empty")
-		}
-		return fmt.Errorf("request body: %v", err)
-	}
-	if dec.More() {
-		return errors.New("request body has data after the JSON object")
-	}
-	return nil
+	return httpjson.DecodeLenient(w, r, v, MaxBody)
 }
 
 func newID(prefix string) string {

@@ -237,7 +237,7 @@ func TestErrorsAndValidation(t *testing.T) {
 		{`{"model":"tier-3","n":2,"messages":[{"role":"user","content":"x"}]}`, `n must be 1`},
 		{`{"model":"tier-3","tool_choice":"always","messages":[{"role":"user","content":"x"}]}`, `tool_choice \"always\"`},
 		{`{"model":`, `not valid JSON`},
-		{`{"model":"tier-3","messages":"hi"}`, `field messages must be`},
+		{`{"model":"tier-3","messages":"hi"}`, `field \"messages\" must be`},
 	} {
 		resp, body := post(tc.body)
 		if resp.StatusCode < 400 || !strings.Contains(body, tc.want) {

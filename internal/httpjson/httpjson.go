@@ -57,8 +57,21 @@ func DecodeLimit(w http.ResponseWriter, r *http.Request, v any, limit int64) err
 	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(strings.ToLower(ct), "application/json") {
 		return fmt.Errorf("content type %q is not application/json", ct)
 	}
+	return decode(w, r, v, limit, true)
+}
+
+// DecodeLenient is for compatibility surfaces (the OpenAI-style /v1 routes)
+// whose clients send many optional fields we do not model: unknown fields
+// and the content type are ignored; size and trailing data are still checked.
+func DecodeLenient(w http.ResponseWriter, r *http.Request, v any, limit int64) error {
+	return decode(w, r, v, limit, false)
+}
+
+func decode(w http.ResponseWriter, r *http.Request, v any, limit int64, strict bool) error {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, limit))
-	dec.DisallowUnknownFields()
+	if strict {
+		dec.DisallowUnknownFields()
+	}
 	if err := dec.Decode(v); err != nil {
 		var mbe *http.MaxBytesError
 		var se *json.SyntaxError
@@ -68,6 +81,8 @@ func DecodeLimit(w http.ResponseWriter, r *http.Request, v any, limit int64) err
 			return fmt.Errorf("request body is larger than %d bytes", limit)
 		case errors.Is(err, io.EOF):
 			return errors.New("request body is empty; a JSON object is required")
+		case errors.Is(err, io.ErrUnexpectedEOF):
+			return errors.New("request body is not valid JSON (it ends early)")
 		case errors.As(err, &se):
 			return fmt.Errorf("request body is not valid JSON (at byte %d)", se.Offset)
 		case errors.As(err, &te):
