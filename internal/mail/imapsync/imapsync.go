@@ -111,13 +111,9 @@ func (s *Syncer) Sync(ctx context.Context, a Account) (Result, error) {
 	// Closing the connection is how a blocked command observes ctx.
 	stop := context.AfterFunc(ctx, func() { c.Close() })
 	defer stop()
-	var lopts *imap.ListOptions
-	if c.Caps().Has(imap.CapSpecialUse) {
-		lopts = &imap.ListOptions{ReturnSpecialUse: true}
-	}
-	boxes, err := c.List("", "*", lopts).Collect()
+	boxes, err := listMailboxes(c)
 	if err != nil {
-		return res, fmt.Errorf("listing mailboxes: %w", err)
+		return res, err
 	}
 	for _, b := range boxes {
 		if hasAttr(b.Attrs, imap.MailboxAttrNoSelect) || hasAttr(b.Attrs, imap.MailboxAttrNonExistent) {
@@ -350,6 +346,20 @@ func flagsOf(fs []imap.Flag) parse.Flags {
 	return f
 }
 
+// listMailboxes lists every mailbox, with RFC 6154 special-use attributes
+// when the server offers them (they name the Sent, Trash, … roles).
+func listMailboxes(c *imapclient.Client) ([]*imap.ListData, error) {
+	var lopts *imap.ListOptions
+	if c.Caps().Has(imap.CapSpecialUse) {
+		lopts = &imap.ListOptions{ReturnSpecialUse: true}
+	}
+	boxes, err := c.List("", "*", lopts).Collect()
+	if err != nil {
+		return nil, fmt.Errorf("listing mailboxes: %w", err)
+	}
+	return boxes, nil
+}
+
 // AppendSent files a copy of a sent message in the account's Sent mailbox
 // (the mailbox with the \Sent attribute, else one named like Sent).
 func AppendSent(ctx context.Context, a Account, raw []byte) error {
@@ -360,13 +370,9 @@ func AppendSent(ctx context.Context, a Account, raw []byte) error {
 	defer c.Close()
 	stop := context.AfterFunc(ctx, func() { c.Close() })
 	defer stop()
-	var lopts *imap.ListOptions
-	if c.Caps().Has(imap.CapSpecialUse) {
-		lopts = &imap.ListOptions{ReturnSpecialUse: true}
-	}
-	boxes, err := c.List("", "*", lopts).Collect()
+	boxes, err := listMailboxes(c)
 	if err != nil {
-		return fmt.Errorf("listing mailboxes: %w", err)
+		return err
 	}
 	target := ""
 	for _, b := range boxes {
