@@ -87,16 +87,7 @@ func (r Report) String() string {
 	if r.Empty() {
 		return "nothing removed"
 	}
-	kinds := make([]string, 0, len(r.Removed))
-	for k := range r.Removed {
-		kinds = append(kinds, k)
-	}
-	sort.Strings(kinds)
-	parts := make([]string, 0, len(kinds))
-	for _, k := range kinds {
-		parts = append(parts, fmt.Sprintf("%d %s", r.Removed[k], k))
-	}
-	s := "removed " + strings.Join(parts, ", ")
+	s := "removed " + r.counts()
 	if len(r.Tokens) > 0 {
 		s += fmt.Sprintf(" (tokens: %s)", strings.Join(r.Tokens, " "))
 	}
@@ -381,6 +372,11 @@ func (b Boundary) Wrap(source, content string) (string, Report) {
 // noteFor summarises a report without echoing the removed tokens (which
 // could themselves be instructions) to the model.
 func noteFor(r Report) string {
+	return "removed from this content: " + r.counts()
+}
+
+// counts lists what was removed, by kind in name order: "2 bidi, 1 tag".
+func (r Report) counts() string {
 	kinds := make([]string, 0, len(r.Removed))
 	for k := range r.Removed {
 		kinds = append(kinds, k)
@@ -390,7 +386,7 @@ func noteFor(r Report) string {
 	for _, k := range kinds {
 		parts = append(parts, fmt.Sprintf("%d %s", r.Removed[k], k))
 	}
-	return "removed from this content: " + strings.Join(parts, ", ")
+	return strings.Join(parts, ", ")
 }
 
 // Contains reports whether s still holds anything Sanitize would remove. It
