@@ -54,6 +54,7 @@ type App struct {
 	Chat   llm.Client
 
 	closers []func() error
+	sys     checkCache // GET /api/system results, see system.go
 	workers []worker
 	checks  []doctor.Check
 }

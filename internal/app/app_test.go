@@ -9,10 +9,12 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/hestia-dev/hestia/internal/config"
+	"github.com/hestia-dev/hestia/internal/doctor"
 	"github.com/hestia-dev/hestia/internal/lock"
 	"github.com/hestia-dev/hestia/internal/store"
 )
@@ -124,5 +126,35 @@ func TestStoresClosedOnShutdown(t *testing.T) {
 	}
 	if err := db.Ping(); err == nil {
 		t.Fatal("store still open after shutdown")
+	}
+}
+
+func TestSystemChecksReusedUntilFresh(t *testing.T) {
+	t.Parallel()
+	a := testApp(t, t.TempDir())
+	var runs atomic.Int32
+	a.AddCheck(doctor.Check{Name: "probe", Run: func(context.Context) (doctor.Status, string) {
+		runs.Add(1)
+		return doctor.OK, ""
+	}})
+	base, stop := start(t, a)
+	defer stop()
+	get := func(path string) {
+		req, _ := http.NewRequest("GET", base+path, nil)
+		req.Header.Set("Authorization", "Bearer "+a.Token.Value())
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("%s: %v %v", path, resp, err)
+		}
+		resp.Body.Close()
+	}
+	get("/api/system")
+	get("/api/system")
+	if n := runs.Load(); n != 1 {
+		t.Fatalf("checks ran %d times for two polls within the TTL, want 1", n)
+	}
+	get("/api/system?fresh=1")
+	if n := runs.Load(); n != 2 {
+		t.Fatalf("fresh=1 did not re-run the checks (%d runs)", n)
 	}
 }

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/hestia-dev/hestia/internal/doctor"
@@ -28,8 +29,36 @@ type SystemStatus struct {
 	Checks    []doctor.Result `json:"checks"`
 }
 
-func (a *App) handleSystem(w http.ResponseWriter, r *http.Request) {
+// systemCheckTTL is how long GET /api/system reuses check results. The
+// checks read every store (quick_check reads a whole file, the audit check
+// walks the chain) and the system page polls, so without reuse an open page
+// would rescan a large mail store every few seconds. ?fresh=1 re-runs them.
+const systemCheckTTL = time.Minute
+
+// checkCache holds the latest system check results.
+type checkCache struct {
+	mu      sync.Mutex // guards the fields below; held while checks run so concurrent callers wait for one run
+	at      time.Time
+	results []doctor.Result
+}
+
+func (a *App) systemChecks(ctx context.Context, fresh bool) ([]doctor.Result, error) {
+	a.sys.mu.Lock()
+	defer a.sys.mu.Unlock()
+	if !fresh && a.sys.results != nil && a.Now().Sub(a.sys.at) < systemCheckTTL {
+		return a.sys.results, nil
+	}
 	checks, err := a.Checks()
+	if err != nil {
+		return nil, err
+	}
+	a.sys.results = doctor.Run(ctx, checks, 3*time.Second)
+	a.sys.at = a.Now()
+	return a.sys.results, nil
+}
+
+func (a *App) handleSystem(w http.ResponseWriter, r *http.Request) {
+	results, err := a.systemChecks(r.Context(), r.URL.Query().Get("fresh") == "1")
 	if err != nil {
 		httpjson.Error(w, http.StatusInternalServerError, "internal", err.Error())
 		return
@@ -40,6 +69,6 @@ func (a *App) handleSystem(w http.ResponseWriter, r *http.Request) {
 		StartedAt: started.UTC(),
 		UptimeSec: int64(a.Now().Sub(started).Seconds()),
 		DataDir:   a.Paths.Data,
-		Checks:    doctor.Run(r.Context(), checks, 3*time.Second),
+		Checks:    results,
 	})
 }

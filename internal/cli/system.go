@@ -88,7 +88,7 @@ func (env *Env) daemonChecks(ctx context.Context, local []doctor.Result) []docto
 	var sys struct {
 		Checks []doctor.Result `json:"checks"`
 	}
-	if err := c.Do(ctx, "GET", "/api/system", nil, &sys); err != nil {
+	if err := c.Do(ctx, "GET", "/api/system?fresh=1", nil, &sys); err != nil {
 		return []doctor.Result{{Name: "daemon.checks", Status: doctor.Fail, Detail: "the daemon's own checks: " + err.Error()}}
 	}
 	var out []doctor.Result
