@@ -187,11 +187,12 @@ func mailSearch(ctx context.Context, env *Env, m *app.Mail, args []string) error
 	fs.StringVar(&a.Account, "account", "", "account name")
 	fs.StringVar(&a.Mailbox, "mailbox", "", "mailbox name")
 	fs.StringVar(&a.Role, "role", "", "inbox, sent, drafts, trash, junk, archive or all")
-	fs.StringVar(&a.From, "from", "", "sender contains (3+ characters)")
+	fs.StringVar(&a.From, "from", "", "sender contains (case- and accent-insensitive)")
 	fs.StringVar(&a.To, "to", "", "recipient contains")
 	fs.StringVar(&a.Cc, "cc", "", "cc contains")
 	fs.StringVar(&a.Subject, "subject", "", "subject contains")
 	fs.StringVar(&a.Body, "body", "", "body contains")
+	fs.StringVar(&a.AttachName, "attachment-name", "", "an attachment's file name contains")
 	fs.StringVar(&a.After, "after", "", "on or after YYYY-MM-DD")
 	fs.StringVar(&a.Before, "before", "", "before YYYY-MM-DD")
 	fs.StringVar(&a.Sort, "sort", "", "browse order without a query: date or size")
@@ -203,6 +204,7 @@ func mailSearch(ctx context.Context, env *Env, m *app.Mail, args []string) error
 	fs.IntVar(&a.Offset, "offset", 0, "skip this many results")
 	fs.IntVar(&a.Limit, "limit", 20, "results per page (max 100)")
 	asJSON := fs.Bool("json", false, "print JSON")
+	countOnly := fs.Bool("count", false, "print only the exact number of matching messages")
 	if err := parseInterleaved(fs, args); err != nil {
 		return err
 	}
@@ -217,10 +219,20 @@ func mailSearch(ctx context.Context, env *Env, m *app.Mail, args []string) error
 		return err
 	}
 	res, err := m.Store.Search(ctx, mail.Query{Text: a.Query, Account: a.Account, Mailbox: a.Mailbox, Role: a.Role, From: a.From, To: a.To, Cc: a.Cc,
-		Subject: a.Subject, Body: a.Body, After: after, Before: before, Unread: a.Unread, Flagged: a.Flagged, Attachment: a.HasAttachment,
-		Sort: a.Sort, PerMessage: a.PerMessage, Offset: a.Offset, Limit: a.Limit})
+		Subject: a.Subject, Body: a.Body, AttachmentName: a.AttachName, After: after, Before: before, Unread: a.Unread, Flagged: a.Flagged, Attachment: a.HasAttachment,
+		Sort: a.Sort, PerMessage: a.PerMessage, Offset: a.Offset, Limit: a.Limit, Count: *countOnly, NoVectors: *countOnly})
 	if err != nil {
 		return err
+	}
+	if *countOnly {
+		if res.Total == nil {
+			res.Total = new(int)
+		}
+		if *asJSON {
+			return printJSON(env.Stdout, map[string]int{"total": *res.Total})
+		}
+		fmt.Fprintln(env.Stdout, *res.Total)
+		return nil
 	}
 	if *asJSON {
 		return printJSON(env.Stdout, res)
@@ -230,7 +242,18 @@ func mailSearch(ctx context.Context, env *Env, m *app.Mail, args []string) error
 		if s.Unread {
 			mark = "*"
 		}
+		if s.Partial {
+			mark += "~"
+		} else {
+			mark += " "
+		}
 		fmt.Fprintf(env.Stdout, "%s %6d  %s  %-28.28s  %s\n", mark, s.ID, s.Date.Local().Format("2006-01-02"), s.From, s.Subject)
+	}
+	if res.Note != "" {
+		fmt.Fprintf(env.Stderr, "(~ %s)\n", res.Note)
+	}
+	if res.Truncated {
+		fmt.Fprintln(env.Stderr, "(ranking cut short: narrow the search to see later results)")
 	}
 	if res.Degraded != "" && a.Query != "" {
 		fmt.Fprintf(env.Stderr, "(lexical only: %s)\n", res.Degraded)

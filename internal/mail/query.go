@@ -14,44 +14,51 @@ import (
 	"github.com/hestia-dev/hestia/internal/store"
 )
 
-// Candidate pool bounds. They are separate from page sizes: a page shows
-// at most MaxLimit rows, drawn from pools of these sizes.
+// Candidate bounds. lexicalPool is how many of the best all-word hits are
+// fused with vectorPool vector hits; results past the fused head follow in
+// BM25 order, read chunk by chunk as paging needs them. maxRanked caps how
+// far a collapsed ranking is walked for one page (Result.Truncated says
+// when it was reached).
 const (
-	lexicalPool   = 50
-	vectorPool    = 50
-	substringPool = 500
-	browsePool    = 500
-	DefaultLimit  = 8
-	MaxLimit      = 100
+	lexicalPool  = 50
+	vectorPool   = 50
+	rankChunk    = 200
+	maxRanked    = 50000
+	DefaultLimit = 8
+	MaxLimit     = 100
 )
 
 // Query is a mail search. Every set field is ANDed.
 type Query struct {
-	Text       string    `json:"query,omitempty"`
-	Account    string    `json:"account,omitempty"`
-	Mailbox    string    `json:"mailbox,omitempty"`
-	Role       string    `json:"role,omitempty"`
-	From       string    `json:"from,omitempty"`
-	To         string    `json:"to,omitempty"`
-	Cc         string    `json:"cc,omitempty"`
-	Subject    string    `json:"subject,omitempty"`
-	Body       string    `json:"body,omitempty"`
-	After      time.Time `json:"after,omitzero"`
-	Before     time.Time `json:"before,omitzero"`
-	Unread     *bool     `json:"unread,omitempty"`
-	Flagged    *bool     `json:"flagged,omitempty"`
-	Attachment *bool     `json:"has_attachment,omitempty"`
-	MinSize    int64     `json:"min_size,omitempty"`
-	MaxSize    int64     `json:"max_size,omitempty"`
-	Sort       string    `json:"sort,omitempty"` // browse order: "date" (default) or "size"
-	PerMessage bool      `json:"per_message,omitempty"`
-	Offset     int       `json:"offset,omitempty"`
-	Limit      int       `json:"limit,omitempty"`
+	Text    string `json:"query,omitempty"`
+	Account string `json:"account,omitempty"`
+	Mailbox string `json:"mailbox,omitempty"`
+	Role    string `json:"role,omitempty"`
+	From    string `json:"from,omitempty"`
+	To      string `json:"to,omitempty"`
+	Cc      string `json:"cc,omitempty"`
+	Subject string `json:"subject,omitempty"`
+	Body    string `json:"body,omitempty"`
+	// AttachmentName matches attachment file names (substring).
+	AttachmentName string    `json:"attachment_name,omitempty"`
+	After          time.Time `json:"after,omitzero"`
+	Before         time.Time `json:"before,omitzero"`
+	Unread         *bool     `json:"unread,omitempty"`
+	Flagged        *bool     `json:"flagged,omitempty"`
+	Attachment     *bool     `json:"has_attachment,omitempty"`
+	MinSize        int64     `json:"min_size,omitempty"`
+	MaxSize        int64     `json:"max_size,omitempty"`
+	Sort           string    `json:"sort,omitempty"` // browse order: "date" (default) or "size"
+	PerMessage     bool      `json:"per_message,omitempty"`
+	Offset         int       `json:"offset,omitempty"`
+	Limit          int       `json:"limit,omitempty"`
 	// Vector, when set, is used instead of embedding Text (benchmarks,
 	// callers that already hold a query vector).
 	Vector []float32 `json:"-"`
 	// NoVectors ranks free text lexically only.
 	NoVectors bool `json:"-"`
+	// Count asks for Result.Total, the exact number of matching messages.
+	Count bool `json:"count,omitempty"`
 }
 
 // Summary is one search hit: enough to choose what to read.
@@ -67,6 +74,9 @@ type Summary struct {
 	Unread   bool      `json:"unread,omitempty"`
 	Attach   bool      `json:"has_attachments,omitempty"`
 	Size     int64     `json:"size,omitempty"`
+	// Partial marks a free-text hit that matches only some of the words or
+	// phrases; such hits always rank after every full match.
+	Partial bool `json:"partial_match,omitempty"`
 }
 
 // Page describes where a result page sits.
@@ -85,6 +95,14 @@ type Result struct {
 	// not used when a free-text query ran lexically.
 	Mode     string `json:"mode"`
 	Degraded string `json:"degraded,omitempty"`
+	// Total is the exact number of matching messages (every word and
+	// phrase of the free text, every filter), set when Query.Count asked.
+	Total *int `json:"total,omitempty"`
+	// Truncated is set when the ranking was cut at maxRanked hits, so later
+	// pages are missing rather than empty.
+	Truncated bool `json:"truncated,omitempty"`
+	// Note explains the ranking to a person, e.g. that partial matches follow.
+	Note string `json:"note,omitempty"`
 }
 
 // ErrBadQuery wraps search requests that cannot run; its text names the field.
@@ -125,19 +143,29 @@ func buildFilter(q Query) (*filter, error) {
 		}
 		f.add("EXISTS (SELECT 1 FROM message_paths p JOIN mailboxes b ON b.id = p.mailbox_id WHERE p.message_id = m.id AND b.role = ?)", q.Role)
 	}
+	// Every substring filter goes into one trigram MATCH, so the index
+	// answers them together and nothing is cut before the other filters
+	// apply. Values too short for trigrams scan the column instead.
+	var tri []string
 	for _, sc := range []struct{ col, name, val string }{
 		{"from_addr", "from", q.From}, {"to_addr", "to", q.To}, {"cc_addr", "cc", q.Cc},
 		{"subject", "subject", q.Subject}, {"body", "body", q.Body},
 	} {
-		if strings.TrimSpace(sc.val) == "" {
+		v := strings.TrimSpace(sc.val)
+		if v == "" {
 			continue
 		}
-		expr, ok := search.Substring(sc.col, sc.val)
-		if !ok {
-			return nil, fmt.Errorf("%w: %s %q is shorter than %d characters", ErrBadQuery, sc.name, sc.val, search.MinSubstring)
+		if expr, ok := search.Substring(sc.col, v); ok {
+			tri = append(tri, expr)
+			continue
 		}
-		// Bounded candidate set per substring field (newest rows first).
-		f.add("m.id IN (SELECT rowid FROM messages_tri WHERE messages_tri MATCH ? ORDER BY rowid DESC LIMIT ?)", expr, substringPool)
+		f.add("m."+sc.col+` LIKE ? ESCAPE '\'`, "%"+likeEscape(v)+"%")
+	}
+	if len(tri) > 0 {
+		f.add("m.id IN (SELECT rowid FROM messages_tri WHERE messages_tri MATCH ?)", strings.Join(tri, " AND "))
+	}
+	if v := strings.TrimSpace(q.AttachmentName); v != "" {
+		f.add(`EXISTS (SELECT 1 FROM attachments a WHERE a.message_id = m.id AND a.filename LIKE ? ESCAPE '\')`, "%"+likeEscape(v)+"%")
 	}
 	if !q.After.IsZero() {
 		f.add("m.date >= ?", q.After.Unix())
@@ -173,6 +201,12 @@ func buildFilter(q Query) (*filter, error) {
 // reciprocal rank fusion, collapsed by thread, paged. Without free text it
 // browses by date or size. Without an embedder (or when it fails) the same
 // request runs lexically and Result.Degraded says why.
+//
+// Free text ranks in three tiers: the best all-word hits fused with vector
+// hits, then every other all-word hit by BM25, then (only when the query
+// has several words) hits matching some of them, marked Partial. Paging
+// walks this order as far as the page needs, so no filter or pool size
+// silently hides matches.
 func (s *Store) Search(ctx context.Context, q Query) (Result, error) {
 	if q.Limit <= 0 {
 		q.Limit = DefaultLimit
@@ -191,25 +225,36 @@ func (s *Store) Search(ctx context.Context, q Query) (Result, error) {
 		return Result{}, err
 	}
 	res := Result{Page: Page{Offset: q.Offset, Limit: q.Limit}}
-	var ranked []hit
-	if strings.TrimSpace(q.Text) == "" {
+	var src *rankStream
+	text := strings.TrimSpace(q.Text)
+	if text != "" && search.MatchAll(text) == "" && q.Vector == nil {
+		text = "" // only punctuation: nothing to rank by
+	}
+	if text == "" {
 		res.Mode = "browse"
 		order := "m.date DESC, m.id DESC"
 		if q.Sort == "size" {
 			order = "m.size DESC, m.id DESC"
 		}
-		pool := browsePool
-		if q.PerMessage {
-			pool = min(pool, q.Offset+q.Limit+1) // nothing to collapse
-		}
-		ranked, err = s.hits(ctx, `SELECT m.id, coalesce(m.thread_id, 0) FROM messages m WHERE `+f.sql()+` ORDER BY `+order+` LIMIT ?`, append(f.args, pool)...)
-		if err != nil {
-			return Result{}, err
+		src = s.sqlStream(`SELECT m.id, coalesce(m.thread_id, 0) FROM messages m WHERE `+f.sql()+` ORDER BY `+order, f.args, false, nil)
+		if q.Count {
+			var n int
+			if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM messages m WHERE `+f.sql(), f.args...).Scan(&n); err != nil {
+				return Result{}, fmt.Errorf("counting mail: %w", err)
+			}
+			res.Total = &n
 		}
 	} else {
-		lex, err := s.lexical(ctx, q.Text, f, q.Offset+q.Limit)
-		if err != nil {
-			return Result{}, err
+		all := search.MatchAll(text)
+		lexQ := `SELECT m.id, coalesce(m.thread_id, 0) FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid
+			WHERE messages_fts MATCH ? AND ` + f.sql() + ` ORDER BY messages_fts.rank`
+		var head []int64
+		if all != "" {
+			head, err = s.ids(ctx, `SELECT m.id FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid
+				WHERE messages_fts MATCH ? AND `+f.sql()+` ORDER BY messages_fts.rank LIMIT ?`, append(append([]any{all}, f.args...), lexicalPool)...)
+			if err != nil {
+				return Result{}, err
+			}
 		}
 		res.Mode = "lexical"
 		var vec []int64
@@ -221,37 +266,44 @@ func (s *Store) Search(ctx context.Context, q Query) (Result, error) {
 		if len(vec) > 0 {
 			res.Mode = "hybrid"
 		}
-		var ids []int64
-		for _, h := range search.RRF(search.K, lex, vec) {
-			ids = append(ids, h.ID)
+		var fused []int64
+		for _, h := range search.RRF(search.K, head, vec) {
+			fused = append(fused, h.ID)
 		}
-		if ranked, err = s.threadsOf(ctx, ids); err != nil {
-			return Result{}, err
-		}
-	}
-	if !q.PerMessage {
 		seen := map[int64]bool{}
-		kept := ranked[:0]
-		for _, h := range ranked {
-			if h.thread != 0 && seen[h.thread] {
-				continue
+		src = s.idStream(fused, seen)
+		if all != "" && len(head) == lexicalPool {
+			src = src.then(s.sqlStream(lexQ, append([]any{all}, f.args...), false, seen).skip(lexicalPool))
+		}
+		if len(search.Clauses(text)) > 1 {
+			src = src.then(s.sqlStream(lexQ, append([]any{search.MatchAny(text)}, f.args...), true, seen))
+		}
+		if q.Count && all != "" {
+			var n int
+			if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid
+				WHERE messages_fts MATCH ? AND `+f.sql(), append([]any{all}, f.args...)...).Scan(&n); err != nil {
+				return Result{}, fmt.Errorf("counting mail: %w", err)
 			}
-			seen[h.thread] = true
-			kept = append(kept, h)
+			res.Total = &n
 		}
-		ranked = kept
 	}
+	ranked, more, truncated, err := collect(ctx, src, q.Offset+q.Limit, !q.PerMessage)
+	if err != nil {
+		return Result{}, err
+	}
+	res.Truncated = truncated
 	var page []int64
+	partial := map[int64]bool{}
 	if q.Offset < len(ranked) {
-		end := min(len(ranked), q.Offset+q.Limit)
-		for _, h := range ranked[q.Offset:end] {
+		for _, h := range ranked[q.Offset:] {
 			page = append(page, h.id)
-		}
-		if end < len(ranked) {
-			res.Page.Next = end
+			partial[h.id] = h.partial
 		}
 	}
-	// Rows and bodies only for the page: the ranked pool may hold hundreds.
+	if more {
+		res.Page.Next = q.Offset + q.Limit
+	}
+	// Rows and bodies only for the page.
 	res.Messages, err = s.summaries(ctx, page, true)
 	if err != nil {
 		return Result{}, err
@@ -266,41 +318,157 @@ func (s *Store) Search(ctx context.Context, q Query) (Result, error) {
 			limit = 200
 		}
 		res.Messages[i].Snippet = snippet(res.Messages[i].Snippet, terms, limit)
+		if partial[res.Messages[i].ID] {
+			res.Messages[i].Partial = true
+			res.Note = "results marked partial_match contain only some of the words; every full match is listed before them"
+		}
 	}
 	return res, nil
 }
 
-// lexical returns up to lexicalPool FTS5 hits ranked by BM25. All words are
-// required first; if that does not fill the requested page (want rows),
-// any-word hits follow, so a natural-language request still finds the
-// message.
-func (s *Store) lexical(ctx context.Context, text string, f *filter, want int) ([]int64, error) {
-	q := `SELECT m.id FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid
-		WHERE messages_fts MATCH ? AND ` + f.sql() + ` ORDER BY messages_fts.rank LIMIT ?`
-	all := search.MatchAll(text)
-	if all == "" {
-		return nil, nil
-	}
-	ids, err := s.ids(ctx, q, append(append([]any{all}, f.args...), lexicalPool)...)
-	if err != nil {
-		return nil, err
-	}
-	if len(ids) < want && len(search.Terms(text)) > 1 {
-		more, err := s.ids(ctx, q, append(append([]any{search.MatchAny(text)}, f.args...), lexicalPool)...)
+// rankedHit is one entry of a ranking: a message, its thread, and whether
+// it matched only part of the query.
+type rankedHit struct {
+	id, thread int64
+	partial    bool
+}
+
+// rankStream yields a ranking lazily, a chunk at a time.
+type rankStream struct {
+	next func(ctx context.Context) ([]rankedHit, error) // nil slice: exhausted
+	buf  []rankedHit
+	done bool
+	// skipN rows at the start of an SQL ranking are not yielded.
+	skipN int
+}
+
+func (r *rankStream) pop(ctx context.Context) (rankedHit, bool, error) {
+	for len(r.buf) == 0 {
+		if r.done {
+			return rankedHit{}, false, nil
+		}
+		chunk, err := r.next(ctx)
 		if err != nil {
-			return nil, err
+			return rankedHit{}, false, err
 		}
-		have := map[int64]bool{}
-		for _, id := range ids {
-			have[id] = true
+		if chunk == nil {
+			r.done = true
 		}
-		for _, id := range more {
-			if !have[id] && len(ids) < lexicalPool {
-				ids = append(ids, id)
+		r.buf = chunk
+	}
+	h := r.buf[0]
+	r.buf = r.buf[1:]
+	return h, true, nil
+}
+
+// then continues r with more once r is exhausted.
+func (r *rankStream) then(more *rankStream) *rankStream {
+	first := r
+	return &rankStream{next: func(ctx context.Context) ([]rankedHit, error) {
+		if h, ok, err := first.pop(ctx); err != nil || ok {
+			return []rankedHit{h}, err
+		}
+		if h, ok, err := more.pop(ctx); err != nil || ok {
+			return []rankedHit{h}, err
+		}
+		return nil, nil
+	}}
+}
+
+// skip drops the first n rows of an SQL stream (they were already fused).
+func (r *rankStream) skip(n int) *rankStream {
+	r.skipN = n
+	return r
+}
+
+// sqlStream pages through query (without LIMIT) rankChunk rows at a time;
+// ids in seen are dropped and every yielded id is added to seen.
+func (s *Store) sqlStream(query string, args []any, partial bool, seen map[int64]bool) *rankStream {
+	r := &rankStream{}
+	off := 0
+	r.next = func(ctx context.Context) ([]rankedHit, error) {
+		if off == 0 && r.skipN > 0 {
+			off = r.skipN
+		}
+		for {
+			hits, err := s.hits(ctx, query+` LIMIT ? OFFSET ?`, append(append([]any(nil), args...), rankChunk, off)...)
+			if err != nil {
+				return nil, err
+			}
+			if len(hits) == 0 {
+				return nil, nil
+			}
+			off += len(hits)
+			out := make([]rankedHit, 0, len(hits))
+			for _, h := range hits {
+				if seen != nil {
+					if seen[h.id] {
+						continue
+					}
+					seen[h.id] = true
+				}
+				out = append(out, rankedHit{id: h.id, thread: h.thread, partial: partial})
+			}
+			if len(out) > 0 {
+				return out, nil
 			}
 		}
 	}
-	return ids, nil
+	return r
+}
+
+// idStream yields a fixed ranking of ids (the fused head), recording them in seen.
+func (s *Store) idStream(ids []int64, seen map[int64]bool) *rankStream {
+	r := &rankStream{}
+	r.next = func(ctx context.Context) ([]rankedHit, error) {
+		if ids == nil {
+			return nil, nil
+		}
+		hs, err := s.threadsOf(ctx, ids)
+		ids = nil
+		if err != nil {
+			return nil, err
+		}
+		out := make([]rankedHit, 0, len(hs))
+		for _, h := range hs {
+			seen[h.id] = true
+			out = append(out, rankedHit{id: h.id, thread: h.thread})
+		}
+		if len(out) == 0 {
+			return nil, nil
+		}
+		return out, nil
+	}
+	return r
+}
+
+// collect reads src until it holds want results (one per thread when
+// collapse is set) and knows whether another follows. truncated reports
+// that maxRanked hits were read first.
+func collect(ctx context.Context, src *rankStream, want int, collapse bool) (out []rankedHit, more, truncated bool, err error) {
+	threads := map[int64]bool{}
+	for read := 0; ; read++ {
+		if read >= maxRanked {
+			return out, false, true, nil
+		}
+		h, ok, err := src.pop(ctx)
+		if err != nil {
+			return nil, false, false, err
+		}
+		if !ok {
+			return out, false, false, nil
+		}
+		if collapse && h.thread != 0 {
+			if threads[h.thread] {
+				continue
+			}
+			threads[h.thread] = true
+		}
+		if len(out) == want {
+			return out, true, false, nil
+		}
+		out = append(out, h)
+	}
 }
 
 // hit is a ranked message with its thread, for collapsing.
@@ -406,6 +574,11 @@ func (s *Store) summaries(ctx context.Context, ids []int64, withBody bool) ([]Su
 		}
 	}
 	return out, nil
+}
+
+// likeEscape quotes LIKE wildcards so a filter value matches literally.
+func likeEscape(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
 }
 
 // snippet picks up to limit characters of body around the first query term.

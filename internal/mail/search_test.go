@@ -83,7 +83,6 @@ func TestSearchBadQueries(t *testing.T) {
 	t.Parallel()
 	s := openStore(t, nil)
 	for _, q := range []Query{
-		{From: "ab"},
 		{Role: "spamfolder"},
 		{Sort: "random"},
 		{Offset: -1},

@@ -25,39 +25,127 @@ type Embedder interface {
 // pasted paragraph cannot build a pathological expression.
 const MaxTerms = 16
 
-// Terms splits free text into the words FTS5's unicode61 tokenizer would see.
+// Terms splits free text into the words FTS5's unicode61 tokenizer would
+// see (phrases flattened), for snippets and highlighting.
 func Terms(text string) []string {
 	var out []string
-	for _, w := range strings.FieldsFunc(text, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsNumber(r) }) {
-		out = append(out, strings.ToLower(w))
-		if len(out) == MaxTerms {
-			break
+	for _, c := range Clauses(text) {
+		out = append(out, c...)
+	}
+	return out
+}
+
+// Clause is one required unit of a free-text query: a single word, or a
+// phrase whose words must appear next to each other in this order.
+type Clause []string
+
+// Clauses parses free text the way people type it into a mail search box:
+// text in double quotes is a phrase; a word whose pieces are joined by
+// connectors ("e-mail", "ann.lee@example.org", "don't") is a phrase too,
+// as notmuch and mu read them; everything else is single words. FTS5
+// operators typed by a user (or a model) are plain words. At most MaxTerms
+// words reach the index.
+func Clauses(text string) []Clause {
+	var out []Clause
+	words := 0
+	add := func(c Clause) {
+		if len(c) == 0 || words >= MaxTerms {
+			return
+		}
+		if words+len(c) > MaxTerms {
+			c = c[:MaxTerms-words]
+		}
+		words += len(c)
+		out = append(out, c)
+	}
+	for i, seg := range strings.Split(text, `"`) {
+		if i%2 == 1 { // inside quotes (an unclosed quote runs to the end)
+			add(Clause(tokens(seg)))
+			continue
+		}
+		for _, w := range strings.Fields(seg) {
+			for _, c := range joined(w) {
+				add(c)
+			}
 		}
 	}
 	return out
 }
 
-// MatchAll builds an FTS5 MATCH expression requiring every word of text.
-// Each word is a quoted string, so FTS5 operators and column filters typed
-// by a user (or a model) are plain text, never syntax. It returns "" when
-// text has no words.
+// tokens lower-cases and splits s at everything but letters and digits.
+func tokens(s string) []string {
+	var out []string
+	for _, w := range strings.FieldsFunc(s, notWordRune) {
+		out = append(out, strings.ToLower(w))
+	}
+	return out
+}
+
+func notWordRune(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsNumber(r) }
+
+// joined splits one whitespace-free word into clauses: pieces separated by
+// a single connector character stay together as a phrase.
+func joined(w string) []Clause {
+	var out []Clause
+	var cur Clause
+	var piece strings.Builder
+	sep := "" // the non-word run since the last piece
+	flush := func() {
+		if piece.Len() == 0 {
+			return
+		}
+		word := strings.ToLower(piece.String())
+		piece.Reset()
+		if len(cur) > 0 && !connector(sep) {
+			out = append(out, cur)
+			cur = nil
+		}
+		cur = append(cur, word)
+		sep = ""
+	}
+	for _, r := range w {
+		if notWordRune(r) {
+			flush()
+			sep += string(r)
+			continue
+		}
+		piece.WriteRune(r)
+	}
+	flush()
+	if len(cur) > 0 {
+		out = append(out, cur)
+	}
+	return out
+}
+
+func connector(sep string) bool {
+	switch sep {
+	case "-", ".", "@", "_", "/", "'", "’", ":", "+", "&":
+		return true
+	}
+	return false
+}
+
+// MatchAll builds an FTS5 MATCH expression requiring every clause of text
+// (words, and phrases as phrases). Each clause is a quoted string, so FTS5
+// syntax typed by a user is plain text. It returns "" when text has no words.
 func MatchAll(text string) string {
-	return join(Terms(text), " AND ")
+	return join(Clauses(text), " AND ")
 }
 
 // MatchAny is MatchAll with OR: used to widen recall when an AND query
 // finds too little.
 func MatchAny(text string) string {
-	return join(Terms(text), " OR ")
+	return join(Clauses(text), " OR ")
 }
 
-func join(terms []string, op string) string {
-	if len(terms) == 0 {
+func join(clauses []Clause, op string) string {
+	if len(clauses) == 0 {
 		return ""
 	}
-	q := make([]string, len(terms))
-	for i, t := range terms {
-		q[i] = quote(t)
+	q := make([]string, len(clauses))
+	for i, c := range clauses {
+		q[i] = quote(strings.Join(c, " "))
 	}
 	return strings.Join(q, op)
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"math/rand"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/hestia-dev/hestia/internal/store"
@@ -254,5 +255,29 @@ func TestPrefilteredSearchRecall(t *testing.T) {
 		if h.ID%2 != 0 {
 			t.Fatalf("filtered id %d returned", h.ID)
 		}
+	}
+}
+
+func TestClausesPhrases(t *testing.T) {
+	t.Parallel()
+	cases := []struct{ in, want string }{
+		{`"brothers add store" cheap`, `"brothers add store" AND "cheap"`},
+		{`e-mail from ann.lee@example.org`, `"e mail" AND "from" AND "ann lee example org"`},
+		{`don't`, `"don t"`},
+		{`"unclosed phrase here`, `"unclosed phrase here"`},
+		{`a "" b`, `"a" AND "b"`},
+		{`(x) y`, `"x" AND "y"`},
+	}
+	for _, c := range cases {
+		if got := MatchAll(c.in); got != c.want {
+			t.Errorf("MatchAll(%q) = %s, want %s", c.in, got, c.want)
+		}
+	}
+	if got := Terms(`"brothers add" store`); strings.Join(got, ",") != "brothers,add,store" {
+		t.Errorf("Terms = %v", got)
+	}
+	long := strings.Repeat("w ", 40)
+	if n := len(Terms(long)); n != MaxTerms {
+		t.Errorf("%d terms kept, want %d", n, MaxTerms)
 	}
 }

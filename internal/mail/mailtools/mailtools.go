@@ -70,6 +70,8 @@ type SearchArgs struct {
 	Cc            string `json:"cc,omitempty"`
 	Subject       string `json:"subject_contains,omitempty"`
 	Body          string `json:"body_contains,omitempty"`
+	AttachName    string `json:"attachment_name,omitempty"`
+	Count         bool   `json:"count,omitempty"`
 	After         string `json:"after,omitempty"`
 	Before        string `json:"before,omitempty"`
 	Unread        *bool  `json:"unread,omitempty"`
@@ -111,7 +113,7 @@ func (d Deps) Search(ctx context.Context, a SearchArgs) (mail.Result, error) {
 	a.Limit = min(a.Limit, SearchMax)
 	return d.Store.Search(ctx, mail.Query{
 		Text: a.Query, Account: a.Account, Mailbox: a.Mailbox, Role: a.Role, From: a.From, To: a.To, Cc: a.Cc,
-		Subject: a.Subject, Body: a.Body, After: after, Before: before, Unread: a.Unread, Flagged: a.Flagged,
+		Subject: a.Subject, Body: a.Body, AttachmentName: a.AttachName, Count: a.Count, After: after, Before: before, Unread: a.Unread, Flagged: a.Flagged,
 		Attachment: a.HasAttachment, MinSize: a.MinSize, MaxSize: a.MaxSize, Sort: a.Sort, PerMessage: a.PerMessage,
 		Offset: a.Offset, Limit: a.Limit,
 	})
@@ -407,7 +409,7 @@ func Tools(d Deps) []tools.Tool {
 	read := tools.Spec{Risk: tools.RiskLow, ReadOnly: true, ParallelSafe: true, UntrustedOutput: true, MaxResult: 20000}
 	send := tools.Spec{Risk: tools.RiskHigh, Egress: true}
 	return []tools.Tool{
-		tool(withSpec(read, "mail_search", "Search the user's mail. Free text (query) is ranked lexically and semantically; filters narrow it (from/to/cc/subject_contains/body_contains are substrings of at least 3 characters; after/before are dates). Without query, browses newest first (sort=size for largest). Returns compact summaries; use mail_read for a body.", searchSchema), nil, d.Search),
+		tool(withSpec(read, "mail_search", "Search the user's mail. Free text (query) is ranked lexically and semantically; filters narrow it (from/to/cc/subject_contains/body_contains/attachment_name are case- and accent-insensitive substrings; after/before are dates; quoted words in query are a phrase). Hits matching only some words come last, marked partial_match; count=true adds the exact total. Without query, browses newest first (sort=size for largest). Returns compact summaries; use mail_read for a body.", searchSchema), nil, d.Search),
 		tool(withSpec(read, "mail_read", "Read one message by id: headers, body state, attachments and a page of the body (continue with offset=next_offset).", readSchema), nil, d.Read),
 		tool(withSpec(read, "mail_thread", "List the conversation a message belongs to, newest first, with short snippets; page with offset.", threadSchema), nil, d.Thread),
 		tool(withSpec(tools.Spec{Risk: tools.RiskLow, PathArgs: []string{"folder"}}, "mail_save_attachment", "Save one attachment of a message (index from mail_read) into a folder; never overwrites.", saveSchema), nil, d.SaveAttachment),
@@ -460,6 +462,7 @@ const searchSchema = `{"type":"object","additionalProperties":false,"properties"
 "role":{"type":"string","enum":["inbox","sent","drafts","trash","junk","archive","all"]},
 "from":{"type":"string","maxLength":200},"to":{"type":"string","maxLength":200},"cc":{"type":"string","maxLength":200},
 "subject_contains":{"type":"string","maxLength":200},"body_contains":{"type":"string","maxLength":200},
+"attachment_name":{"type":"string","maxLength":200},"count":{"type":"boolean"},
 "after":{"type":"string","description":"YYYY-MM-DD"},"before":{"type":"string","description":"YYYY-MM-DD"},
 "unread":{"type":"boolean"},"flagged":{"type":"boolean"},"has_attachment":{"type":"boolean"},
 "min_size":{"type":"integer","minimum":0},"max_size":{"type":"integer","minimum":0},

@@ -223,6 +223,7 @@ func LooksLikeMbox(head []byte) bool { return bytes.HasPrefix(head, []byte("From
 // LooksLikeMessage reports whether data starts with something shaped like a
 // header field, so stray non-mail files in a tree are skipped.
 func LooksLikeMessage(head []byte) bool {
+	head = StripEnvelope(head)
 	line := head
 	if i := bytes.IndexByte(head, '\n'); i >= 0 {
 		line = head[:i]

@@ -106,6 +106,7 @@ var ErrEmpty = errors.New("empty message")
 // recovered; otherwise problems are listed in Message.Problems.
 func Parse(raw []byte, opts Options) (*Message, error) {
 	opts = opts.withDefaults()
+	raw = StripEnvelope(raw)
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return nil, ErrEmpty
 	}
@@ -207,6 +208,20 @@ func Parse(raw []byte, opts Options) (*Message, error) {
 	}
 	m.Text = clampText(strings.TrimSpace(normalizeNewlines(m.Text)), opts.MaxTextBytes)
 	return m, nil
+}
+
+// StripEnvelope drops a leading mbox envelope line ("From addr date"),
+// which mail tools leave at the top of single-message files (Maildir files
+// copied out of mbox, the SpamAssassin corpus, procmail deliveries). It is
+// not a header field: parsed as one it would hide every real header.
+func StripEnvelope(raw []byte) []byte {
+	if !bytes.HasPrefix(raw, []byte("From ")) {
+		return raw
+	}
+	if i := bytes.IndexByte(raw, '\n'); i >= 0 {
+		return raw[i+1:]
+	}
+	return nil
 }
 
 var errTooManyParts = errors.New("too many MIME parts")
