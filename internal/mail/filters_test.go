@@ -3,6 +3,7 @@ package mail
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
@@ -168,4 +169,52 @@ func strings50(w string) string {
 		out += w
 	}
 	return out
+}
+
+// TestFilterAccentsShortValuesAttachmentNames: filters fold accents, work
+// with one or two characters, and attachment names are searchable.
+func TestFilterAccentsShortValuesAttachmentNames(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := openStore(t, nil)
+	d := "Mon, 5 Jan 2026 10:00:00 +0000"
+	att := "Message-ID: <att@x>\nFrom: b@x.org\nTo: me@x.org\nSubject: the report\nDate: " + d + "\nContent-Type: multipart/mixed; boundary=B\n\n--B\nContent-Type: text/plain\n\nsee attached\n--B\nContent-Type: application/pdf; name=\"Quarterly Résumé.pdf\"\nContent-Disposition: attachment; filename=\"Quarterly Résumé.pdf\"\n\n%PDF\n--B--\n"
+	items := []Item{
+		{Path: "1", Raw: []byte(msg("1@x", "José Müller <jose@café.example>", "me@x.org", "Crème brûlée recipe", d, "Ça va? Déjà vu."))},
+		{Path: "2", Raw: []byte(msg("2@x", "Al <al@x.org>", "me@x.org", "Go", d, "short"))},
+		{Path: "3", Raw: []byte(att)},
+	}
+	for i := range items {
+		items[i].Account, items[i].Mailbox = "a", "INBOX"
+	}
+	if _, err := s.Ingest(ctx, items); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		q    Query
+		want string
+	}{
+		{Query{Subject: "creme brulee"}, "Crème brûlée recipe"},
+		{Query{From: "jose muller"}, "Crème brûlée recipe"},
+		{Query{From: "MÜLLER"}, "Crème brûlée recipe"},
+		{Query{Body: "deja vu"}, "Crème brûlée recipe"},
+		{Query{Subject: "Go"}, "Go"},
+		{Query{From: "al"}, "Go"},
+		{Query{AttachmentName: "quarterly"}, "the report"},
+		{Query{AttachmentName: ".pdf", Text: "attached"}, "the report"},
+		{Query{AttachmentName: "nothing"}, ""},
+	}
+	for _, c := range cases {
+		r, err := s.Search(ctx, c.q)
+		if err != nil {
+			t.Fatalf("%+v: %v", c.q, err)
+		}
+		var got []string
+		for _, m := range r.Messages {
+			got = append(got, m.Subject)
+		}
+		if strings.Join(got, "|") != c.want {
+			t.Errorf("%+v: got %q, want %q", c.q, got, c.want)
+		}
+	}
 }

@@ -141,5 +141,15 @@ DROP TRIGGER messages_au;`,
 		// Replies go to Reply-To when the sender set one (RFC 5322 §3.6.3).
 		`ALTER TABLE messages ADD COLUMN reply_to TEXT NOT NULL DEFAULT '';`,
 		`ALTER TABLE mailboxes ADD COLUMN modseq INTEGER NOT NULL DEFAULT 0;`,
+		// Substring filters fold accents like free text does ("cafe"
+		// finds "Café"): the trigram index is rebuilt with remove_diacritics.
+		`DROP TABLE messages_tri;
+CREATE VIRTUAL TABLE messages_tri USING fts5(
+	subject, from_addr, to_addr, cc_addr, body,
+	content='messages', content_rowid='id', tokenize='trigram remove_diacritics 1'
+);
+INSERT INTO messages_tri(messages_tri) VALUES ('rebuild');
+INSERT INTO messages_tri(messages_tri, rank) VALUES ('automerge', 8);
+INSERT INTO messages_tri(messages_tri, rank) VALUES ('crisismerge', 32);`,
 	},
 }
