@@ -197,6 +197,10 @@ var (
 type Options struct {
 	// NoApprover denies gated calls at once (headless callers).
 	NoApprover bool
+	// Background marks a turn nobody is watching (a scheduled job): its
+	// gated calls and questions wait for the user without a timeout
+	// instead of being denied, and the turn waits with them.
+	Background bool
 	// NoInterrupt queues behind a running turn instead of interrupting it.
 	NoInterrupt bool
 	// OverBudget is the user's explicit "continue over budget" for this

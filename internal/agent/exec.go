@@ -178,6 +178,7 @@ func (a *Agent) authorizeAndRun(st *turnState, p *prepared) *callResult {
 		Kind: approval.KindApproval, ChatID: st.t.ChatID, TurnID: st.t.ID, CallID: p.id,
 		Tool: p.name, Args: p.dispatched, Risk: spec.Risk.String(), Reason: r.Reason, Schema: spec.Schema,
 		TaintedBy: r.TaintedBy,
+		NoExpiry:  st.t.opts.Background,
 		Preview:   a.preview(st.ctx, p),
 		Validate: func(edited json.RawMessage) (json.RawMessage, error) {
 			c := a.d.Policy.Check(st.bg, a.d.Tools, a.d.Paths, p.name, string(edited), st.t.ChatID)
@@ -308,7 +309,7 @@ func runSafely(ctx context.Context, t tools.Tool, c tools.Call) (res tools.Resul
 
 func (a *Agent) asker(st *turnState, callID string) func(context.Context, string, []string) (string, error) {
 	return func(ctx context.Context, q string, choices []string) (string, error) {
-		_, d := a.d.Approvals.Ask(ctx, approval.Request{Kind: approval.KindQuestion, ChatID: st.t.ChatID, TurnID: st.t.ID, CallID: callID, Question: q, Choices: choices}, st.t.opts.NoApprover)
+		_, d := a.d.Approvals.Ask(ctx, approval.Request{Kind: approval.KindQuestion, ChatID: st.t.ChatID, TurnID: st.t.ID, CallID: callID, Question: q, Choices: choices, NoExpiry: st.t.opts.Background}, st.t.opts.NoApprover)
 		switch d.Outcome {
 		case approval.Answer:
 			return d.Answer, nil

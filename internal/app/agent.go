@@ -94,6 +94,8 @@ func (a *App) initAgent(ctx context.Context) error {
 		return err
 	}
 
+	a.core = agentCore{agent: ag, chats: chats, bus: bus, tools: reg, approvals: broker, policy: engine}
+
 	mux := a.Server.API()
 	(&chat.API{Store: chats, Hooks: chat.Hooks{
 		Created:  func(c chat.Chat) { bus.Publish("chat.created", c.ID, map[string]any{"chat": c}) },

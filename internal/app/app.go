@@ -25,6 +25,7 @@ import (
 	"github.com/hestia-dev/hestia/internal/doctor"
 	"github.com/hestia-dev/hestia/internal/llm"
 	"github.com/hestia-dev/hestia/internal/lock"
+	"github.com/hestia-dev/hestia/internal/scheduler"
 	"github.com/hestia-dev/hestia/internal/server"
 	"github.com/hestia-dev/hestia/internal/store"
 	"github.com/hestia-dev/hestia/internal/usage"
@@ -52,6 +53,10 @@ type App struct {
 	// what model callers use (budget.go).
 	Budget *budget.Guard
 	Chat   llm.Client
+	// Jobs is the scheduler (daemon only, jobs.go); core is the agent
+	// and what it is built from, for the background plane.
+	Jobs *scheduler.Scheduler
+	core agentCore
 
 	closers []func() error
 	sys     checkCache // GET /api/system results, see system.go
@@ -75,7 +80,9 @@ func (a *App) initializers() []initializer {
 	return []initializer{
 		{"system", a.initSystem},
 		{"llm", a.initLLM},
+		{"scheduler", a.initScheduler},
 		{"agent", a.initAgent},
+		{"user-jobs", a.initUserJobs},
 		{"audit-tail", a.initAuditTail},
 	}
 }

@@ -66,6 +66,10 @@ type Request struct {
 	// TaintedBy names the untrusted content this turn read before the
 	// call was proposed (internal/taint); the card shows it.
 	TaintedBy []taint.Source `json:"tainted_by,omitempty"`
+	// NoExpiry marks a background request (a scheduled job, an Action
+	// Center item): it waits for the user however long it takes and is
+	// not denied because nobody is attached right now.
+	NoExpiry bool `json:"no_expiry,omitempty"`
 }
 
 // Decision is how a request was resolved.
@@ -160,11 +164,13 @@ func (b *Broker) Timeout() time.Duration { return b.timeout }
 func (b *Broker) Ask(ctx context.Context, req Request, noApprover bool) (Request, Decision) {
 	req.ID = newID()
 	req.CreatedAt = b.clock().UTC()
-	req.ExpiresAt = req.CreatedAt.Add(b.timeout)
+	if !req.NoExpiry {
+		req.ExpiresAt = req.CreatedAt.Add(b.timeout)
+	}
 	if req.Kind == "" {
 		req.Kind = KindApproval
 	}
-	if noApprover || b.nobodyCanAnswer(req.ChatID) {
+	if noApprover || (!req.NoExpiry && b.nobodyCanAnswer(req.ChatID)) {
 		d := Decision{Outcome: NoApprover}
 		b.remember(req.ID, d.Outcome)
 		if b.notify != nil {
@@ -180,12 +186,16 @@ func (b *Broker) Ask(ctx context.Context, req Request, noApprover bool) (Request
 	if b.notify != nil {
 		b.notify.Requested(req)
 	}
-	timer := time.NewTimer(b.timeout)
-	defer timer.Stop()
+	var expired <-chan time.Time // nil for NoExpiry: never fires
+	if !req.NoExpiry {
+		timer := time.NewTimer(b.timeout)
+		defer timer.Stop()
+		expired = timer.C
+	}
 	var d Decision
 	select {
 	case d = <-p.done:
-	case <-timer.C:
+	case <-expired:
 		d = b.resolveInternal(p, Decision{Outcome: Timeout})
 	case <-ctx.Done():
 		d = b.resolveInternal(p, Decision{Outcome: Cancelled})

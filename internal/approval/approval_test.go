@@ -213,3 +213,38 @@ func TestApproversForIsAskedPerChat(t *testing.T) {
 		t.Fatalf("chat A: %+v", d)
 	}
 }
+
+func TestNoExpiryWaitsWithoutApproversOrTimeout(t *testing.T) {
+	t.Parallel()
+	b := New(Options{Timeout: 10 * time.Millisecond, Approvers: func() int { return 0 }})
+	got := make(chan Decision, 1)
+	go func() {
+		_, d := b.Ask(context.Background(), Request{Tool: "mail_send", NoExpiry: true}, false)
+		got <- d
+	}()
+	p := waitPending(t, b)
+	if !p.ExpiresAt.IsZero() || !p.NoExpiry {
+		t.Fatalf("background request: %+v", p)
+	}
+	// Many timeouts pass; it is still pending.
+	time.Sleep(50 * time.Millisecond)
+	if len(b.Pending("")) != 1 {
+		t.Fatal("a background request expired")
+	}
+	if _, err := b.Decide(p.ID, Decision{Outcome: Approve}); err != nil {
+		t.Fatal(err)
+	}
+	if d := <-got; d.Outcome != Approve {
+		t.Fatalf("decision %+v", d)
+	}
+	// The caller ending still cancels it.
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { waitPending(t, b); cancel() }()
+	if _, d := b.Ask(ctx, Request{NoExpiry: true}, false); d.Outcome != Cancelled {
+		t.Fatalf("cancel: %+v", d)
+	}
+	// An explicit headless turn is still denied at once.
+	if _, d := b.Ask(context.Background(), Request{NoExpiry: true}, true); d.Outcome != NoApprover {
+		t.Fatalf("headless: %+v", d)
+	}
+}

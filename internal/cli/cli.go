@@ -52,6 +52,7 @@ func commands() []command {
 		{"policy", "test tool calls against the policy; list, add, remove trust rules", runPolicy},
 		{"audit", "show the audit trail; `audit verify` checks the hash chain", runAudit},
 		{"mail", "import, search and read mail; list send operations", runMail},
+		{"jobs", "scheduled jobs: list, history, run, add, remove (--json)", runJobs},
 	}
 }
 

@@ -1,0 +1,106 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hestia-dev/hestia/internal/agent"
+	"github.com/hestia-dev/hestia/internal/approval"
+	"github.com/hestia-dev/hestia/internal/chat"
+	"github.com/hestia-dev/hestia/internal/events"
+	"github.com/hestia-dev/hestia/internal/policy"
+	"github.com/hestia-dev/hestia/internal/scheduler"
+	"github.com/hestia-dev/hestia/internal/store"
+	"github.com/hestia-dev/hestia/internal/tools"
+)
+
+// agentCore is what initAgent builds and the background plane (user jobs,
+// the Action Center, watches) drives: it is set only when serving.
+type agentCore struct {
+	agent     *agent.Agent
+	chats     *chat.Store
+	bus       *events.Bus
+	tools     *tools.Registry
+	approvals *approval.Broker
+	policy    *policy.Engine
+}
+
+// initScheduler opens the scheduler before the domains that register
+// built-in jobs with it (a.schedule). Only the daemon runs it.
+func (a *App) initScheduler(ctx context.Context) error {
+	if a.Server == nil {
+		return nil
+	}
+	s, err := scheduler.Open(ctx, a.Paths.DB(scheduler.Schema.Name), scheduler.Options{
+		Log: a.Log.With("component", "scheduler"), Now: a.Now,
+		OnRunEnd: func(r scheduler.Run) {
+			if a.core.bus != nil {
+				a.core.bus.Publish("job.finished", "", map[string]any{"run": r})
+			}
+		},
+	})
+	if err != nil {
+		return err
+	}
+	a.OnClose(s.Close)
+	a.Jobs = s
+	s.Routes(a.Server.API())
+	a.AddWorker("scheduler", s.Run)
+	return nil
+}
+
+// schedule registers a built-in job when the scheduler runs (the daemon)
+// and is a no-op otherwise.
+func (a *App) schedule(ctx context.Context, d scheduler.Def) error {
+	if a.Jobs == nil {
+		return nil
+	}
+	return a.Jobs.Register(ctx, d)
+}
+
+// initUserJobs lets user jobs run: each is a turn in the job's own chat,
+// submitted as a background turn so its gated calls wait for the user
+// (no approval timeout) instead of being denied.
+func (a *App) initUserJobs(ctx context.Context) error {
+	if a.Jobs == nil || a.core.agent == nil {
+		return nil
+	}
+	a.Jobs.SetPromptRunner(a.runJobPrompt)
+	return nil
+}
+
+func (a *App) runJobPrompt(ctx context.Context, j scheduler.Job) (string, error) {
+	c := a.core
+	chatID := j.ChatID
+	if chatID != "" {
+		if _, err := c.chats.Get(ctx, chatID); errors.Is(err, store.ErrNotFound) {
+			chatID = "" // the user deleted the job's chat: start a new one
+		} else if err != nil {
+			return "", err
+		}
+	}
+	if chatID == "" {
+		ch, err := c.chats.Create(ctx, "Job: "+j.Name)
+		if err != nil {
+			return "", fmt.Errorf("creating the chat of job %s: %w", j.Name, err)
+		}
+		c.bus.Publish("chat.created", ch.ID, map[string]any{"chat": ch})
+		chatID = ch.ID
+	}
+	text := fmt.Sprintf("[Scheduled job %q, %s, run at %s]\n%s", j.Name, j.Schedule, a.Now().Format(time.RFC1123), j.Prompt)
+	t, err := c.agent.Submit(ctx, chatID, text, agent.Options{NoInterrupt: true, Background: true})
+	if err != nil {
+		return chatID, fmt.Errorf("starting the turn of job %s: %w", j.Name, err)
+	}
+	res := t.Wait(ctx)
+	if !res.OK {
+		msg := "the turn did not finish"
+		if res.Error != nil {
+			msg = res.Error.Code + ": " + res.Error.Message
+		}
+		return chatID, errors.New(msg)
+	}
+	return chatID, nil
+}
