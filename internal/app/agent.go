@@ -76,6 +76,9 @@ func (a *App) initAgent(ctx context.Context) error {
 	if err := a.registerMail(ctx, reg, paths); err != nil {
 		return err
 	}
+	if err := a.registerLocalTools(ctx, reg, paths); err != nil {
+		return err
+	}
 	if err := reg.Register(builtin.Now(a.Now, time.Local)); err != nil {
 		return err
 	}

@@ -53,6 +53,7 @@ func commands() []command {
 		{"audit", "show the audit trail; `audit verify` checks the hash chain", runAudit},
 		{"mail", "import, search and read mail; list send operations", runMail},
 		{"jobs", "scheduled jobs: list, history, run, add, remove (--json)", runJobs},
+		{"extract", "extract a document's text from stdin as JSON (the daemon's sandboxed helper)", runExtract},
 	}
 }
 
