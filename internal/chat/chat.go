@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hestia-dev/hestia/internal/audit"
 	"github.com/hestia-dev/hestia/internal/store"
 )
 
@@ -285,7 +286,11 @@ func (s *Store) Append(ctx context.Context, chatID string, msgs ...*Message) err
 	})
 }
 
+// autoTitle derives a title from the first user message. The title is shown
+// in chat lists, notifications and exports, so secrets the user pasted are
+// masked the same way the audit trail masks them.
 func autoTitle(s string) string {
+	s = audit.RedactString(s, 0)
 	s = strings.Join(strings.Fields(s), " ")
 	r := []rune(s)
 	if len(r) > 60 {

@@ -114,3 +114,32 @@ func TestHTTP(t *testing.T) {
 		t.Errorf("hooks: %v %v", created, deleted)
 	}
 }
+
+// A secret pasted into the first message is masked in the title derived
+// from it, as it is in the audit trail; the transcript keeps the user's text.
+func TestAutoTitleRedactsSecrets(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newStore(t)
+	for _, tc := range []struct{ msg, secret string }{
+		{"use key sk-proj-AbCdEf0123456789xyz for openai", "sk-proj-AbCdEf0123456789xyz"},
+		{"password=hunter2hunter2 is my mail login", "hunter2hunter2"},
+		{"Bearer abcdefghijklmnop0123 works?", "abcdefghijklmnop0123"},
+	} {
+		c, err := s.Create(ctx, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Append(ctx, c.ID, &Message{Role: RoleUser, Content: tc.msg}); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := s.Get(ctx, c.ID)
+		if strings.Contains(got.Title, tc.secret) || !strings.Contains(got.Title, "[redacted]") {
+			t.Errorf("title of %q = %q; want the secret masked", tc.msg, got.Title)
+		}
+		msgs, _ := s.Messages(ctx, c.ID, 0)
+		if len(msgs) != 1 || msgs[0].Content != tc.msg {
+			t.Errorf("transcript changed: %+v", msgs)
+		}
+	}
+}
