@@ -15,11 +15,18 @@ import (
 // user typing 64 hex characters: `hestia pair` asks the daemon for a code,
 // shows a link, and the browser exchanges the code once.
 const (
-	pairCodeTTL      = 5 * time.Minute
-	pairMaxOutstand  = 8
-	pairMaxFailures  = 10 // per minute, across all clients, then exchange pauses
-	pairCodeAlphabet = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
-	pairCodeLen      = 10
+	pairCodeTTL     = 5 * time.Minute
+	pairMaxOutstand = 8
+	// Wrong codes are counted per client address: pairMaxFailures a minute
+	// locks out that client only. pairGlobalFailures a minute from all
+	// clients together pauses exchange for everyone; it is far above one
+	// client's allowance so a single client cannot lock others out. With
+	// 32^10 possible codes either limit makes guessing hopeless.
+	pairMaxFailures    = 10
+	pairGlobalFailures = 300
+	pairMaxClients     = 4096 // failure records kept; the oldest go first
+	pairCodeAlphabet   = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
+	pairCodeLen        = 10
 )
 
 type pairing struct {
@@ -27,11 +34,12 @@ type pairing struct {
 
 	mu       sync.Mutex // guards the fields below
 	codes    map[string]time.Time
-	failures []time.Time
+	failures []time.Time            // every client's wrong codes in the last minute, oldest first
+	byClient map[string][]time.Time // the same, per client address
 }
 
 func newPairing(now func() time.Time) *pairing {
-	return &pairing{now: now, codes: map[string]time.Time{}}
+	return &pairing{now: now, codes: map[string]time.Time{}, byClient: map[string][]time.Time{}}
 }
 
 func (p *pairing) create() (string, time.Time) {
@@ -60,21 +68,22 @@ func (p *pairing) create() (string, time.Time) {
 	return code, exp
 }
 
-// redeem consumes a code. The second result is false when too many wrong
-// codes were tried recently.
-func (p *pairing) redeem(code string) (ok, allowed bool) {
+// redeem consumes a code sent by client (its address, without port). The
+// second result is false when the client, or all clients together, tried
+// too many wrong codes in the last minute.
+func (p *pairing) redeem(client, code string) (ok, allowed bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := p.now()
 	p.expireLocked(now)
-	recent := p.failures[:0]
-	for _, f := range p.failures {
-		if now.Sub(f) < time.Minute {
-			recent = append(recent, f)
-		}
+	p.failures = recentFailures(p.failures, now)
+	mine := recentFailures(p.byClient[client], now)
+	if len(mine) == 0 {
+		delete(p.byClient, client)
+	} else {
+		p.byClient[client] = mine
 	}
-	p.failures = recent
-	if len(p.failures) >= pairMaxFailures {
+	if len(mine) >= pairMaxFailures || len(p.failures) >= pairGlobalFailures {
 		return false, false
 	}
 	code = strings.ToUpper(strings.TrimSpace(code))
@@ -83,7 +92,55 @@ func (p *pairing) redeem(code string) (ok, allowed bool) {
 		return true, true
 	}
 	p.failures = append(p.failures, now)
+	if len(p.byClient) >= pairMaxClients && p.byClient[client] == nil {
+		p.pruneClientsLocked(now)
+	}
+	p.byClient[client] = append(mine, now)
 	return false, true
+}
+
+func recentFailures(fs []time.Time, now time.Time) []time.Time {
+	i := 0
+	for i < len(fs) && now.Sub(fs[i]) >= time.Minute {
+		i++
+	}
+	return fs[i:]
+}
+
+// pruneClientsLocked drops clients with no recent failures, then, if the
+// table is still full, the one whose newest failure is oldest.
+func (p *pairing) pruneClientsLocked(now time.Time) {
+	var oldest string
+	for c, fs := range p.byClient {
+		fs = recentFailures(fs, now)
+		if len(fs) == 0 {
+			delete(p.byClient, c)
+			continue
+		}
+		if oldest == "" || fs[len(fs)-1].Before(p.byClient[oldest][len(p.byClient[oldest])-1]) {
+			oldest = c
+		}
+	}
+	if len(p.byClient) >= pairMaxClients && oldest != "" {
+		delete(p.byClient, oldest)
+	}
+}
+
+// clientKey is the address a pairing attempt is counted against: the peer
+// IP, with IPv6 addresses folded to their /64 (one host usually owns one).
+func clientKey(remote string) string {
+	host, _, err := net.SplitHostPort(remote)
+	if err != nil {
+		host = remote
+	}
+	ip := net.ParseIP(host)
+	if ip == nil {
+		return host
+	}
+	if ip.To4() == nil {
+		return ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
+	}
+	return ip.String()
 }
 
 func (p *pairing) expireLocked(now time.Time) {
@@ -107,9 +164,11 @@ func (s *Server) pairExchange(w http.ResponseWriter, r *http.Request) {
 		httpjson.BadRequest(w, err)
 		return
 	}
-	ok, allowed := s.pairing.redeem(req.Code)
+	client := clientKey(r.RemoteAddr)
+	ok, allowed := s.pairing.redeem(client, req.Code)
 	switch {
 	case !allowed:
+		s.log.Warn("pairing code refused: too many wrong codes", "client", client)
 		httpjson.Error(w, http.StatusTooManyRequests, "rate_limited", "too many wrong pairing codes; wait a minute and run `hestia pair` again")
 	case !ok:
 		httpjson.Error(w, http.StatusUnauthorized, "invalid_code", "the pairing code is wrong, used or expired; run `hestia pair` for a new one")

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -246,5 +247,62 @@ func TestGracefulShutdownFinishesInFlight(t *testing.T) {
 	}
 	if _, err := http.Get("http://" + ln.Addr().String() + "/health"); err == nil {
 		t.Fatal("server still accepting after shutdown")
+	}
+}
+
+// Wrong pairing codes lock out the client that sent them, not everybody: a
+// valid code from another client still pairs. A global ceiling, well above
+// one client's allowance, still bounds guessing from many addresses.
+func TestPairingLockoutIsPerClient(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	tok, _ := authtoken.New()
+	cfg := config.Default().Server
+	s := New(Options{Config: cfg, Token: tok, Now: func() time.Time { return now }})
+	h := s.Handler()
+	auth := map[string]string{"Authorization": "Bearer " + tok.Value()}
+	newCode := func() string {
+		rec := do(t, h, "POST", "/api/pair/codes", auth, "")
+		var created struct{ Code string }
+		json.Unmarshal(rec.Body.Bytes(), &created)
+		return created.Code
+	}
+	exchange := func(peer, code string) int {
+		r := httptest.NewRequest("POST", "http://127.0.0.1:4317/api/pair/exchange", strings.NewReader(`{"code":"`+code+`"}`))
+		r.RemoteAddr = peer
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r)
+		return rec.Code
+	}
+	attacker, phone := "192.168.1.66:40000", "192.168.1.20:51000"
+	for i := 0; i < pairMaxFailures; i++ {
+		if c := exchange(attacker, "WRONGWRONG"); c != 401 {
+			t.Fatalf("wrong code %d: %d", i, c)
+		}
+	}
+	code := newCode()
+	if c := exchange(attacker, code); c != 429 {
+		t.Fatalf("locked-out client: %d, want 429", c)
+	}
+	// Another port of the same address is the same client.
+	if c := exchange("192.168.1.66:40001", code); c != 429 {
+		t.Fatalf("same client, other port: %d, want 429", c)
+	}
+	if c := exchange(phone, code); c != 200 {
+		t.Fatalf("valid code from a client that is not locked out: %d, want 200", c)
+	}
+	// Many clients together hit the global ceiling, which still leaves
+	// room for more than one client's allowance.
+	if pairGlobalFailures < 5*pairMaxFailures {
+		t.Fatalf("global ceiling %d is too close to the per-client limit %d", pairGlobalFailures, pairMaxFailures)
+	}
+	for i := 0; exchange("10.0.0."+strconv.Itoa(i%250+1)+":1", "WRONGWRONG") != 429; i++ {
+		if i > 2*pairGlobalFailures {
+			t.Fatal("no global ceiling on wrong codes")
+		}
+	}
+	now = now.Add(time.Minute)
+	if c := exchange(phone, newCode()); c != 200 {
+		t.Fatalf("after cool-down: %d", c)
 	}
 }
