@@ -230,6 +230,7 @@ func Cases() []Case {
 	cs = append(cs, widenCases()...)
 	cs = append(cs, floodCases()...)
 	cs = append(cs, secretCases()...)
+	cs = append(cs, impostorCases()...)
 	return cs
 }
 

@@ -13,6 +13,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"runtime/debug"
 	"slices"
 	"time"
@@ -22,6 +24,7 @@ import (
 	"github.com/hestia-dev/hestia/internal/authtoken"
 	"github.com/hestia-dev/hestia/internal/budget"
 	"github.com/hestia-dev/hestia/internal/config"
+	"github.com/hestia-dev/hestia/internal/daemonaddr"
 	"github.com/hestia-dev/hestia/internal/doctor"
 	"github.com/hestia-dev/hestia/internal/llm"
 	"github.com/hestia-dev/hestia/internal/lock"
@@ -210,6 +213,17 @@ func (a *App) Serve(ctx context.Context, opts ServeOptions) (err error) {
 	if err != nil {
 		return err
 	}
+	// Record where this home's daemon listens, so the CLI dials it rather
+	// than whatever holds the configured address (see daemonaddr).
+	recPath := filepath.Join(a.Paths.Data, daemonaddr.FileName)
+	if err := daemonaddr.Write(recPath, daemonaddr.Record{
+		Addr: daemonaddr.DialAddr(ln.Addr()), TLS: a.Config.Server.TLSCert != "", PID: os.Getpid(),
+		Home: daemonaddr.Fingerprint(tok), StartedAt: a.Now().UTC(),
+	}); err != nil {
+		ln.Close()
+		return err
+	}
+	defer os.Remove(recPath)
 	if opts.Ready != nil {
 		opts.Ready(ln.Addr())
 	}

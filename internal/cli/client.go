@@ -8,10 +8,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"path/filepath"
 	"syscall"
 
 	"github.com/hestia-dev/hestia/internal/authtoken"
+	"github.com/hestia-dev/hestia/internal/daemonaddr"
 	"github.com/hestia-dev/hestia/internal/httpjson"
+	"github.com/hestia-dev/hestia/internal/lock"
 )
 
 // Client talks to the running daemon with the home's token.
@@ -21,9 +24,13 @@ type Client struct {
 	HTTP    *http.Client
 }
 
-// daemon returns a client for the daemon configured for this home.
-func (env *Env) daemon() (*Client, error) {
-	paths, cfg, err := env.load()
+// daemon returns a client for this home's running daemon. It dials the
+// address the daemon recorded at listen time, not the configured one, and
+// sends the token only after the daemon proved it holds it (daemonaddr):
+// another home's daemon or a hostile listener on the configured port must
+// never receive this home's token.
+func (env *Env) daemon(ctx context.Context) (*Client, error) {
+	paths, _, err := env.load()
 	if err != nil {
 		return nil, err
 	}
@@ -31,11 +38,20 @@ func (env *Env) daemon() (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the daemon has not been started on this home yet (start it with `hestia serve`): %w", err)
 	}
-	scheme := "http"
-	if cfg.Server.TLSCert != "" {
-		scheme = "https"
+	if held, _ := lock.Held(paths.LockFile()); !held {
+		return nil, fmt.Errorf("the daemon is not running on this home (%s); start it with `hestia serve`", paths.Data)
 	}
-	return &Client{BaseURL: scheme + "://" + cfg.Server.Addr, Token: tok, HTTP: &http.Client{}}, nil
+	hc := &http.Client{}
+	rec, err := daemonaddr.Connect(ctx, hc, filepath.Join(paths.Data, daemonaddr.FileName), tok)
+	switch {
+	case errors.Is(err, daemonaddr.ErrNoRecord):
+		return nil, fmt.Errorf("the daemon running on this home did not record its address (an older version?); restart it with `hestia serve`")
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return nil, fmt.Errorf("the daemon recorded for this home is not answering (%v); restart it with `hestia serve`", err)
+	case err != nil:
+		return nil, err
+	}
+	return &Client{BaseURL: rec.BaseURL(), Token: tok, HTTP: hc}, nil
 }
 
 // Request builds an authenticated request; body, when non-nil, is sent as

@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/hestia-dev/hestia/internal/backup"
+	"github.com/hestia-dev/hestia/internal/daemonaddr"
 	"github.com/hestia-dev/hestia/internal/doctor"
 )
 
@@ -47,7 +49,13 @@ func runDoctor(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	checks = append(checks, doctor.Daemon(a.Paths.LockFile(), "http://"+a.Config.Server.Addr+"/health", &http.Client{}))
+	// The daemon's own record says where it listens; the configured
+	// address is only a fallback for a daemon that left none.
+	base := "http://" + a.Config.Server.Addr
+	if rec, err := daemonaddr.Read(filepath.Join(a.Paths.Data, daemonaddr.FileName)); err == nil {
+		base = rec.BaseURL()
+	}
+	checks = append(checks, doctor.Daemon(a.Paths.LockFile(), base+"/health", &http.Client{}))
 	results := doctor.Run(ctx, checks, 3*time.Second)
 	results = append(results, env.daemonChecks(ctx, results)...)
 	sort.SliceStable(results, func(i, j int) bool { return results[i].Name < results[j].Name })
@@ -79,7 +87,7 @@ func (env *Env) daemonChecks(ctx context.Context, local []doctor.Result) []docto
 	if !running {
 		return nil
 	}
-	c, err := env.daemon()
+	c, err := env.daemon(ctx)
 	if err != nil {
 		return []doctor.Result{{Name: "daemon.checks", Status: doctor.Warn, Detail: err.Error()}}
 	}
@@ -149,7 +157,7 @@ func runPair(ctx context.Context, env *Env, args []string) error {
 	if err := parse(env.flags("pair"), args, 0); err != nil {
 		return err
 	}
-	c, err := env.daemon()
+	c, err := env.daemon(ctx)
 	if err != nil {
 		return err
 	}

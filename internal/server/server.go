@@ -17,6 +17,7 @@ import (
 
 	"github.com/hestia-dev/hestia/internal/authtoken"
 	"github.com/hestia-dev/hestia/internal/config"
+	"github.com/hestia-dev/hestia/internal/daemonaddr"
 	"github.com/hestia-dev/hestia/internal/httpjson"
 )
 
@@ -150,8 +151,25 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	return nil
 }
 
+// health is public. It names the home by a fingerprint of its token and,
+// given ?challenge=, proves it holds the token for the address this
+// connection reached, so the CLI can check it talks to its own home's
+// daemon before sending the token (see package daemonaddr).
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
-	httpjson.Write(w, http.StatusOK, map[string]any{"status": "ok", "version": s.opts.Version})
+	h := daemonaddr.Health{Status: "ok", Version: s.opts.Version, Home: daemonaddr.Fingerprint(s.opts.Token)}
+	if c := r.URL.Query().Get("challenge"); c != "" {
+		if !daemonaddr.ValidChallenge(c) {
+			httpjson.Error(w, http.StatusBadRequest, "bad_challenge", "challenge must be 32 to 128 hexadecimal characters")
+			return
+		}
+		local, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+		if local == nil {
+			httpjson.Error(w, http.StatusInternalServerError, "internal", "no local address for this connection")
+			return
+		}
+		h.Proof = daemonaddr.Proof(s.opts.Token, c, local.String())
+	}
+	httpjson.Write(w, http.StatusOK, h)
 }
 
 // requireToken rejects requests without the right bearer token with one
