@@ -25,7 +25,7 @@ func runAudit(ctx context.Context, env *Env, args []string) error {
 	if err := parse(fs, args, 0); err != nil {
 		return err
 	}
-	c, err := env.daemon(ctx)
+	c, err := env.daemon()
 	if err != nil {
 		return err
 	}

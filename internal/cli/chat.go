@@ -47,7 +47,7 @@ func runChat(ctx context.Context, env *Env, args []string) error {
 	if *asJSON && *once == "" {
 		return usagef("--json needs --once")
 	}
-	c, err := env.daemon(ctx)
+	c, err := env.daemon()
 	if err != nil {
 		return err
 	}

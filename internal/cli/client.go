@@ -29,7 +29,11 @@ type Client struct {
 // sends the token only after the daemon proved it holds it (daemonaddr):
 // another home's daemon or a hostile listener on the configured port must
 // never receive this home's token.
-func (env *Env) daemon(ctx context.Context) (*Client, error) {
+//
+// It takes no context so every command keeps one call shape; the check is
+// bounded by its own timeout.
+func (env *Env) daemon() (*Client, error) {
+	ctx := context.Background()
 	paths, _, err := env.load()
 	if err != nil {
 		return nil, err

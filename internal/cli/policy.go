@@ -14,7 +14,7 @@ func runPolicy(ctx context.Context, env *Env, args []string) error {
 	if len(args) == 0 {
 		return usagef(usage)
 	}
-	c, err := env.daemon(ctx)
+	c, err := env.daemon()
 	if err != nil {
 		return err
 	}

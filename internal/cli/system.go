@@ -87,7 +87,7 @@ func (env *Env) daemonChecks(ctx context.Context, local []doctor.Result) []docto
 	if !running {
 		return nil
 	}
-	c, err := env.daemon(ctx)
+	c, err := env.daemon()
 	if err != nil {
 		return []doctor.Result{{Name: "daemon.checks", Status: doctor.Warn, Detail: err.Error()}}
 	}
@@ -157,7 +157,7 @@ func runPair(ctx context.Context, env *Env, args []string) error {
 	if err := parse(env.flags("pair"), args, 0); err != nil {
 		return err
 	}
-	c, err := env.daemon(ctx)
+	c, err := env.daemon()
 	if err != nil {
 		return err
 	}
