@@ -231,6 +231,7 @@ func Cases() []Case {
 	cs = append(cs, floodCases()...)
 	cs = append(cs, secretCases()...)
 	cs = append(cs, impostorCases()...)
+	cs = append(cs, mcpCases()...)
 	return cs
 }
 

@@ -76,6 +76,14 @@ func (a *Agent) prepare(st *turnState, i int, c llm.ToolCall, offered map[string
 	}
 	p.checked = a.d.Policy.Check(st.ctx, a.d.Tools, a.d.Paths, c.Name, c.Arguments, st.t.ChatID)
 	p.tool = p.checked.Tool
+	if p.tool == nil {
+		// Offered at the start of this step but gone now: a dynamic source
+		// (an MCP server changing its tool list) dropped it in between.
+		p.refusal = fmt.Sprintf("tool %q is no longer available (its source removed it); the call did not run.", c.Name)
+		p.decision = DecBlocked
+		p.checked.Result = policy.Result{Tool: c.Name, Decision: policy.Deny, Source: policy.SourceUnknownTool, Reason: "no longer registered"}
+		return p
+	}
 	if p.checked.ArgErr != nil {
 		p.refusal = p.checked.ArgErr.Error()
 		p.decision = DecInvalid

@@ -79,6 +79,9 @@ func (a *App) initAgent(ctx context.Context) error {
 	if err := a.registerLocalTools(ctx, reg, paths); err != nil {
 		return err
 	}
+	if err := a.registerMCP(ctx, reg); err != nil {
+		return err
+	}
 	if err := reg.Register(builtin.Now(a.Now, time.Local)); err != nil {
 		return err
 	}

@@ -31,6 +31,7 @@ type Config struct {
 	Mail   MailConfig   `toml:"mail"`
 	Agent  AgentConfig  `toml:"agent"`
 	Policy PolicyConfig `toml:"policy"`
+	MCP    MCPConfig    `toml:"mcp"`
 }
 
 // ServerConfig configures the daemon's HTTP listener.
@@ -153,6 +154,7 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.Mail.validate()...)
 	errs = append(errs, c.Agent.validate()...)
 	errs = append(errs, c.Policy.validate()...)
+	errs = append(errs, c.MCP.validate()...)
 	return errors.Join(errs...)
 }
 

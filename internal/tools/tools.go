@@ -173,8 +173,11 @@ var ErrUnknownTool = errors.New("unknown tool")
 
 // Registry holds the tools. It is safe for concurrent use.
 type Registry struct {
-	mu    sync.RWMutex // guards tools
+	mu    sync.RWMutex // guards tools and warmers
 	tools map[string]Tool
+	// warmers run before Available lists tools: sources whose tools are
+	// only known once started (MCP servers) start lazily there.
+	warmers []func(ctx context.Context)
 }
 
 // NewRegistry returns an empty registry.
@@ -211,6 +214,25 @@ func (r *Registry) MustRegister(ts ...Tool) {
 	}
 }
 
+// Unregister removes a tool (a dynamic source dropped it). It reports
+// whether the name was registered.
+func (r *Registry) Unregister(name string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.tools[name]
+	delete(r.tools, name)
+	return ok
+}
+
+// AddWarmer registers fn to run at the start of every Available call, so
+// that a source can start lazily and register its tools just before they
+// are first offered. fn must be cheap once warm and honour ctx.
+func (r *Registry) AddWarmer(fn func(ctx context.Context)) {
+	r.mu.Lock()
+	r.warmers = append(r.warmers, fn)
+	r.mu.Unlock()
+}
+
 // Get returns the tool with that name.
 func (r *Registry) Get(name string) (Tool, error) {
 	r.mu.RLock()
@@ -236,6 +258,12 @@ func (r *Registry) All() []Tool {
 
 // Available returns the tools whose availability check passes, sorted by name.
 func (r *Registry) Available(ctx context.Context) []Tool {
+	r.mu.RLock()
+	warmers := r.warmers
+	r.mu.RUnlock()
+	for _, w := range warmers {
+		w(ctx)
+	}
 	var out []Tool
 	for _, t := range r.All() {
 		if t.Available(ctx) == nil {
