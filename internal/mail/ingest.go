@@ -47,7 +47,8 @@ type prepared struct {
 	identity  string
 	bodyState string
 	embedHash string
-	weight    int64 // bytes held against the import queue budget
+	weight    int64  // bytes held against the import queue budget
+	role      string // the target mailbox's role, set in apply
 }
 
 func (s *Store) prepare(it Item) (*prepared, error) {
@@ -146,6 +147,7 @@ func (s *Store) apply(ctx context.Context, tx *txc, p *prepared, acc map[string]
 		return 0, err
 	}
 	mbs[mailboxKey{accID, p.Mailbox}] = mb
+	p.role = mb.role
 	now := s.now().Unix()
 	m := p.msg
 
@@ -227,7 +229,7 @@ func (s *Store) insertMessage(ctx context.Context, tx *txc, accID, mailboxID int
 	if !m.Date.IsZero() {
 		date = m.Date.Unix()
 	}
-	thread, err := resolveThread(ctx, tx, accID, m, date)
+	thread, err := resolveThread(ctx, tx, accID, m, date, p.role)
 	if err != nil {
 		return 0, err
 	}
@@ -261,9 +263,6 @@ func (s *Store) insertMessage(ctx context.Context, tx *txc, accID, mailboxID int
 		return 0, err
 	}
 	if err := addParticipants(ctx, tx, thread, m); err != nil {
-		return 0, err
-	}
-	if err := mergeChildren(ctx, tx, accID, thread, m.MessageID); err != nil {
 		return 0, err
 	}
 	if err := refreshThread(ctx, tx, thread); err != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"unicode"
 
 	"github.com/hestia-dev/hestia/internal/mail/parse"
 )
@@ -36,67 +37,107 @@ func NormalizeSubject(s string) string {
 	return strings.ToLower(strings.Join(strings.Fields(s), " "))
 }
 
-// resolveThread picks the thread of a new message, in falling order of
-// confidence (rule 1, an existing identity, is handled by the caller):
-// Gmail thread id; a stored message named by In-Reply-To/References; a
-// stored message sharing one of those references (siblings under a missing
-// parent); normalised subject plus a shared participant within ±14 days;
-// else a new thread.
-func resolveThread(ctx context.Context, tx *txc, account int64, m *parse.Message, date int64) (int64, error) {
-	var thread int64
-	found := func(err error) (bool, error) {
-		if err == nil && thread != 0 {
-			return true, nil
+// resolveThread picks the thread of a new message. Threads are the
+// connected components of the Message-ID graph: the new message joins every
+// thread holding a message it names (In-Reply-To/References), a message
+// that names it, or a message naming one of the same ids (siblings under a
+// missing parent), plus any thread with its Gmail thread id; when that is
+// several threads they are merged into the oldest. Union is order-free, so
+// the result is the same for any import order. Only when nothing links it
+// does the subject fallback run: the same real subject and a shared
+// participant within ±14 days, never for generic subjects or junk.
+// (Rule 1, an existing identity keeping its thread, is the caller's.)
+func resolveThread(ctx context.Context, tx *txc, account int64, m *parse.Message, date int64, role string) (int64, error) {
+	ids := make([]string, 0, 1+len(m.InReplyTo)+len(m.References))
+	seenID := map[string]bool{}
+	addID := func(id string) {
+		if id != "" && !seenID[id] && len(ids) < maxRefs+1 {
+			seenID[id] = true
+			ids = append(ids, id)
 		}
-		if err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return false, fmt.Errorf("resolving thread: %w", err)
+	}
+	addID(m.MessageID)
+	for _, r := range m.InReplyTo {
+		addID(r)
+	}
+	for i := len(m.References) - 1; i >= 0; i-- { // nearest ancestors first
+		addID(m.References[i])
+	}
+	threads := map[int64]bool{}
+	collect := func(q string, args ...any) error {
+		rows, err := tx.QueryContext(ctx, q, args...)
+		if err != nil {
+			return fmt.Errorf("resolving thread: %w", err)
 		}
-		return false, nil
+		defer rows.Close()
+		for rows.Next() {
+			var t int64
+			if err := rows.Scan(&t); err != nil {
+				return fmt.Errorf("resolving thread: %w", err)
+			}
+			threads[t] = true
+		}
+		return rows.Err()
 	}
 	if m.GmailThreadID != "" {
-		err := tx.QueryRowContext(ctx, `SELECT thread_id FROM messages WHERE account_id = ? AND gm_thrid = ? AND thread_id IS NOT NULL LIMIT 1`, account, m.GmailThreadID).Scan(&thread)
-		if ok, err := found(err); ok || err != nil {
-			return thread, err
+		if err := collect(`SELECT DISTINCT thread_id FROM messages WHERE account_id = ? AND gm_thrid = ? AND thread_id IS NOT NULL`, account, m.GmailThreadID); err != nil {
+			return 0, err
 		}
 	}
-	// In-Reply-To first, then References from the nearest ancestor back.
-	refs := append([]string(nil), m.InReplyTo...)
-	for i := len(m.References) - 1; i >= 0; i-- {
-		refs = append(refs, m.References[i])
-	}
-	if len(refs) > maxRefs {
-		refs = refs[:maxRefs]
-	}
-	for _, r := range refs {
-		err := tx.QueryRowContext(ctx, `SELECT thread_id FROM messages WHERE account_id = ? AND message_id = ? AND thread_id IS NOT NULL LIMIT 1`, account, r).Scan(&thread)
-		if ok, err := found(err); ok || err != nil {
-			return thread, err
+	if len(ids) > 0 {
+		args := []any{account}
+		for _, id := range ids {
+			args = append(args, id)
 		}
-	}
-	for _, r := range refs {
+		// Stored messages with one of these ids (parents, and earlier copies).
+		if err := collect(`SELECT DISTINCT thread_id FROM messages WHERE account_id = ? AND thread_id IS NOT NULL AND message_id IN (`+placeholders(len(ids))+`)`, args...); err != nil {
+			return 0, err
+		}
+		// Stored messages naming one of these ids (children, siblings).
 		// CROSS JOIN pins the join order: start from the ref index, never
-		// scan the account's messages (the planner otherwise may, via the
-		// (account_id, identity) index, making import quadratic).
-		err := tx.QueryRowContext(ctx, `SELECT m.thread_id FROM message_refs f CROSS JOIN messages m ON m.id = f.message_id
-			WHERE f.ref = ? AND m.account_id = ? AND m.thread_id IS NOT NULL LIMIT 1`, r, account).Scan(&thread)
-		if ok, err := found(err); ok || err != nil {
-			return thread, err
+		// scan the account's messages.
+		if err := collect(`SELECT DISTINCT m.thread_id FROM message_refs f CROSS JOIN messages m ON m.id = f.message_id
+			WHERE f.ref IN (`+placeholders(len(ids))+`) AND m.account_id = ? AND m.thread_id IS NOT NULL`, append(args[1:len(args):len(args)], account)...); err != nil {
+			return 0, err
 		}
+	}
+	if len(threads) > 0 {
+		var target int64
+		for t := range threads {
+			if target == 0 || t < target {
+				target = t
+			}
+		}
+		for t := range threads {
+			if t != target {
+				if err := mergeThread(ctx, tx, target, t); err != nil {
+					return 0, err
+				}
+			}
+		}
+		return target, nil
 	}
 	norm := NormalizeSubject(m.Subject)
 	addrs := participants(m)
-	if norm != "" && len(addrs) > 0 && date != 0 {
+	if role != RoleJunk && !GenericSubject(norm) && len(addrs) > 0 && date != 0 {
+		// The candidate must hold some mail outside Junk: spam reusing a
+		// real subject never pulls in the conversation it imitates.
 		q := `SELECT t.id FROM threads t JOIN thread_participants p ON p.thread_id = t.id
 			WHERE t.account_id = ? AND t.norm_subject = ? AND t.message_count > 0
 			AND t.first_at <= ? AND t.last_at >= ? AND p.addr IN (` + placeholders(len(addrs)) + `)
-			ORDER BY t.last_at DESC LIMIT 1`
+			AND EXISTS (SELECT 1 FROM messages m2 JOIN mailboxes b ON b.id = m2.mailbox_id WHERE m2.thread_id = t.id AND b.role != 'junk')
+			ORDER BY t.last_at DESC, t.id LIMIT 1`
 		args := []any{account, norm, date + subjectWindow, date - subjectWindow}
 		for _, a := range addrs {
 			args = append(args, a)
 		}
+		var thread int64
 		err := tx.QueryRowContext(ctx, q, args...).Scan(&thread)
-		if ok, err := found(err); ok || err != nil {
-			return thread, err
+		if err == nil && thread != 0 {
+			return thread, nil
+		}
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return 0, fmt.Errorf("resolving thread by subject: %w", err)
 		}
 	}
 	res, err := tx.ExecContext(ctx, `INSERT INTO threads(account_id, norm_subject, first_at, last_at) VALUES (?, ?, ?, ?)`, account, norm, date, date)
@@ -106,38 +147,40 @@ func resolveThread(ctx context.Context, tx *txc, account int64, m *parse.Message
 	return res.LastInsertId()
 }
 
-// mergeChildren joins into thread the threads of stored messages that
-// reference msgID. Import runs recent-first, so replies routinely arrive
-// before the message they answer; without this they would stay apart.
-func mergeChildren(ctx context.Context, tx *txc, account, thread int64, msgID string) error {
-	if msgID == "" {
-		return nil
+// genericSubjects are subjects shared by unrelated mail; they never join
+// threads by subject.
+var genericSubjects = map[string]bool{
+	"no subject": true, "(no subject)": true, "untitled": true, "(untitled)": true, "none": true, "(none)": true,
+	"hi": true, "hello": true, "hey": true, "hallo": true, "ciao": true, "salut": true, "bonjour": true,
+	"test": true, "testing": true, "question": true, "questions": true, "fyi": true, "info": true, "update": true,
+	"thanks": true, "thank you": true, "re": true, "fwd": true, "important": true, "urgent": true,
+	"(kein betreff)": true, "kein betreff": true, "(sans objet)": true, "sans objet": true,
+	"(nessun oggetto)": true, "nessun oggetto": true, "(sin asunto)": true, "sin asunto": true,
+}
+
+// GenericSubject reports whether a normalised subject is empty, too short
+// to identify a conversation, or one of the subjects unrelated mail shares.
+func GenericSubject(norm string) bool {
+	letters := 0
+	for _, r := range norm {
+		if unicode.IsLetter(r) || unicode.IsNumber(r) {
+			letters++
+		}
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT DISTINCT m.thread_id FROM message_refs f CROSS JOIN messages m ON m.id = f.message_id
-		WHERE f.ref = ? AND m.account_id = ? AND m.thread_id IS NOT NULL AND m.thread_id != ?`, msgID, account, thread)
-	if err != nil {
-		return fmt.Errorf("finding child threads: %w", err)
+	return letters < 3 || genericSubjects[strings.Trim(norm, " .!?:-")]
+}
+
+// mergeThread moves every message and participant of thread from into
+// thread into and drops the emptied thread row.
+func mergeThread(ctx context.Context, tx *txc, into, from int64) error {
+	if _, err := tx.ExecContext(ctx, `UPDATE messages SET thread_id = ? WHERE thread_id = ?`, into, from); err != nil {
+		return fmt.Errorf("merging thread %d: %w", from, err)
 	}
-	var others []int64
-	for rows.Next() {
-		var t int64
-		if err := rows.Scan(&t); err != nil {
-			rows.Close()
-			return err
-		}
-		others = append(others, t)
+	if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO thread_participants(thread_id, addr) SELECT ?, addr FROM thread_participants WHERE thread_id = ?`, into, from); err != nil {
+		return fmt.Errorf("merging thread %d: %w", from, err)
 	}
-	rows.Close()
-	for _, o := range others {
-		if _, err := tx.ExecContext(ctx, `UPDATE messages SET thread_id = ? WHERE thread_id = ?`, thread, o); err != nil {
-			return fmt.Errorf("merging thread %d: %w", o, err)
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO thread_participants(thread_id, addr) SELECT ?, addr FROM thread_participants WHERE thread_id = ?`, thread, o); err != nil {
-			return fmt.Errorf("merging thread %d: %w", o, err)
-		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM threads WHERE id = ?`, o); err != nil {
-			return fmt.Errorf("merging thread %d: %w", o, err)
-		}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM threads WHERE id = ?`, from); err != nil {
+		return fmt.Errorf("merging thread %d: %w", from, err)
 	}
 	return nil
 }
