@@ -49,6 +49,8 @@ type prepared struct {
 	embedHash string
 	weight    int64  // bytes held against the import queue budget
 	role      string // the target mailbox's role, set in apply
+	// contentHash fingerprints subject, sender and text (see contentHash).
+	contentHash string
 }
 
 func (s *Store) prepare(it Item) (*prepared, error) {
@@ -67,6 +69,7 @@ func (s *Store) prepare(it Item) (*prepared, error) {
 		}
 	}
 	p.identity = Identity(msg)
+	p.contentHash = contentHash(msg)
 	p.embedHash = embedHash(msg.Subject, msg.Text, s.opts.EmbedMaxChars)
 	for _, a := range msg.Attachments {
 		if a.Data != nil {
@@ -89,6 +92,22 @@ func Identity(m *parse.Message) string {
 		return "mid:" + id
 	}
 	return "sha:" + m.RawSHA256[:32]
+}
+
+// contentHash fingerprints what a reader sees of a message, ignoring
+// transport differences (Received lines, line endings, list tags on the
+// subject), so the same message found twice is one message while two
+// different messages under one Message-ID are told apart.
+func contentHash(m *parse.Message) string {
+	h := sha256.New()
+	h.Write([]byte(NormalizeSubject(m.Subject)))
+	h.Write([]byte{0})
+	for _, a := range m.From {
+		h.Write([]byte(strings.ToLower(a.Addr) + ","))
+	}
+	h.Write([]byte{0})
+	h.Write([]byte(strings.Join(strings.Fields(m.Text), " ")))
+	return hex.EncodeToString(h.Sum(nil))[:16]
 }
 
 func embedHash(subject, body string, max int) string {
@@ -159,14 +178,29 @@ func (s *Store) apply(ctx context.Context, tx *txc, p *prepared, acc map[string]
 	}
 
 	var (
-		id, curMailbox    int64
-		curState, curRole string
-		deleted           sql.NullInt64
-		result            = resultUpdated
+		id, curMailbox             int64
+		curState, curRole, curHash string
+		deleted                    sql.NullInt64
+		result                     = resultUpdated
 	)
-	err = tx.QueryRowContext(ctx, `SELECT m.id, coalesce(m.mailbox_id, 0), m.body_state, m.deleted_at, coalesce(b.role, '')
+	lookup := func() error {
+		return tx.QueryRowContext(ctx, `SELECT m.id, coalesce(m.mailbox_id, 0), m.body_state, m.deleted_at, coalesce(b.role, ''), m.content_hash
 		FROM messages m LEFT JOIN mailboxes b ON b.id = m.mailbox_id
-		WHERE m.account_id = ? AND m.identity = ?`, accID, p.identity).Scan(&id, &curMailbox, &curState, &deleted, &curRole)
+		WHERE m.account_id = ? AND m.identity = ?`, accID, p.identity).Scan(&id, &curMailbox, &curState, &deleted, &curRole, &curHash)
+	}
+	err = lookup()
+	if err == nil && curHash != "" && curHash != p.contentHash && curState == BodyFull && p.bodyState == BodyFull && strings.HasPrefix(p.identity, "mid:") {
+		// Same Message-ID, different message (a reused or forged id, an
+		// edited resend): keep this one too, under a content-qualified
+		// identity, so neither hides the other from search.
+		p.identity += "#" + p.contentHash
+		err = lookup()
+	}
+	if err == nil && curHash == "" {
+		if _, err := tx.ExecContext(ctx, `UPDATE messages SET content_hash = ? WHERE id = ?`, p.contentHash, id); err != nil {
+			return 0, fmt.Errorf("recording content hash of %d: %w", id, err)
+		}
+	}
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		result = resultAdded
@@ -194,8 +228,8 @@ func (s *Store) apply(ctx context.Context, tx *txc, p *prepared, acc map[string]
 				}
 				tx.index = append(tx.index, id)
 			}
-			if _, err := tx.ExecContext(ctx, `UPDATE messages SET body = ?, body_state = ?, embed_hash = ?, subject = ?, from_addr = ?, to_addr = ?, cc_addr = ?, size = ? WHERE id = ?`,
-				m.Text, p.bodyState, p.embedHash, m.Subject, joinAddrs(m.From), joinAddrs(m.To), joinAddrs(m.Cc), m.Size, id); err != nil {
+			if _, err := tx.ExecContext(ctx, `UPDATE messages SET body = ?, body_state = ?, embed_hash = ?, subject = ?, from_addr = ?, to_addr = ?, cc_addr = ?, size = ?, content_hash = ? WHERE id = ?`,
+				m.Text, p.bodyState, p.embedHash, m.Subject, joinAddrs(m.From), joinAddrs(m.To), joinAddrs(m.Cc), m.Size, p.contentHash, id); err != nil {
 				return 0, fmt.Errorf("upgrading body of %d: %w", id, err)
 			}
 			if err := s.insertAttachments(ctx, tx, id, m); err != nil {
@@ -238,12 +272,12 @@ func (s *Store) insertMessage(ctx context.Context, tx *txc, accID, mailboxID int
 		inReplyTo = m.InReplyTo[0]
 	}
 	res, err := tx.ExecContext(ctx, `INSERT INTO messages(account_id, identity, message_id, mailbox_id, thread_id, gm_thrid, in_reply_to,
-		subject, from_addr, to_addr, cc_addr, date, size, seen, answered, flagged, draft, has_attachments, body, body_state, embed_hash, problems, ingested_at, reply_to)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		subject, from_addr, to_addr, cc_addr, date, size, seen, answered, flagged, draft, has_attachments, body, body_state, embed_hash, problems, ingested_at, reply_to, content_hash)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		accID, p.identity, m.MessageID, mailboxID, thread, m.GmailThreadID, inReplyTo,
 		m.Subject, joinAddrs(m.From), joinAddrs(m.To), joinAddrs(m.Cc), date, m.Size,
 		boolInt(p.Flags.Seen), boolInt(p.Flags.Answered), boolInt(p.Flags.Flagged), boolInt(p.Flags.Draft),
-		boolInt(len(m.Attachments) > 0), m.Text, p.bodyState, p.embedHash, strings.Join(m.Problems, "\n"), now, joinAddrs(m.ReplyTo))
+		boolInt(len(m.Attachments) > 0), m.Text, p.bodyState, p.embedHash, strings.Join(m.Problems, "\n"), now, joinAddrs(m.ReplyTo), p.contentHash)
 	if err != nil {
 		return 0, fmt.Errorf("inserting message %s: %w", p.identity, err)
 	}

@@ -151,5 +151,8 @@ CREATE VIRTUAL TABLE messages_tri USING fts5(
 INSERT INTO messages_tri(messages_tri) VALUES ('rebuild');
 INSERT INTO messages_tri(messages_tri, rank) VALUES ('automerge', 8);
 INSERT INTO messages_tri(messages_tri, rank) VALUES ('crisismerge', 32);`,
+		// A fingerprint of what a reader sees (subject, sender, text): two
+		// different messages sharing one Message-ID are both kept.
+		`ALTER TABLE messages ADD COLUMN content_hash TEXT NOT NULL DEFAULT '';`,
 	},
 }

@@ -190,9 +190,10 @@ func participants(m *parse.Message) []string {
 	var out []string
 	for _, list := range [][]parse.Address{m.From, m.To, m.Cc} {
 		for _, a := range list {
-			if a.Addr != "" && !seen[a.Addr] && len(out) < 20 {
-				seen[a.Addr] = true
-				out = append(out, a.Addr)
+			addr := strings.ToLower(a.Addr)
+			if addr != "" && !seen[addr] && len(out) < 20 {
+				seen[addr] = true
+				out = append(out, addr)
 			}
 		}
 	}

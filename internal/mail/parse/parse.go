@@ -105,7 +105,14 @@ var ErrEmpty = errors.New("empty message")
 // Parse parses one raw message. It fails only when nothing usable can be
 // recovered; otherwise problems are listed in Message.Problems.
 func Parse(raw []byte, opts Options) (*Message, error) {
-	opts = opts.withDefaults()
+	return parse(raw, opts.withDefaults(), 0)
+}
+
+// maxNesting bounds how deep forwarded messages (message/rfc822 parts) are
+// opened; deeper ones stay attachments.
+const maxNesting = 3
+
+func parse(raw []byte, opts Options, depth int) (*Message, error) {
 	raw = StripEnvelope(raw)
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return nil, ErrEmpty
@@ -130,10 +137,11 @@ func Parse(raw []byte, opts Options) (*Message, error) {
 	if err != nil {
 		m.problem("top-level part: %v", err)
 	}
+	fixHeaderBytes(ent.Header, declaredCharset(raw))
 	h := gomail.Header{Header: ent.Header}
 	m.readHeader(h)
 
-	var plain, htmlParts []string
+	var plain, htmlParts, forwarded []string
 	parts := 0
 	walkErr := ent.Walk(func(path []int, part *message.Entity, perr error) error {
 		parts++
@@ -148,7 +156,11 @@ func Parse(raw []byte, opts Options) (*Message, error) {
 		}
 		mt, params, cterr := part.Header.ContentType()
 		if cterr != nil {
-			mt = "text/plain" // RFC 2045 §5.2 default for an unparseable type
+			// An unparseable header (an unquoted file name with a space) is
+			// salvaged, not read as text: RFC 2045's text/plain default is
+			// for a missing type, not for a broken attachment.
+			mt, params = salvageParams(part.Header.Get("Content-Type"))
+			m.problem("part %v content-type: %v", path, cterr)
 		}
 		if mt == "" {
 			mt = "text/plain"
@@ -156,16 +168,46 @@ func Parse(raw []byte, opts Options) (*Message, error) {
 		if strings.HasPrefix(mt, "multipart/") {
 			return nil
 		}
-		disp, dparams, _ := part.Header.ContentDisposition()
+		disp, dparams, derr := part.Header.ContentDisposition()
+		if derr != nil && part.Header.Get("Content-Disposition") != "" {
+			disp, dparams = salvageParams(part.Header.Get("Content-Disposition"))
+		}
 		filename := dparams["filename"]
 		if filename == "" {
 			filename = params["name"]
 		}
+		filename = fixBytes(decodeWord(filename), "")
 		isAttachment := strings.EqualFold(disp, "attachment") || (filename != "" && !strings.HasPrefix(mt, "text/"))
-		if (mt == "text/plain" || mt == "text/html") && !isAttachment && !strings.EqualFold(disp, "attachment") {
+		if (mt == "message/rfc822" || mt == "message/global") && depth < maxNesting {
+			// Forwarded mail, inline or as an attachment: its text is
+			// indexed and shown with the outer message.
+			body, rerr := io.ReadAll(io.LimitReader(part.Body, opts.MaxAttachmentBytes))
+			if rerr != nil {
+				m.problem("reading part %v: %v", path, rerr)
+			}
+			m.addAttachment(Attachment{Filename: filename, ContentType: mt, Inline: !strings.EqualFold(disp, "attachment")}, bytes.NewReader(body), opts)
+			if inner, err := parse(body, opts, depth+1); err == nil {
+				forwarded = append(forwarded, inner.forwardedText())
+				for _, a := range inner.Attachments {
+					if len(m.Attachments) < opts.MaxParts {
+						m.Attachments = append(m.Attachments, a)
+					}
+				}
+				for _, p := range inner.Problems {
+					m.problem("forwarded message: %s", p)
+				}
+			}
+			return nil
+		}
+		if (mt == "text/plain" || mt == "text/html") && !isAttachment {
 			body, rerr := io.ReadAll(io.LimitReader(part.Body, int64(opts.MaxTextBytes)+1))
 			if rerr != nil {
 				m.problem("reading part %v: %v", path, rerr)
+			}
+			if looksBinary(body) {
+				// Binary bytes labelled as text are never indexed as text.
+				m.addAttachment(Attachment{Filename: filename, ContentType: "application/octet-stream"}, io.MultiReader(bytes.NewReader(body), part.Body), opts)
+				return nil
 			}
 			s := toUTF8(body)
 			if mt == "text/html" {
@@ -175,19 +217,7 @@ func Parse(raw []byte, opts Options) (*Message, error) {
 			}
 			return nil
 		}
-		a := Attachment{Filename: decodeWord(filename), ContentType: mt, Inline: strings.EqualFold(disp, "inline")}
-		hasher := sha256.New()
-		var buf bytes.Buffer
-		n, rerr := io.Copy(io.MultiWriter(hasher, &limitedBuffer{b: &buf, max: opts.MaxAttachmentBytes}), part.Body)
-		if rerr != nil {
-			m.problem("reading attachment %v: %v", path, rerr)
-		}
-		a.Size = n
-		a.SHA256 = hex.EncodeToString(hasher.Sum(nil))
-		if n <= opts.MaxAttachmentBytes {
-			a.Data = buf.Bytes()
-		}
-		m.Attachments = append(m.Attachments, a)
+		m.addAttachment(Attachment{Filename: filename, ContentType: mt, Inline: strings.EqualFold(disp, "inline")}, part.Body, opts)
 		return nil
 	})
 	if walkErr != nil {
@@ -206,8 +236,150 @@ func Parse(raw []byte, opts Options) (*Message, error) {
 			m.Text = toUTF8(raw[i+2:])
 		}
 	}
+	for _, f := range forwarded {
+		m.Text = strings.TrimSpace(m.Text + "\n\n" + f)
+	}
 	m.Text = clampText(strings.TrimSpace(normalizeNewlines(m.Text)), opts.MaxTextBytes)
 	return m, nil
+}
+
+// addAttachment hashes (and, within the size limit, keeps) one part.
+func (m *Message) addAttachment(a Attachment, body io.Reader, opts Options) {
+	hasher := sha256.New()
+	var buf bytes.Buffer
+	n, err := io.Copy(io.MultiWriter(hasher, &limitedBuffer{b: &buf, max: opts.MaxAttachmentBytes}), body)
+	if err != nil {
+		m.problem("reading attachment %d: %v", len(m.Attachments), err)
+	}
+	a.Size = n
+	a.SHA256 = hex.EncodeToString(hasher.Sum(nil))
+	if n <= opts.MaxAttachmentBytes {
+		a.Data = buf.Bytes()
+	}
+	m.Attachments = append(m.Attachments, a)
+}
+
+// forwardedText renders a forwarded message for the outer message's text,
+// the way mail clients quote one, so its words and headers are searchable.
+func (m *Message) forwardedText() string {
+	var b strings.Builder
+	b.WriteString("---------- Forwarded message ----------\n")
+	line := func(k, v string) {
+		if v != "" {
+			b.WriteString(k + ": " + v + "\n")
+		}
+	}
+	addrs := func(l []Address) string {
+		out := make([]string, len(l))
+		for i, a := range l {
+			out[i] = a.String()
+		}
+		return strings.Join(out, ", ")
+	}
+	line("From", addrs(m.From))
+	if !m.Date.IsZero() {
+		line("Date", m.Date.Format(time.RFC1123Z))
+	}
+	line("Subject", m.Subject)
+	line("To", addrs(m.To))
+	line("Cc", addrs(m.Cc))
+	b.WriteString("\n")
+	b.WriteString(m.Text)
+	return b.String()
+}
+
+// looksBinary reports whether decoded "text" is really binary data: a NUL
+// byte, or many control characters, in its first 4 KiB.
+func looksBinary(b []byte) bool {
+	head := b[:min(len(b), 4096)]
+	ctl := 0
+	for _, c := range head {
+		switch {
+		case c == 0:
+			return true
+		case c < 0x20 && c != '\n' && c != '\r' && c != '\t' && c != '\f' && c != 0x1b:
+			ctl++
+		}
+	}
+	return ctl > 8 && ctl*20 > len(head)
+}
+
+var (
+	mediaTypePattern = regexp.MustCompile(`^[a-z0-9!#$&^_.+-]+/[a-z0-9!#$&^_.+-]+$`)
+	paramPattern     = regexp.MustCompile(`(?i);\s*([a-z0-9*_-]+)\s*=\s*("[^"]*"?|[^;]*)`)
+)
+
+// salvageParams reads a Content-Type or Content-Disposition value that
+// mime.ParseMediaType refused: the leading token, and name=value pairs
+// where a value may be unquoted and hold spaces.
+func salvageParams(v string) (string, map[string]string) {
+	v = strings.TrimSpace(v)
+	head, _, _ := strings.Cut(v, ";")
+	head = strings.ToLower(strings.TrimSpace(head))
+	if strings.Contains(head, "/") && !mediaTypePattern.MatchString(head) {
+		head = "application/octet-stream"
+	}
+	params := map[string]string{}
+	for _, p := range paramPattern.FindAllStringSubmatch(v, 20) {
+		k := strings.TrimSuffix(strings.ToLower(p[1]), "*")
+		val := strings.TrimSpace(strings.Trim(strings.TrimSpace(p[2]), `"`))
+		if _, ok := params[k]; !ok && val != "" {
+			params[k] = val
+		}
+	}
+	return head, params
+}
+
+var charsetPattern = regexp.MustCompile(`(?i)charset\s*=\s*"?([a-z0-9_.:-]+)`)
+
+// declaredCharset is the first charset a message declares anywhere (its
+// own Content-Type or a body part's): the best guess for raw 8-bit header
+// bytes, which RFC 5322 forbids but real mail sends in that charset.
+func declaredCharset(raw []byte) string {
+	head := raw[:min(len(raw), 256<<10)]
+	if m := charsetPattern.FindSubmatch(head); m != nil {
+		return string(m[1])
+	}
+	return ""
+}
+
+// fixHeaderBytes rewrites the address and subject fields holding raw
+// non-UTF-8 bytes into UTF-8 before they are parsed, so invalid UTF-8 is
+// never stored and address parsing does not fail on it.
+func fixHeaderBytes(h message.Header, charset string) {
+	for _, k := range []string{"Subject", "From", "To", "Cc", "Bcc", "Reply-To"} {
+		if v := h.Get(k); v != "" && !utf8.ValidString(v) {
+			h.Set(k, fixBytes(v, charset))
+		}
+	}
+}
+
+// fixBytes returns s as valid UTF-8: unchanged when it already is, else
+// decoded from charset when that yields valid text, else as Windows-1252
+// (like bodies without a usable charset).
+func fixBytes(s, charset string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	if cs := strings.ToLower(charset); cs != "" && cs != "utf-8" && cs != "utf8" && cs != "us-ascii" {
+		if r, err := message.CharsetReader(cs, strings.NewReader(s)); err == nil {
+			if b, err := io.ReadAll(r); err == nil && utf8.Valid(b) && !bytes.ContainsRune(b, utf8.RuneError) {
+				return string(b)
+			}
+		}
+	}
+	return toUTF8([]byte(s))
+}
+
+// lowerDomain lower-cases an address's domain (case-insensitive by RFC
+// 5321) and keeps its local part as written: people read and reply to the
+// address they were given.
+func lowerDomain(a string) string {
+	a = strings.TrimSpace(a)
+	if i := strings.LastIndexByte(a, '@'); i >= 0 {
+		return a[:i] + strings.ToLower(a[i:])
+	}
+	return a
 }
 
 // StripEnvelope drops a leading mbox envelope line ("From addr date"),
@@ -246,7 +418,7 @@ func (m *Message) readHeader(h gomail.Header) {
 		m.problem("subject: %v", err)
 		subj = toUTF8([]byte(h.Get("Subject")))
 	}
-	m.Subject = strings.TrimSpace(collapseSpace(subj))
+	m.Subject = strings.TrimSpace(collapseSpace(fixBytes(subj, "")))
 	m.From = m.addresses(h, "From")
 	m.To = m.addresses(h, "To")
 	m.Cc = m.addresses(h, "Cc")
@@ -284,7 +456,13 @@ func (m *Message) addresses(h gomail.Header, key string) []Address {
 	if err == nil {
 		out := make([]Address, 0, len(list))
 		for _, a := range list {
-			out = append(out, Address{Name: strings.TrimSpace(a.Name), Addr: strings.ToLower(strings.TrimSpace(a.Address))})
+			name := strings.TrimSpace(a.Name)
+			if strings.Contains(name, "=?") {
+				// RFC 2047 forbids encoded words inside quoted strings,
+				// but common mailers put them there and every reader decodes them.
+				name = decodeWord(name)
+			}
+			out = append(out, Address{Name: fixBytes(name, ""), Addr: fixBytes(lowerDomain(a.Address), "")})
 		}
 		return out
 	}
@@ -304,7 +482,7 @@ func lenientAddresses(v string) []Address {
 			continue
 		}
 		if a, err := mail.ParseAddress(piece); err == nil {
-			out = append(out, Address{Name: a.Name, Addr: strings.ToLower(a.Address)})
+			out = append(out, Address{Name: fixBytes(decodeWord(a.Name), ""), Addr: fixBytes(lowerDomain(a.Address), "")})
 			continue
 		}
 		addr := addrPattern.FindString(piece)
@@ -312,7 +490,7 @@ func lenientAddresses(v string) []Address {
 		if name == addr {
 			name = ""
 		}
-		out = append(out, Address{Name: name, Addr: strings.ToLower(addr)})
+		out = append(out, Address{Name: fixBytes(name, ""), Addr: fixBytes(lowerDomain(addr), "")})
 		if len(out) >= 200 {
 			break
 		}

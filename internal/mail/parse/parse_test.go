@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 const corpora = "../../../../shared/corpora"
@@ -283,7 +284,7 @@ func TestMaildirFlags(t *testing.T) {
 }
 
 func FuzzParse(f *testing.F) {
-	for _, p := range []string{"testdata/multipart.eml", "testdata/two.mbox", "testdata/seed.emlx"} {
+	for _, p := range []string{"testdata/multipart.eml", "testdata/two.mbox", "testdata/seed.emlx", "testdata/broken.eml"} {
 		f.Add(mustRead(f, p))
 	}
 	f.Add([]byte("Content-Type: multipart/alternative; boundary=a\n\n--a\nContent-Type: text/html; charset=iso-2022-jp\n\n<p>x\n--a--"))
@@ -291,6 +292,9 @@ func FuzzParse(f *testing.F) {
 		m, err := Parse(raw, Options{MaxParts: 50})
 		if err == nil && m == nil {
 			t.Fatal("nil message without error")
+		}
+		if err == nil && (!utf8.ValidString(m.Subject) || !utf8.ValidString(m.Text)) {
+			t.Fatalf("invalid UTF-8 kept: %q %q", m.Subject, m.Text)
 		}
 	})
 }
