@@ -25,6 +25,7 @@ import (
 	"github.com/hestia-dev/hestia/internal/budget"
 	"github.com/hestia-dev/hestia/internal/config"
 	"github.com/hestia-dev/hestia/internal/daemonaddr"
+	"github.com/hestia-dev/hestia/internal/devices"
 	"github.com/hestia-dev/hestia/internal/doctor"
 	"github.com/hestia-dev/hestia/internal/llm"
 	"github.com/hestia-dev/hestia/internal/lock"
@@ -60,6 +61,8 @@ type App struct {
 	// and what it is built from, for the background plane.
 	Jobs *scheduler.Scheduler
 	core agentCore
+	// Devices authenticates paired clients (devices.go); nil unless serving.
+	Devices *devices.Registry
 
 	closers []func() error
 	sys     checkCache // GET /api/system results, see system.go
@@ -82,6 +85,7 @@ type initializer struct {
 func (a *App) initializers() []initializer {
 	return []initializer{
 		{"system", a.initSystem},
+		{"devices", a.initDevices},
 		{"llm", a.initLLM},
 		{"scheduler", a.initScheduler},
 		{"agent", a.initAgent},

@@ -152,23 +152,3 @@ func runRestore(ctx context.Context, env *Env, args []string) error {
 	fmt.Fprintf(env.Stdout, "restored %d stores into %s\n", len(m.Files), paths.DBDir())
 	return nil
 }
-
-func runPair(ctx context.Context, env *Env, args []string) error {
-	if err := parse(env.flags("pair"), args, 0); err != nil {
-		return err
-	}
-	c, err := env.daemon()
-	if err != nil {
-		return err
-	}
-	var res struct {
-		Code      string    `json:"code"`
-		ExpiresAt time.Time `json:"expires_at"`
-	}
-	if err := c.Do(ctx, "POST", "/api/pair/codes", nil, &res); err != nil {
-		return err
-	}
-	fmt.Fprintf(env.Stdout, "Open this link in the browser to pair (single use, valid until %s):\n\n  %s/pair#code=%s\n\nOr enter the code %s on the pairing screen.\n",
-		res.ExpiresAt.Local().Format("15:04"), c.BaseURL, res.Code, res.Code)
-	return nil
-}

@@ -174,7 +174,7 @@ func (s *Server) pairExchange(w http.ResponseWriter, r *http.Request) {
 		httpjson.Error(w, http.StatusUnauthorized, "invalid_code", "the pairing code is wrong, used or expired; run `hestia pair` for a new one")
 	default:
 		s.log.Info("browser paired with code")
-		httpjson.Write(w, http.StatusOK, map[string]string{"token": s.opts.Token.Value()})
+		s.writePaired(w, r, strings.ToUpper(strings.TrimSpace(req.Code)))
 	}
 }
 

@@ -30,6 +30,8 @@ type Options struct {
 	// UI serves the web app at /. Nil serves a short text page.
 	UI  http.Handler
 	Now func() time.Time
+	// Auth, when set, authenticates requests besides Token (auth.go).
+	Auth Authenticator
 }
 
 // Server owns the HTTP listener and the route tables.
@@ -61,8 +63,8 @@ func New(opts Options) *Server {
 	s.root.HandleFunc("GET /health", s.health)
 	s.root.HandleFunc("POST /api/pair/local", s.pairLocal)
 	s.root.HandleFunc("POST /api/pair/exchange", s.pairExchange)
-	s.api.HandleFunc("POST /api/pair/codes", s.pairCreate)
-	authed := s.requireToken(s.api)
+	s.api.HandleFunc("POST /api/pair/codes", s.pairCreateCode)
+	authed := s.authenticate(s.api)
 	s.root.Handle("/api/", authed)
 	s.root.Handle("/v1/", authed)
 	ui := opts.UI

@@ -1,0 +1,141 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/hestia-dev/hestia/internal/devices"
+)
+
+// deviceJSON is a device as the daemon returns it.
+type deviceJSON struct {
+	ID         string     `json:"id"`
+	Name       string     `json:"name"`
+	Kind       string     `json:"kind"`
+	Scopes     []string   `json:"scopes"`
+	CreatedAt  time.Time  `json:"created_at"`
+	LastSeenAt *time.Time `json:"last_seen_at,omitempty"`
+	RevokedAt  *time.Time `json:"revoked_at,omitempty"`
+}
+
+func runDevices(ctx context.Context, env *Env, args []string) error {
+	const usage = "usage: hestia devices list [--json] | revoke ID [--json]"
+	if len(args) == 0 {
+		return usagef(usage)
+	}
+	switch args[0] {
+	case "list", "ls":
+		fs := env.flags("devices list")
+		asJSON := fs.Bool("json", false, "print the devices as JSON")
+		if err := parse(fs, args[1:], 0); err != nil {
+			return err
+		}
+		c, err := env.daemon()
+		if err != nil {
+			return err
+		}
+		var res struct {
+			Devices []deviceJSON `json:"devices"`
+		}
+		if err := c.Do(ctx, http.MethodGet, "/api/devices", nil, &res); err != nil {
+			return err
+		}
+		if *asJSON {
+			return json.NewEncoder(env.Stdout).Encode(res)
+		}
+		if len(res.Devices) == 0 {
+			fmt.Fprintln(env.Stdout, "no paired devices (this machine uses the local admin token; pair one with `hestia pair`)")
+			return nil
+		}
+		tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tNAME\tKIND\tSCOPES\tLAST SEEN\tSTATE")
+		for _, d := range res.Devices {
+			seen := "never"
+			if d.LastSeenAt != nil {
+				seen = d.LastSeenAt.Local().Format("2006-01-02 15:04")
+			}
+			state := "active"
+			if d.RevokedAt != nil {
+				state = "revoked " + d.RevokedAt.Local().Format("2006-01-02 15:04")
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", d.ID, d.Name, d.Kind, strings.Join(d.Scopes, ","), seen, state)
+		}
+		return tw.Flush()
+	case "revoke", "rm":
+		fs := env.flags("devices revoke")
+		asJSON := fs.Bool("json", false, "print the revoked device as JSON")
+		if err := parse(fs, reorder(args[1:]), 1); err != nil {
+			return err
+		}
+		if fs.NArg() != 1 {
+			return usagef("usage: hestia devices revoke ID [--json]")
+		}
+		c, err := env.daemon()
+		if err != nil {
+			return err
+		}
+		var res struct {
+			Device deviceJSON `json:"device"`
+		}
+		if err := c.Do(ctx, http.MethodDelete, "/api/devices/"+url.PathEscape(fs.Arg(0)), nil, &res); err != nil {
+			return err
+		}
+		if *asJSON {
+			return json.NewEncoder(env.Stdout).Encode(res)
+		}
+		fmt.Fprintf(env.Stdout, "revoked %s (%s); its token no longer works and its open streams were closed\n", res.Device.ID, res.Device.Name)
+		return nil
+	}
+	return usagef(usage)
+}
+
+func runPair(ctx context.Context, env *Env, args []string) error {
+	fs := env.flags("pair")
+	name := fs.String("name", "", "name of the device being paired (default: \"paired device\" and the date)")
+	scopes := fs.String("scopes", "chat,approve,read", "comma-separated scopes of the new device: chat, approve, read, admin")
+	noQR := fs.Bool("no-qr", false, "print only the link and the code, no QR code")
+	asJSON := fs.Bool("json", false, "print the code, link and expiry as JSON")
+	if err := parse(fs, args, 0); err != nil {
+		return err
+	}
+	list, err := devices.ParseScopes(strings.Split(*scopes, ","))
+	if err != nil {
+		return usagef("--scopes: %v", err)
+	}
+	names := make([]string, len(list))
+	for i, s := range list {
+		names[i] = string(s)
+	}
+	c, err := env.daemon()
+	if err != nil {
+		return err
+	}
+	var res struct {
+		Code      string    `json:"code"`
+		ExpiresAt time.Time `json:"expires_at"`
+	}
+	if err := c.Do(ctx, http.MethodPost, "/api/pair/codes", map[string]any{"name": *name, "scopes": names}, &res); err != nil {
+		return err
+	}
+	link := c.BaseURL + "/pair#code=" + res.Code
+	if *asJSON {
+		return json.NewEncoder(env.Stdout).Encode(map[string]any{"code": res.Code, "link": link, "expires_at": res.ExpiresAt, "scopes": names})
+	}
+	fmt.Fprintf(env.Stdout, "Scan the code or open this link on the device to pair it (single use, valid until %s; scopes %s):\n\n  %s\n\n",
+		res.ExpiresAt.Local().Format("15:04"), strings.Join(names, ","), link)
+	if !*noQR {
+		q, err := devices.TerminalQR(link)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(env.Stdout, q)
+	}
+	fmt.Fprintf(env.Stdout, "Or enter the code %s on the pairing screen.\n", res.Code)
+	return nil
+}
