@@ -82,7 +82,8 @@ func TestRequiredScope(t *testing.T) {
 		{"DELETE", "/api/devices/d_1", Admin},
 		{"POST", "/api/pair/codes", Admin},
 		{"POST", "/api/policy/rules", Admin},
-		{"GET", "/api/policy", Admin},
+		{"GET", "/api/policy", Read},
+		{"GET", "/api/budget", Read},
 		{"POST", "/api/policy/test", Read},
 		{"PUT", "/api/budget", Admin},
 	}
