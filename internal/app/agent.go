@@ -100,6 +100,14 @@ func (a *App) initAgent(ctx context.Context) error {
 		return err
 	}
 
+	// Requests a killed daemon left waiting are closed before anything
+	// else runs, so the audit trail and the transcripts say they expired.
+	// A failure here must not keep the daemon down (nothing ran either
+	// way); it is logged and retried at the next start.
+	if _, err := ag.CloseOrphanedApprovals(ctx); err != nil {
+		log.Error("closing approvals left by a stopped daemon", "err", err)
+	}
+
 	a.core = agentCore{agent: ag, chats: chats, bus: bus, tools: reg, approvals: broker, policy: engine}
 
 	mux := a.Server.API()

@@ -330,3 +330,48 @@ func (l *Log) List(ctx context.Context, f Filter) ([]Event, error) {
 func likeEscape(s string) string {
 	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
 }
+
+// UnresolvedApprovals returns the approval.requested events, oldest first,
+// that no approval.resolved event answers (matched by the request id in
+// data). A pending request lives only in the daemon's memory, so after a
+// crash these are the requests that were waiting when it died. One pass over
+// each type (index events_type), linear in the number of approvals.
+func (l *Log) UnresolvedApprovals(ctx context.Context) ([]Event, error) {
+	resolved := map[string]bool{}
+	rows, err := l.db.QueryContext(ctx, `SELECT json_extract(data, '$.id') FROM events WHERE type = ? AND json_valid(data)`, TypeApprovalResolved)
+	if err != nil {
+		return nil, fmt.Errorf("listing resolved approvals: %w", err)
+	}
+	for rows.Next() {
+		var id sql.NullString
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("listing resolved approvals: %w", err)
+		}
+		resolved[id.String] = true
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("listing resolved approvals: %w", err)
+	}
+	rows, err = l.db.QueryContext(ctx, `SELECT id, ts, type, chat_id, turn_id, tool, summary, data, prev_hash, hash FROM events WHERE type = ? ORDER BY id`, TypeApprovalRequest)
+	if err != nil {
+		return nil, fmt.Errorf("listing approval requests: %w", err)
+	}
+	defer rows.Close()
+	var out []Event
+	for rows.Next() {
+		e, err := scanEvent(rows)
+		if err != nil {
+			return nil, err
+		}
+		var d struct {
+			ID string `json:"id"`
+		}
+		if json.Unmarshal(e.Data, &d) != nil || d.ID == "" || resolved[d.ID] {
+			continue
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}

@@ -15,6 +15,12 @@ describe('toolStatus', () => {
     }
   });
 
+  it('shows a request closed by a daemon restart as expired', () => {
+    const st = toolStatus({ result: result({ decision: 'expired', status: 'not_run', note: 'daemon_restart' }), turnRunning: false });
+    expect(st).toMatchObject({ tone: 'notdone', label: 'NOT DONE' });
+    expect(st.detail).toMatch(/^expired/);
+  });
+
   it('includes the deny note', () => {
     const st = toolStatus({
       result: result({ decision: 'denied', status: 'not_run' }),

@@ -39,6 +39,7 @@ export interface ToolOutcome {
   status?: 'ok' | 'error' | 'not_run' | string;
   error?: string;
   duration_ms?: number;
+  note?: string;
 }
 
 export interface Message {

@@ -26,6 +26,7 @@ const notDone: Record<string, string> = {
   invalid: 'invalid arguments',
   skipped: 'skipped',
   cancelled: 'cancelled',
+  expired: 'expired: Hestia stopped while it waited for approval',
 };
 
 export function toolStatus(opts: {
