@@ -82,6 +82,9 @@ func (a *App) initAgent(ctx context.Context) error {
 	if err := a.registerMCP(ctx, reg); err != nil {
 		return err
 	}
+	if err := a.registerCalendar(ctx, reg); err != nil {
+		return err
+	}
 	if err := reg.Register(builtin.Now(a.Now, time.Local)); err != nil {
 		return err
 	}

@@ -55,6 +55,7 @@ func commands() []command {
 		{"mail", "import, search and read mail; list send operations", runMail},
 		{"jobs", "scheduled jobs: list, history, run, add, remove (--json)", runJobs},
 		{"extract", "extract a document's text from stdin as JSON (the daemon's sandboxed helper)", runExtract},
+		{"cal", "calendar: agenda, search, free slots, import/sync vdir folders", runCal},
 	}
 }
 

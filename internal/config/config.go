@@ -32,6 +32,9 @@ type Config struct {
 	Agent  AgentConfig  `toml:"agent"`
 	Policy PolicyConfig `toml:"policy"`
 	MCP    MCPConfig    `toml:"mcp"`
+	// Calendar and Contacts: calendar.go.
+	Calendar CalendarConfig `toml:"calendar"`
+	Contacts ContactsConfig `toml:"contacts"`
 }
 
 // ServerConfig configures the daemon's HTTP listener.
@@ -54,14 +57,15 @@ type LogConfig struct {
 // Default returns the configuration used when nothing is configured.
 func Default() Config {
 	return Config{
-		Server: ServerConfig{Addr: "127.0.0.1:4317", ShutdownTimeout: Duration(10 * time.Second)},
-		Log:    LogConfig{Level: "info", MaxSizeMB: 20, MaxBackups: 5},
-		LLM:    defaultLLM(),
-		Budget: defaultBudget(),
-		Safety: defaultSafety(),
-		Agent:  defaultAgent(),
-		Policy: defaultPolicy(),
-		Mail:   defaultMail(),
+		Server:   ServerConfig{Addr: "127.0.0.1:4317", ShutdownTimeout: Duration(10 * time.Second)},
+		Log:      LogConfig{Level: "info", MaxSizeMB: 20, MaxBackups: 5},
+		LLM:      defaultLLM(),
+		Budget:   defaultBudget(),
+		Safety:   defaultSafety(),
+		Agent:    defaultAgent(),
+		Policy:   defaultPolicy(),
+		Mail:     defaultMail(),
+		Calendar: defaultCalendar(),
 	}
 }
 
@@ -152,6 +156,8 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.Budget.validate()...)
 	errs = append(errs, c.Safety.validate()...)
 	errs = append(errs, c.Mail.validate()...)
+	errs = append(errs, c.Calendar.validate()...)
+	errs = append(errs, c.Contacts.validate()...)
 	errs = append(errs, c.Agent.validate()...)
 	errs = append(errs, c.Policy.validate()...)
 	errs = append(errs, c.MCP.validate()...)

@@ -1,0 +1,227 @@
+package calendar
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// Source is one vdir collection: a folder whose .ics files each hold one
+// calendar object (an event with its overrides).
+type Source struct {
+	Name     string
+	Path     string
+	ReadOnly bool
+	Color    string
+}
+
+// Skip names a file that could not be indexed and why.
+type Skip struct {
+	File   string `json:"file"`
+	Reason string `json:"reason"`
+}
+
+// SyncStats reports one reconcile of a source.
+type SyncStats struct {
+	Calendar  string `json:"calendar"`
+	Files     int    `json:"files"`
+	Added     int    `json:"added"`
+	Updated   int    `json:"updated"`
+	Removed   int    `json:"removed"`
+	Unchanged int    `json:"unchanged"`
+	Events    int    `json:"events"`
+	Skipped   []Skip `json:"skipped,omitempty"`
+}
+
+// maxSkipsReported bounds the named skips a result carries; the count in
+// Files/Added stays exact.
+const maxSkipsReported = 100
+
+// Collections expands a configured path: a folder holding .ics files is one
+// collection; otherwise each sub-folder that holds them is one (khal's
+// `path = ~/.calendars/*`), named parent/child.
+func Collections(src Source) ([]Source, error) {
+	ents, err := os.ReadDir(src.Path)
+	if err != nil {
+		return nil, fmt.Errorf("reading calendar folder %s: %w", src.Path, err)
+	}
+	var subs []Source
+	for _, e := range ents {
+		if !e.IsDir() && strings.HasSuffix(strings.ToLower(e.Name()), ".ics") {
+			return []Source{src}, nil
+		}
+		if e.IsDir() && !strings.HasPrefix(e.Name(), ".") {
+			s := src
+			s.Name, s.Path = src.Name+"/"+e.Name(), filepath.Join(src.Path, e.Name())
+			subs = append(subs, s)
+		}
+	}
+	if len(subs) == 0 {
+		return []Source{src}, nil // an empty collection
+	}
+	return subs, nil
+}
+
+// Sync reconciles the index with a vdir collection: new and changed files
+// (by size and mtime) are parsed, files gone from disk are dropped. Broken
+// files are skipped with a named reason and counted; what was indexed from
+// other files is kept.
+func (s *Store) Sync(ctx context.Context, src Source) (SyncStats, error) {
+	st := SyncStats{Calendar: src.Name}
+	if src.Name == "" {
+		return st, fmt.Errorf("calendar source %s has no name", src.Path)
+	}
+	ents, err := os.ReadDir(src.Path)
+	if err != nil {
+		return st, fmt.Errorf("reading calendar folder %s: %w", src.Path, err)
+	}
+	calID, err := s.ensureCalendar(ctx, src.Name, src.Path, src.ReadOnly, src.Color)
+	if err != nil {
+		return st, err
+	}
+	type known struct {
+		id          int64
+		mtime, size int64
+	}
+	have := map[string]known{}
+	rows, err := s.db.QueryContext(ctx, `SELECT id, name, mtime, size FROM files WHERE calendar_id = ?`, calID)
+	if err != nil {
+		return st, fmt.Errorf("listing indexed files: %w", err)
+	}
+	for rows.Next() {
+		var k known
+		var name string
+		if err := rows.Scan(&k.id, &name, &k.mtime, &k.size); err != nil {
+			rows.Close()
+			return st, fmt.Errorf("listing indexed files: %w", err)
+		}
+		have[name] = k
+	}
+	rows.Close()
+
+	type todo struct {
+		name        string
+		mtime, size int64
+		old         int64
+	}
+	var work []todo
+	seen := map[string]bool{}
+	for _, e := range ents {
+		name := e.Name()
+		if e.IsDir() || !strings.HasSuffix(strings.ToLower(name), ".ics") || strings.HasPrefix(name, ".") {
+			continue
+		}
+		fi, err := e.Info()
+		if err != nil {
+			continue // vanished between ReadDir and Info
+		}
+		st.Files++
+		seen[name] = true
+		k, ok := have[name]
+		switch {
+		case !ok:
+			work = append(work, todo{name, fi.ModTime().UnixNano(), fi.Size(), 0})
+			st.Added++
+		case k.mtime != fi.ModTime().UnixNano() || k.size != fi.Size():
+			work = append(work, todo{name, fi.ModTime().UnixNano(), fi.Size(), k.id})
+			st.Updated++
+		default:
+			st.Unchanged++
+		}
+	}
+	sort.Slice(work, func(i, j int) bool { return work[i].name < work[j].name })
+	var gone []int64
+	for name, k := range have {
+		if !seen[name] {
+			gone = append(gone, k.id)
+			st.Removed++
+		}
+	}
+	const batch = 500
+	for len(work) > 0 || len(gone) > 0 {
+		if err := ctx.Err(); err != nil {
+			return st, err
+		}
+		n := min(batch, len(work))
+		chunk := work[:n]
+		work = work[n:]
+		type parsed struct {
+			t   todo
+			evs []Event
+			err error
+		}
+		ps := make([]parsed, len(chunk))
+		for i, t := range chunk {
+			ps[i].t = t
+			data, err := readBounded(filepath.Join(src.Path, t.name))
+			if err != nil {
+				ps[i].err = err
+				continue
+			}
+			ps[i].evs, ps[i].err = ParseICS(bytes.NewReader(data), s.floating)
+		}
+		err := s.db.Tx(ctx, func(tx *sql.Tx) error {
+			for _, id := range gone {
+				if _, err := tx.ExecContext(ctx, `DELETE FROM files WHERE id = ?`, id); err != nil {
+					return fmt.Errorf("dropping removed file: %w", err)
+				}
+			}
+			for _, p := range ps {
+				reason := ""
+				if p.err != nil {
+					reason = p.err.Error()
+					if len(st.Skipped) < maxSkipsReported {
+						st.Skipped = append(st.Skipped, Skip{File: p.t.name, Reason: reason})
+					}
+				}
+				var fileID int64
+				if err := tx.QueryRowContext(ctx, `INSERT INTO files(calendar_id, name, mtime, size, error) VALUES (?, ?, ?, ?, ?)
+					ON CONFLICT(calendar_id, name) DO UPDATE SET mtime = excluded.mtime, size = excluded.size, error = excluded.error
+					RETURNING id`, calID, p.t.name, p.t.mtime, p.t.size, reason).Scan(&fileID); err != nil {
+					return fmt.Errorf("recording file %s: %w", p.t.name, err)
+				}
+				if _, err := tx.ExecContext(ctx, `DELETE FROM events WHERE file_id = ?`, fileID); err != nil {
+					return fmt.Errorf("replacing events of %s: %w", p.t.name, err)
+				}
+				if err := insertEvents(ctx, tx, calID, fileID, p.evs); err != nil {
+					return fmt.Errorf("%s: %w", p.t.name, err)
+				}
+				st.Events += len(p.evs)
+			}
+			return nil
+		})
+		if err != nil {
+			return st, err
+		}
+		gone = nil
+	}
+	if len(st.Skipped) > 0 {
+		s.log.Warn("calendarFilesSkipped", "calendar", src.Name, "count", len(st.Skipped))
+	}
+	return st, nil
+}
+
+func readBounded(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if fi.Size() > MaxFileBytes {
+		return nil, fmt.Errorf("%w: file is %d bytes, the limit is %d", ErrMalformed, fi.Size(), MaxFileBytes)
+	}
+	var b bytes.Buffer
+	if _, err := b.ReadFrom(f); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}

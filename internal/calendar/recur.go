@@ -1,0 +1,365 @@
+package calendar
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/teambition/rrule-go"
+)
+
+// DefaultMaxInstances caps how many occurrences one query expands from one
+// recurring event; a window wider than that is reported as truncated.
+const DefaultMaxInstances = 1000
+
+// maxIterations bounds the work of one expansion (occurrences generated
+// before the window, sub-daily rules) so that no rule can stall a query.
+const maxIterations = 200_000
+
+// rruleKeys are the RRULE parts of RFC 5545 §3.3.10 that we evaluate.
+var rruleKeys = map[string]bool{
+	"FREQ": true, "INTERVAL": true, "WKST": true, "COUNT": true, "UNTIL": true, "BYSETPOS": true,
+	"BYMONTH": true, "BYMONTHDAY": true, "BYYEARDAY": true, "BYWEEKNO": true, "BYDAY": true,
+	"BYHOUR": true, "BYMINUTE": true, "BYSECOND": true,
+}
+
+// cleanRRule upper-cases keys and drops parts we do not evaluate (RSCALE,
+// SKIP, X- extensions), returning a warning naming them.
+func cleanRRule(v string) (string, string) {
+	var keep, dropped []string
+	for _, part := range strings.Split(strings.TrimSpace(v), ";") {
+		if part == "" {
+			continue
+		}
+		k, val, ok := strings.Cut(part, "=")
+		k = strings.ToUpper(strings.TrimSpace(k))
+		if !ok || !rruleKeys[k] {
+			dropped = append(dropped, k)
+			continue
+		}
+		keep = append(keep, k+"="+strings.ToUpper(strings.TrimSpace(val)))
+	}
+	warn := ""
+	if len(dropped) > 0 {
+		warn = "RRULE parts ignored: " + strings.Join(dropped, ",")
+	}
+	return strings.Join(keep, ";"), warn
+}
+
+// buildRule parses a cleaned RRULE anchored at start.
+func buildRule(rule string, start time.Time) (rrule.ROption, error) {
+	opt, err := rrule.StrToROptionInLocation(rule, start.Location())
+	if err != nil {
+		return rrule.ROption{}, err
+	}
+	if opt.Count < 0 || opt.Interval < 0 {
+		return rrule.ROption{}, errors.New("COUNT and INTERVAL must not be negative")
+	}
+	// A DATE UNTIL on a timed event means "through that day".
+	if !opt.Until.IsZero() && strings.Contains(rule, "UNTIL=") {
+		if u := untilValue(rule); len(u) == len(dateLayout) {
+			opt.Until = opt.Until.AddDate(0, 0, 1).Add(-time.Second)
+		}
+	}
+	if err := feasible(opt); err != nil {
+		return rrule.ROption{}, err
+	}
+	implicitParts(opt, start)
+	opt.Dtstart = start
+	if _, err := rrule.NewRRule(*opt); err != nil {
+		return rrule.ROption{}, err
+	}
+	return *opt, nil
+}
+
+func untilValue(rule string) string {
+	for _, part := range strings.Split(rule, ";") {
+		if v, ok := strings.CutPrefix(part, "UNTIL="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// implicitParts applies RFC 5545 §3.3.10's "information not contained in
+// the rule is derived from DTSTART" where the generator (a dateutil port)
+// would otherwise expand over every day: a YEARLY rule with BYWEEKNO alone
+// recurs on DTSTART's weekday, a YEARLY rule with BYMONTHDAY alone in
+// DTSTART's month. Repeated BY values are dropped (they would repeat
+// instances), and time-of-day parts do not apply to all-day (DATE) starts.
+func implicitParts(o *rrule.ROption, start time.Time) {
+	if o.Freq == rrule.YEARLY && len(o.Byweekno) > 0 && len(o.Byweekday) == 0 && len(o.Bymonthday) == 0 && len(o.Byyearday) == 0 {
+		o.Byweekday = []rrule.Weekday{weekdays[start.Weekday()]}
+	}
+	if o.Freq == rrule.YEARLY && len(o.Bymonthday) > 0 && len(o.Bymonth) == 0 && len(o.Byweekno) == 0 && len(o.Byyearday) == 0 {
+		o.Bymonth = []int{int(start.Month())}
+	}
+	for _, l := range []*[]int{&o.Bysetpos, &o.Bymonth, &o.Bymonthday, &o.Byyearday, &o.Byweekno, &o.Byhour, &o.Byminute, &o.Bysecond} {
+		slices.Sort(*l)
+		*l = slices.Compact(*l)
+	}
+}
+
+var weekdays = [7]rrule.Weekday{rrule.SU, rrule.MO, rrule.TU, rrule.WE, rrule.TH, rrule.FR, rrule.SA}
+
+// feasible refuses rules that can never produce an occurrence (BYMONTH=2
+// with BYMONTHDAY=30), which the generator would otherwise search for until
+// year 9999.
+func feasible(o *rrule.ROption) error {
+	if len(o.Bysetpos) > 0 && o.Freq > rrule.DAILY {
+		// With BYSETPOS the generator walks every hour/minute/second
+		// without skipping filtered days, so day filters could make it
+		// crawl for years; and a position beyond the period's candidates
+		// never matches.
+		if len(o.Bymonth)+len(o.Bymonthday)+len(o.Byyearday)+len(o.Byweekno)+len(o.Byweekday) > 0 {
+			return errors.New("BYSETPOS with a sub-daily FREQ and day filters is not supported")
+		}
+		cands := 1
+		if o.Freq == rrule.HOURLY {
+			cands = max(len(o.Byminute), 1) * max(len(o.Bysecond), 1)
+		} else if o.Freq == rrule.MINUTELY {
+			cands = max(len(o.Bysecond), 1)
+		}
+		for _, p := range o.Bysetpos {
+			if p > cands || -p > cands {
+				return fmt.Errorf("BYSETPOS %d beyond the %d candidates of each period", p, cands)
+			}
+		}
+	}
+	maxNth := 53
+	if o.Freq == rrule.MONTHLY || (o.Freq == rrule.YEARLY && len(o.Bymonth) > 0) {
+		maxNth = 5
+	}
+	for _, wd := range o.Byweekday {
+		if n := wd.N(); n > maxNth || n < -maxNth {
+			return fmt.Errorf("BYDAY %s: no period has that many", wd)
+		}
+	}
+	if len(o.Bymonthday) == 0 || len(o.Bymonth) == 0 {
+		return nil
+	}
+	days := [13]int{0, 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31}
+	for _, m := range o.Bymonth {
+		if m < 1 || m > 12 {
+			return fmt.Errorf("BYMONTH %d out of range", m)
+		}
+		for _, d := range o.Bymonthday {
+			if d < 0 {
+				d = -d
+			}
+			if d >= 1 && d <= days[m] {
+				return nil
+			}
+		}
+	}
+	return errors.New("BYMONTH and BYMONTHDAY never match a real date")
+}
+
+func lcm(a, b int) int {
+	x, y := a, b
+	for y != 0 {
+		x, y = y, x%y
+	}
+	return a / x * b
+}
+
+// occurs reports whether a rule produces any occurrence at all. The
+// generator searches up to year 9999 for a first match, so an impossible
+// rule ("the 6th Monday", BYSETPOS beyond the period) would cost seconds on
+// every query. The probe runs the rule without COUNT/UNTIL from the same
+// date in the last 400-year Gregorian cycle before 9999 (same weekdays and
+// leap years), which bounds that search to a few hundred years.
+func occurs(o rrule.ROption, start time.Time) bool {
+	o.Count, o.Until = 0, time.Time{}
+	y := start.Year()
+	if k := (9999 - 500 - y) / 400; k > 0 {
+		y += 400 * k
+	}
+	h, m, sec := start.Clock()
+	o.Dtstart = time.Date(y, start.Month(), start.Day(), h, m, sec, 0, start.Location())
+	r, err := rrule.NewRRule(o)
+	if err != nil {
+		return false
+	}
+	_, ok := r.Iterator()()
+	return ok
+}
+
+// Occurrence is one expanded instance start.
+type Occurrence struct {
+	Start time.Time
+	// Original is the start the rule produced (the RECURRENCE-ID an override
+	// of this instance carries).
+	Original time.Time
+}
+
+// Series is a recurring master ready for expansion.
+type Series struct {
+	Start    time.Time // DTSTART in its zone
+	Duration time.Duration
+	AllDay   bool
+	Rule     string // cleaned RRULE, may be empty
+	RDates   []time.Time
+	ExDates  []time.Time
+}
+
+// Expand returns the occurrences that overlap [from, to), sorted, at most
+// max (DefaultMaxInstances when max <= 0). truncated reports that more
+// existed. Expansion never starts before the window by more than one
+// period of the rule plus the event's length: infinite rules are bounded
+// by the window, and rules without COUNT skip ahead without generating
+// the years before it.
+func (s Series) Expand(from, to time.Time, max int) (occ []Occurrence, truncated bool, err error) {
+	if max <= 0 {
+		max = DefaultMaxInstances
+	}
+	overlaps := func(t time.Time) bool {
+		if !t.Before(to) {
+			return false
+		}
+		end := s.end(t)
+		return end.After(from) || (end.Equal(t) && !t.Before(from))
+	}
+	excluded := func(t time.Time) bool {
+		for _, x := range s.ExDates {
+			if s.AllDay {
+				if sameDate(x, t) {
+					return true
+				}
+			} else if x.Equal(t) {
+				return true
+			}
+		}
+		return false
+	}
+	if s.Rule != "" {
+		opt, err := buildRule(s.Rule, s.Start)
+		if err != nil {
+			return nil, false, err
+		}
+		if s.AllDay {
+			opt.Byhour, opt.Byminute, opt.Bysecond = nil, nil, nil
+		}
+		if opt.Count == 0 {
+			opt.Dtstart = fastForward(opt, s.Start, from.Add(-s.Duration))
+		}
+		if opt.Until.IsZero() || opt.Until.After(to) {
+			opt.Until = to
+		}
+		r, err := rrule.NewRRule(opt)
+		if err != nil {
+			return nil, false, err
+		}
+		next := r.Iterator()
+		for i := 0; ; i++ {
+			if i == maxIterations {
+				truncated = true
+				break
+			}
+			t, ok := next()
+			if !ok || !t.Before(to) {
+				break
+			}
+			if !overlaps(t) || excluded(t) {
+				continue
+			}
+			if len(occ) == max {
+				truncated = true
+				break
+			}
+			occ = append(occ, Occurrence{Start: t, Original: t})
+		}
+	} else if overlaps(s.Start) && !excluded(s.Start) {
+		occ = append(occ, Occurrence{Start: s.Start, Original: s.Start})
+	}
+	for _, t := range s.RDates {
+		if s.AllDay {
+			t = time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, s.Start.Location())
+		}
+		if overlaps(t) && !excluded(t) && !slices.ContainsFunc(occ, func(o Occurrence) bool { return o.Start.Equal(t) }) {
+			occ = append(occ, Occurrence{Start: t, Original: t})
+		}
+	}
+	slices.SortFunc(occ, func(a, b Occurrence) int { return a.Start.Compare(b.Start) })
+	if len(occ) > max {
+		occ, truncated = occ[:max], true
+	}
+	return occ, truncated, nil
+}
+
+func (s Series) end(start time.Time) time.Time {
+	if s.AllDay {
+		days := int(s.Duration.Round(24*time.Hour) / (24 * time.Hour))
+		return start.AddDate(0, 0, max(days, 0))
+	}
+	return start.Add(s.Duration)
+}
+
+func sameDate(a, b time.Time) bool {
+	ay, am, ad := a.Date()
+	by, bm, bd := b.Date()
+	return ay == by && am == bm && ad == bd
+}
+
+// fastForward moves DTSTART of a rule without COUNT forward by whole
+// periods so that it stays at least one period before lower. Whole periods
+// keep the rule's alignment (INTERVAL, WKST weeks, months, years) and
+// AddDate keeps the wall-clock time across DST. Rules whose meaning
+// depends on the start's day in a way AddDate would change (the 29th–31st
+// of a month, 29 February) and sub-daily rules are not moved.
+func fastForward(o rrule.ROption, start, lower time.Time) time.Time {
+	if !start.Before(lower) {
+		return start
+	}
+	lower = lower.In(start.Location())
+	iv := max(o.Interval, 1)
+	switch o.Freq {
+	case rrule.DAILY, rrule.WEEKLY:
+		days := int(lower.Sub(start).Hours() / 24)
+		step := iv
+		if o.Freq == rrule.WEEKLY {
+			step *= 7
+		}
+		k := days/step - 1
+		if k <= 0 {
+			return start
+		}
+		return start.AddDate(0, 0, k*step)
+	case rrule.MONTHLY:
+		if start.Day() > 28 || len(o.Byyearday) > 0 || len(o.Byweekno) > 0 {
+			return start
+		}
+		months := (lower.Year()-start.Year())*12 + int(lower.Month()) - int(start.Month())
+		k := months/iv - 1
+		if k <= 0 {
+			return start
+		}
+		return start.AddDate(0, k*iv, 0)
+	case rrule.HOURLY, rrule.MINUTELY, rrule.SECONDLY:
+		// Move by whole days that are also whole periods, so both the
+		// period grid and the day filters stay aligned.
+		period := map[rrule.Frequency]int{rrule.HOURLY: 3600, rrule.MINUTELY: 60, rrule.SECONDLY: 1}[o.Freq] * iv
+		stepDays := lcm(86400, period) / 86400
+		if stepDays > 3660 {
+			return start
+		}
+		days := int(lower.Sub(start).Hours() / 24)
+		k := days/stepDays - 1
+		if k <= 0 {
+			return start
+		}
+		return start.AddDate(0, 0, k*stepDays)
+	case rrule.YEARLY:
+		if start.Month() == time.February && start.Day() == 29 {
+			return start
+		}
+		k := (lower.Year()-start.Year())/iv - 1
+		if k <= 0 {
+			return start
+		}
+		return start.AddDate(k*iv, 0, 0)
+	}
+	return start
+}

@@ -1,0 +1,293 @@
+// Package calendar mirrors the user's calendars into a local SQLite index
+// (calendar.db) and answers agenda, search, availability and conflict
+// queries over it.
+//
+// Sources are vdir collections: a folder of .ics files, one calendar object
+// per file, as vdirsyncer and khal keep them. Each event is indexed once;
+// recurring events are stored as their master (RRULE/RDATE/EXDATE) and
+// expanded lazily for the query window, bounded by a cap on instances, so
+// an RRULE that never ends costs only what the window holds. Overrides of
+// single instances (RECURRENCE-ID) are separate rows that replace, move or
+// cancel the instance they name.
+package calendar
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/hestia-dev/hestia/internal/store"
+)
+
+// Schema is calendar.db's schema.
+var Schema = store.Schema{Name: "calendar", Migrations: []string{`
+CREATE TABLE calendars (
+	id        INTEGER PRIMARY KEY,
+	name      TEXT NOT NULL UNIQUE,
+	path      TEXT NOT NULL,
+	read_only INTEGER NOT NULL DEFAULT 0,
+	color     TEXT NOT NULL DEFAULT ''
+);
+CREATE TABLE files (
+	id          INTEGER PRIMARY KEY,
+	calendar_id INTEGER NOT NULL REFERENCES calendars(id) ON DELETE CASCADE,
+	name        TEXT NOT NULL,
+	mtime       INTEGER NOT NULL,
+	size        INTEGER NOT NULL,
+	error       TEXT NOT NULL DEFAULT '',
+	UNIQUE (calendar_id, name)
+);
+CREATE TABLE events (
+	id            INTEGER PRIMARY KEY,
+	file_id       INTEGER NOT NULL REFERENCES files(id) ON DELETE CASCADE,
+	calendar_id   INTEGER NOT NULL REFERENCES calendars(id) ON DELETE CASCADE,
+	uid           TEXT NOT NULL,
+	recurrence_id INTEGER,
+	summary       TEXT NOT NULL DEFAULT '',
+	description   TEXT NOT NULL DEFAULT '',
+	location      TEXT NOT NULL DEFAULT '',
+	attendees     TEXT NOT NULL DEFAULT '',
+	attendee_json TEXT NOT NULL DEFAULT '[]',
+	organizer     TEXT NOT NULL DEFAULT '',
+	start         INTEGER NOT NULL,
+	end           INTEGER NOT NULL,
+	all_day       INTEGER NOT NULL DEFAULT 0,
+	zone          TEXT NOT NULL DEFAULT '',
+	status        TEXT NOT NULL DEFAULT '',
+	transp        TEXT NOT NULL DEFAULT '',
+	rrule         TEXT NOT NULL DEFAULT '',
+	rdates        TEXT NOT NULL DEFAULT '[]',
+	exdates       TEXT NOT NULL DEFAULT '[]',
+	recurring     INTEGER NOT NULL DEFAULT 0,
+	range_end     INTEGER,
+	warnings      TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX events_single ON events(start, end) WHERE recurring = 0 AND recurrence_id IS NULL;
+CREATE INDEX events_series ON events(start) WHERE recurring = 1;
+CREATE INDEX events_overrides ON events(recurrence_id) WHERE recurrence_id IS NOT NULL;
+CREATE INDEX events_uid ON events(calendar_id, uid);
+CREATE INDEX events_file ON events(file_id);
+CREATE VIRTUAL TABLE events_fts USING fts5(
+	summary, description, location, attendees,
+	content='events', content_rowid='id', tokenize='unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER events_ai AFTER INSERT ON events BEGIN
+	INSERT INTO events_fts(rowid, summary, description, location, attendees) VALUES (new.id, new.summary, new.description, new.location, new.attendees);
+END;
+CREATE TRIGGER events_ad AFTER DELETE ON events BEGIN
+	INSERT INTO events_fts(events_fts, rowid, summary, description, location, attendees) VALUES ('delete', old.id, old.summary, old.description, old.location, old.attendees);
+END;
+`}}
+
+// Options configure a Store.
+type Options struct {
+	DBPath string
+	// Floating is the zone of times without a zone and of all-day events
+	// (the user's zone). Changing it needs a re-import.
+	Floating *time.Location
+	Logger   *slog.Logger
+	Now      func() time.Time
+}
+
+// Store is the calendar index.
+type Store struct {
+	db       *store.DB
+	floating *time.Location
+	log      *slog.Logger
+	now      func() time.Time
+}
+
+// Open opens (creating and migrating) calendar.db.
+func Open(ctx context.Context, o Options) (*Store, error) {
+	db, err := store.Open(ctx, o.DBPath, Schema)
+	if err != nil {
+		return nil, err
+	}
+	if o.Floating == nil {
+		o.Floating = time.Local
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return &Store{db: db, floating: o.Floating, log: o.Logger, now: o.Now}, nil
+}
+
+// Close closes the database.
+func (s *Store) Close() error { return s.db.Close() }
+
+// Floating is the zone used for floating times and all-day events.
+func (s *Store) Floating() *time.Location { return s.floating }
+
+// ErrReadOnly is returned for writes to a calendar marked read-only.
+var ErrReadOnly = errors.New("calendar is read-only")
+
+// Calendar is one configured collection.
+type Calendar struct {
+	ID       int64  `json:"-"`
+	Name     string `json:"name"`
+	Path     string `json:"path"`
+	ReadOnly bool   `json:"read_only"`
+	Color    string `json:"color,omitempty"`
+	Events   int    `json:"events"`
+	Skipped  int    `json:"skipped"`
+}
+
+// Calendars lists the known calendars with their event counts.
+func (s *Store) Calendars(ctx context.Context) ([]Calendar, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT c.id, c.name, c.path, c.read_only, c.color,
+		(SELECT count(*) FROM events e WHERE e.calendar_id = c.id),
+		(SELECT count(*) FROM files f WHERE f.calendar_id = c.id AND f.error != '')
+		FROM calendars c ORDER BY c.name`)
+	if err != nil {
+		return nil, fmt.Errorf("listing calendars: %w", err)
+	}
+	defer rows.Close()
+	var out []Calendar
+	for rows.Next() {
+		var c Calendar
+		if err := rows.Scan(&c.ID, &c.Name, &c.Path, &c.ReadOnly, &c.Color, &c.Events, &c.Skipped); err != nil {
+			return nil, fmt.Errorf("listing calendars: %w", err)
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// CalendarByName returns one calendar or store.ErrNotFound.
+func (s *Store) CalendarByName(ctx context.Context, name string) (Calendar, error) {
+	var c Calendar
+	err := s.db.QueryRowContext(ctx, `SELECT id, name, path, read_only, color FROM calendars WHERE name = ?`, name).
+		Scan(&c.ID, &c.Name, &c.Path, &c.ReadOnly, &c.Color)
+	if errors.Is(err, sql.ErrNoRows) {
+		return c, fmt.Errorf("calendar %q: %w", name, store.ErrNotFound)
+	}
+	if err != nil {
+		return c, fmt.Errorf("reading calendar %q: %w", name, err)
+	}
+	return c, nil
+}
+
+func (s *Store) ensureCalendar(ctx context.Context, name, path string, readOnly bool, color string) (int64, error) {
+	var id int64
+	err := s.db.QueryRowContext(ctx, `INSERT INTO calendars(name, path, read_only, color) VALUES (?, ?, ?, ?)
+		ON CONFLICT(name) DO UPDATE SET path = excluded.path, read_only = excluded.read_only, color = excluded.color
+		RETURNING id`, name, path, readOnly, color).Scan(&id)
+	if err != nil {
+		return 0, fmt.Errorf("registering calendar %q: %w", name, err)
+	}
+	return id, nil
+}
+
+// insertEvents writes one file's events. Times are stored as Unix seconds;
+// all-day and floating events use the store's floating zone.
+func insertEvents(ctx context.Context, tx *sql.Tx, calID, fileID int64, evs []Event) error {
+	stmt, err := tx.PrepareContext(ctx, `INSERT INTO events(file_id, calendar_id, uid, recurrence_id, summary, description, location,
+		attendees, attendee_json, organizer, start, end, all_day, zone, status, transp, rrule, rdates, exdates, recurring, range_end, warnings)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		return fmt.Errorf("preparing event insert: %w", err)
+	}
+	defer stmt.Close()
+	for i := range evs {
+		e := &evs[i]
+		var recID any
+		if !e.RecurrenceID.IsZero() {
+			recID = e.RecurrenceID.Unix()
+		}
+		att, _ := json.Marshal(e.Attendees)
+		attText := ""
+		for _, a := range e.Attendees {
+			attText += a.Name + " " + a.Email + " "
+		}
+		org := ""
+		if e.Organizer != nil {
+			org = e.Organizer.Email
+			attText += e.Organizer.Name + " " + e.Organizer.Email
+		}
+		var rangeEnd any
+		recurring := e.Recurring() && e.RecurrenceID.IsZero()
+		if recurring {
+			if t, ok := seriesEnd(e); ok {
+				rangeEnd = t.Unix()
+			}
+		}
+		warn, _ := json.Marshal(e.Warnings)
+		if len(e.Warnings) == 0 {
+			warn = nil
+		}
+		if _, err := stmt.ExecContext(ctx, fileID, calID, e.UID, recID, e.Summary, e.Description, e.Location,
+			attText, string(att), org, e.Start.Unix(), e.End.Unix(), e.AllDay, e.Zone, e.Status, e.Transp,
+			e.RRule, unixList(e.RDates), unixList(e.ExDates), recurring, rangeEnd, string(warn)); err != nil {
+			return fmt.Errorf("inserting event %s: %w", e.UID, err)
+		}
+	}
+	return nil
+}
+
+// seriesEnd is the end of the last occurrence of a finite series (COUNT,
+// UNTIL or RDATEs only); ok is false for series that never end.
+func seriesEnd(e *Event) (time.Time, bool) {
+	dur := e.End.Sub(e.Start)
+	last := e.Start
+	for _, r := range e.RDates {
+		if r.After(last) {
+			last = r
+		}
+	}
+	if e.RRule == "" {
+		return last.Add(dur + 24*time.Hour), true
+	}
+	opt, err := buildRule(e.RRule, e.Start)
+	if err != nil {
+		return time.Time{}, false
+	}
+	switch {
+	case !opt.Until.IsZero():
+		if opt.Until.After(last) {
+			last = opt.Until
+		}
+		return last.Add(dur + 24*time.Hour), true
+	case opt.Count > 0:
+		s := Series{Start: e.Start, Duration: dur, AllDay: e.AllDay, Rule: e.RRule}
+		occ, trunc, err := s.Expand(e.Start, e.Start.AddDate(1000, 0, 0), opt.Count)
+		if err != nil || trunc || len(occ) == 0 {
+			return time.Time{}, false
+		}
+		if t := occ[len(occ)-1].Start; t.After(last) {
+			last = t
+		}
+		return last.Add(dur + 24*time.Hour), true
+	}
+	return time.Time{}, false
+}
+
+func unixList(ts []time.Time) string {
+	if len(ts) == 0 {
+		return "[]"
+	}
+	u := make([]int64, len(ts))
+	for i, t := range ts {
+		u[i] = t.Unix()
+	}
+	b, _ := json.Marshal(u)
+	return string(b)
+}
+
+func timeList(s string, loc *time.Location) []time.Time {
+	var u []int64
+	if json.Unmarshal([]byte(s), &u) != nil {
+		return nil
+	}
+	out := make([]time.Time, len(u))
+	for i, v := range u {
+		out[i] = time.Unix(v, 0).In(loc)
+	}
+	return out
+}
