@@ -127,15 +127,25 @@ type MboxMessage struct {
 	Raw    []byte // the message, with mboxrd ">From " quoting removed
 }
 
-// MboxReader splits an mbox file (mboxo/mboxrd: messages start at a line
-// beginning with "From " at the file start or after a blank line).
+// MboxReader splits an mbox file (RFC 4155; mboxo, mboxrd and mboxcl).
+// A message starts at a "From " envelope line: "From " followed by an
+// address (or "-") and usually a date, at the start of the file or after a
+// blank line, or directly followed by a header field. Other lines starting
+// "From " are body text. A Content-Length header (mboxcl) is honoured when
+// the declared end really is the end of the message, so unquoted "From "
+// lines inside such a body do not split it.
 type MboxReader struct {
 	r       *bufio.Reader
-	off     int64
-	pending []byte // the separator line already read for the next message
-	pendOff int64
+	off     int64 // offset of the next byte read from r
+	back    []mboxLine
+	pending *mboxLine // the separator line already read for the next message
 	started bool
 	maxSize int
+}
+
+type mboxLine struct {
+	b   []byte
+	off int64
 }
 
 // NewMboxReader reads messages from r; messages larger than maxSize bytes
@@ -154,40 +164,96 @@ var ErrNotMbox = errors.New("not an mbox file: first line does not start with \"
 func (m *MboxReader) Next() (*MboxMessage, error) {
 	if !m.started {
 		m.started = true
-		line, err := m.readLine()
-		if len(line) == 0 && err != nil {
+		l, err := m.line()
+		if len(l.b) == 0 && err != nil {
 			return nil, io.EOF
 		}
-		if !bytes.HasPrefix(line, []byte("From ")) {
+		if !bytes.HasPrefix(l.b, []byte("From ")) {
 			return nil, ErrNotMbox
 		}
-		m.pending, m.pendOff = line, 0
+		m.pending = &l
 	}
 	if m.pending == nil {
 		return nil, io.EOF
 	}
-	msg := &MboxMessage{Offset: m.pendOff}
+	msg := &MboxMessage{Offset: m.pending.off}
 	m.pending = nil
-	var buf bytes.Buffer
+	var (
+		lines      []mboxLine // the message's lines, kept for a Content-Length retry
+		size       int
+		inHeader   = true
+		clen       = -1 // declared body length, -1 when absent or distrusted
+		bodyStart  = -1 // index in lines of the first body line
+		bodyBytes  = 0
+		prevBlank  = false
+		distrusted = false
+	)
+	// distrust drops a Content-Length that does not end at a message
+	// boundary and rereads the body by separator lines.
+	distrust := func() {
+		for i := len(lines) - 1; i >= bodyStart; i-- {
+			m.back = append(m.back, lines[i])
+		}
+		lines = lines[:bodyStart]
+		size = 0
+		for _, x := range lines {
+			size += len(x.b)
+		}
+		clen, bodyBytes, distrusted = -1, 0, true
+		prevBlank = true // the header/body separator
+	}
 	for {
-		lineOff := m.off
-		line, err := m.readLine()
-		if len(line) > 0 {
-			// Any line starting "From " separates messages: mboxo/mboxrd
-			// writers quote such body lines as ">From ".
-			if bytes.HasPrefix(line, []byte("From ")) {
-				m.pending, m.pendOff = line, lineOff
-				break
+		l, err := m.line()
+		if len(l.b) > 0 {
+			protected := !inHeader && clen >= 0 && bodyBytes < clen
+			if !protected && isEnvelope(l.b) {
+				next, _ := m.peek()
+				if prevBlank || looksLikeField(next.b) {
+					m.pending = &l
+					break
+				}
 			}
-			if q := unquoteFrom(line); buf.Len()+len(q) <= m.maxSize {
-				buf.Write(q)
+			if inHeader {
+				if isBlank(l.b) {
+					inHeader = false
+					bodyStart = len(lines) + 1
+				} else if v, ok := headerValue(l.b, "content-length"); ok && !distrusted {
+					if n, err := strconv.Atoi(v); err == nil && n >= 0 && n <= m.maxSize {
+						clen = n
+					}
+				}
+			} else {
+				bodyBytes += len(l.b)
+			}
+			// Past maxSize the rest is dropped (the message is truncated),
+			// unless it may have to be reread for a Content-Length retry.
+			if size += len(l.b); size <= m.maxSize || clen >= 0 {
+				lines = append(lines, l)
+			}
+			prevBlank = isBlank(l.b)
+			if !inHeader && clen >= 0 && bodyBytes >= clen && !m.endsHere(bodyBytes == clen) {
+				distrust()
+				continue
+			}
+			if !inHeader && clen >= 0 && bodyBytes == clen {
+				clen = -1 // satisfied: what follows is the next separator
 			}
 		}
 		if err == io.EOF {
+			if !inHeader && clen >= 0 && bodyBytes < clen {
+				distrust() // the input ended inside the declared body
+				continue
+			}
 			break
 		}
 		if err != nil {
 			return nil, fmt.Errorf("reading mbox at byte %d: %w", m.off, err)
+		}
+	}
+	var buf bytes.Buffer
+	for _, l := range lines {
+		if q := unquoteFrom(l.b); buf.Len()+len(q) <= m.maxSize {
+			buf.Write(q)
 		}
 	}
 	raw := buf.Bytes()
@@ -199,10 +265,83 @@ func (m *MboxReader) Next() (*MboxMessage, error) {
 	return msg, nil
 }
 
-func (m *MboxReader) readLine() ([]byte, error) {
-	line, err := m.r.ReadBytes('\n')
-	m.off += int64(len(line))
-	return line, err
+// endsHere reports whether the input after a Content-Length body is a
+// message boundary: the end of input, or (after at most one blank line)
+// an envelope line. exact is false when the body overshot the length
+// mid-line, which is never a boundary.
+func (m *MboxReader) endsHere(exact bool) bool {
+	if !exact {
+		return false
+	}
+	a, err := m.peek()
+	if len(a.b) == 0 && err != nil {
+		return true
+	}
+	if isEnvelope(a.b) {
+		return true
+	}
+	if !isBlank(a.b) {
+		return false
+	}
+	// Look one line further without losing either line.
+	first, _ := m.line()
+	b, err := m.peek()
+	m.back = append(m.back, first)
+	return (len(b.b) == 0 && err != nil) || isEnvelope(b.b)
+}
+
+func (m *MboxReader) line() (mboxLine, error) {
+	if n := len(m.back); n > 0 {
+		l := m.back[n-1]
+		m.back = m.back[:n-1]
+		return l, nil
+	}
+	off := m.off
+	b, err := m.r.ReadBytes('\n')
+	m.off += int64(len(b))
+	return mboxLine{b: b, off: off}, err
+}
+
+// peek returns the next line without consuming it.
+func (m *MboxReader) peek() (mboxLine, error) {
+	l, err := m.line()
+	if len(l.b) > 0 {
+		m.back = append(m.back, l)
+	}
+	return l, err
+}
+
+var envelopeDate = regexp.MustCompile(`\d{1,2}:\d{2}.*\d{4}|\d{4}.*\d{1,2}:\d{2}`)
+
+// isEnvelope reports whether line is shaped like an mbox envelope line:
+// "From " and then an address, "-" (Netscape, Mozilla) or a date.
+func isEnvelope(line []byte) bool {
+	if !bytes.HasPrefix(line, []byte("From ")) {
+		return false
+	}
+	rest := bytes.TrimSpace(line[5:])
+	f := bytes.Fields(rest)
+	if len(f) == 0 {
+		return true
+	}
+	return bytes.Equal(f[0], []byte("-")) || bytes.IndexByte(f[0], '@') > 0 || bytes.Equal(f[0], []byte("MAILER-DAEMON")) || envelopeDate.Match(rest)
+}
+
+func isBlank(line []byte) bool { return len(bytes.TrimRight(line, "\r\n")) == 0 }
+
+// looksLikeField reports whether line is a header field ("Name: value").
+func looksLikeField(line []byte) bool {
+	c := bytes.IndexByte(line, ':')
+	return c > 0 && validFieldName(string(line[:c]))
+}
+
+// headerValue returns the value of header line l when its name is key.
+func headerValue(l []byte, key string) (string, bool) {
+	c := bytes.IndexByte(l, ':')
+	if c <= 0 || !strings.EqualFold(string(l[:c]), key) {
+		return "", false
+	}
+	return strings.TrimSpace(string(l[c+1:])), true
 }
 
 // unquoteFrom undoes mboxrd quoting: ">From " → "From ", ">>From " → ">From ".

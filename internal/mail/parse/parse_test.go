@@ -313,6 +313,7 @@ func FuzzEmlx(f *testing.F) {
 func FuzzMbox(f *testing.F) {
 	f.Add(mustRead(f, "testdata/two.mbox"))
 	f.Add([]byte("From x\n\nFrom y\n>From z\n"))
+	f.Add([]byte("From a@b Mon Jan  1 00:00:00 2001\nContent-Length: 30\n\nFrom c@d Mon Jan  1 00:00:00 2001\n\nFrom - \nX: y\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r := NewMboxReader(bytes.NewReader(data), 1<<16)
 		total := 0
