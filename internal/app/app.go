@@ -29,6 +29,7 @@ import (
 	"github.com/hestia-dev/hestia/internal/doctor"
 	"github.com/hestia-dev/hestia/internal/llm"
 	"github.com/hestia-dev/hestia/internal/lock"
+	"github.com/hestia-dev/hestia/internal/notify"
 	"github.com/hestia-dev/hestia/internal/scheduler"
 	"github.com/hestia-dev/hestia/internal/server"
 	"github.com/hestia-dev/hestia/internal/store"
@@ -59,8 +60,9 @@ type App struct {
 	Chat   llm.Client
 	// Jobs is the scheduler (daemon only, jobs.go); core is the agent
 	// and what it is built from, for the background plane.
-	Jobs *scheduler.Scheduler
-	core agentCore
+	Jobs   *scheduler.Scheduler
+	Notify *notify.Notifier
+	core   agentCore
 	// Devices authenticates paired clients (devices.go); nil unless serving.
 	Devices *devices.Registry
 
@@ -90,6 +92,7 @@ func (a *App) initializers() []initializer {
 		{"scheduler", a.initScheduler},
 		{"agent", a.initAgent},
 		{"user-jobs", a.initUserJobs},
+		{"notify", a.initNotify},
 		{"audit-tail", a.initAuditTail},
 	}
 }

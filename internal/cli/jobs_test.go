@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hestia-dev/hestia/internal/llm/llmtest"
+	"github.com/hestia-dev/hestia/internal/notify/pushtest"
 	"github.com/hestia-dev/hestia/internal/scheduler"
 )
 
@@ -51,11 +52,8 @@ func TestJobsCommands(t *testing.T) {
 		t.Errorf("the model did not get the job's prompt: %+v", got[len(got)-1])
 	}
 
-	// Second run: the gated write waits in the approvals without expiry.
-	r = run(t, home, env, "jobs", "run", "briefing", "--json")
-	if r.code != 0 {
-		t.Fatalf("run: %+v", r)
-	}
+	// A paired phone subscribes to Web Push (the local stub push service).
+	push := pushtest.New(t)
 	c, err := (&Env{Getenv: func(k string) string {
 		if k == "HESTIA_HOME" {
 			return home
@@ -66,6 +64,16 @@ func TestJobsCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
+	phone := push.Subscribe("phone")
+	if err := c.Do(ctx, "POST", "/api/push/subscriptions", map[string]any{"endpoint": phone.Endpoint, "keys": phone.Keys, "device": "phone"}, nil); err != nil {
+		t.Fatal(err)
+	}
+
+	// Second run: the gated write waits in the approvals without expiry.
+	r = run(t, home, env, "jobs", "run", "briefing", "--json")
+	if r.code != 0 {
+		t.Fatalf("run: %+v", r)
+	}
 	var pending struct {
 		Approvals []struct {
 			ID       string `json:"id"`
@@ -85,6 +93,18 @@ func TestJobsCommands(t *testing.T) {
 	}
 	if p := pending.Approvals[0]; p.Tool != "write_file" || !p.NoExpiry {
 		t.Fatalf("pending approval %+v", p)
+	}
+	// The waiting approval reaches the phone, decrypted by the stub.
+	deadline = time.Now().Add(20 * time.Second)
+	for len(push.Messages()) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no push reached the stub (stub errors %v)", push.Errors())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	var pl struct{ Title, URL string }
+	if err := json.Unmarshal(push.Messages()[0].Payload, &pl); err != nil || pl.Title != "Approval needed: write_file" || !strings.HasPrefix(pl.URL, "/c/") {
+		t.Fatalf("push payload %s (%v)", push.Messages()[0].Payload, err)
 	}
 	r = run(t, home, env, "jobs", "list", "--json")
 	if !strings.Contains(r.stdout, `"running": true`) {
