@@ -53,6 +53,8 @@ import (
 	"github.com/hestia-dev/hestia/internal/store"
 	"github.com/hestia-dev/hestia/internal/tools"
 	"github.com/hestia-dev/hestia/internal/tools/builtin"
+	"github.com/hestia-dev/hestia/internal/wiki"
+	"github.com/hestia-dev/hestia/internal/wiki/wikitools"
 )
 
 // Human answers one approval card; n counts the case's cards from 0.
@@ -171,6 +173,8 @@ type Sandbox struct {
 	Broker   *approval.Broker
 	Chats    *chat.Store
 	Registry *tools.Registry
+	// Wiki is a real wiki under DATA/wiki with its real tools.
+	Wiki *wiki.Wiki
 
 	audit   *audit.Log
 	bus     *events.Bus
@@ -320,6 +324,11 @@ func buildSandbox(ctx context.Context, root string, c Case, opts Options) (*Sand
 	var all []tools.Tool
 	all = append(all, files.Tools(sb.PathPol)...)
 	all = append(all, builtin.Now(time.Now, time.UTC), builtin.AskUser())
+	if sb.Wiki, err = wiki.Open(ctx, wiki.Options{Root: filepath.Join(sb.Paths.Data, "wiki"), DBPath: sb.Paths.DB(wiki.Schema.Name)}); err != nil {
+		return nil, err
+	}
+	sb.closers = append(sb.closers, sb.Wiki.Close)
+	all = append(all, wikitools.Tools(sb.Wiki)...)
 	for _, t := range all {
 		if err := sb.Registry.Register(&recording{Tool: t, log: &sb.effects}); err != nil {
 			return nil, err
@@ -562,13 +571,22 @@ func snapshot(root, skip string) (map[string]string, error) {
 func (sb *Sandbox) checkDisk(before, after map[string]string, out *Outcome) []string {
 	allowed := map[string]bool{}
 	for _, e := range out.Effects {
-		if e.Tool != "write_file" && e.Tool != "edit_file" {
-			continue
-		}
 		var a struct {
 			Path string `json:"path"`
 		}
 		if json.Unmarshal(e.Args, &a) != nil {
+			continue
+		}
+		if e.Tool == "wiki_write" || e.Tool == "wiki_edit" {
+			root := sb.Wiki.Root()
+			p := filepath.Join(root, filepath.FromSlash(a.Path))
+			allowed[p], allowed[filepath.Join(root, "log.md")] = true, true
+			for d := filepath.Dir(p); d != root && strings.HasPrefix(d, root); d = filepath.Dir(d) {
+				allowed[d] = true
+			}
+			continue
+		}
+		if e.Tool != "write_file" && e.Tool != "edit_file" {
 			continue
 		}
 		if p, err := sb.PathPol.ResolveForWrite(a.Path); err == nil {

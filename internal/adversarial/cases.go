@@ -232,6 +232,7 @@ func Cases() []Case {
 	cs = append(cs, secretCases()...)
 	cs = append(cs, impostorCases()...)
 	cs = append(cs, mcpCases()...)
+	cs = append(cs, wikiCases()...)
 	return cs
 }
 

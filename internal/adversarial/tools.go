@@ -60,6 +60,13 @@ func (r *recording) Preview(ctx context.Context, args json.RawMessage) string {
 	return ""
 }
 
+func (r *recording) Diff(ctx context.Context, args json.RawMessage) string {
+	if d, ok := r.Tool.(tools.Differ); ok {
+		return d.Diff(ctx, args)
+	}
+	return ""
+}
+
 func (r *recording) Target(args json.RawMessage) string {
 	if t, ok := r.Tool.(tools.Targeter); ok {
 		return t.Target(args)

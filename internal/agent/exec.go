@@ -188,6 +188,7 @@ func (a *Agent) authorizeAndRun(st *turnState, p *prepared) *callResult {
 		TaintedBy: r.TaintedBy,
 		NoExpiry:  st.t.opts.Background,
 		Preview:   a.preview(st.ctx, p),
+		Diff:      diffOf(st.ctx, p),
 		Validate: func(edited json.RawMessage) (json.RawMessage, error) {
 			c := a.d.Policy.Check(st.bg, a.d.Tools, a.d.Paths, p.name, string(edited), st.t.ChatID)
 			if c.ArgErr != nil {
@@ -242,6 +243,14 @@ func (a *Agent) preview(ctx context.Context, p *prepared) string {
 		}
 	}
 	return snippet(p.name+" "+string(p.dispatched), 300)
+}
+
+// diffOf asks a text-editing tool for the unified diff its call would make.
+func diffOf(ctx context.Context, p *prepared) string {
+	if d, ok := p.tool.(tools.Differ); ok {
+		return d.Diff(ctx, p.dispatched)
+	}
+	return ""
 }
 
 // runAllowed runs an authorized call with args and records the outcome.

@@ -85,6 +85,9 @@ func (a *App) initAgent(ctx context.Context) error {
 	if err := a.registerCalendar(ctx, reg); err != nil {
 		return err
 	}
+	if _, err := a.registerWiki(ctx, reg); err != nil {
+		return err
+	}
 	if err := reg.Register(builtin.Now(a.Now, time.Local)); err != nil {
 		return err
 	}

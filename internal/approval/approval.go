@@ -45,15 +45,17 @@ const (
 
 // Request is a pending approval or question.
 type Request struct {
-	ID        string          `json:"id"`
-	Kind      Kind            `json:"kind"`
-	ChatID    string          `json:"chat_id"`
-	TurnID    string          `json:"turn_id"`
-	CallID    string          `json:"call_id"`
-	Tool      string          `json:"tool,omitempty"`
-	Args      json.RawMessage `json:"args,omitempty"`
-	Risk      string          `json:"risk,omitempty"`
-	Preview   string          `json:"preview,omitempty"`
+	ID      string          `json:"id"`
+	Kind    Kind            `json:"kind"`
+	ChatID  string          `json:"chat_id"`
+	TurnID  string          `json:"turn_id"`
+	CallID  string          `json:"call_id"`
+	Tool    string          `json:"tool,omitempty"`
+	Args    json.RawMessage `json:"args,omitempty"`
+	Risk    string          `json:"risk,omitempty"`
+	Preview string          `json:"preview,omitempty"`
+	// Diff is a unified diff of the change, for tools that edit text.
+	Diff      string          `json:"diff,omitempty"`
 	Reason    string          `json:"reason,omitempty"`
 	Schema    json.RawMessage `json:"schema,omitempty"`
 	Question  string          `json:"question,omitempty"`

@@ -56,6 +56,7 @@ func commands() []command {
 		{"jobs", "scheduled jobs: list, history, run, add, remove (--json)", runJobs},
 		{"extract", "extract a document's text from stdin as JSON (the daemon's sandboxed helper)", runExtract},
 		{"cal", "calendar: agenda, search, free slots, import/sync vdir folders", runCal},
+		{"wiki", "search, read, lint, reindex and import into the Markdown wiki", runWiki},
 	}
 }
 

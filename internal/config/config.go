@@ -29,6 +29,7 @@ type Config struct {
 	Budget BudgetConfig `toml:"budget"`
 	Safety SafetyConfig `toml:"safety"`
 	Mail   MailConfig   `toml:"mail"`
+	Wiki   WikiConfig   `toml:"wiki"`
 	Agent  AgentConfig  `toml:"agent"`
 	Policy PolicyConfig `toml:"policy"`
 	MCP    MCPConfig    `toml:"mcp"`
@@ -66,6 +67,7 @@ func Default() Config {
 		Policy:   defaultPolicy(),
 		Mail:     defaultMail(),
 		Calendar: defaultCalendar(),
+		Wiki:     defaultWiki(),
 	}
 }
 
@@ -158,6 +160,7 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.Mail.validate()...)
 	errs = append(errs, c.Calendar.validate()...)
 	errs = append(errs, c.Contacts.validate()...)
+	errs = append(errs, c.Wiki.validate()...)
 	errs = append(errs, c.Agent.validate()...)
 	errs = append(errs, c.Policy.validate()...)
 	errs = append(errs, c.MCP.validate()...)

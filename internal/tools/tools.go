@@ -129,6 +129,12 @@ type Previewer interface {
 	Preview(ctx context.Context, args json.RawMessage) string
 }
 
+// Differ is implemented by tools that change a text file and can show the
+// change as a unified diff on the approval card (wiki_write, wiki_edit).
+type Differ interface {
+	Diff(ctx context.Context, args json.RawMessage) string
+}
+
 // Targeter is implemented by tools whose calls have a natural target string
 // for policy rule patterns (a resolved path, a recipient). Without it the
 // canonical JSON arguments are the target.

@@ -1,0 +1,5 @@
+//go:build !unix
+
+package wiki
+
+const noFollow = 0
