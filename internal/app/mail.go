@@ -3,17 +3,13 @@ package app
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/hestia-dev/hestia/internal/config"
-	"github.com/hestia-dev/hestia/internal/httpjson"
 	"github.com/hestia-dev/hestia/internal/llm"
 	"github.com/hestia-dev/hestia/internal/mail"
 	"github.com/hestia-dev/hestia/internal/mail/imapsync"
@@ -21,7 +17,6 @@ import (
 	"github.com/hestia-dev/hestia/internal/mail/mailtools"
 	"github.com/hestia-dev/hestia/internal/pathpolicy"
 	"github.com/hestia-dev/hestia/internal/search"
-	"github.com/hestia-dev/hestia/internal/store"
 	"github.com/hestia-dev/hestia/internal/tools"
 )
 
@@ -285,67 +280,4 @@ func (a *App) registerMail(ctx context.Context, reg *tools.Registry, paths *path
 		})
 	})
 	return nil
-}
-
-// Routes serves the mail API (read-only; sending goes through the agent's
-// gated tools and their approvals).
-func (m *Mail) Routes(mux *http.ServeMux) {
-	mux.HandleFunc("GET /api/mail/search", m.handleSearch)
-	mux.HandleFunc("GET /api/mail/messages/{id}", m.handleRead)
-	mux.HandleFunc("GET /api/mail/messages/{id}/thread", m.handleThread)
-	mux.HandleFunc("GET /api/mail/ops", m.handleOps)
-}
-
-func (m *Mail) handleSearch(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	atoi := func(k string) int { n, _ := strconv.Atoi(q.Get(k)); return n }
-	args := mailtools.SearchArgs{Query: q.Get("q"), Account: q.Get("account"), Mailbox: q.Get("mailbox"), Role: q.Get("role"),
-		From: q.Get("from"), To: q.Get("to"), Subject: q.Get("subject"), Body: q.Get("body"), After: q.Get("after"), Before: q.Get("before"),
-		Sort: q.Get("sort"), Offset: atoi("offset"), Limit: atoi("limit")}
-	res, err := m.Deps.Search(r.Context(), args)
-	if err != nil {
-		httpjson.Error(w, http.StatusBadRequest, "bad_query", err.Error())
-		return
-	}
-	httpjson.Write(w, http.StatusOK, res)
-}
-
-func (m *Mail) handleRead(w http.ResponseWriter, r *http.Request) {
-	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
-	if err != nil {
-		httpjson.Error(w, http.StatusBadRequest, "bad_id", "message id must be an integer")
-		return
-	}
-	off, _ := strconv.Atoi(r.URL.Query().Get("offset"))
-	msg, err := m.Store.Read(r.Context(), id, off, 0)
-	writeMailResult(w, msg, err)
-}
-
-func (m *Mail) handleThread(w http.ResponseWriter, r *http.Request) {
-	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
-	if err != nil {
-		httpjson.Error(w, http.StatusBadRequest, "bad_id", "message id must be an integer")
-		return
-	}
-	off, _ := strconv.Atoi(r.URL.Query().Get("offset"))
-	tp, err := m.Store.Thread(r.Context(), id, off, 20, 0)
-	writeMailResult(w, tp, err)
-}
-
-func (m *Mail) handleOps(w http.ResponseWriter, r *http.Request) {
-	ops, err := m.Journal.List(r.Context(), r.URL.Query().Get("state"), 100)
-	writeMailResult(w, map[string]any{"operations": ops}, err)
-}
-
-func writeMailResult(w http.ResponseWriter, v any, err error) {
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		httpjson.Error(w, http.StatusNotFound, "not_found", err.Error())
-	case errors.Is(err, mail.ErrBadQuery):
-		httpjson.Error(w, http.StatusBadRequest, "bad_query", err.Error())
-	case err != nil:
-		httpjson.Error(w, http.StatusInternalServerError, "internal", err.Error())
-	default:
-		httpjson.Write(w, http.StatusOK, v)
-	}
 }

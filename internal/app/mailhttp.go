@@ -1,0 +1,309 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"mime"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hestia-dev/hestia/internal/httpjson"
+	"github.com/hestia-dev/hestia/internal/mail"
+	"github.com/hestia-dev/hestia/internal/store"
+)
+
+// Routes serves the mail API the web UI's Mail page reads (read-only;
+// sending goes through the agent's gated tools and their approvals).
+func (m *Mail) Routes(mux *http.ServeMux) {
+	mux.HandleFunc("GET /api/mail/mailboxes", m.handleMailboxes)
+	mux.HandleFunc("GET /api/mail/search", m.handleSearch)
+	mux.HandleFunc("GET /api/mail/messages/{id}", m.handleRead)
+	mux.HandleFunc("GET /api/mail/messages/{id}/thread", m.handleThread)
+	mux.HandleFunc("GET /api/mail/messages/{id}/attachments/{index}", m.handleAttachment)
+	mux.HandleFunc("GET /api/mail/ops", m.handleOps)
+}
+
+// MailboxCount is one mailbox with its live and unread message counts.
+type MailboxCount struct {
+	Account  string `json:"account"`
+	Name     string `json:"name"`
+	Role     string `json:"role,omitempty"`
+	Messages int    `json:"messages"`
+	Unread   int    `json:"unread"`
+}
+
+// MailboxCounts lists every mailbox with counts of live (not deleted)
+// messages, for the Mail page's sidebar.
+func (m *Mail) MailboxCounts(ctx context.Context) ([]MailboxCount, error) {
+	rows, err := m.Store.DB().QueryContext(ctx, `SELECT a.name, b.name, b.role,
+		count(DISTINCT msg.id), count(DISTINCT CASE WHEN msg.seen = 0 THEN msg.id END)
+		FROM mailboxes b JOIN accounts a ON a.id = b.account_id
+		LEFT JOIN message_paths p ON p.mailbox_id = b.id
+		LEFT JOIN messages msg ON msg.id = p.message_id AND msg.deleted_at IS NULL
+		GROUP BY b.id ORDER BY a.name, b.name`)
+	if err != nil {
+		return nil, fmt.Errorf("counting mailboxes: %w", err)
+	}
+	defer rows.Close()
+	out := []MailboxCount{}
+	for rows.Next() {
+		var c MailboxCount
+		if err := rows.Scan(&c.Account, &c.Name, &c.Role, &c.Messages, &c.Unread); err != nil {
+			return nil, fmt.Errorf("counting mailboxes: %w", err)
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+func (m *Mail) handleMailboxes(w http.ResponseWriter, r *http.Request) {
+	list, err := m.MailboxCounts(r.Context())
+	if err != nil {
+		writeMailResult(w, nil, err)
+		return
+	}
+	st, err := m.Store.Stats(r.Context())
+	writeMailResult(w, map[string]any{"mailboxes": list, "total": st.Messages, "threads": st.Threads}, err)
+}
+
+// searchParams are the query parameters GET /api/mail/search accepts; each
+// mirrors a `hestia mail search` flag.
+var searchParams = map[string]bool{
+	"q": true, "account": true, "mailbox": true, "role": true, "from": true, "to": true, "cc": true,
+	"subject": true, "body": true, "after": true, "before": true, "unread": true, "flagged": true,
+	"attachments": true, "sort": true, "per_message": true, "offset": true, "limit": true,
+}
+
+// ParseMailQuery turns the search route's query string into a mail.Query.
+// Unknown parameters and malformed values are errors naming the parameter,
+// so a typo is not silently a broader search.
+func ParseMailQuery(v url.Values) (mail.Query, error) {
+	var q mail.Query
+	for k := range v {
+		if !searchParams[k] {
+			return q, fmt.Errorf("%w: unknown parameter %q", mail.ErrBadQuery, k)
+		}
+	}
+	q.Text, q.Account, q.Mailbox, q.Role = v.Get("q"), v.Get("account"), v.Get("mailbox"), v.Get("role")
+	q.From, q.To, q.Cc, q.Subject, q.Body = v.Get("from"), v.Get("to"), v.Get("cc"), v.Get("subject"), v.Get("body")
+	q.Sort = v.Get("sort")
+	if q.Sort != "" && q.Sort != "date" && q.Sort != "size" {
+		return q, fmt.Errorf("%w: sort %q is not date or size", mail.ErrBadQuery, q.Sort)
+	}
+	var err error
+	day := func(name string) time.Time {
+		s := v.Get(name)
+		if s == "" || err != nil {
+			return time.Time{}
+		}
+		t, perr := time.Parse(time.DateOnly, s)
+		if perr != nil {
+			err = fmt.Errorf("%w: %s %q is not a date like 2026-06-01", mail.ErrBadQuery, name, s)
+		}
+		return t
+	}
+	tri := func(name string) *bool {
+		s := v.Get(name)
+		if s == "" || err != nil {
+			return nil
+		}
+		b, perr := strconv.ParseBool(s)
+		if perr != nil {
+			err = fmt.Errorf("%w: %s %q is not true or false", mail.ErrBadQuery, name, s)
+			return nil
+		}
+		return &b
+	}
+	num := func(name string, lo, hi int) int {
+		s := v.Get(name)
+		if s == "" || err != nil {
+			return 0
+		}
+		n, perr := strconv.Atoi(s)
+		if perr != nil || n < lo || n > hi {
+			err = fmt.Errorf("%w: %s %q is not a number from %d to %d", mail.ErrBadQuery, name, s, lo, hi)
+		}
+		return n
+	}
+	q.After, q.Before = day("after"), day("before")
+	q.Unread, q.Flagged, q.Attachment = tri("unread"), tri("flagged"), tri("attachments")
+	if pm := tri("per_message"); pm != nil {
+		q.PerMessage = *pm
+	}
+	q.Offset, q.Limit = num("offset", 0, 100000), num("limit", 1, mail.MaxLimit)
+	if q.Limit == 0 {
+		q.Limit = 30
+	}
+	return q, err
+}
+
+// SearchHit is a search result with the size of its thread, so a list
+// collapsed by thread can say how many messages each row stands for.
+type SearchHit struct {
+	mail.Summary
+	ThreadCount int `json:"thread_count"`
+}
+
+func (m *Mail) handleSearch(w http.ResponseWriter, r *http.Request) {
+	q, err := ParseMailQuery(r.URL.Query())
+	if err != nil {
+		httpjson.Error(w, http.StatusBadRequest, "bad_query", err.Error())
+		return
+	}
+	res, err := m.Store.Search(r.Context(), q)
+	if err != nil {
+		writeMailResult(w, nil, err)
+		return
+	}
+	counts, err := m.threadCounts(r.Context(), res.Messages)
+	if err != nil {
+		writeMailResult(w, nil, err)
+		return
+	}
+	hits := make([]SearchHit, len(res.Messages))
+	for i, s := range res.Messages {
+		hits[i] = SearchHit{Summary: s, ThreadCount: max(1, counts[s.ThreadID])}
+	}
+	httpjson.Write(w, http.StatusOK, map[string]any{"messages": hits, "page": res.Page, "mode": res.Mode, "degraded": res.Degraded})
+}
+
+func (m *Mail) threadCounts(ctx context.Context, list []mail.Summary) (map[int64]int, error) {
+	out := map[int64]int{}
+	if len(list) == 0 {
+		return out, nil
+	}
+	ids := make([]string, 0, len(list))
+	for _, s := range list {
+		ids = append(ids, strconv.FormatInt(s.ThreadID, 10))
+	}
+	// The ids are integers formatted here, not user text.
+	rows, err := m.Store.DB().QueryContext(ctx, `SELECT id, message_count FROM threads WHERE id IN (`+strings.Join(ids, ",")+`)`)
+	if err != nil {
+		return nil, fmt.Errorf("counting threads: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		var n int
+		if err := rows.Scan(&id, &n); err != nil {
+			return nil, fmt.Errorf("counting threads: %w", err)
+		}
+		out[id] = n
+	}
+	return out, rows.Err()
+}
+
+func pathID(w http.ResponseWriter, r *http.Request) (int64, bool) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil || id <= 0 {
+		httpjson.Error(w, http.StatusBadRequest, "bad_id", fmt.Sprintf("message id %q is not a positive integer", r.PathValue("id")))
+		return 0, false
+	}
+	return id, true
+}
+
+func queryInt(w http.ResponseWriter, r *http.Request, name string) (int, bool) {
+	s := r.URL.Query().Get(name)
+	if s == "" {
+		return 0, true
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		httpjson.Error(w, http.StatusBadRequest, "bad_query", fmt.Sprintf("%s %q is not a number of 0 or more", name, s))
+		return 0, false
+	}
+	return n, true
+}
+
+func (m *Mail) handleRead(w http.ResponseWriter, r *http.Request) {
+	id, ok := pathID(w, r)
+	if !ok {
+		return
+	}
+	off, ok := queryInt(w, r, "offset")
+	if !ok {
+		return
+	}
+	limit, ok := queryInt(w, r, "limit")
+	if !ok {
+		return
+	}
+	msg, err := m.Store.Read(r.Context(), id, off, limit)
+	writeMailResult(w, msg, err)
+}
+
+func (m *Mail) handleThread(w http.ResponseWriter, r *http.Request) {
+	id, ok := pathID(w, r)
+	if !ok {
+		return
+	}
+	off, ok := queryInt(w, r, "offset")
+	if !ok {
+		return
+	}
+	tp, err := m.Store.Thread(r.Context(), id, off, 50, 0)
+	writeMailResult(w, tp, err)
+}
+
+// handleAttachment serves one attachment as a download. Mail content is
+// untrusted: it is always sent as an attachment with nosniff and a sandbox
+// policy, so an HTML or SVG attachment cannot run script in the UI's origin.
+func (m *Mail) handleAttachment(w http.ResponseWriter, r *http.Request) {
+	id, ok := pathID(w, r)
+	if !ok {
+		return
+	}
+	idx, err := strconv.Atoi(r.PathValue("index"))
+	if err != nil || idx < 0 {
+		httpjson.Error(w, http.StatusBadRequest, "bad_index", fmt.Sprintf("attachment index %q is not a number of 0 or more", r.PathValue("index")))
+		return
+	}
+	att, data, err := m.Store.AttachmentData(r.Context(), id, idx)
+	if err != nil {
+		if errors.Is(err, mail.ErrBlobMissing) {
+			httpjson.Error(w, http.StatusNotFound, "not_stored", fmt.Sprintf("attachment %d of message %d was not stored in the mirror", idx, id))
+			return
+		}
+		writeMailResult(w, nil, err)
+		return
+	}
+	name := att.Filename
+	if name == "" {
+		name = fmt.Sprintf("attachment-%d-%d", id, idx)
+	}
+	ct := att.ContentType
+	if _, _, perr := mime.ParseMediaType(ct); perr != nil || ct == "" {
+		ct = "application/octet-stream"
+	}
+	h := w.Header()
+	h.Set("Content-Type", ct)
+	h.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": name}))
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Content-Security-Policy", "sandbox; default-src 'none'")
+	h.Set("Cache-Control", "private, no-store")
+	h.Set("Content-Length", strconv.Itoa(len(data)))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(data)
+}
+
+func (m *Mail) handleOps(w http.ResponseWriter, r *http.Request) {
+	ops, err := m.Journal.List(r.Context(), r.URL.Query().Get("state"), 100)
+	writeMailResult(w, map[string]any{"operations": ops}, err)
+}
+
+func writeMailResult(w http.ResponseWriter, v any, err error) {
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		httpjson.Error(w, http.StatusNotFound, "not_found", err.Error())
+	case errors.Is(err, mail.ErrBadQuery):
+		httpjson.Error(w, http.StatusBadRequest, "bad_query", err.Error())
+	case err != nil:
+		httpjson.Error(w, http.StatusInternalServerError, "internal", err.Error())
+	default:
+		httpjson.Write(w, http.StatusOK, v)
+	}
+}
