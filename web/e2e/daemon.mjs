@@ -413,6 +413,8 @@ export async function runDaemon(browser) {
         assert((await page.locator('.chat-item').count()) === 1, 'other chats disappeared');
       }, page);
 
+      await (await import('./mail.mjs')).runMailFlow({ page, daemon, push, send, waitFor });
+
       await test('daemon: no errors in the page console', async () => {
         const real = errors.filter((e) => !/net::ERR_|Failed to fetch|NetworkError|network error/i.test(e));
         assert(real.length === 0, real.join('\n'));

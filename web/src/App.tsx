@@ -3,6 +3,7 @@ import { Shell } from './components/Shell';
 import { AppContext } from './context';
 import { AuditPage } from './pages/Audit';
 import { ChatPage } from './pages/Chat';
+import { MailPage } from './pages/Mail';
 import { PairPage } from './pages/Pair';
 import { SystemPage } from './pages/System';
 import { UsagePage } from './pages/Usage';
@@ -36,6 +37,9 @@ export function Root({ app }: { app: AppCtl }) {
       break;
     case 'system':
       page = <SystemPage />;
+      break;
+    case 'mail':
+      page = <MailPage id={route.id} />;
       break;
     case 'chat':
       page = <ChatPage key={route.id} id={route.id} />;

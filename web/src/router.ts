@@ -8,6 +8,7 @@ export type Route =
   | { name: 'usage' }
   | { name: 'audit' }
   | { name: 'system' }
+  | { name: 'mail'; id?: number }
   | { name: 'pair'; code?: string };
 
 export function parseRoute(pathname: string, hash = ''): Route {
@@ -22,6 +23,10 @@ export function parseRoute(pathname: string, hash = ''): Route {
       return { name: 'audit' };
     case 'system':
       return { name: 'system' };
+    case 'mail': {
+      const id = Number(parts[1]);
+      return parts[1] && Number.isSafeInteger(id) && id > 0 ? { name: 'mail', id } : { name: 'mail' };
+    }
     case 'pair': {
       const m = /(?:^|[#&])code=([^&]+)/.exec(hash);
       return m ? { name: 'pair', code: decodeURIComponent(m[1]) } : { name: 'pair' };
@@ -37,6 +42,8 @@ export function hrefFor(r: Route): string {
       return `/c/${encodeURIComponent(r.id)}`;
     case 'home':
       return '/';
+    case 'mail':
+      return r.id ? `/mail/${r.id}` : '/mail';
     default:
       return `/${r.name}`;
   }

@@ -10,6 +10,7 @@ import type {
   Message,
   ToolInfo,
 } from './types';
+import type { MailboxCount, MailMessage, MailSearchResult, MailThread } from '../lib/mail';
 
 const TOKEN_KEY = 'hestia.token';
 
@@ -193,6 +194,26 @@ export class Client {
   }
   system() {
     return this.get<unknown>('/api/system');
+  }
+
+  // Mail (read-only)
+  mailboxes() {
+    return this.get<{ mailboxes: MailboxCount[]; total: number; threads: number }>('/api/mail/mailboxes');
+  }
+  mailSearch(query: string, signal?: AbortSignal) {
+    return this.get<MailSearchResult>(`/api/mail/search?${query}`, signal);
+  }
+  mailMessage(id: number) {
+    return this.get<MailMessage>(`/api/mail/messages/${id}?limit=20000`);
+  }
+  mailThread(id: number) {
+    return this.get<MailThread>(`/api/mail/messages/${id}/thread`);
+  }
+  /** An attachment's bytes (the route needs the token, so no plain link). */
+  async mailAttachment(id: number, index: number): Promise<Blob> {
+    const res = await this.raw(`/api/mail/messages/${id}/attachments/${index}`);
+    if (!res.ok) throw await errorFrom(res);
+    return res.blob();
   }
 
   // Pairing and liveness (no token needed)

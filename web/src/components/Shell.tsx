@@ -8,7 +8,7 @@ import { hrefFor, type Route } from '../router';
 import type { State } from '../state/reduce';
 import type { UIState } from '../state/app';
 import { useSelect } from '../state/store';
-import { Chart, Flame, List, Menu, Plus, Pulse, Refresh, Search, X } from './icons';
+import { Chart, Flame, List, Mail, Menu, Plus, Pulse, Refresh, Search, X } from './icons';
 
 export function Shell({ route, children }: { route: Route; children: ComponentChildren }) {
   const [open, setOpen] = useState(false);
@@ -121,6 +121,7 @@ function Sidebar({ route, onClose }: { route: Route; onClose: () => void }) {
         ))}
       </nav>
       <nav class="side-nav" aria-label="Pages">
+        <NavLink route={route} to="mail" icon={<Mail size={17} />} label="Mail" />
         <NavLink route={route} to="usage" icon={<Chart size={17} />} label="Usage" />
         <NavLink route={route} to="audit" icon={<List size={17} />} label="Audit" />
         <NavLink route={route} to="system" icon={<Pulse size={17} />} label="System" />
@@ -130,7 +131,7 @@ function Sidebar({ route, onClose }: { route: Route; onClose: () => void }) {
   );
 }
 
-function NavLink({ route, to, icon, label }: { route: Route; to: 'usage' | 'audit' | 'system'; icon: any; label: string }) {
+function NavLink({ route, to, icon, label }: { route: Route; to: string; icon: any; label: string }) {
   return (
     <a class={'nav-link' + (route.name === to ? ' active' : '')} href={`/${to}`} aria-current={route.name === to ? 'page' : undefined}>
       {icon}

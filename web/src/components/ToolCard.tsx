@@ -1,7 +1,9 @@
 import { useState } from 'preact/hooks';
 import type { ApprovalRequest, Message, ToolCall } from '../api/types';
 import { argSummary, duration, excerpt, json, prettyTool } from '../lib/format';
+import { mailDate, mailToolView, senderName, type MailToolView } from '../lib/mail';
 import { toolStatus } from '../lib/toolstatus';
+import '../styles/mail.css';
 import type { LiveTool, Resolved } from '../state/reduce';
 import { ApprovalCard, QuestionCard, ResolvedNote } from './ApprovalCard';
 import { Alert, Check, Chevron, Question, Tool } from './icons';
@@ -55,6 +57,7 @@ export function ToolCard(p: Props) {
         {st.duration_ms !== undefined && st.tone !== 'notdone' && <span class="muted small">{duration(st.duration_ms)}</span>}
         <Chevron size={15} class={'chev' + (open ? ' open' : '')} />
       </button>
+      {st.tone === 'ok' && <MailResult view={mailToolView(p.call.name, st.output)} />}
       {p.pending && <ApprovalCard req={p.pending} />}
       {!p.pending && p.resolved && st.tone !== 'notdone' && st.tone !== 'ok' && <ResolvedNote r={p.resolved} />}
       {st.error && <div class="tool-error">{st.error}</div>}
@@ -77,5 +80,40 @@ export function ToolCard(p: Props) {
         </div>
       )}
     </div>
+  );
+}
+
+const shownRows = 6;
+
+/** Mail tool results as a short list that links into the Mail page. */
+function MailResult({ view }: { view?: MailToolView }) {
+  if (!view) return null;
+  if (view.kind === 'message') {
+    const m = view.message;
+    return (
+      <ul class="mail-tool">
+        <li>
+          <span class="mail-tool-from ellipsis">{senderName(m.from)}</span>
+          <a class="ellipsis" href={`/mail/${m.id}`}>{m.subject || '(no subject)'}</a>
+          <span class="mail-date">{mailDate(m.date)}</span>
+        </li>
+      </ul>
+    );
+  }
+  if (view.rows.length === 0) return <ul class="mail-tool"><li class="muted">No messages found.</li></ul>;
+  const extra = view.rows.length - shownRows;
+  return (
+    <ul class="mail-tool" aria-label="Messages found">
+      {view.rows.slice(0, shownRows).map((m) => (
+        <li key={m.id}>
+          <span class="mail-tool-from ellipsis">{senderName(m.from)}</span>
+          <a class="ellipsis" href={`/mail/${m.id}`}>{m.subject || '(no subject)'}</a>
+          <span class="mail-date">{mailDate(m.date)}</span>
+        </li>
+      ))}
+      {(extra > 0 || view.more) && (
+        <li class="more">{extra > 0 ? `${extra} more` : 'More'} {view.more ? '(the assistant can page further)' : ''}</li>
+      )}
+    </ul>
   );
 }

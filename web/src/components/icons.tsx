@@ -130,6 +130,17 @@ export const Alert = (p: P) => (
     <path d="M12 4 3 19.5h18L12 4ZM12 10v4.5M12 17h.01" />
   </Svg>
 );
+export const Mail = (p: P) => (
+  <Svg {...p}>
+    <rect x="3" y="5" width="18" height="14" rx="2" />
+    <path d="m4 7 8 6 8-6" />
+  </Svg>
+);
+export const Paperclip = (p: P) => (
+  <Svg {...p}>
+    <path d="m20 11.5-8.1 8.1a5 5 0 0 1-7.1-7.1l8.5-8.5a3.3 3.3 0 0 1 4.7 4.7l-8.5 8.5a1.7 1.7 0 0 1-2.4-2.4l7.8-7.8" />
+  </Svg>
+);
 export const Refresh = (p: P) => (
   <Svg {...p}>
     <path d="M19 8a7.5 7.5 0 1 0 .8 6M19 4v4h-4" />

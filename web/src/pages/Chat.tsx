@@ -312,7 +312,8 @@ function ChatHeader({ view, id }: { view: View; id: string }) {
 
 export function Composer({ chatId, running, queued }: { chatId?: string; running: boolean; queued: number }) {
   const app = useApp();
-  const [text, setText] = useState('');
+  // A new chat may start from a draft ("ask about this thread" on the Mail page).
+  const [text, setText] = useState(() => (chatId ? '' : app.takeDraft()));
   const [sending, setSending] = useState(false);
   const ta = useRef<HTMLTextAreaElement>(null);
   useLayoutEffect(() => {
@@ -322,7 +323,9 @@ export function Composer({ chatId, running, queued }: { chatId?: string; running
     el.style.height = Math.min(el.scrollHeight, 240) + 'px';
   }, [text]);
   useEffect(() => {
-    ta.current?.focus();
+    const el = ta.current;
+    el?.focus();
+    el?.setSelectionRange(el.value.length, el.value.length);
   }, [chatId]);
 
   const submit = async () => {

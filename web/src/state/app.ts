@@ -33,6 +33,8 @@ export interface UIState {
   current?: string;
   /** Bumped on policy.changed: rules or temporary modes changed. */
   policyRev: number;
+  /** Text the new-chat composer starts with ("ask about this thread"). */
+  draft?: string;
 }
 
 /** Turn error codes where sending the same message again may work. */
@@ -236,6 +238,19 @@ export class App {
 
   async newChat() {
     navigate('/');
+  }
+
+  /** Opens a new chat whose composer starts with text (the user adds the question). */
+  startChatWith(text: string) {
+    this.ui.set((u) => ({ ...u, draft: text }));
+    navigate('/');
+  }
+
+  /** Hands the pending draft to the composer once. */
+  takeDraft(): string {
+    const d = this.ui.get().draft ?? '';
+    if (d) this.ui.set((u) => ({ ...u, draft: undefined }));
+    return d;
   }
 
   async rename(chatId: string, title: string) {
