@@ -75,7 +75,7 @@ func (m *Mail) handleMailboxes(w http.ResponseWriter, r *http.Request) {
 var searchParams = map[string]bool{
 	"q": true, "account": true, "mailbox": true, "role": true, "from": true, "to": true, "cc": true,
 	"subject": true, "body": true, "after": true, "before": true, "unread": true, "flagged": true,
-	"attachments": true, "sort": true, "per_message": true, "offset": true, "limit": true,
+	"attachments": true, "attachment_name": true, "sort": true, "per_message": true, "offset": true, "limit": true, "count": true,
 }
 
 // ParseMailQuery turns the search route's query string into a mail.Query.
@@ -90,6 +90,7 @@ func ParseMailQuery(v url.Values) (mail.Query, error) {
 	}
 	q.Text, q.Account, q.Mailbox, q.Role = v.Get("q"), v.Get("account"), v.Get("mailbox"), v.Get("role")
 	q.From, q.To, q.Cc, q.Subject, q.Body = v.Get("from"), v.Get("to"), v.Get("cc"), v.Get("subject"), v.Get("body")
+	q.AttachmentName = v.Get("attachment_name")
 	q.Sort = v.Get("sort")
 	if q.Sort != "" && q.Sort != "date" && q.Sort != "size" {
 		return q, fmt.Errorf("%w: sort %q is not date or size", mail.ErrBadQuery, q.Sort)
@@ -134,6 +135,9 @@ func ParseMailQuery(v url.Values) (mail.Query, error) {
 	if pm := tri("per_message"); pm != nil {
 		q.PerMessage = *pm
 	}
+	if c := tri("count"); c != nil {
+		q.Count = *c
+	}
 	q.Offset, q.Limit = num("offset", 0, 100000), num("limit", 1, mail.MaxLimit)
 	if q.Limit == 0 {
 		q.Limit = 30
@@ -168,7 +172,11 @@ func (m *Mail) handleSearch(w http.ResponseWriter, r *http.Request) {
 	for i, s := range res.Messages {
 		hits[i] = SearchHit{Summary: s, ThreadCount: max(1, counts[s.ThreadID])}
 	}
-	httpjson.Write(w, http.StatusOK, map[string]any{"messages": hits, "page": res.Page, "mode": res.Mode, "degraded": res.Degraded})
+	out := map[string]any{"messages": hits, "page": res.Page, "mode": res.Mode, "degraded": res.Degraded}
+	if res.Total != nil {
+		out["total"] = *res.Total
+	}
+	httpjson.Write(w, http.StatusOK, out)
 }
 
 func (m *Mail) threadCounts(ctx context.Context, list []mail.Summary) (map[int64]int, error) {

@@ -85,6 +85,9 @@ func TestMailPageRoutes(t *testing.T) {
 	if _, v = get("/api/mail/search?attachments=true"); len(v["messages"].([]any)) != 1 {
 		t.Errorf("attachment filter: %v", v)
 	}
+	if _, v = get("/api/mail/search?attachment_name=statement&count=true"); len(v["messages"].([]any)) != 1 || v["total"] != 1.0 {
+		t.Errorf("attachment name filter with a count: %v", v)
+	}
 	if _, v = get("/api/mail/search?per_message=true&mailbox=INBOX"); len(v["messages"].([]any)) != 2 {
 		t.Errorf("per-message INBOX: %v", v)
 	}
@@ -95,7 +98,8 @@ func TestMailPageRoutes(t *testing.T) {
 		"/api/mail/search?limit=1000":                         `limit "1000" is not a number from 1 to 100`,
 		"/api/mail/search?form=ana":                           `unknown parameter "form"`,
 		"/api/mail/search?sort=name":                          `sort "name" is not date or size`,
-		"/api/mail/search?from=an":                            `from "an" is shorter`,
+		"/api/mail/search?role=spamfolder":                    `role "spamfolder"`,
+		"/api/mail/search?count=yes":                          `count "yes"`,
 		"/api/mail/messages/1?offset=-4":                      `offset "-4"`,
 		"/api/mail/messages/0":                                `message id "0"`,
 		"/api/mail/messages/3/attachments/x":                  `attachment index "x"`,

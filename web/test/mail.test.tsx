@@ -42,7 +42,8 @@ afterEach(() => history.replaceState(null, '', '/'));
 describe('mail helpers', () => {
   it('turns the form into the CLI-equivalent query and leaves empty fields out', () => {
     const q = new URLSearchParams(searchParams({ ...emptyFilters, q: ' lisbon ', from: 'ana', after: '2026-03-01', unread: true, attachments: true }, 30));
-    expect(Object.fromEntries(q)).toEqual({ q: 'lisbon', from: 'ana', after: '2026-03-01', unread: 'true', attachments: 'true', offset: '30', limit: '30' });
+    expect(Object.fromEntries(q)).toEqual({ q: 'lisbon', from: 'ana', after: '2026-03-01', unread: 'true', attachments: 'true', count: 'true', offset: '30', limit: '30' });
+    expect(new URLSearchParams(searchParams(emptyFilters)).get('count')).toBeNull();
   });
 
   it('reads stored tool output through the untrusted wrapper, and refuses cut-off JSON', () => {

@@ -22,6 +22,8 @@ export interface MailSearchResult {
   page: { offset: number; limit: number; next?: number };
   mode?: string;
   degraded?: string;
+  /** Exact number of matching messages, when the search asked for it. */
+  total?: number;
 }
 
 export interface MailAttachment {
@@ -74,6 +76,7 @@ export interface MailFilters {
   to: string;
   subject: string;
   body: string;
+  attachment_name: string;
   after: string;
   before: string;
   unread: boolean;
@@ -88,6 +91,7 @@ export const emptyFilters: MailFilters = {
   to: '',
   subject: '',
   body: '',
+  attachment_name: '',
   after: '',
   before: '',
   unread: false,
@@ -97,12 +101,14 @@ export const emptyFilters: MailFilters = {
 /** Query string for GET /api/mail/search; empty fields are left out. */
 export function searchParams(f: MailFilters, offset = 0, limit = 30): string {
   const p = new URLSearchParams();
-  for (const k of ['q', 'account', 'mailbox', 'from', 'to', 'subject', 'body', 'after', 'before'] as const) {
+  for (const k of ['q', 'account', 'mailbox', 'from', 'to', 'subject', 'body', 'attachment_name', 'after', 'before'] as const) {
     const v = f[k].trim();
     if (v) p.set(k, v);
   }
   if (f.unread) p.set('unread', 'true');
   if (f.attachments) p.set('attachments', 'true');
+  // An exact total is worth its cost only when narrowing, not browsing.
+  if (f.q.trim() || activeFilters(f)) p.set('count', 'true');
   if (offset) p.set('offset', String(offset));
   p.set('limit', String(limit));
   return p.toString();
@@ -110,7 +116,7 @@ export function searchParams(f: MailFilters, offset = 0, limit = 30): string {
 
 /** How many of the advanced filters are set (for the "Filters (2)" label). */
 export function activeFilters(f: MailFilters): number {
-  return (['from', 'to', 'subject', 'body', 'after', 'before'] as const).filter((k) => f[k].trim()).length + (f.unread ? 1 : 0) + (f.attachments ? 1 : 0);
+  return (['from', 'to', 'subject', 'body', 'attachment_name', 'after', 'before'] as const).filter((k) => f[k].trim()).length + (f.unread ? 1 : 0) + (f.attachments ? 1 : 0);
 }
 
 /** "Ana Lima <ana@example.org>" → "Ana Lima"; a bare address stays. */

@@ -184,6 +184,10 @@ export function MailPage({ id }: { id?: number }) {
             <input value={form.body} onInput={set('body')} />
           </label>
           <label>
+            Attachment name
+            <input value={form.attachment_name} onInput={set('attachment_name')} placeholder="e.g. invoice" />
+          </label>
+          <label>
             On or after
             <input type="date" value={form.after} onInput={set('after')} />
           </label>
@@ -243,6 +247,11 @@ export function MailPage({ id }: { id?: number }) {
             </div>
           ) : (
             <>
+              {res.total !== undefined && (
+                <div class="muted small pad mail-total" role="status">
+                  {res.total === 1 ? '1 message matches' : `${res.total.toLocaleString()} messages match`}
+                </div>
+              )}
               {res.degraded && applied.q && <div class="muted small pad">Word matches only: {res.degraded}</div>}
               {rows.map((m, i) => (
                 <MailRow key={m.id} m={m} index={i} selected={i === sel} open={m.id === id} onClick={() => (setSel(i), open(m))} />
