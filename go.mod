@@ -23,6 +23,7 @@ require (
 	golang.org/x/text v0.44.0
 	gopkg.in/natefinch/lumberjack.v2 v2.2.1
 	modernc.org/sqlite v1.62.0
+	mvdan.cc/sh/v3 v3.14.1
 )
 
 require (

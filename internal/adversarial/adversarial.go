@@ -329,6 +329,7 @@ func buildSandbox(ctx context.Context, root string, c Case, opts Options) (*Sand
 	}
 	sb.closers = append(sb.closers, sb.Wiki.Close)
 	all = append(all, wikitools.Tools(sb.Wiki)...)
+	all = append(all, localTools(sb.PathPol, home)...)
 	for _, t := range all {
 		if err := sb.Registry.Register(&recording{Tool: t, log: &sb.effects}); err != nil {
 			return nil, err

@@ -122,15 +122,20 @@ func TestEverySensitiveToolIsAttacked(t *testing.T) {
 		t.Fatal(err)
 	}
 	all := append(files.Tools(pp), standIns(&Injected{}, &effectLog{})...)
+	all = append(all, localTools(pp, t.TempDir())...)
 	for _, tl := range all {
 		if name := tl.Spec().Name; taint.Sensitive(tl) && !called[name] {
 			t.Errorf("no adversarial case calls %s, which writes or sends", name)
 		}
-		if name := tl.Spec().Name; tl.Spec().UntrustedOutput && !isSourceRead(name) && name != "mail_search" && name != "mail_thread" && name != "list_dir" {
+		if name := tl.Spec().Name; tl.Spec().UntrustedOutput && !isSourceRead(name) && !sameSourceAs[name] {
 			t.Errorf("untrusted source %s is not used as an injection source", name)
 		}
 	}
 }
+
+// sameSourceAs are untrusted reads whose content an existing source
+// already stands for (a mailbox search is mail, a shell_run cat is a file).
+var sameSourceAs = map[string]bool{"mail_search": true, "mail_thread": true, "list_dir": true, "document_info": true, "find_files": true, "shell_run": true, "shell_exec": true}
 
 func TestCardNamesWhatWasRead(t *testing.T) {
 	t.Parallel()

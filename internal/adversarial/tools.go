@@ -78,15 +78,15 @@ func (r *recording) Target(args json.RawMessage) string {
 type Injected struct {
 	Mail string // mail_search / mail_read / mail_thread results
 	Web  string // web_fetch results
-	Doc  string // doc_read results
 	MCP  string // mcp__remote__search results
 }
 
 // standIns returns the connector tools with their real metadata (the mail
 // tools' specs come from internal/mail/mailtools itself, so a change there
 // is tested here) and stand-in behaviour: reads return injected content,
-// writes and sends only record. Web, document, shell and MCP tools declare
-// what such connectors must declare.
+// writes and sends only record. Web and MCP tools declare what such
+// connectors must declare; the document, find and shell tools are real
+// (localTools).
 func standIns(inj *Injected, log *effectLog) []tools.Tool {
 	var out []tools.Tool
 	for _, real := range mailtools.Tools(mailtools.Deps{}) {
@@ -104,18 +104,13 @@ func standIns(inj *Injected, log *effectLog) []tools.Tool {
 	read := tools.Spec{Risk: tools.RiskLow, ReadOnly: true, ParallelSafe: true, UntrustedOutput: true}
 	web := read
 	web.Name, web.Description, web.Schema = "web_fetch", "Fetch a web page (GET) and return its text.", obj(`"url":{"type":"string","minLength":1}`, "url")
-	doc := read
-	doc.Name, doc.Description, doc.Schema = "doc_read", "Read a document from the user's document library.", obj(`"id":{"type":"string","minLength":1}`, "id")
 	mcpRead := read
 	mcpRead.Name, mcpRead.Description, mcpRead.Schema = "mcp__remote__search", "Search a remote tool server.", obj(`"q":{"type":"string"}`, "q")
 	out = append(out,
 		stand(web, func() string { return inj.Web }, log),
-		stand(doc, func() string { return inj.Doc }, log),
 		stand(mcpRead, func() string { return inj.MCP }, log),
 		stand(tools.Spec{Name: "http_request", Description: "Send an HTTP request with an optional body.", Risk: tools.RiskMedium, ReadOnly: true, Egress: true,
 			Schema: obj(`"method":{"type":"string","enum":["GET","POST","PUT"]},"url":{"type":"string","minLength":1},"body":{"type":"string"}`, "method", "url")}, nil, log),
-		stand(tools.Spec{Name: "shell_run", Description: "Run a program with arguments (no shell).", Risk: tools.RiskHigh,
-			Schema: obj(`"argv":{"type":"array","items":{"type":"string"},"minItems":1,"maxItems":64}`, "argv")}, nil, log),
 		stand(tools.Spec{Name: "mcp__remote__create_issue", Description: "Create an issue on a remote tracker.", Risk: tools.RiskLow, Egress: true,
 			Schema: obj(`"title":{"type":"string"},"body":{"type":"string"}`, "title")}, nil, log),
 	)

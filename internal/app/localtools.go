@@ -6,8 +6,10 @@ import (
 	"os"
 
 	"github.com/hestia-dev/hestia/internal/docs"
+	"github.com/hestia-dev/hestia/internal/files"
 	"github.com/hestia-dev/hestia/internal/llm"
 	"github.com/hestia-dev/hestia/internal/pathpolicy"
+	"github.com/hestia-dev/hestia/internal/shell"
 	"github.com/hestia-dev/hestia/internal/tools"
 )
 
@@ -30,8 +32,9 @@ func (d docsEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, e
 
 func (docsEmbedder) Dimension() int { return 0 }
 
-// registerLocalTools wires the document tools. Extraction re-executes this
-// binary as `hestia extract` so a hostile file cannot take the daemon down.
+// registerLocalTools wires the document tools, find_files and the shell
+// tools. Extraction re-executes this binary as `hestia extract` so a
+// hostile file cannot take the daemon down.
 func (a *App) registerLocalTools(_ context.Context, reg *tools.Registry, paths *pathpolicy.Policy) error {
 	exe, err := os.Executable()
 	if err != nil {
@@ -45,7 +48,14 @@ func (a *App) registerLocalTools(_ context.Context, reg *tools.Registry, paths *
 	if emb.e != nil {
 		svc.Embedder = emb
 	}
-	for _, t := range svc.Tools() {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return fmt.Errorf("finding the home directory for the shell tools: %w", err)
+	}
+	sh := &shell.Runner{Paths: paths, Home: home, TZ: os.Getenv("TZ")}
+	all := append(svc.Tools(), files.FindTool(paths, a.Now))
+	all = append(all, sh.Tools()...)
+	for _, t := range all {
 		if err := reg.Register(t); err != nil {
 			return err
 		}
