@@ -115,6 +115,7 @@ func (a *App) initAgent(ctx context.Context) error {
 	}
 
 	a.core = agentCore{agent: ag, chats: chats, bus: bus, tools: reg, approvals: broker, policy: engine}
+	a.exposeMCP(paths, auditLog)
 
 	mux := a.Server.API()
 	(&chat.API{Store: chats, Hooks: chat.Hooks{

@@ -4,8 +4,10 @@ import (
 	"context"
 	"net/http"
 
+	"github.com/hestia-dev/hestia/internal/audit"
 	"github.com/hestia-dev/hestia/internal/httpjson"
 	"github.com/hestia-dev/hestia/internal/mcp"
+	"github.com/hestia-dev/hestia/internal/policy"
 	"github.com/hestia-dev/hestia/internal/tools"
 )
 
@@ -27,4 +29,24 @@ func (a *App) registerMCP(ctx context.Context, reg *tools.Registry) error {
 		})
 	}
 	return nil
+}
+
+// exposeMCP serves Hestia's own tools to outside MCP clients at /api/mcp
+// (streamable HTTP behind the daemon's bearer token; `hestia mcp serve`
+// relays stdio to it). Calls run under the policy; gated ones become
+// approval cards in a chat named after the client.
+func (a *App) exposeMCP(paths policy.PathResolver, auditLog *audit.Log) {
+	if !a.Config.MCP.Serve || a.Server == nil {
+		return
+	}
+	c := a.core
+	exp := mcp.NewExposer(mcp.ExposeDeps{
+		Tools: c.tools, Policy: c.policy, Paths: paths, Approvals: c.approvals, Chats: c.chats,
+		Publish: func(typ, chatID string, data any) { c.bus.Publish(typ, chatID, data) },
+		Audit: func(ctx context.Context, typ, chatID, summary string, data any) {
+			auditLog.Record(ctx, audit.Entry{Type: typ, ChatID: chatID, Summary: summary, Data: data})
+		},
+		Log: a.Log.With("component", "mcp-server"), Now: a.Now, Version: a.Version, ToolTimeout: a.Config.Agent.ToolTimeout.D(),
+	})
+	a.Server.API().Handle("/api/mcp", exp.Handler())
 }

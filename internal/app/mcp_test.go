@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/hestia-dev/hestia/internal/config"
 	"github.com/hestia-dev/hestia/internal/llm/llmtest"
+	"github.com/hestia-dev/hestia/internal/mcp"
 	"github.com/hestia-dev/hestia/internal/mcp/mcptest"
 )
 
@@ -121,4 +124,157 @@ func TestMCPToolThroughApprovalCard(t *testing.T) {
 	if !strings.Contains(b, `"name":"mcp.test","status":"ok"`) {
 		t.Fatalf("system checks: %s", b)
 	}
+}
+
+type bearer struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	if b.token != "" {
+		r.Header.Set("Authorization", "Bearer "+b.token)
+	}
+	return b.next.RoundTrip(r)
+}
+
+// An outside agent reaches Hestia's tools over the authenticated MCP
+// endpoint with the SDK's own client; a gated call shows up as an approval
+// card (in the "MCP: client" chat the web app lists) and the call waits for
+// the user's decision. `hestia mcp serve` (Proxy over stdio) relays to it.
+func TestMCPServeEndpoint(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	a := testApp(t, t.TempDir())
+	a.Config.Agent.FileRoots = []string{root}
+	a.Config.Agent.ApprovalTimeout = config.Duration(30 * time.Second)
+	base, stop := start(t, a)
+	defer stop()
+	ctx := context.Background()
+	connect := func(token string) (*sdk.ClientSession, error) {
+		hc := &http.Client{Transport: bearer{token, http.DefaultTransport}}
+		return sdk.NewClient(&sdk.Implementation{Name: "goose", Version: "1"}, nil).Connect(ctx, &sdk.StreamableClientTransport{Endpoint: base + "/api/mcp", HTTPClient: hc, MaxRetries: -1}, nil)
+	}
+	if cs, err := connect("wrong"); err == nil {
+		cs.Close()
+		t.Fatal("connected with a wrong token")
+	}
+	cs, err := connect(a.Token.Value())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	var names []string
+	for tl, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, tl.Name)
+	}
+	if !slices.Contains(names, "write_file") || !slices.Contains(names, "read_file") || slices.Contains(names, "ask_user") {
+		t.Fatalf("tools: %v", names)
+	}
+
+	// An attached approver (the web app) decides the card.
+	evCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(evCtx, "GET", base+"/api/events", nil)
+	req.Header.Set("Authorization", "Bearer "+a.Token.Value())
+	ev, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ev.Body.Close()
+	go io.Copy(io.Discard, ev.Body)
+	decideNext := func(decision string) (chatID string) {
+		deadline := time.Now().Add(20 * time.Second)
+		for time.Now().Before(deadline) {
+			r, _ := http.NewRequest("GET", base+"/api/approvals", nil)
+			r.Header.Set("Authorization", "Bearer "+a.Token.Value())
+			resp, err := http.DefaultClient.Do(r)
+			if err != nil {
+				t.Error(err)
+				return ""
+			}
+			var l struct {
+				Approvals []struct {
+					ID     string `json:"id"`
+					ChatID string `json:"chat_id"`
+				}
+			}
+			json.NewDecoder(resp.Body).Decode(&l)
+			resp.Body.Close()
+			if len(l.Approvals) > 0 {
+				c := l.Approvals[0]
+				r, _ := http.NewRequest("POST", base+"/api/approvals/"+c.ID, strings.NewReader(`{"decision":"`+decision+`","note":"no thanks"}`))
+				r.Header.Set("Authorization", "Bearer "+a.Token.Value())
+				r.Header.Set("Content-Type", "application/json")
+				resp, err := http.DefaultClient.Do(r)
+				if err != nil || resp.StatusCode != 200 {
+					t.Errorf("decide: %v %v", resp, err)
+				}
+				resp.Body.Close()
+				return c.ChatID
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		t.Error("no approval card appeared")
+		return ""
+	}
+	target := root + "/from-mcp.txt"
+	chatCh := make(chan string, 1)
+	go func() { chatCh <- decideNext("approve") }()
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "write_file", Arguments: map[string]any{"path": target, "content": "hi from goose"}})
+	if err != nil || res.IsError {
+		t.Fatalf("approved write: %v %+v", err, res)
+	}
+	if b, err := os.ReadFile(target); err != nil || string(b) != "hi from goose" {
+		t.Fatalf("file: %q %v", b, err)
+	}
+	chatID := <-chatCh
+	r, _ := http.NewRequest("GET", base+"/api/chats/"+chatID, nil)
+	r.Header.Set("Authorization", "Bearer "+a.Token.Value())
+	resp, err := http.DefaultClient.Do(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), "MCP: goose") {
+		t.Fatalf("card's chat: %s", body)
+	}
+
+	// Through the stdio relay (`hestia mcp serve`), a denied call comes back
+	// as a tool error and writes nothing.
+	ct, st := sdk.NewInMemoryTransports()
+	pctx, pcancel := context.WithCancel(ctx)
+	defer pcancel()
+	go mcp.Proxy(pctx, base+"/api/mcp", a.Token.Value(), "test", st, nil)
+	ps, err := sdk.NewClient(&sdk.Implementation{Name: "ide", Version: "1"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ps.Close()
+	go decideNext("deny")
+	res, err = ps.CallTool(ctx, &sdk.CallToolParams{Name: "write_file", Arguments: map[string]any{"path": root + "/denied.txt", "content": "x"}})
+	if err != nil || !res.IsError || !strings.Contains(contentOf(res), "denied") || !strings.Contains(contentOf(res), "no thanks") {
+		t.Fatalf("denied write via relay: %v %s", err, contentOf(res))
+	}
+	if _, err := os.Stat(root + "/denied.txt"); err == nil {
+		t.Fatal("denied write happened")
+	}
+}
+
+func contentOf(r *sdk.CallToolResult) string {
+	if r == nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, c := range r.Content {
+		if tc, ok := c.(*sdk.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
 }

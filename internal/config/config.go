@@ -68,6 +68,7 @@ func Default() Config {
 		Mail:     defaultMail(),
 		Calendar: defaultCalendar(),
 		Wiki:     defaultWiki(),
+		MCP:      MCPConfig{Serve: true},
 	}
 }
 
