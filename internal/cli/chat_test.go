@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hestia-dev/hestia/internal/daemonaddr"
 	"github.com/hestia-dev/hestia/internal/llm/llmtest"
 )
 
@@ -69,7 +70,11 @@ func daemonEnv(t *testing.T, turns ...llmtest.Turn) (home string, env map[string
 		conn, err := net.Dial("tcp", env["HESTIA_SERVER_ADDR"])
 		if err == nil {
 			conn.Close()
-			if _, err := os.Stat(filepath.Join(home, "auth-token")); err == nil {
+			// The CLI dials the address the daemon records, written just
+			// after the listener is up: wait for it too.
+			_, terr := os.Stat(filepath.Join(home, "auth-token"))
+			_, aerr := os.Stat(filepath.Join(home, daemonaddr.FileName))
+			if terr == nil && aerr == nil {
 				break
 			}
 		}
