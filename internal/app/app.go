@@ -29,6 +29,7 @@ import (
 	"github.com/hestia-dev/hestia/internal/doctor"
 	"github.com/hestia-dev/hestia/internal/llm"
 	"github.com/hestia-dev/hestia/internal/lock"
+	"github.com/hestia-dev/hestia/internal/metrics"
 	"github.com/hestia-dev/hestia/internal/notify"
 	"github.com/hestia-dev/hestia/internal/scheduler"
 	"github.com/hestia-dev/hestia/internal/server"
@@ -69,7 +70,11 @@ type App struct {
 	closers []func() error
 	sys     checkCache // GET /api/system results, see system.go
 	workers []worker
-	checks  []doctor.Check
+	// workerStates and routes feed GET /api/system and /api/metrics
+	// (runtime.go); routes is set only when serving.
+	workerStates workerStates
+	routes       *metrics.Routes
+	checks       []doctor.Check
 }
 
 type worker struct {
@@ -94,6 +99,7 @@ func (a *App) initializers() []initializer {
 		{"user-jobs", a.initUserJobs},
 		{"notify", a.initNotify},
 		{"audit-tail", a.initAuditTail},
+		{"metrics", a.initMetrics},
 	}
 }
 
@@ -166,9 +172,6 @@ func (a *App) Checks() ([]doctor.Check, error) {
 	}
 	checks = append(checks, stores...)
 	checks = append(checks, a.auditChainCheck())
-	if a.Config.LLM.BaseURL != "" {
-		checks = append(checks, doctor.HTTPReachable("llm.endpoint", a.Config.LLM.BaseURL+"/models", a.Config.LLM.APIKey, &http.Client{}))
-	}
 	return append(checks, a.checks...), nil
 }
 
@@ -199,7 +202,9 @@ func (a *App) Serve(ctx context.Context, opts ServeOptions) (err error) {
 		a.Log.Info("created auth token", "path", a.Paths.TokenFile())
 	}
 	a.Token = tok
+	a.routes = metrics.NewRoutes()
 	a.Server = server.New(server.Options{
+		Routes:  a.routes,
 		Config:  a.Config.Server,
 		Token:   tok,
 		Version: a.Version,
@@ -252,6 +257,7 @@ func (a *App) Serve(ctx context.Context, opts ServeOptions) (err error) {
 func (a *App) runWorker(ctx context.Context, w worker) error {
 	backoff := time.Second
 	for {
+		a.workerStates.set(w.name, "running", nil, a.Now())
 		err := func() (err error) {
 			defer func() {
 				if p := recover(); p != nil {
@@ -261,8 +267,10 @@ func (a *App) runWorker(ctx context.Context, w worker) error {
 			return w.run(ctx)
 		}()
 		if ctx.Err() != nil {
+			a.workerStates.set(w.name, "stopped", nil, a.Now())
 			return nil
 		}
+		a.workerStates.set(w.name, "restarting", err, a.Now())
 		a.Log.Error("worker stopped; restarting", "worker", w.name, "err", err, "in", backoff)
 		select {
 		case <-ctx.Done():

@@ -38,6 +38,11 @@ func (a *App) initLLM(ctx context.Context) error {
 		return err
 	}
 	a.AddCheck(tiersCheck(a.LLM))
+	// Model endpoint checks are memoised: GET /api/system (even ?fresh=1)
+	// calls each endpoint at most once per systemCheckTTL.
+	if a.Config.LLM.BaseURL != "" {
+		a.AddCheck(doctor.Memo(doctor.HTTPReachable("llm.endpoint", a.Config.LLM.BaseURL+"/models", a.Config.LLM.APIKey, &http.Client{}), systemCheckTTL, a.Now))
+	}
 	names := make([]string, 0, len(a.Config.LLM.Providers))
 	for name := range a.Config.LLM.Providers {
 		names = append(names, name)
@@ -45,7 +50,7 @@ func (a *App) initLLM(ctx context.Context) error {
 	sort.Strings(names)
 	for _, name := range names {
 		if p := a.Config.LLM.Providers[name]; p.Kind == "" || p.Kind == llm.KindOpenAI {
-			a.AddCheck(doctor.HTTPReachable("llm.provider."+name, strings.TrimRight(p.BaseURL, "/")+"/models", p.APIKey, &http.Client{}))
+			a.AddCheck(doctor.Memo(doctor.HTTPReachable("llm.provider."+name, strings.TrimRight(p.BaseURL, "/")+"/models", p.APIKey, &http.Client{}), systemCheckTTL, a.Now))
 		}
 	}
 	if a.Server == nil {

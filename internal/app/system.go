@@ -27,6 +27,7 @@ type SystemStatus struct {
 	UptimeSec int64           `json:"uptime_seconds"`
 	DataDir   string          `json:"data_dir"`
 	Checks    []doctor.Result `json:"checks"`
+	Runtime   RuntimeStatus   `json:"runtime"`
 }
 
 // systemCheckTTL is how long GET /api/system reuses check results. The
@@ -70,5 +71,6 @@ func (a *App) handleSystem(w http.ResponseWriter, r *http.Request) {
 		UptimeSec: int64(a.Now().Sub(started).Seconds()),
 		DataDir:   a.Paths.Data,
 		Checks:    results,
+		Runtime:   a.runtimeStatus(),
 	})
 }

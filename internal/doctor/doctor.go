@@ -222,3 +222,29 @@ func HTTPReachable(name, url, bearer string, client *http.Client) Check {
 		return OK, fmt.Sprintf("%s answered %s", url, resp.Status)
 	}}
 }
+
+// Memo returns c with each result reused for ttl: whoever asks within ttl
+// of a run gets that run's result, and concurrent callers wait for the one
+// run in progress. Checks that call other services (a model endpoint) are
+// wrapped so polling the system page cannot turn into a request per poll.
+func Memo(c Check, ttl time.Duration, now func() time.Time) Check {
+	if now == nil {
+		now = time.Now
+	}
+	var mu sync.Mutex // guards the fields below; held while c runs
+	var at time.Time
+	var status Status
+	var detail string
+	return Check{Name: c.Name, Run: func(ctx context.Context) (Status, string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !at.IsZero() && now().Sub(at) < ttl {
+			return status, detail
+		}
+		// A timeout is cached too: a hung endpoint must not be asked again
+		// on every poll.
+		status, detail = c.Run(ctx)
+		at = now()
+		return status, detail
+	}}
+}

@@ -62,7 +62,23 @@ type Bus struct {
 	heldBytes int
 	subs      map[*Subscription]struct{}
 	nAppr     int // subscribers that count as approvers
+	shed      int64
 	closed    bool
+}
+
+// Stats is the bus's runtime state, for the system page and metrics.
+type Stats struct {
+	Subscribers int   `json:"subscribers"`
+	Approvers   int   `json:"approvers"`
+	Shed        int64 `json:"shed_total"` // slow consumers dropped since start
+	LastSeq     int64 `json:"last_seq"`
+}
+
+// Stats returns the current subscriber counts and the shed total.
+func (b *Bus) Stats() Stats {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return Stats{Subscribers: len(b.subs), Approvers: b.nAppr, Shed: b.shed, LastSeq: b.seq}
 }
 
 // NewBus returns a bus keeping ring events for replay and buffering buf
@@ -125,6 +141,7 @@ func (b *Bus) shedLocked(s *Subscription) {
 		b.nAppr--
 	}
 	s.Shed = true
+	b.shed++
 	close(s.ch)
 }
 

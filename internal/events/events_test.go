@@ -89,8 +89,14 @@ func TestSlowConsumerIsShed(t *testing.T) {
 	if b.Approvers() != 0 {
 		t.Errorf("shed approver still counted")
 	}
+	if st := b.Stats(); st.Shed < 1 || st.Subscribers > 1 || st.Approvers != 0 || st.LastSeq != 1000 {
+		t.Errorf("stats after shedding: %+v", st)
+	}
 	fast.Close()
 	<-done
+	if st := b.Stats(); st.Subscribers != 0 {
+		t.Errorf("stats after close: %+v", st)
+	}
 }
 
 func TestSSEResume(t *testing.T) {

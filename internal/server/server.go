@@ -19,6 +19,7 @@ import (
 	"github.com/hestia-dev/hestia/internal/config"
 	"github.com/hestia-dev/hestia/internal/daemonaddr"
 	"github.com/hestia-dev/hestia/internal/httpjson"
+	"github.com/hestia-dev/hestia/internal/metrics"
 )
 
 // Options configure a Server.
@@ -32,6 +33,9 @@ type Options struct {
 	Now func() time.Time
 	// Auth, when set, authenticates requests besides Token (auth.go).
 	Auth Authenticator
+	// Routes, when set, records per-route latency (GET /api/system,
+	// /api/metrics).
+	Routes *metrics.Routes
 }
 
 // Server owns the HTTP listener and the route tables.
@@ -95,7 +99,24 @@ func (s *Server) Started() time.Time { return s.started }
 
 // Handler is the complete handler chain, exposed for tests.
 func (s *Server) Handler() http.Handler {
-	return s.recoverPanics(s.guardHost(s.securityHeaders(s.root)))
+	var h http.Handler = s.root
+	if s.opts.Routes != nil {
+		h = s.opts.Routes.Middleware(s.routeLabel, h)
+	}
+	return s.recoverPanics(s.guardHost(s.securityHeaders(h)))
+}
+
+// routeLabel is the pattern a request matches, looked up in the same muxes
+// that will serve it, so labels are bounded by the registered routes.
+func (s *Server) routeLabel(r *http.Request) string {
+	_, p := s.root.Handler(r)
+	if p == "/api/" || p == "/v1/" {
+		_, p = s.api.Handler(r)
+	}
+	if p == "" {
+		p = "unmatched"
+	}
+	return p
 }
 
 // Listen opens the configured address. Separate from Serve so the caller can

@@ -235,6 +235,23 @@ describe('pages', () => {
     expect(screen.getByText('Runs')).toBeTruthy();
     expect(screen.getByText('Asks you')).toBeTruthy();
   });
+
+  it('system view shows the runtime: heap, streams, workers and route latency', () => {
+    const { wrap } = withApp({});
+    const runtime = {
+      goroutines: 42, heap_alloc_bytes: 5 * 1024 * 1024, sys_bytes: 20 * 1024 * 1024,
+      events: { subscribers: 2, approvers: 1, shed_total: 3 },
+      workers: [{ name: 'agent', state: 'running', restarts: 0 }, { name: 'mail-sync', state: 'restarting', restarts: 2, last_error: 'imap: connection reset' }],
+      routes: [{ route: 'GET /api/chats', method: 'GET', count: 7, errors: 1, p50_ms: 2.5, p95_ms: 25, max_ms: 31 }],
+    };
+    wrap(<SystemView sys={{ version: '1', checks: [], runtime }} />);
+    expect(screen.getByText('42')).toBeTruthy();
+    expect(screen.getByText('5.0 MiB')).toBeTruthy();
+    expect(screen.getByText(/3 dropped as too slow/)).toBeTruthy();
+    expect(screen.getByText(/2 restarts · imap: connection reset/)).toBeTruthy();
+    expect(screen.getByText('GET /api/chats')).toBeTruthy();
+    expect(screen.getByText('2.5')).toBeTruthy();
+  });
 });
 
 describe('App errors', () => {

@@ -6,6 +6,7 @@ import { Refresh } from '../components/icons';
 import { useApp } from '../context';
 import { duration } from '../lib/format';
 import { Failure, PageHeader } from './common';
+import { RuntimeView } from './Runtime';
 
 type Obj = Record<string, any>;
 
@@ -138,6 +139,7 @@ export function SystemView({ sys }: { sys: Obj }) {
           </div>
         ))}
       </div>
+      {sys.runtime && typeof sys.runtime === 'object' ? <RuntimeView rt={sys.runtime as Obj} /> : null}
     </>
   );
 }
