@@ -26,6 +26,8 @@ require (
 	mvdan.cc/sh/v3 v3.14.1
 )
 
+require github.com/emersion/go-vcard v0.0.0-20260618161152-d854b7e0e2d3
+
 require (
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect

@@ -88,6 +88,9 @@ func (a *App) initAgent(ctx context.Context) error {
 	if _, err := a.registerWiki(ctx, reg); err != nil {
 		return err
 	}
+	if err := a.registerContacts(ctx, reg); err != nil {
+		return err
+	}
 	if err := reg.Register(builtin.Now(a.Now, time.Local)); err != nil {
 		return err
 	}

@@ -58,6 +58,7 @@ func commands() []command {
 		{"extract", "extract a document's text from stdin as JSON (the daemon's sandboxed helper)", runExtract},
 		{"cal", "calendar: agenda, search, free slots, import/sync vdir folders", runCal},
 		{"wiki", "search, read, lint, reindex and import into the Markdown wiki", runWiki},
+		{"contacts", "contacts: search, resolve a name to recipients, import/sync vdir folders", runContacts},
 	}
 }
 

@@ -286,10 +286,27 @@ func (d Deps) account(name string) (string, string, error) {
 	return name, from, nil
 }
 
+// namesOnly refuses recipients given as names: the model must resolve
+// them (resolve_recipient) and ask the user when the name is ambiguous,
+// so that the approval card always shows the real address.
+func namesOnly(lists ...[]string) error {
+	for _, l := range lists {
+		for _, r := range l {
+			if !strings.Contains(r, "@") {
+				return fmt.Errorf("recipient %q is a name, not an address: call resolve_recipient, and if it is ambiguous ask the user which address; then send to the address", r)
+			}
+		}
+	}
+	return nil
+}
+
 // Send runs mail_send through the journal.
 func (d Deps) Send(ctx context.Context, a SendArgs) (journal.Op, error) {
 	if d.Journal == nil || d.Sender == nil {
 		return journal.Op{}, errors.New("sending mail is not configured")
+	}
+	if err := namesOnly(a.To, a.Cc, a.Bcc); err != nil {
+		return journal.Op{}, err
 	}
 	acct, from, err := d.account(a.Account)
 	if err != nil {
@@ -302,6 +319,9 @@ func (d Deps) Send(ctx context.Context, a SendArgs) (journal.Op, error) {
 func (d Deps) Schedule(ctx context.Context, a SendArgs) (journal.Op, error) {
 	if d.Journal == nil {
 		return journal.Op{}, errors.New("sending mail is not configured")
+	}
+	if err := namesOnly(a.To, a.Cc, a.Bcc); err != nil {
+		return journal.Op{}, err
 	}
 	at, err := time.Parse(time.RFC3339, a.SendAt)
 	if err != nil {
@@ -413,7 +433,7 @@ func Tools(d Deps) []tools.Tool {
 		tool(withSpec(read, "mail_read", "Read one message by id: headers, body state, attachments and a page of the body (continue with offset=next_offset).", readSchema), nil, d.Read),
 		tool(withSpec(read, "mail_thread", "List the conversation a message belongs to, newest first, with short snippets; page with offset.", threadSchema), nil, d.Thread),
 		tool(withSpec(tools.Spec{Risk: tools.RiskLow, PathArgs: []string{"folder"}}, "mail_save_attachment", "Save one attachment of a message (index from mail_read) into a folder; never overwrites.", saveSchema), nil, d.SaveAttachment),
-		tool(withSpec(send, "mail_send", "Send a new email from a configured account. Journaled and confirmed against the Sent mailbox.", sendSchema), canSend, d.Send),
+		tool(withSpec(send, "mail_send", "Send a new email from a configured account. Journaled and confirmed against the Sent mailbox. Recipients are addresses; for a person's name call resolve_recipient first.", sendSchema), canSend, d.Send),
 		tool(withSpec(send, "mail_reply", "Reply to a message by id (reply_all adds the other recipients). Journaled and confirmed against Sent.", replySchema), canSend, d.Reply),
 		tool(withSpec(send, "mail_schedule", "Schedule an email to be sent at send_at (RFC 3339). Journaled; sent once by the scheduler.", scheduleSchema), canSend, d.Schedule),
 	}

@@ -190,7 +190,17 @@ func TestSendReplySchedule(t *testing.T) {
 	if !res.IsError {
 		t.Errorf("unknown account accepted: %s", res.Content)
 	}
+	// A bare name is refused with a pointer to resolve_recipient; nothing
+	// is sent or journaled.
+	res = run(t, reg, "mail_send", `{"to":["Marco"],"subject":"Hi","body":"Hello"}`)
+	if !res.IsError || !strings.Contains(res.Content, "resolve_recipient") || len(snd.drafts) != 2 {
+		t.Errorf("name recipient: %s", res.Content)
+	}
 	at := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	res = run(t, reg, "mail_schedule", `{"to":["ann@x.org"],"bcc":["Anna from Polimi"],"subject":"Later","body":"x","send_at":"`+at+`"}`)
+	if !res.IsError || !strings.Contains(res.Content, "resolve_recipient") {
+		t.Errorf("scheduled name recipient: %s", res.Content)
+	}
 	res = run(t, reg, "mail_schedule", `{"to":["ann@x.org"],"subject":"Later","body":"x","send_at":"`+at+`"}`)
 	json.Unmarshal([]byte(res.Content), &op)
 	if op.State != journal.StateScheduled || len(snd.drafts) != 2 {

@@ -1,0 +1,250 @@
+package contacts
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func corpusPath(t testing.TB, rel string) string {
+	t.Helper()
+	for _, root := range []string{"../../../shared/corpora", "../../../../shared/corpora"} {
+		p := filepath.Join(root, rel)
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	t.Skipf("corpus %s not present", rel)
+	return ""
+}
+
+func writeVCF(t testing.TB, dir, name, body string) {
+	t.Helper()
+	os.MkdirAll(dir, 0o755)
+	body = strings.ReplaceAll(strings.TrimSpace(body), "\n", "\r\n") + "\r\n"
+	if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func fixture(t *testing.T) *Store {
+	t.Helper()
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "contacts.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	work := filepath.Join(t.TempDir(), "work")
+	home := filepath.Join(t.TempDir(), "home")
+	writeVCF(t, work, "marco.vcf", `
+BEGIN:VCARD
+VERSION:4.0
+UID:urn:uuid:1
+FN:Marco Rossi
+N:Rossi;Marco;;;
+ORG:Acme
+EMAIL;TYPE=work:marco.rossi@acme.example
+TEL;VALUE=uri:tel:+39-02-1234-5678
+END:VCARD`)
+	writeVCF(t, work, "anna.vcf", `
+BEGIN:VCARD
+VERSION:3.0
+FN:Anna Bianchi
+N:Bianchi;Anna;;;
+ORG:Politecnico di Milano
+EMAIL;TYPE=INTERNET:anna.bianchi@polimi.it
+END:VCARD`)
+	writeVCF(t, work, "broken.vcf", "BEGIN:VCARD\r\nVERSION:4.0\r\nFN Marco\r\n")
+	// The same Marco in another book, by phone only, plus a second Marco
+	// and a second Anna.
+	writeVCF(t, home, "m.vcf", `
+BEGIN:VCARD
+VERSION:3.0
+FN:Marco R.
+NICKNAME:Marchino
+TEL;TYPE=CELL:0039 02 12345678
+EMAIL:marco@home.example
+END:VCARD
+BEGIN:VCARD
+VERSION:3.0
+FN:Marco Verdi
+EMAIL:mverdi@example.net
+END:VCARD`)
+	writeVCF(t, home, "a.vcf", `
+BEGIN:VCARD
+VERSION:3.0
+FN:Anna Neri
+EMAIL:anna@gmail.example
+END:VCARD`)
+	for _, src := range []Source{{Name: "work", Path: work}, {Name: "home", Path: home}} {
+		st, err := s.Sync(ctx, src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if src.Name == "work" && (len(st.Skipped) != 1 || st.Skipped[0].File != "broken.vcf" || st.Cards != 2) {
+			t.Fatalf("work sync %+v", st)
+		}
+	}
+	return s
+}
+
+func TestSearchMergesPeople(t *testing.T) {
+	t.Parallel()
+	s := fixture(t)
+	ps, err := s.Search(context.Background(), "marco", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ps) != 2 {
+		t.Fatalf("people %+v", ps)
+	}
+	var rossi Person
+	for _, p := range ps {
+		if p.Name == "Marco Rossi" || p.Name == "Marco R." {
+			rossi = p
+		}
+	}
+	if rossi.Cards != 2 || len(rossi.Emails) != 2 || strings.Join(rossi.Books, ",") != "home,work" {
+		t.Fatalf("merged person %+v", rossi)
+	}
+	if ps, _ := s.Search(context.Background(), "polit", 10); len(ps) != 1 || ps[0].Name != "Anna Bianchi" {
+		t.Fatalf("org prefix: %+v", ps)
+	}
+	if ps, _ := s.Search(context.Background(), "marchino", 10); len(ps) != 1 {
+		t.Fatalf("nickname: %+v", ps)
+	}
+	if _, err := s.Search(context.Background(), " ", 10); !errors.Is(err, ErrBadQuery) {
+		t.Fatalf("empty: %v", err)
+	}
+	if ps, err := s.Search(context.Background(), `") OR *`, 10); err != nil || len(ps) != 0 {
+		t.Fatalf("syntax passed through: %v %v", ps, err)
+	}
+}
+
+func TestResolve(t *testing.T) {
+	t.Parallel()
+	s := fixture(t)
+	ctx := context.Background()
+	now := time.Date(2026, 3, 20, 0, 0, 0, 0, time.UTC)
+	mail := func(_ context.Context, q string, _ int) ([]Correspondent, error) {
+		all := []Correspondent{
+			{Address: "marco@home.example", Name: "Marco", Sent: 12, Received: 30, Last: now.AddDate(0, 0, -2)},
+			{Address: "mverdi@example.net", Name: "Marco Verdi", Sent: 0, Received: 1, Last: now.AddDate(-2, 0, 0)},
+			{Address: "marco.bruno@uni.example", Name: "Marco Bruno", Sent: 1, Received: 2, Last: now.AddDate(0, -1, 0)},
+			{Address: "anna@polimi.it", Name: "Anna Bianchi", Sent: 3, Received: 3, Last: now.AddDate(0, 0, -10)},
+		}
+		var out []Correspondent
+		for _, c := range all {
+			if strings.Contains(strings.ToLower(c.Name+c.Address), strings.ToLower(q)) {
+				out = append(out, c)
+			}
+		}
+		return out, nil
+	}
+	r, err := s.Resolve(ctx, "Marco", mail, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Status != Ambiguous || len(r.Candidates) != 3 {
+		t.Fatalf("marco: %+v", r)
+	}
+	top := r.Candidates[0]
+	// The merged Rossi cards, mailed most, with the address actually used.
+	if top.Email != "marco@home.example" || !top.Evidence.Card || top.Evidence.Mailed != 12 || top.Evidence.Last == nil {
+		t.Fatalf("top %+v", top)
+	}
+	r, _ = s.Resolve(ctx, "Marco Verdi", mail, now)
+	if r.Status != Unique || r.Candidates[0].Email != "mverdi@example.net" || r.Candidates[0].Evidence.Matched != "full name" {
+		t.Fatalf("verdi %+v", r)
+	}
+	// The card's address and the one in mail differ: both are offered,
+	// and the hint keeps out Anna Neri (gmail).
+	r, _ = s.Resolve(ctx, "Anna from Polimi", mail, now)
+	if r.Status != Ambiguous || len(r.Candidates) != 2 {
+		t.Fatalf("anna from polimi %+v", r)
+	}
+	for _, c := range r.Candidates {
+		if !strings.Contains(c.Email, "polimi") {
+			t.Fatalf("hint not applied: %+v", r)
+		}
+	}
+	if r, _ = s.Resolve(ctx, "Anna", mail, now); len(r.Candidates) != 3 {
+		t.Fatalf("anna %+v", r)
+	}
+	r, _ = s.Resolve(ctx, "Zorro", mail, now)
+	if r.Status != NotFound || len(r.Candidates) != 0 || r.Note == "" {
+		t.Fatalf("zorro %+v", r)
+	}
+	r, _ = s.Resolve(ctx, "Anna.Bianchi@Polimi.it", nil, now)
+	if r.Status != Unique || r.Candidates[0].Name != "Anna Bianchi" {
+		t.Fatalf("address %+v", r)
+	}
+	if _, err := s.Resolve(ctx, "", mail, now); !errors.Is(err, ErrBadQuery) {
+		t.Fatalf("empty: %v", err)
+	}
+}
+
+// TestCorporaParse parses the vCards of the ez-vcard and kcontacts test
+// suites: none may panic, failures carry ErrMalformed and a reason.
+func TestCorporaParse(t *testing.T) {
+	t.Parallel()
+	ok, bad, cards := 0, 0, 0
+	for _, rel := range []string{"ez-vcard", "kcontacts", "icaljs/test/parser"} {
+		root := corpusPath(t, rel)
+		filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(strings.ToLower(p), ".vcf") {
+				return nil
+			}
+			data, _ := os.ReadFile(p)
+			cs, err := ParseVCF(bytes.NewReader(data))
+			if err != nil {
+				if !errors.Is(err, ErrMalformed) {
+					t.Errorf("%s: %v", p, err)
+				}
+				bad++
+				return nil
+			}
+			ok++
+			cards += len(cs)
+			return nil
+		})
+	}
+	t.Logf("%d files parsed (%d cards), %d rejected with a reason", ok, cards, bad)
+	if ok < 20 || cards < 20 {
+		t.Fatalf("too few parsed: %d files %d cards", ok, cards)
+	}
+}
+
+func FuzzParseVCF(f *testing.F) {
+	seeds, _ := filepath.Glob("testdata/*.vcf")
+	for _, p := range seeds {
+		b, _ := os.ReadFile(p)
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		cs, err := ParseVCF(bytes.NewReader(data))
+		if err != nil {
+			if !errors.Is(err, ErrMalformed) {
+				t.Fatalf("error without ErrMalformed: %v", err)
+			}
+			return
+		}
+		for _, c := range cs {
+			if c.Name == "" && len(c.Phones) == 0 {
+				t.Fatalf("empty card kept: %+v", c)
+			}
+			for _, e := range c.Emails {
+				if NormEmail(e) != e {
+					t.Fatalf("email not normalized: %q", e)
+				}
+			}
+		}
+	})
+}
