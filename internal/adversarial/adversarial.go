@@ -48,6 +48,7 @@ import (
 	"github.com/hestia-dev/hestia/internal/events"
 	"github.com/hestia-dev/hestia/internal/files"
 	"github.com/hestia-dev/hestia/internal/llm"
+	"github.com/hestia-dev/hestia/internal/memory"
 	"github.com/hestia-dev/hestia/internal/pathpolicy"
 	"github.com/hestia-dev/hestia/internal/policy"
 	"github.com/hestia-dev/hestia/internal/store"
@@ -330,6 +331,11 @@ func buildSandbox(ctx context.Context, root string, c Case, opts Options) (*Sand
 	sb.closers = append(sb.closers, sb.Wiki.Close)
 	all = append(all, wikitools.Tools(sb.Wiki)...)
 	all = append(all, localTools(sb.PathPol, home)...)
+	prof, err := memory.OpenProfile(filepath.Join(sb.Paths.Data, "memory"))
+	if err != nil {
+		return nil, err
+	}
+	all = append(all, memory.Tool(prof))
 	for _, t := range all {
 		if err := sb.Registry.Register(&recording{Tool: t, log: &sb.effects}); err != nil {
 			return nil, err

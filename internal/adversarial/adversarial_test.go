@@ -3,15 +3,19 @@ package adversarial
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/hestia-dev/hestia/internal/files"
 	"github.com/hestia-dev/hestia/internal/llm"
 	"github.com/hestia-dev/hestia/internal/llm/llmtest"
+	"github.com/hestia-dev/hestia/internal/memory"
 	"github.com/hestia-dev/hestia/internal/pathpolicy"
 	"github.com/hestia-dev/hestia/internal/policy"
 	"github.com/hestia-dev/hestia/internal/taint"
+	"github.com/hestia-dev/hestia/internal/wiki"
+	"github.com/hestia-dev/hestia/internal/wiki/wikitools"
 )
 
 // llmtestModel runs the script through the scripted model server and the
@@ -123,6 +127,17 @@ func TestEverySensitiveToolIsAttacked(t *testing.T) {
 	}
 	all := append(files.Tools(pp), standIns(&Injected{}, &effectLog{})...)
 	all = append(all, localTools(pp, t.TempDir())...)
+	w, err := wiki.Open(context.Background(), wiki.Options{Root: filepath.Join(t.TempDir(), "wiki"), DBPath: filepath.Join(t.TempDir(), "wiki.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	prof, err := memory.OpenProfile(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	all = append(all, wikitools.Tools(w)...)
+	all = append(all, memory.Tool(prof))
 	for _, tl := range all {
 		if name := tl.Spec().Name; taint.Sensitive(tl) && !called[name] {
 			t.Errorf("no adversarial case calls %s, which writes or sends", name)

@@ -110,6 +110,12 @@ type Deps struct {
 	Events    Publisher  // may be nil
 	Usage     UsageRecorder
 	Budget    *budget.Guard // may be nil; see budget.go
+	// Profile, when set, returns the profile memory placed before and
+	// after the base system prompt (internal/memory).
+	Profile func() (before, after string)
+	// OnCompact, when set, is called (at most once a turn) when the
+	// context reducer summarised a chat's older history away.
+	OnCompact func(chatID string)
 	Log       *slog.Logger
 	Clock     func() time.Time
 }

@@ -24,14 +24,15 @@ const maxHistory = 500
 const wrapUpNote = "The step limit for this turn has been reached and tools are now unavailable. Reply to the user now: summarise what was done, what was found, and what is still open. Do not claim any action that a tool result did not confirm."
 
 type turnState struct {
-	t        *Turn
-	ctx      context.Context // cancelled on abort
-	bg       context.Context // not cancelled: bookkeeping after an abort
-	msgs     []llm.Message   // model-facing history, including the system prompt
-	boundary untrusted.Boundary
-	taint    *taint.Tracker
-	reduce   int // reducer tier applied so far
-	steps    int
+	t         *Turn
+	compacted bool            // OnCompact already called this turn
+	ctx       context.Context // cancelled on abort
+	bg        context.Context // not cancelled: bookkeeping after an abort
+	msgs      []llm.Message   // model-facing history, including the system prompt
+	boundary  untrusted.Boundary
+	taint     *taint.Tracker
+	reduce    int // reducer tier applied so far
+	steps     int
 }
 
 func (a *Agent) runTurn(t *Turn) (res Result) {
@@ -109,8 +110,25 @@ func (a *Agent) continueTurn(t *Turn, ctx, bg context.Context, tracker *taint.Tr
 	return a.loop(st, res)
 }
 
+// systemPrompt is the profile memory's AGENT.md, the base instructions,
+// USER.md and MEMORY.md, then the time: everything before the time is
+// stable between turns so provider prompt caches keep hitting.
 func (a *Agent) systemPrompt() string {
-	return a.cfg.SystemPrompt + "\nCurrent time: " + a.d.Clock().Format(time.RFC3339) + "."
+	before, after := "", ""
+	if a.d.Profile != nil {
+		before, after = a.d.Profile()
+	}
+	return before + a.cfg.SystemPrompt + after + "\nCurrent time: " + a.d.Clock().Format(time.RFC3339) + "."
+}
+
+// compacted tells OnCompact, once per turn, that the reducer summarised
+// older history away (tier 2 or beyond): facts worth keeping may be in it.
+func (a *Agent) compacted(st *turnState, tier int) {
+	if tier < tierSummarise || st.compacted || a.d.OnCompact == nil {
+		return
+	}
+	st.compacted = true
+	a.d.OnCompact(st.t.ChatID)
 }
 
 func (a *Agent) aborted(res Result, cause error) Result {
@@ -241,9 +259,12 @@ func (a *Agent) callModel(st *turnState, defs []llm.ToolDef) (llm.Response, erro
 	for tier := 1; tier <= st.reduce; tier++ {
 		st.msgs = reduceContext(st.msgs, tier)
 	}
+	applied := st.reduce
 	for tier := st.reduce + 1; tier <= maxTier && estimate(st.msgs, defs) > budget; tier++ {
 		st.msgs = reduceContext(st.msgs, tier)
+		applied = tier
 	}
+	a.compacted(st, applied)
 	for attempt := 0; ; attempt++ {
 		step := st.steps
 		resp, err := a.d.LLM.Stream(st.ctx, llm.Request{
@@ -262,6 +283,7 @@ func (a *Agent) callModel(st *turnState, defs []llm.ToolDef) (llm.Response, erro
 		for tier := 1; tier <= st.reduce; tier++ {
 			st.msgs = reduceContext(st.msgs, tier)
 		}
+		a.compacted(st, st.reduce)
 		a.d.Log.Info("context too large, reduced and retrying", "chat", st.t.ChatID, "tier", st.reduce)
 	}
 }

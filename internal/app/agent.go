@@ -91,6 +91,10 @@ func (a *App) initAgent(ctx context.Context) error {
 	if err := a.registerContacts(ctx, reg); err != nil {
 		return err
 	}
+	mem, err := a.registerMemory(ctx, reg, chats)
+	if err != nil {
+		return err
+	}
 	if err := reg.Register(builtin.Now(a.Now, time.Local)); err != nil {
 		return err
 	}
@@ -104,7 +108,8 @@ func (a *App) initAgent(ctx context.Context) error {
 	ag, err := agent.New(agent.Config{
 		Tier: llm.Tier(cfg.Agent.Tier), StepLimit: cfg.Agent.StepLimit, QueueLimit: cfg.Agent.QueueLimit,
 		ContextTokens: cfg.Agent.ContextTokens, ToolTimeout: cfg.Agent.ToolTimeout.D(),
-	}, agent.Deps{LLM: a.Chat, Budget: a.Budget, Usage: a.Usage, Tools: reg, Policy: engine, Paths: paths, Approvals: broker, Chats: chats, Audit: auditLog, Events: bus, Log: log, Clock: a.Now})
+	}, agent.Deps{LLM: a.Chat, Budget: a.Budget, Usage: a.Usage, Tools: reg, Policy: engine, Paths: paths, Approvals: broker, Chats: chats, Audit: auditLog, Events: bus, Log: log, Clock: a.Now,
+		Profile: mem.prompt, OnCompact: mem.onCompact})
 	if err != nil {
 		return err
 	}

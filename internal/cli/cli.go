@@ -59,6 +59,7 @@ func commands() []command {
 		{"cal", "calendar: agenda, search, free slots, import/sync vdir folders", runCal},
 		{"wiki", "search, read, lint, reindex and import into the Markdown wiki", runWiki},
 		{"contacts", "contacts: search, resolve a name to recipients, import/sync vdir folders", runContacts},
+		{"memory", "profile memory (USER.md, MEMORY.md, AGENT.md) and the promotion queue", runMemory},
 	}
 }
 
