@@ -96,6 +96,7 @@ func (a *App) initializers() []initializer {
 		{"llm", a.initLLM},
 		{"scheduler", a.initScheduler},
 		{"agent", a.initAgent},
+		{"telegram", a.initTelegram},
 		{"user-jobs", a.initUserJobs},
 		{"notify", a.initNotify},
 		{"audit-tail", a.initAuditTail},

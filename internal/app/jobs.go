@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/hestia-dev/hestia/internal/audit"
 	"time"
 
 	"github.com/hestia-dev/hestia/internal/agent"
@@ -25,6 +26,7 @@ type agentCore struct {
 	tools     *tools.Registry
 	approvals *approval.Broker
 	policy    *policy.Engine
+	audit     *audit.Log
 }
 
 // initScheduler opens the scheduler before the domains that register

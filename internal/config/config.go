@@ -36,6 +36,7 @@ type Config struct {
 	// Calendar and Contacts: calendar.go.
 	Calendar CalendarConfig `toml:"calendar"`
 	Contacts ContactsConfig `toml:"contacts"`
+	Telegram TelegramConfig `toml:"telegram"`
 }
 
 // ServerConfig configures the daemon's HTTP listener.
@@ -69,6 +70,7 @@ func Default() Config {
 		Calendar: defaultCalendar(),
 		Wiki:     defaultWiki(),
 		MCP:      MCPConfig{Serve: true},
+		Telegram: defaultTelegram(),
 	}
 }
 
@@ -165,6 +167,7 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.Agent.validate()...)
 	errs = append(errs, c.Policy.validate()...)
 	errs = append(errs, c.MCP.validate()...)
+	errs = append(errs, c.Telegram.validate()...)
 	return errors.Join(errs...)
 }
 

@@ -115,12 +115,12 @@ func (l LLMConfig) validate() []error {
 	sort.Strings(tiers)
 	for _, tier := range tiers {
 		key := "llm.tiers." + tier
-		known := false
+		known := IsSpeechTier(tier) // speech tiers: internal/speech, not the chat router
 		for _, n := range llmTierNames {
 			known = known || n == tier
 		}
 		if !known {
-			errs = append(errs, &Error{Key: key, Value: tier, Allowed: "one of " + strings.Join(llmTierNames, ", ")})
+			errs = append(errs, &Error{Key: key, Value: tier, Allowed: "one of " + strings.Join(llmTierNames, ", ") + ", stt, tts"})
 			continue
 		}
 		for i, target := range l.Tiers[tier] {

@@ -1,0 +1,142 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/hestia-dev/hestia/internal/agent"
+	"github.com/hestia-dev/hestia/internal/audit"
+	"github.com/hestia-dev/hestia/internal/channels/telegram"
+	"github.com/hestia-dev/hestia/internal/config"
+	"github.com/hestia-dev/hestia/internal/devices"
+	"github.com/hestia-dev/hestia/internal/doctor"
+	"github.com/hestia-dev/hestia/internal/speech"
+	"github.com/hestia-dev/hestia/internal/store"
+)
+
+// initTelegram starts the Telegram channel when a bot token is configured.
+// It drives the same agent, approval broker, event bus and audit log as
+// the web app, so channel turns are counted, audited and budgeted alike.
+func (a *App) initTelegram(ctx context.Context) error {
+	cfg := a.Config.Telegram
+	if !cfg.Enabled() || a.Server == nil || a.core.agent == nil {
+		return nil
+	}
+	token, err := telegramToken(cfg)
+	if err != nil {
+		return err
+	}
+	users, err := telegramUsers(cfg)
+	if err != nil {
+		return err
+	}
+	db, err := a.OpenStore(ctx, telegram.Schema)
+	if err != nil {
+		return err
+	}
+	core := a.core
+	stt, err := a.transcriber()
+	if err != nil {
+		return err
+	}
+	var tr telegram.Transcriber
+	if stt != nil {
+		tr = stt
+	}
+	api := telegram.NewClient(cfg.APIURL, token)
+	bot := telegram.New(telegram.Config{
+		Users: users, PollTimeout: cfg.PollTimeout.D(), EditInterval: cfg.EditInterval.D(),
+		PublicURL: cfg.PublicURL, MaxVoiceBytes: int64(cfg.MaxVoiceMB) << 20,
+	}, telegram.Deps{
+		API: api, Store: telegram.NewStore(db, a.Now),
+		Agent: tgAgent{core.agent}, Chats: tgChats{core}, Approvals: core.approvals, Bus: core.bus,
+		Audit: func(ctx context.Context, typ, chatID, summary string, data any) {
+			core.audit.Record(ctx, audit.Entry{Type: typ, ChatID: chatID, Summary: summary, Data: data})
+		},
+		Transcriber: tr,
+		Log:         a.Log.With("component", "telegram"), Clock: a.Now,
+	})
+	a.AddWorker("telegram", bot.Run)
+	a.AddCheck(doctor.Check{Name: "telegram", Run: func(ctx context.Context) (doctor.Status, string) {
+		return doctor.OK, fmt.Sprintf("bot configured; %d allowed user(s)", len(users))
+	}})
+	return nil
+}
+
+func telegramToken(cfg config.TelegramConfig) (string, error) {
+	if cfg.Token != "" {
+		return strings.TrimSpace(cfg.Token), nil
+	}
+	info, err := os.Stat(cfg.TokenFile)
+	if err != nil {
+		return "", fmt.Errorf("telegram.token_file: %w", err)
+	}
+	if info.Mode().Perm()&0o077 != 0 {
+		return "", fmt.Errorf("telegram.token_file %s is readable by other users; run chmod 600 on it", cfg.TokenFile)
+	}
+	b, err := os.ReadFile(cfg.TokenFile)
+	if err != nil {
+		return "", fmt.Errorf("telegram.token_file: %w", err)
+	}
+	tok := strings.TrimSpace(string(b))
+	if tok == "" {
+		return "", errors.New("telegram.token_file is empty")
+	}
+	return tok, nil
+}
+
+// telegramUsers is the allow-list: the owner may chat, approve and read;
+// contacts get the scopes written beside their id.
+func telegramUsers(cfg config.TelegramConfig) (map[int64][]devices.Scope, error) {
+	users := map[int64][]devices.Scope{cfg.OwnerID: {devices.Chat, devices.Approve, devices.Read}}
+	for _, c := range cfg.Contacts {
+		id, names, err := config.ParseTelegramContact(c)
+		if err != nil {
+			return nil, err
+		}
+		if id == cfg.OwnerID {
+			continue
+		}
+		scopes, err := devices.ParseScopes(names)
+		if err != nil {
+			return nil, err
+		}
+		users[id] = scopes
+	}
+	return users, nil
+}
+
+type tgAgent struct{ ag *agent.Agent }
+
+func (t tgAgent) Submit(ctx context.Context, chatID, text string) error {
+	_, err := t.ag.Submit(ctx, chatID, text, agent.Options{})
+	return err
+}
+
+type tgChats struct{ core agentCore }
+
+func (t tgChats) Create(ctx context.Context, title string) (string, error) {
+	c, err := t.core.chats.Create(ctx, title)
+	if err != nil {
+		return "", err
+	}
+	t.core.bus.Publish("chat.created", c.ID, map[string]any{"chat": c})
+	return c.ID, nil
+}
+
+func (t tgChats) Exists(ctx context.Context, id string) (bool, error) {
+	_, err := t.core.chats.Get(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// transcriber returns the speech-to-text client of the stt tier, or nil
+// when none is configured.
+func (a *App) transcriber() (*speech.Client, error) {
+	return speech.FromConfig(a.Config.LLM, "stt")
+}

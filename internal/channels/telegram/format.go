@@ -1,0 +1,155 @@
+package telegram
+
+import (
+	"html"
+	"regexp"
+	"strings"
+	"unicode/utf8"
+)
+
+// MaxMessage is Telegram's limit on a message's text (characters after
+// entity parsing). Replies are split below it.
+const MaxMessage = 4096
+
+// chunkRunes is how much Markdown source one message carries; rendering
+// never adds visible characters, so the result stays under MaxMessage.
+const chunkRunes = 3900
+
+// Render turns the assistant's Markdown into Telegram's HTML subset. Every
+// character of the input is escaped first; tags are only added in matched
+// pairs around text that contains no tag, so the output is always well
+// formed, whatever the model wrote. What the subset cannot show (tables,
+// images, raw HTML) stays as literal text.
+func Render(md string) string {
+	var b strings.Builder
+	lines := strings.Split(strings.ReplaceAll(md, "\r\n", "\n"), "\n")
+	inFence := false
+	var code []string
+	for i, line := range lines {
+		trimmed := strings.TrimSpace(line)
+		if strings.HasPrefix(trimmed, "```") {
+			if inFence {
+				b.WriteString("<pre>" + html.EscapeString(strings.Join(code, "\n")) + "</pre>")
+				code = code[:0]
+				inFence = false
+				if i < len(lines)-1 {
+					b.WriteByte('\n')
+				}
+				continue
+			}
+			inFence = true
+			continue
+		}
+		if inFence {
+			code = append(code, line)
+			continue
+		}
+		b.WriteString(renderLine(line))
+		if i < len(lines)-1 {
+			b.WriteByte('\n')
+		}
+	}
+	if inFence {
+		// An unclosed fence (a cut-off stream) still shows as code.
+		b.WriteString("<pre>" + html.EscapeString(strings.Join(code, "\n")) + "</pre>")
+	}
+	return b.String()
+}
+
+var (
+	headingRe = regexp.MustCompile(`^#{1,6}\s+(.+)$`)
+	bulletRe  = regexp.MustCompile(`^(\s*)[-*+]\s+`)
+	linkRe    = regexp.MustCompile(`\[([^\[\]<>]+)\]\((https?://[^\s()<>"*~]+)\)`)
+	boldRe    = regexp.MustCompile(`\*\*([^*<>\n]+?)\*\*`)
+	italicRe  = regexp.MustCompile(`(^|[\s(])\*([^*<>\s][^*<>\n]*?)\*`)
+	strikeRe  = regexp.MustCompile(`~~([^~<>\n]+?)~~`)
+)
+
+func renderLine(line string) string {
+	heading := false
+	if m := headingRe.FindStringSubmatch(line); m != nil {
+		line, heading = m[1], true
+	}
+	line = bulletRe.ReplaceAllString(line, "${1}• ")
+	// Code spans are opaque: split on backticks, format only outside.
+	parts := strings.Split(line, "`")
+	var b strings.Builder
+	for i, p := range parts {
+		switch {
+		case i%2 == 1 && i < len(parts)-1:
+			b.WriteString("<code>" + html.EscapeString(p) + "</code>")
+		case i%2 == 1:
+			// An unmatched backtick stays literal.
+			b.WriteString("`" + inline(p))
+		default:
+			b.WriteString(inline(p))
+		}
+	}
+	if heading {
+		return "<b>" + b.String() + "</b>"
+	}
+	return b.String()
+}
+
+func inline(s string) string {
+	s = html.EscapeString(s)
+	s = linkRe.ReplaceAllString(s, `<a href="$2">$1</a>`)
+	s = boldRe.ReplaceAllString(s, "<b>$1</b>")
+	s = strikeRe.ReplaceAllString(s, "<s>$1</s>")
+	s = italicRe.ReplaceAllString(s, "$1<i>$2</i>")
+	return s
+}
+
+// Escape makes plain text safe for an HTML-mode message.
+func Escape(s string) string { return html.EscapeString(s) }
+
+// Split cuts Markdown into pieces of at most chunkRunes characters, at a
+// paragraph or line break where there is one, never inside a character. A
+// code fence cut in two is closed at the end of one piece and reopened at
+// the start of the next, so each piece renders on its own.
+func Split(md string) []string {
+	md = strings.ReplaceAll(md, "\r\n", "\n")
+	var out []string
+	for utf8.RuneCountInString(md) > chunkRunes {
+		cut := cutPoint(md, chunkRunes)
+		piece, rest := md[:cut], strings.TrimLeft(md[cut:], "\n")
+		if strings.Count(piece, "```")%2 == 1 {
+			piece += "\n```"
+			rest = "```\n" + rest
+		}
+		out = append(out, piece)
+		md = rest
+	}
+	if strings.TrimSpace(md) != "" || len(out) == 0 {
+		out = append(out, md)
+	}
+	return out
+}
+
+// cutPoint returns a byte offset at most limit runes (minus room for a
+// closing fence) into s: the last paragraph break, else line break, else
+// space, else the rune boundary itself.
+func cutPoint(s string, limit int) int {
+	limit -= 8 // room for a fence closed at the cut
+	end := 0
+	for i := 0; i < limit && end < len(s); i++ {
+		_, size := utf8.DecodeRuneInString(s[end:])
+		end += size
+	}
+	window := s[:end]
+	for _, sep := range []string{"\n\n", "\n", " "} {
+		if i := strings.LastIndex(window, sep); i > end/2 {
+			return i + len(sep)
+		}
+	}
+	return end
+}
+
+// Truncate shortens rendered-to-be Markdown for a streaming preview.
+func Truncate(md string, n int) string {
+	if utf8.RuneCountInString(md) <= n {
+		return md
+	}
+	r := []rune(md)
+	return string(r[:n]) + "…"
+}

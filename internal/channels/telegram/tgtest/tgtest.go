@@ -1,0 +1,421 @@
+// Package tgtest is an in-process fake of the Telegram Bot API for tests:
+// long-polled getUpdates fed by the test, sendMessage/editMessageText that
+// record what a user would see (and reject what Telegram rejects: broken
+// HTML, over-long text, over-long callback data, unchanged edits),
+// answerCallbackQuery, getFile and file downloads. No network is used.
+package tgtest
+
+import (
+	"encoding/json"
+	"fmt"
+	"html"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+	"unicode/utf8"
+)
+
+// Token is the bot token the fake accepts.
+const Token = "123456:TEST-token-not-real"
+
+// Sent is a message as the chat shows it now.
+type Sent struct {
+	ChatID    int64
+	MessageID int64
+	Text      string // HTML as sent
+	Buttons   [][]Button
+	Edits     int
+}
+
+// Button is an inline button as sent.
+type Button struct {
+	Text         string `json:"text"`
+	CallbackData string `json:"callback_data,omitempty"`
+	URL          string `json:"url,omitempty"`
+}
+
+// Server is the fake Bot API.
+type Server struct {
+	URL string
+	t   testing.TB
+
+	mu       sync.Mutex // guards the fields below
+	updates  []map[string]any
+	nextID   int64
+	nextMsg  int64
+	offsets  []int64
+	messages []*Sent
+	answers  map[string]string
+	files    map[string][]byte
+	wake     chan struct{}
+	calls    map[string]int
+}
+
+// New starts a fake server closed with the test.
+func New(t testing.TB) *Server {
+	s := &Server{t: t, nextID: 1, nextMsg: 100, answers: map[string]string{}, files: map[string][]byte{}, wake: make(chan struct{}), calls: map[string]int{}}
+	ts := httptest.NewServer(http.HandlerFunc(s.serve))
+	t.Cleanup(ts.Close)
+	s.URL = ts.URL
+	return s
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	if strings.HasPrefix(r.URL.Path, "/file/bot"+Token+"/") {
+		s.mu.Lock()
+		data, ok := s.files[strings.TrimPrefix(r.URL.Path, "/file/bot"+Token+"/")]
+		s.mu.Unlock()
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		w.Write(data)
+		return
+	}
+	method, ok := strings.CutPrefix(r.URL.Path, "/bot"+Token+"/")
+	if !ok {
+		fail(w, 401, "Unauthorized")
+		return
+	}
+	var p map[string]json.RawMessage
+	if err := json.NewDecoder(r.Body).Decode(&p); err != nil {
+		fail(w, 400, "Bad Request: body is not JSON")
+		return
+	}
+	s.mu.Lock()
+	s.calls[method]++
+	s.mu.Unlock()
+	switch method {
+	case "getUpdates":
+		s.getUpdates(w, r, p)
+	case "sendMessage":
+		s.sendMessage(w, p)
+	case "editMessageText":
+		s.editMessageText(w, p)
+	case "answerCallbackQuery":
+		var id, text string
+		json.Unmarshal(p["callback_query_id"], &id)
+		json.Unmarshal(p["text"], &text)
+		s.mu.Lock()
+		s.answers[id] = text
+		s.mu.Unlock()
+		ok200(w, true)
+	case "getFile":
+		var id string
+		json.Unmarshal(p["file_id"], &id)
+		s.mu.Lock()
+		data, found := s.files["voice/"+id]
+		s.mu.Unlock()
+		if !found {
+			fail(w, 400, "Bad Request: invalid file_id")
+			return
+		}
+		ok200(w, map[string]any{"file_id": id, "file_size": len(data), "file_path": "voice/" + id})
+	default:
+		fail(w, 404, "Not Found: method "+method)
+	}
+}
+
+func ok200(w http.ResponseWriter, result any) {
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(map[string]any{"ok": true, "result": result})
+}
+
+func fail(w http.ResponseWriter, code int, desc string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	json.NewEncoder(w).Encode(map[string]any{"ok": false, "error_code": code, "description": desc})
+}
+
+func (s *Server) getUpdates(w http.ResponseWriter, r *http.Request, p map[string]json.RawMessage) {
+	var offset int64
+	var timeout int
+	json.Unmarshal(p["offset"], &offset)
+	json.Unmarshal(p["timeout"], &timeout)
+	deadline := time.After(time.Duration(timeout) * time.Second)
+	for {
+		s.mu.Lock()
+		s.offsets = append(s.offsets, offset)
+		// Updates below the offset are confirmed and forgotten.
+		kept := s.updates[:0]
+		for _, u := range s.updates {
+			if u["update_id"].(int64) >= offset {
+				kept = append(kept, u)
+			}
+		}
+		s.updates = kept
+		out := append([]map[string]any(nil), s.updates...)
+		wake := s.wake
+		s.mu.Unlock()
+		if len(out) > 0 || timeout == 0 {
+			ok200(w, out)
+			return
+		}
+		select {
+		case <-wake:
+		case <-deadline:
+			ok200(w, []any{})
+			return
+		case <-r.Context().Done():
+			return
+		}
+	}
+}
+
+var tagRe = regexp.MustCompile(`<(/?)([a-z]+)(?:\s+href="[^"<>]*")?>`)
+
+// checkHTML rejects what Telegram's HTML parser rejects: unknown or
+// unbalanced tags and bare '<' / '&'. It returns the visible text.
+func checkHTML(s string) (string, error) {
+	allowed := map[string]bool{"b": true, "i": true, "u": true, "s": true, "code": true, "pre": true, "a": true, "blockquote": true}
+	var stack []string
+	var visible strings.Builder
+	rest := s
+	for rest != "" {
+		i := strings.IndexAny(rest, "<&")
+		if i < 0 {
+			visible.WriteString(rest)
+			break
+		}
+		visible.WriteString(rest[:i])
+		rest = rest[i:]
+		if rest[0] == '&' {
+			j := strings.IndexByte(rest, ';')
+			if j < 0 || html.UnescapeString(rest[:j+1]) == rest[:j+1] {
+				return "", fmt.Errorf("can't parse entities: bad entity at %q", trunc(rest))
+			}
+			visible.WriteString(html.UnescapeString(rest[:j+1]))
+			rest = rest[j+1:]
+			continue
+		}
+		m := tagRe.FindStringSubmatchIndex(rest)
+		if m == nil || m[0] != 0 {
+			return "", fmt.Errorf("can't parse entities: unexpected '<' at %q", trunc(rest))
+		}
+		closing, name := rest[m[2]:m[3]] == "/", rest[m[4]:m[5]]
+		if !allowed[name] {
+			return "", fmt.Errorf("can't parse entities: unsupported tag %s", name)
+		}
+		if closing {
+			if len(stack) == 0 || stack[len(stack)-1] != name {
+				return "", fmt.Errorf("can't parse entities: unexpected end tag %s", name)
+			}
+			stack = stack[:len(stack)-1]
+		} else {
+			stack = append(stack, name)
+		}
+		rest = rest[m[1]:]
+	}
+	if len(stack) > 0 {
+		return "", fmt.Errorf("can't parse entities: unclosed tag %s", stack[len(stack)-1])
+	}
+	return visible.String(), nil
+}
+
+// CheckHTML is checkHTML for other packages' tests.
+func CheckHTML(s string) (visible string, err error) { return checkHTML(s) }
+
+func trunc(s string) string {
+	if len(s) > 20 {
+		return s[:20]
+	}
+	return s
+}
+
+func (s *Server) validate(w http.ResponseWriter, text string, markup json.RawMessage) ([][]Button, bool) {
+	vis, err := checkHTML(text)
+	if err != nil {
+		fail(w, 400, "Bad Request: "+err.Error())
+		return nil, false
+	}
+	if strings.TrimSpace(vis) == "" {
+		fail(w, 400, "Bad Request: message text is empty")
+		return nil, false
+	}
+	if utf8.RuneCountInString(vis) > 4096 {
+		fail(w, 400, "Bad Request: message is too long")
+		return nil, false
+	}
+	var kb struct {
+		Rows [][]Button `json:"inline_keyboard"`
+	}
+	if len(markup) > 0 {
+		json.Unmarshal(markup, &kb)
+		for _, row := range kb.Rows {
+			for _, b := range row {
+				if len(b.CallbackData) > 64 {
+					fail(w, 400, "Bad Request: BUTTON_DATA_INVALID")
+					return nil, false
+				}
+			}
+		}
+	}
+	return kb.Rows, true
+}
+
+func (s *Server) sendMessage(w http.ResponseWriter, p map[string]json.RawMessage) {
+	var chat int64
+	var text string
+	json.Unmarshal(p["chat_id"], &chat)
+	json.Unmarshal(p["text"], &text)
+	rows, ok := s.validate(w, text, p["reply_markup"])
+	if !ok {
+		return
+	}
+	s.mu.Lock()
+	s.nextMsg++
+	m := &Sent{ChatID: chat, MessageID: s.nextMsg, Text: text, Buttons: rows}
+	s.messages = append(s.messages, m)
+	s.mu.Unlock()
+	ok200(w, map[string]any{"message_id": m.MessageID, "chat": map[string]any{"id": chat, "type": "private"}, "text": text})
+}
+
+func (s *Server) editMessageText(w http.ResponseWriter, p map[string]json.RawMessage) {
+	var chat, id int64
+	var text string
+	json.Unmarshal(p["chat_id"], &chat)
+	json.Unmarshal(p["message_id"], &id)
+	json.Unmarshal(p["text"], &text)
+	rows, ok := s.validate(w, text, p["reply_markup"])
+	if !ok {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, m := range s.messages {
+		if m.ChatID == chat && m.MessageID == id {
+			if m.Text == text && len(m.Buttons) == len(rows) {
+				fail(w, 400, "Bad Request: message is not modified")
+				return
+			}
+			m.Text, m.Buttons = text, rows
+			m.Edits++
+			ok200(w, true)
+			return
+		}
+	}
+	fail(w, 400, "Bad Request: message to edit not found")
+}
+
+func (s *Server) push(u map[string]any) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	u["update_id"] = s.nextID
+	s.nextID++
+	s.updates = append(s.updates, u)
+	close(s.wake)
+	s.wake = make(chan struct{})
+	return u["update_id"].(int64)
+}
+
+// SetNextUpdateID sets the id of the next pushed update (a restart test
+// starts where the previous server stopped).
+func (s *Server) SetNextUpdateID(id int64) {
+	s.mu.Lock()
+	s.nextID = id
+	s.mu.Unlock()
+}
+
+func user(id int64, name string) map[string]any {
+	return map[string]any{"id": id, "is_bot": false, "first_name": name}
+}
+
+// SendText is user id writing text in the private chat with the bot.
+func (s *Server) SendText(userID int64, text string) int64 {
+	return s.push(map[string]any{"message": map[string]any{
+		"message_id": 1, "from": user(userID, fmt.Sprintf("User%d", userID)), "chat": map[string]any{"id": userID, "type": "private"}, "date": 1, "text": text,
+	}})
+}
+
+// SendGroupText is user id writing in a group chat.
+func (s *Server) SendGroupText(userID, chatID int64, text string) int64 {
+	return s.push(map[string]any{"message": map[string]any{
+		"message_id": 1, "from": user(userID, "G"), "chat": map[string]any{"id": chatID, "type": "group"}, "date": 1, "text": text,
+	}})
+}
+
+// AddFile stores a downloadable file under id.
+func (s *Server) AddFile(id string, data []byte) {
+	s.mu.Lock()
+	s.files["voice/"+id] = data
+	s.mu.Unlock()
+}
+
+// SendVoice is user id sending a voice note (size as Telegram reports it).
+func (s *Server) SendVoice(userID int64, fileID, mime string, size int64) int64 {
+	return s.push(map[string]any{"message": map[string]any{
+		"message_id": 1, "from": user(userID, "V"), "chat": map[string]any{"id": userID, "type": "private"}, "date": 1,
+		"voice": map[string]any{"file_id": fileID, "duration": 3, "mime_type": mime, "file_size": size},
+	}})
+}
+
+// Press is user id pressing a button with data on message msgID of chat.
+// It returns the callback query id.
+func (s *Server) Press(userID, chat, msgID int64, data string) string {
+	s.mu.Lock()
+	id := fmt.Sprintf("cb%d", s.nextID)
+	s.mu.Unlock()
+	s.push(map[string]any{"callback_query": map[string]any{
+		"id": id, "from": user(userID, "P"), "data": data,
+		"message": map[string]any{"message_id": msgID, "chat": map[string]any{"id": chat, "type": "private"}, "date": 1},
+	}})
+	return id
+}
+
+// Messages returns copies of the messages in a chat, oldest first.
+func (s *Server) Messages(chat int64) []Sent {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Sent
+	for _, m := range s.messages {
+		if m.ChatID == chat {
+			out = append(out, *m)
+		}
+	}
+	return out
+}
+
+// Answer returns the notice a callback query was answered with.
+func (s *Server) Answer(id string) (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a, ok := s.answers[id]
+	return a, ok
+}
+
+// Offsets returns every offset getUpdates was called with.
+func (s *Server) Offsets() []int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]int64(nil), s.offsets...)
+}
+
+// Calls counts calls of a method.
+func (s *Server) Calls(method string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.calls[method]
+}
+
+// Pending reports how many pushed updates were not yet confirmed.
+func (s *Server) Pending() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.updates)
+}
+
+// WaitFor polls cond until it holds or 10 s pass (then fails the test).
+func WaitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
