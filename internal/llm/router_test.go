@@ -151,10 +151,13 @@ func TestSharedDeadline(t *testing.T) {
 	if llm.CodeOf(err) != llm.CodeTimeout {
 		t.Fatalf("code %q (%v)", llm.CodeOf(err), err)
 	}
-	if el > 1500*time.Millisecond || el < 350*time.Millisecond {
+	// b alone would take 5 s; the bound is loose because a loaded CI
+	// machine can stretch a's 150 ms past the whole deadline, which also
+	// leaves only one attempt.
+	if el > 3*time.Second || el < 350*time.Millisecond {
 		t.Fatalf("took %v with a 400ms shared deadline", el)
 	}
-	if recs := rec.all(); len(recs) != 1 || recs[0].Outcome != "timeout" || recs[0].Attempts != 2 {
+	if recs := rec.all(); len(recs) != 1 || recs[0].Outcome != "timeout" || recs[0].Attempts < 1 || recs[0].Attempts > 2 {
 		t.Fatalf("records %+v", recs)
 	}
 }
