@@ -96,6 +96,7 @@ func (a *App) initializers() []initializer {
 		{"llm", a.initLLM},
 		{"scheduler", a.initScheduler},
 		{"agent", a.initAgent},
+		{"speech", a.initSpeech},
 		{"telegram", a.initTelegram},
 		{"user-jobs", a.initUserJobs},
 		{"notify", a.initNotify},

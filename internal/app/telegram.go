@@ -38,13 +38,13 @@ func (a *App) initTelegram(ctx context.Context) error {
 		return err
 	}
 	core := a.core
-	stt, err := a.transcriber()
+	svc, err := a.speechService()
 	if err != nil {
 		return err
 	}
 	var tr telegram.Transcriber
-	if stt != nil {
-		tr = stt
+	if m := svc.For("telegram", "voice"); m != nil {
+		tr = m
 	}
 	api := telegram.NewClient(cfg.APIURL, token)
 	bot := telegram.New(telegram.Config{
@@ -135,8 +135,26 @@ func (t tgChats) Exists(ctx context.Context, id string) (bool, error) {
 	return err == nil, err
 }
 
-// transcriber returns the speech-to-text client of the stt tier, or nil
-// when none is configured.
-func (a *App) transcriber() (*speech.Client, error) {
-	return speech.FromConfig(a.Config.LLM, "stt")
+// speechService is the stt tier behind usage metering (speech.go).
+func (a *App) speechService() (*speech.Service, error) {
+	stt, err := speech.FromConfig(a.Config.LLM, "stt")
+	if err != nil {
+		return nil, err
+	}
+	svc := &speech.Service{STT: stt, Now: a.Now}
+	if a.Usage != nil {
+		svc.Usage = a.Usage
+	}
+	return svc, nil
+}
+
+// initSpeech serves POST /v1/audio/transcriptions (the web app's voice
+// recorder and local programs), metered like the rest of the gateway.
+func (a *App) initSpeech(ctx context.Context) error {
+	svc, err := a.speechService()
+	if err != nil || a.Server == nil {
+		return err
+	}
+	svc.Routes(a.Server.API())
+	return nil
 }

@@ -1,40 +1,16 @@
 package telegram
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/hestia-dev/hestia/internal/speech"
 )
 
-// audioFormats are the containers a speech-to-text server accepts, by the
-// MIME type Telegram reports; the bytes are checked too (Sniff).
-var audioFormats = map[string]string{
-	"audio/ogg": "ogg", "audio/opus": "ogg", "audio/mpeg": "mp3", "audio/mp3": "mp3",
-	"audio/mp4": "m4a", "audio/x-m4a": "m4a", "audio/m4a": "m4a", "audio/aac": "m4a",
-	"audio/wav": "wav", "audio/x-wav": "wav", "audio/wave": "wav",
-	"audio/webm": "webm", "audio/flac": "flac", "audio/x-flac": "flac",
-}
-
 // Sniff names the audio container of data from its first bytes, or "".
-func Sniff(data []byte) string {
-	switch {
-	case bytes.HasPrefix(data, []byte("OggS")):
-		return "ogg"
-	case bytes.HasPrefix(data, []byte("ID3")), len(data) > 1 && data[0] == 0xFF && data[1]&0xE0 == 0xE0:
-		return "mp3"
-	case len(data) >= 12 && bytes.Equal(data[:4], []byte("RIFF")) && bytes.Equal(data[8:12], []byte("WAVE")):
-		return "wav"
-	case bytes.HasPrefix(data, []byte("fLaC")):
-		return "flac"
-	case bytes.HasPrefix(data, []byte{0x1A, 0x45, 0xDF, 0xA3}):
-		return "webm"
-	case len(data) >= 12 && bytes.Equal(data[4:8], []byte("ftyp")):
-		return "m4a"
-	}
-	return ""
-}
+func Sniff(data []byte) string { return speech.Sniff(data) }
 
 // transcribe turns a voice note into text, or answers why it cannot and
 // reports false. Size and format are checked before anything is
@@ -55,8 +31,8 @@ func (b *Bot) transcribe(ctx context.Context, msg *Message, media *Media) (strin
 	if mime == "" && msg.Voice != nil {
 		mime = "audio/ogg" // voice notes are Opus in Ogg
 	}
-	ext, ok := audioFormats[mime]
-	if !ok {
+	ext := speech.FormatForMIME(mime)
+	if ext == "" {
 		return refuse(fmt.Sprintf("the audio format %q is not supported (ogg/opus, mp3, m4a, wav, webm, flac are).", mime))
 	}
 	f, err := b.d.API.GetFile(ctx, media.FileID)
@@ -73,7 +49,7 @@ func (b *Bot) transcribe(ctx context.Context, msg *Message, media *Media) (strin
 	if err != nil {
 		return refuse("downloading it from Telegram failed.")
 	}
-	if got := Sniff(data); got == "" || got != ext && !(ext == "m4a" && got == "m4a") {
+	if got := Sniff(data); got == "" || got != ext {
 		return refuse("its content is not the audio format it claims to be.")
 	}
 	text, err := b.d.Transcriber.Transcribe(ctx, data, "voice."+ext, mime)
