@@ -82,7 +82,10 @@ func (s *Store) index(ctx context.Context) (*search.Index, error) {
 	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM embeddings`).Scan(&count); err != nil {
 		return nil, fmt.Errorf("counting vectors: %w", err)
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT e.message_id, e.vector FROM embeddings e JOIN messages m ON m.id = e.message_id WHERE m.deleted_at IS NULL`)
+	if count == 0 {
+		return nil, nil
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT e.message_id, e.vector FROM embeddings e WHERE e.message_id NOT IN (SELECT id FROM messages WHERE deleted_at IS NOT NULL)`)
 	if err != nil {
 		return nil, fmt.Errorf("loading vectors: %w", err)
 	}

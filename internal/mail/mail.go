@@ -251,7 +251,7 @@ type Stats struct {
 func (s *Store) Stats(ctx context.Context) (Stats, error) {
 	var st Stats
 	err := s.db.QueryRowContext(ctx, `SELECT
-		(SELECT count(*) FROM messages WHERE deleted_at IS NULL),
+		(SELECT count(*) FROM messages) - (SELECT count(*) FROM messages WHERE deleted_at IS NOT NULL),
 		(SELECT count(*) FROM messages WHERE deleted_at IS NOT NULL),
 		(SELECT count(*) FROM threads WHERE message_count > 0),
 		(SELECT count(*) FROM message_paths),

@@ -125,10 +125,14 @@ func (f *filter) sql() string {
 	return strings.Join(f.where, " AND ")
 }
 
+// liveMessage excludes soft-deleted messages through the messages_deleted
+// partial index; "m.deleted_at IS NULL" would read each row's whole body.
+const liveMessage = "m.id NOT IN (SELECT id FROM messages WHERE deleted_at IS NOT NULL)"
+
 // buildFilter turns the structured part of q into SQL over messages m.
 func buildFilter(q Query) (*filter, error) {
 	f := &filter{}
-	f.add("m.deleted_at IS NULL")
+	f.add(liveMessage)
 	if q.Account != "" {
 		f.add("m.account_id = (SELECT id FROM accounts WHERE name = ?)", q.Account)
 	}
@@ -248,13 +252,19 @@ func (s *Store) Search(ctx context.Context, q Query) (Result, error) {
 		all := search.MatchAll(text)
 		lexQ := `SELECT m.id, coalesce(m.thread_id, 0) FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid
 			WHERE messages_fts MATCH ? AND ` + f.sql() + ` ORDER BY messages_fts.rank`
-		var head []int64
+		// One ranking query serves the fused head and, for most pages, the
+		// whole tail: re-running it with an OFFSET would rank every match again.
+		firstN := max(lexicalPool, 2*(q.Offset+q.Limit)+16)
+		var lex []hit
 		if all != "" {
-			head, err = s.ids(ctx, `SELECT m.id FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid
-				WHERE messages_fts MATCH ? AND `+f.sql()+` ORDER BY messages_fts.rank LIMIT ?`, append(append([]any{all}, f.args...), lexicalPool)...)
+			lex, err = s.hits(ctx, lexQ+` LIMIT ?`, append(append([]any{all}, f.args...), firstN)...)
 			if err != nil {
 				return Result{}, err
 			}
+		}
+		head := make([]int64, 0, lexicalPool)
+		for _, h := range lex[:min(len(lex), lexicalPool)] {
+			head = append(head, h.id)
 		}
 		res.Mode = "lexical"
 		var vec []int64
@@ -272,8 +282,11 @@ func (s *Store) Search(ctx context.Context, q Query) (Result, error) {
 		}
 		seen := map[int64]bool{}
 		src = s.idStream(fused, seen)
-		if all != "" && len(head) == lexicalPool {
-			src = src.then(s.sqlStream(lexQ, append([]any{all}, f.args...), false, seen).skip(lexicalPool))
+		if len(lex) > lexicalPool {
+			src = src.then(hitStream(lex[lexicalPool:], seen))
+		}
+		if len(lex) == firstN {
+			src = src.then(s.sqlStream(lexQ, append([]any{all}, f.args...), false, seen).skip(firstN))
 		}
 		if len(search.Clauses(text)) > 1 {
 			src = src.then(s.sqlStream(lexQ, append([]any{search.MatchAny(text)}, f.args...), true, seen))
@@ -413,6 +426,23 @@ func (s *Store) sqlStream(query string, args []any, partial bool, seen map[int64
 				return out, nil
 			}
 		}
+	}
+	return r
+}
+
+// hitStream yields ranked hits already read, skipping those in seen.
+func hitStream(hits []hit, seen map[int64]bool) *rankStream {
+	r := &rankStream{}
+	r.next = func(ctx context.Context) ([]rankedHit, error) {
+		var out []rankedHit
+		for _, h := range hits {
+			if !seen[h.id] {
+				seen[h.id] = true
+				out = append(out, rankedHit{id: h.id, thread: h.thread})
+			}
+		}
+		hits = nil
+		return out, nil
 	}
 	return r
 }

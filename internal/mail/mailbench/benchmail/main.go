@@ -1,0 +1,728 @@
+// Command benchmail measures Hestia's mail mirror the way a user meets it
+// (one CLI process per query, the daemon's HTTP search, import, rescan,
+// incremental import, index size, peak RSS) side by side with notmuch and
+// mu on the same synthetic Maildir, in one sequential run, and prints the
+// table of issue 16 with the ratios and targets. It installs nothing:
+// notmuch and mu are used when they are on PATH.
+//
+//	go run ./internal/mail/mailbench/benchmail -hestia bin/hestia -n 100000
+//
+// `make bench-mail` builds the binary and runs it. Nothing here is part of
+// `make test`.
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hestia-dev/hestia/internal/mail/mailbench"
+)
+
+func main() {
+	if err := run(context.Background(), os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "benchmail:", err)
+		os.Exit(1)
+	}
+}
+
+type config struct {
+	n       int
+	corpus  string
+	work    string
+	hestia  string
+	reps    int
+	added   int
+	tools   map[string]bool
+	genOnly bool
+}
+
+func run(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("benchmail", flag.ContinueOnError)
+	var c config
+	fs.IntVar(&c.n, "n", 100000, "messages in the synthetic corpus")
+	fs.StringVar(&c.corpus, "corpus", "", "corpus directory (default $TMPDIR/hestia-bench-mail-N; reused when present)")
+	fs.StringVar(&c.work, "work", "", "directory for the three indexes (default a fresh temporary directory, removed afterwards)")
+	fs.StringVar(&c.hestia, "hestia", "bin/hestia", "the hestia binary")
+	fs.IntVar(&c.reps, "reps", 9, "runs per query (the median is reported)")
+	fs.IntVar(&c.added, "add", 1000, "messages added for the incremental import")
+	only := fs.String("only", "hestia,notmuch,mu", "which tools to run")
+	fs.BoolVar(&c.genOnly, "gen-only", false, "only generate the corpus and print its path")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	c.tools = map[string]bool{}
+	for _, t := range strings.Split(*only, ",") {
+		c.tools[strings.TrimSpace(t)] = true
+	}
+	if c.corpus == "" {
+		c.corpus = filepath.Join(os.TempDir(), fmt.Sprintf("hestia-bench-mail-%d", c.n))
+	}
+	if err := ensureCorpus(c.corpus, c.n); err != nil {
+		return err
+	}
+	if c.genOnly {
+		fmt.Println(c.corpus)
+		return nil
+	}
+	if c.work == "" {
+		w, err := os.MkdirTemp("", "hestia-bench-work-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(w)
+		c.work = w
+	}
+	hestia, err := filepath.Abs(c.hestia)
+	if err != nil {
+		return err
+	}
+	c.hestia = hestia
+	// The incremental batch is generated separately and moved in later; a
+	// previous run may have left it in the corpus.
+	addDir := filepath.Join(c.work, "added")
+	if err := removeAdded(c.corpus); err != nil {
+		return err
+	}
+	if _, err := mailbench.Generate(addDir, mailbench.Options{Messages: c.added, Seed: 4242, Start: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), Years: 1}); err != nil {
+		return err
+	}
+	defer removeAdded(c.corpus)
+
+	corpusBytes := dirSize(c.corpus)
+	fmt.Printf("corpus: %s, %d messages, %.0f MB\n", c.corpus, c.n, mb(corpusBytes))
+	fmt.Printf("load average at start: %s\n", loadavg())
+
+	var tools []tool
+	if c.tools["hestia"] {
+		tools = append(tools, newHestia(c))
+	}
+	for _, name := range []string{"notmuch", "mu"} {
+		if !c.tools[name] {
+			continue
+		}
+		if _, err := exec.LookPath(name); err != nil {
+			fmt.Printf("%s: not installed, left out\n", name)
+			continue
+		}
+		if name == "notmuch" {
+			tools = append(tools, newNotmuch(c))
+		} else {
+			tools = append(tools, newMu(c))
+		}
+	}
+	res := map[string]*result{}
+	for _, t := range tools {
+		res[t.name()] = &result{queries: map[string]time.Duration{}}
+	}
+	step := func(what string, fn func(t tool, r *result) error) error {
+		for _, t := range tools {
+			fmt.Printf("%-8s %s…\n", t.name(), what)
+			if err := fn(t, res[t.name()]); err != nil {
+				return fmt.Errorf("%s %s: %w", t.name(), what, err)
+			}
+		}
+		return nil
+	}
+	if err := step("full import", func(t tool, r *result) error {
+		st, err := t.index(ctx)
+		r.importWall, r.importRSS = st.wall, st.rss
+		return err
+	}); err != nil {
+		return err
+	}
+	if err := step("index size", func(t tool, r *result) error { r.size = t.size(); return nil }); err != nil {
+		return err
+	}
+	if err := step("rescan of an unchanged tree", func(t tool, r *result) error {
+		st, err := t.index(ctx)
+		r.rescan = st.wall
+		return err
+	}); err != nil {
+		return err
+	}
+	qs, err := pickQueries(c.corpus)
+	if err != nil {
+		return err
+	}
+	if err := step("queries (one process each)", func(t tool, r *result) error {
+		for _, q := range qs {
+			var ds []time.Duration
+			for i := 0; i < c.reps; i++ {
+				d, err := t.search(ctx, q)
+				if err != nil {
+					return fmt.Errorf("query %s: %w", q.name, err)
+				}
+				ds = append(ds, d)
+			}
+			r.queries[q.name] = median(ds)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if h, ok := firstHestia(tools); ok {
+		fmt.Printf("hestia   daemon HTTP search…\n")
+		d, err := h.httpSearch(ctx, qs, c.reps)
+		if err != nil {
+			fmt.Printf("hestia daemon search failed: %v\n", err)
+		}
+		res["hestia"].http = d
+	}
+	if err := moveAdded(addDir, c.corpus); err != nil {
+		return err
+	}
+	if err := step(fmt.Sprintf("incremental import of %d new messages", c.added), func(t tool, r *result) error {
+		st, err := t.index(ctx)
+		r.incremental = st.wall
+		return err
+	}); err != nil {
+		return err
+	}
+	printTable(os.Stdout, c, corpusBytes, tools, res, qs)
+	fmt.Printf("load average at end: %s\n", loadavg())
+	return nil
+}
+
+type result struct {
+	importWall, rescan, incremental time.Duration
+	importRSS                       int64 // KiB
+	size                            int64
+	queries                         map[string]time.Duration
+	http                            map[string]time.Duration
+}
+
+type stat struct {
+	wall time.Duration
+	rss  int64
+}
+
+type query struct {
+	name, label string
+	words       []string // free text
+	phrase      string
+	from        string
+	after       string
+	before      string
+	subject     string
+}
+
+// tool is one indexer under test.
+type tool interface {
+	name() string
+	index(ctx context.Context) (stat, error)
+	size() int64
+	search(ctx context.Context, q query) (time.Duration, error)
+}
+
+func firstHestia(ts []tool) (*hestiaTool, bool) {
+	for _, t := range ts {
+		if h, ok := t.(*hestiaTool); ok {
+			return h, true
+		}
+	}
+	return nil, false
+}
+
+// runCmd runs a command to completion, returning its wall time and peak RSS.
+func runCmd(ctx context.Context, env []string, name string, args ...string) (stat, string, error) {
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Env = append(os.Environ(), env...)
+	var out strings.Builder
+	cmd.Stdout = &out
+	cmd.Stderr = &out
+	st := time.Now()
+	err := cmd.Run()
+	wall := time.Since(st)
+	var rss int64
+	if cmd.ProcessState != nil {
+		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			rss = ru.Maxrss
+		}
+	}
+	if err != nil {
+		return stat{wall, rss}, out.String(), fmt.Errorf("%s %s: %w\n%s", name, strings.Join(args, " "), err, tail(out.String(), 2000))
+	}
+	return stat{wall, rss}, out.String(), nil
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+
+// --- Hestia ---
+
+type hestiaTool struct {
+	c    config
+	home string
+}
+
+func newHestia(c config) *hestiaTool {
+	return &hestiaTool{c: c, home: filepath.Join(c.work, "hestia")}
+}
+
+func (h *hestiaTool) name() string { return "hestia" }
+
+func (h *hestiaTool) env() []string { return []string{"HESTIA_HOME=" + h.home} }
+
+func (h *hestiaTool) index(ctx context.Context) (stat, error) {
+	st, _, err := runCmd(ctx, h.env(), h.c.hestia, "mail", "import", "--quiet", h.c.corpus)
+	return st, err
+}
+
+func (h *hestiaTool) size() int64 {
+	var n int64
+	for _, f := range []string{"mail.db", "mail.db-wal"} {
+		if fi, err := os.Stat(filepath.Join(h.home, "db", f)); err == nil {
+			n += fi.Size()
+		}
+	}
+	return n + dirSize(filepath.Join(h.home, "mail"))
+}
+
+func (h *hestiaTool) args(q query) []string {
+	a := []string{"mail", "search", "--limit", "50"}
+	if q.from != "" {
+		a = append(a, "--from", q.from)
+	}
+	if q.after != "" {
+		a = append(a, "--after", q.after, "--before", q.before)
+	}
+	if q.subject != "" {
+		a = append(a, "--subject", q.subject)
+	}
+	if q.phrase != "" {
+		a = append(a, `"`+q.phrase+`"`)
+	}
+	return append(a, q.words...)
+}
+
+func (h *hestiaTool) search(ctx context.Context, q query) (time.Duration, error) {
+	st, _, err := runCmd(ctx, h.env(), h.c.hestia, h.args(q)...)
+	return st.wall, err
+}
+
+// httpSearch starts the daemon on a free loopback port and times
+// GET /api/mail/search from this process (warm caches, no process start).
+func (h *hestiaTool) httpSearch(ctx context.Context, qs []query, reps int) (map[string]time.Duration, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, h.c.hestia, "serve", "--addr", addr)
+	cmd.Env = append(os.Environ(), h.env()...)
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 10 * time.Second
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	defer cmd.Wait()
+	base := "http://" + addr
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		resp, err := http.Get(base + "/health")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			return nil, errors.New("daemon did not become healthy in 60 s")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	tok, err := os.ReadFile(filepath.Join(h.home, "auth-token"))
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]time.Duration{}
+	for _, q := range qs {
+		v := url.Values{"limit": {"50"}}
+		text := strings.Join(q.words, " ")
+		if q.phrase != "" {
+			text = `"` + q.phrase + `" ` + text
+		}
+		if text = strings.TrimSpace(text); text != "" {
+			v.Set("q", text)
+		}
+		if q.from != "" {
+			v.Set("from", q.from)
+		}
+		if q.after != "" {
+			v.Set("after", q.after)
+			v.Set("before", q.before)
+		}
+		if q.subject != "" {
+			v.Set("subject", q.subject)
+		}
+		var ds []time.Duration
+		for i := 0; i <= reps; i++ {
+			req, _ := http.NewRequestWithContext(ctx, "GET", base+"/api/mail/search?"+v.Encode(), nil)
+			req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
+			st := time.Now()
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				return out, err
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				return out, fmt.Errorf("search %s: HTTP %d", q.name, resp.StatusCode)
+			}
+			if i > 0 { // the first request warms the caches
+				ds = append(ds, time.Since(st))
+			}
+		}
+		out[q.name] = median(ds)
+	}
+	return out, nil
+}
+
+// --- notmuch ---
+
+type notmuchTool struct {
+	c   config
+	cfg string
+	db  string
+}
+
+func newNotmuch(c config) *notmuchTool {
+	dir := filepath.Join(c.work, "notmuch")
+	os.MkdirAll(filepath.Join(dir, "db"), 0o755)
+	cfg := filepath.Join(dir, "config")
+	os.WriteFile(cfg, []byte(fmt.Sprintf("[database]\npath=%s\nmail_root=%s\n[new]\ntags=inbox;\n[maildir]\nsynchronize_flags=false\n", filepath.Join(dir, "db"), c.corpus)), 0o644)
+	return &notmuchTool{c: c, cfg: cfg, db: filepath.Join(dir, "db")}
+}
+
+func (n *notmuchTool) name() string { return "notmuch" }
+
+func (n *notmuchTool) index(ctx context.Context) (stat, error) {
+	st, _, err := runCmd(ctx, nil, "notmuch", "--config="+n.cfg, "new", "--quiet")
+	return st, err
+}
+
+func (n *notmuchTool) size() int64 { return dirSize(n.db) }
+
+func (n *notmuchTool) search(ctx context.Context, q query) (time.Duration, error) {
+	terms := append([]string(nil), q.words...)
+	if q.phrase != "" {
+		terms = append(terms, `"`+q.phrase+`"`)
+	}
+	if q.from != "" {
+		terms = append(terms, "from:"+q.from)
+	}
+	if q.after != "" {
+		terms = append(terms, "date:"+q.after+".."+q.before)
+	}
+	if q.subject != "" {
+		terms = append(terms, "subject:"+q.subject)
+	}
+	st, _, err := runCmd(ctx, nil, "notmuch", append([]string{"--config=" + n.cfg, "search", "--limit=50"}, terms...)...)
+	return st.wall, err
+}
+
+// --- mu ---
+
+type muTool struct {
+	c    config
+	home string
+}
+
+func newMu(c config) *muTool { return &muTool{c: c, home: filepath.Join(c.work, "mu")} }
+
+func (m *muTool) name() string { return "mu" }
+
+func (m *muTool) index(ctx context.Context) (stat, error) {
+	if _, err := os.Stat(filepath.Join(m.home, "xapian")); err != nil {
+		if _, _, err := runCmd(ctx, nil, "mu", "init", "--muhome="+m.home, "--maildir="+m.c.corpus); err != nil {
+			return stat{}, err
+		}
+	}
+	st, _, err := runCmd(ctx, nil, "mu", "index", "--muhome="+m.home, "--quiet")
+	return st, err
+}
+
+func (m *muTool) size() int64 { return dirSize(filepath.Join(m.home, "xapian")) }
+
+func (m *muTool) search(ctx context.Context, q query) (time.Duration, error) {
+	terms := append([]string(nil), q.words...)
+	if q.phrase != "" {
+		terms = append(terms, `"`+q.phrase+`"`)
+	}
+	if q.from != "" {
+		terms = append(terms, "from:"+q.from)
+	}
+	if q.after != "" {
+		terms = append(terms, "date:"+strings.ReplaceAll(q.after, "-", "")+".."+strings.ReplaceAll(q.before, "-", ""))
+	}
+	if q.subject != "" {
+		terms = append(terms, "subject:"+q.subject)
+	}
+	st, out, err := runCmd(ctx, nil, "mu", append([]string{"find", "--muhome=" + m.home, "--maxnum=50"}, terms...)...)
+	if err != nil && strings.Contains(out, "no matches") {
+		err = nil // mu exits 2 (or 4) when nothing matches
+	}
+	return st.wall, err
+}
+
+// --- corpus and queries ---
+
+func ensureCorpus(dir string, n int) error {
+	stamp := filepath.Join(dir, ".hestia-bench-complete")
+	if b, err := os.ReadFile(stamp); err == nil && strings.TrimSpace(string(b)) == fmt.Sprint(n) {
+		return nil
+	}
+	os.RemoveAll(dir)
+	fmt.Printf("generating %d messages into %s…\n", n, dir)
+	st := time.Now()
+	if _, err := mailbench.Generate(dir, mailbench.Options{Messages: n, Seed: 42}); err != nil {
+		return err
+	}
+	fmt.Printf("generated in %s\n", time.Since(st).Round(time.Second))
+	return os.WriteFile(stamp, []byte(fmt.Sprint(n)), 0o644)
+}
+
+const addedPrefix = "bench-added-"
+
+func moveAdded(from, corpus string) error {
+	return filepath.WalkDir(from, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(from, p)
+		dst := filepath.Join(corpus, filepath.Dir(rel), addedPrefix+d.Name())
+		return os.Rename(p, dst)
+	})
+}
+
+func removeAdded(corpus string) error {
+	return filepath.WalkDir(corpus, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasPrefix(d.Name(), addedPrefix) {
+			return os.Remove(p)
+		}
+		return err
+	})
+}
+
+// pickQueries chooses the query words from the corpus itself, so every
+// tool gets the same realistic queries: a rare body word, a common one, a
+// phrase copied from a message, a sender with a date range, a word that
+// occurs nowhere, and a subject word.
+func pickQueries(corpus string) ([]query, error) {
+	var files []string
+	filepath.WalkDir(filepath.Join(corpus, "cur"), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && len(files) < 2000 {
+			files = append(files, p)
+		}
+		return nil
+	})
+	if len(files) == 0 {
+		return nil, errors.New("corpus has no INBOX messages")
+	}
+	sort.Strings(files)
+	freq := map[string]int{}
+	var phrase, from string
+	for i, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		head, body, _ := strings.Cut(string(b), "\n\n")
+		if strings.Contains(head, "multipart") {
+			continue
+		}
+		words := strings.Fields(strings.ToLower(strings.Map(func(r rune) rune {
+			if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r == ' ' || r == '\n' {
+				return r
+			}
+			return ' '
+		}, body)))
+		for _, w := range words {
+			freq[w]++
+		}
+		if i == len(files)/2 && len(words) > 12 {
+			phrase = strings.Join(words[8:11], " ")
+			sc := bufio.NewScanner(strings.NewReader(head))
+			for sc.Scan() {
+				if l := sc.Text(); strings.HasPrefix(l, "From: ") {
+					if a, b, ok := strings.Cut(l, "<"); ok && a != "" {
+						from = strings.TrimSuffix(b, ">")
+					}
+				}
+			}
+		}
+	}
+	var rare string
+	var keys []string
+	for w := range freq {
+		keys = append(keys, w)
+	}
+	sort.Strings(keys)
+	for _, w := range keys {
+		if freq[w] == 2 && len(w) >= 8 {
+			rare = w
+			break
+		}
+	}
+	if rare == "" || phrase == "" || from == "" {
+		return nil, errors.New("corpus too small to pick queries")
+	}
+	return []query{
+		{name: "rare", label: "rare word", words: []string{rare}},
+		{name: "common", label: "common word, first 50", words: []string{"water"}},
+		{name: "phrase", label: "phrase", phrase: phrase},
+		{name: "fromdate", label: "from + date range", from: from, after: "2024-01-01", before: "2024-07-01"},
+		{name: "absent", label: "absent word", words: []string{"zqxjvwkq"}},
+		{name: "subject", label: "subject word", subject: "invoice"},
+	}, nil
+}
+
+// --- output ---
+
+func printTable(w io.Writer, c config, corpusBytes int64, tools []tool, res map[string]*result, qs []query) {
+	names := make([]string, len(tools))
+	for i, t := range tools {
+		names[i] = t.name()
+	}
+	h, hasH := res["hestia"]
+	nm, hasN := res["notmuch"]
+	mu, hasM := res["mu"]
+	fmt.Fprintf(w, "\n%d messages, corpus %.0f MB, one sequential run\n\n", c.n, mb(corpusBytes))
+	fmt.Fprintf(w, "| | %s | target | met |\n|---|%s---|---|\n", strings.Join(names, " | "), strings.Repeat("---|", len(names)))
+	row := func(label string, cell func(r *result) string, target string, met func() (bool, bool)) {
+		cells := make([]string, len(names))
+		for i, n := range names {
+			cells[i] = cell(res[n])
+		}
+		m := ""
+		if ok, known := met(); known {
+			m = map[bool]string{true: "yes", false: "NO"}[ok]
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", label, strings.Join(cells, " | "), target, m)
+	}
+	row("full import wall / peak RSS", func(r *result) string {
+		return fmt.Sprintf("%.1f s / %d MB", r.importWall.Seconds(), r.importRSS/1024)
+	}, "≥ 3× faster than notmuch, ≥ 2× faster than mu, RSS ≤ ½ notmuch", func() (bool, bool) {
+		if !hasH || !hasN || !hasM {
+			return false, false
+		}
+		return h.importWall*3 <= nm.importWall && h.importWall*2 <= mu.importWall && h.importRSS*2 <= nm.importRSS, true
+	})
+	row("index size / corpus", func(r *result) string {
+		return fmt.Sprintf("%.0f MB (%.2f×)", mb(r.size), float64(r.size)/float64(corpusBytes))
+	}, "≤ 1.5× the corpus", func() (bool, bool) { return hasH && float64(h.size) <= 1.5*float64(corpusBytes), hasH })
+	row("re-run on an unchanged tree", func(r *result) string { return secs(r.rescan) }, "≤ notmuch", func() (bool, bool) {
+		return hasH && hasN && h.rescan <= nm.rescan, hasH && hasN
+	})
+	row(fmt.Sprintf("%d new messages added", c.added), func(r *result) string { return secs(r.incremental) }, "faster than both", func() (bool, bool) {
+		return hasH && hasN && hasM && h.incremental < nm.incremental && h.incremental < mu.incremental, hasH && hasN && hasM
+	})
+	for _, q := range qs {
+		row("CLI "+q.label+", p50", func(r *result) string { return msecs(r.queries[q.name]) }, "≤ ½ notmuch", func() (bool, bool) {
+			return hasH && hasN && h.queries[q.name]*2 <= nm.queries[q.name], hasH && hasN
+		})
+	}
+	if hasH && h.http != nil {
+		fmt.Fprintf(w, "\nHestia daemon, GET /api/mail/search (warm, p50):")
+		for _, q := range qs {
+			fmt.Fprintf(w, " %s %s;", q.name, msecs(h.http[q.name]))
+		}
+		fmt.Fprintln(w)
+	}
+	if hasH && hasN {
+		fmt.Fprintf(w, "\nratios notmuch/hestia: import %.1f×, rescan %.1f×, incremental %.1f×", ratio(nm.importWall, h.importWall), ratio(nm.rescan, h.rescan), ratio(nm.incremental, h.incremental))
+		for _, q := range qs {
+			fmt.Fprintf(w, ", %s %.1f×", q.name, ratio(nm.queries[q.name], h.queries[q.name]))
+		}
+		fmt.Fprintln(w)
+	}
+	if hasH && hasM {
+		fmt.Fprintf(w, "ratios mu/hestia: import %.1f×, rescan %.1f×, incremental %.1f×", ratio(mu.importWall, h.importWall), ratio(mu.rescan, h.rescan), ratio(mu.incremental, h.incremental))
+		for _, q := range qs {
+			fmt.Fprintf(w, ", %s %.1f×", q.name, ratio(mu.queries[q.name], h.queries[q.name]))
+		}
+		fmt.Fprintln(w)
+	}
+	var qdesc []string
+	for _, q := range qs {
+		d := strings.Join(q.words, " ")
+		if q.phrase != "" {
+			d = `"` + q.phrase + `"`
+		}
+		if q.from != "" {
+			d = "from " + q.from + " " + q.after + ".." + q.before
+		}
+		if q.subject != "" {
+			d = "subject " + q.subject
+		}
+		qdesc = append(qdesc, q.name+": "+d)
+	}
+	fmt.Fprintf(w, "queries: %s\n", strings.Join(qdesc, "; "))
+}
+
+func ratio(a, b time.Duration) float64 {
+	if b <= 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
+}
+
+func secs(d time.Duration) string  { return fmt.Sprintf("%.2f s", d.Seconds()) }
+func msecs(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
+func mb(n int64) float64           { return float64(n) / 1e6 }
+
+func median(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+	return ds[len(ds)/2]
+}
+
+func dirSize(dir string) int64 {
+	var n int64
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if fi, err := d.Info(); err == nil {
+				n += fi.Size()
+			}
+		}
+		return nil
+	})
+	return n
+}
+
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
+}
+
