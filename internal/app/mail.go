@@ -94,6 +94,21 @@ func (a *App) OpenMail(ctx context.Context) (*Mail, error) {
 	return m, nil
 }
 
+// OpenMailStore opens only the mail mirror (closed with the App): no
+// embedder, no send journal, no model router. It is what one-shot read
+// commands need, and opening it does no work proportional to the mailbox.
+func (a *App) OpenMailStore(ctx context.Context) (*mail.Store, error) {
+	st, err := mail.Open(ctx, mail.Options{
+		DBPath: a.Paths.DB(mail.Schema.Name), BlobDir: filepath.Join(a.Paths.Data, "mail", "blobs"),
+		Logger: a.Log.With("component", "mail"), Now: a.Now, EmbedMaxChars: a.Config.Mail.EmbedMaxChars,
+	})
+	if err != nil {
+		return nil, err
+	}
+	a.OnClose(st.Close)
+	return st, nil
+}
+
 // IMAPAccounts names the configured accounts that have an IMAP server.
 func (m *Mail) IMAPAccounts() []string {
 	var out []string

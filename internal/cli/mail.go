@@ -6,11 +6,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/hestia-dev/hestia/internal/app"
+	"github.com/hestia-dev/hestia/internal/lock"
 	"github.com/hestia-dev/hestia/internal/mail"
 	"github.com/hestia-dev/hestia/internal/mail/imapsync"
 	"github.com/hestia-dev/hestia/internal/mail/journal"
@@ -29,25 +31,55 @@ const mailUsage = `usage: hestia mail COMMAND
   mailboxes        list mailboxes and roles`
 
 // runMail works on the mail stores directly (they are safe to share with
-// a running daemon), so it needs no daemon.
+// a running daemon), so it needs no daemon. The read-only commands (search,
+// read, thread) open only the mirror: no embedder, no send journal, nothing
+// whose cost grows with the mailbox, since each runs as its own process.
 func runMail(ctx context.Context, env *Env, args []string) error {
 	if len(args) == 0 {
 		return usagef("%s", mailUsage)
 	}
 	sub, rest := args[0], args[1:]
+	reads := map[string]func(context.Context, *Env, func() (*mail.Store, error), []string) error{
+		"search": mailSearch, "read": mailRead, "thread": mailThread,
+	}
 	cmds := map[string]func(context.Context, *Env, *app.Mail, []string) error{
 		"import": mailImport(false), "reconcile": mailImport(true), "sync": mailSync, "embed": mailEmbed,
-		"search": mailSearch, "read": mailRead, "thread": mailThread, "ops": mailOps, "mailboxes": mailMailboxes,
+		"ops": mailOps, "mailboxes": mailMailboxes,
 	}
+	read, isRead := reads[sub]
 	fn, ok := cmds[sub]
-	if !ok {
+	if !ok && !isRead {
 		return usagef("unknown mail command %q\n%s", sub, mailUsage)
 	}
-	a, err := env.openApp()
+	var a *app.App
+	defer func() {
+		if a != nil {
+			a.Close()
+		}
+	}()
+	openApp := func() (*app.App, error) {
+		if a == nil {
+			var err error
+			if a, err = env.openApp(); err != nil {
+				return nil, err
+			}
+		}
+		return a, nil
+	}
+	if isRead {
+		// Flags are checked before anything is opened.
+		return read(ctx, env, func() (*mail.Store, error) {
+			a, err := openApp()
+			if err != nil {
+				return nil, err
+			}
+			return a.OpenMailStore(ctx)
+		}, rest)
+	}
+	a, err := openApp()
 	if err != nil {
 		return err
 	}
-	defer a.Close()
 	m, err := a.OpenMail(ctx)
 	if err != nil {
 		return err
@@ -181,7 +213,7 @@ func (t *triFlag) Set(s string) error {
 }
 func (t *triFlag) IsBoolFlag() bool { return true }
 
-func mailSearch(ctx context.Context, env *Env, m *app.Mail, args []string) error {
+func mailSearch(ctx context.Context, env *Env, open func() (*mail.Store, error), args []string) error {
 	fs := env.flags("mail search")
 	var a mailtools.SearchArgs
 	fs.StringVar(&a.Account, "account", "", "account name")
@@ -218,11 +250,22 @@ func mailSearch(ctx context.Context, env *Env, m *app.Mail, args []string) error
 	if err != nil {
 		return err
 	}
-	res, err := m.Store.Search(ctx, mail.Query{Text: a.Query, Account: a.Account, Mailbox: a.Mailbox, Role: a.Role, From: a.From, To: a.To, Cc: a.Cc,
+	q := mail.Query{Text: a.Query, Account: a.Account, Mailbox: a.Mailbox, Role: a.Role, From: a.From, To: a.To, Cc: a.Cc,
 		Subject: a.Subject, Body: a.Body, AttachmentName: a.AttachName, After: after, Before: before, Unread: a.Unread, Flagged: a.Flagged, Attachment: a.HasAttachment,
-		Sort: a.Sort, PerMessage: a.PerMessage, Offset: a.Offset, Limit: a.Limit, Count: *countOnly, NoVectors: *countOnly})
-	if err != nil {
-		return err
+		Sort: a.Sort, PerMessage: a.PerMessage, Offset: a.Offset, Limit: a.Limit, Count: *countOnly}
+	res, ok := searchViaDaemon(ctx, env, q)
+	if !ok {
+		st, err := open()
+		if err != nil {
+			return err
+		}
+		// Ranking by vectors needs every message vector in memory; the
+		// daemon keeps them loaded (above), a one-shot process must not
+		// load the whole index for one query, so it ranks lexically.
+		q.NoVectors = true
+		if res, err = st.Search(ctx, q); err != nil {
+			return err
+		}
 	}
 	if *countOnly {
 		if res.Total == nil {
@@ -264,6 +307,54 @@ func mailSearch(ctx context.Context, env *Env, m *app.Mail, args []string) error
 	return nil
 }
 
+// searchViaDaemon runs a free-text search on the running daemon of this
+// home, whose hybrid (vector + lexical) ranking has its vectors loaded. It
+// reports false when no daemon is running or it could not answer, and the
+// caller searches the mirror itself. Date filters stay local: the CLI reads
+// dates in local time, the HTTP API in UTC.
+func searchViaDaemon(ctx context.Context, env *Env, q mail.Query) (mail.Result, bool) {
+	if strings.TrimSpace(q.Text) == "" || !q.After.IsZero() || !q.Before.IsZero() {
+		return mail.Result{}, false
+	}
+	paths, _, err := env.load()
+	if err != nil {
+		return mail.Result{}, false
+	}
+	if held, _ := lock.Held(paths.LockFile()); !held {
+		return mail.Result{}, false
+	}
+	c, err := env.daemon()
+	if err != nil {
+		return mail.Result{}, false
+	}
+	v := url.Values{"q": {q.Text}, "limit": {strconv.Itoa(q.Limit)}, "offset": {strconv.Itoa(q.Offset)}}
+	for k, s := range map[string]string{"account": q.Account, "mailbox": q.Mailbox, "role": q.Role, "from": q.From, "to": q.To, "cc": q.Cc,
+		"subject": q.Subject, "body": q.Body, "attachment_name": q.AttachmentName, "sort": q.Sort} {
+		if s != "" {
+			v.Set(k, s)
+		}
+	}
+	for k, b := range map[string]*bool{"unread": q.Unread, "flagged": q.Flagged, "attachments": q.Attachment} {
+		if b != nil {
+			v.Set(k, strconv.FormatBool(*b))
+		}
+	}
+	if q.PerMessage {
+		v.Set("per_message", "true")
+	}
+	if q.Count {
+		v.Set("count", "true")
+	}
+	var res mail.Result
+	if err := c.Do(ctx, "GET", "/api/mail/search?"+v.Encode(), nil, &res); err != nil {
+		return mail.Result{}, false
+	}
+	if res.Messages == nil {
+		res.Messages = []mail.Summary{}
+	}
+	return res, true
+}
+
 // parseInterleaved allows flags after the free-text words.
 func parseInterleaved(fs *flag.FlagSet, args []string) error {
 	var words []string
@@ -302,7 +393,7 @@ func idArg(fs *flag.FlagSet, what string) (int64, error) {
 	return id, nil
 }
 
-func mailRead(ctx context.Context, env *Env, m *app.Mail, args []string) error {
+func mailRead(ctx context.Context, env *Env, open func() (*mail.Store, error), args []string) error {
 	fs := env.flags("mail read")
 	off := fs.Int("offset", 0, "body character offset")
 	limit := fs.Int("limit", mail.MaxBodyChars, "body characters")
@@ -314,7 +405,11 @@ func mailRead(ctx context.Context, env *Env, m *app.Mail, args []string) error {
 	if err != nil {
 		return err
 	}
-	msg, err := m.Store.Read(ctx, id, *off, *limit)
+	st, err := open()
+	if err != nil {
+		return err
+	}
+	msg, err := st.Read(ctx, id, *off, *limit)
 	if err != nil {
 		return err
 	}
@@ -336,7 +431,7 @@ func mailRead(ctx context.Context, env *Env, m *app.Mail, args []string) error {
 	return nil
 }
 
-func mailThread(ctx context.Context, env *Env, m *app.Mail, args []string) error {
+func mailThread(ctx context.Context, env *Env, open func() (*mail.Store, error), args []string) error {
 	fs := env.flags("mail thread")
 	off := fs.Int("offset", 0, "skip this many messages")
 	limit := fs.Int("limit", 20, "messages per page")
@@ -348,7 +443,11 @@ func mailThread(ctx context.Context, env *Env, m *app.Mail, args []string) error
 	if err != nil {
 		return err
 	}
-	tp, err := m.Store.Thread(ctx, id, *off, *limit, 0)
+	st, err := open()
+	if err != nil {
+		return err
+	}
+	tp, err := st.Thread(ctx, id, *off, *limit, 0)
 	if err != nil {
 		return err
 	}

@@ -82,3 +82,42 @@ func TestMailCommands(t *testing.T) {
 }
 
 func jsonInt(n int64) string { b, _ := json.Marshal(n); return string(b) }
+
+// TestMailSearchAsksTheRunningDaemon: with the daemon up, a free-text CLI
+// search is answered by it (hybrid, its vectors loaded); without one the
+// CLI ranks lexically on its own and loads no vectors.
+func TestMailSearchAsksTheRunningDaemon(t *testing.T) {
+	t.Parallel()
+	md := filepath.Join(t.TempDir(), "Maildir")
+	os.MkdirAll(filepath.Join(md, "cur"), 0o755)
+	os.WriteFile(filepath.Join(md, "cur", "1:2,S"), []byte("Message-ID: <a@x>\nFrom: Ann <ann@x.org>\nTo: me@x.org\nSubject: Solar panels\nDate: Mon, 5 Jan 2026 10:00:00 +0000\n\nThe installer comes on Tuesday.\n"), 0o644)
+
+	alone := t.TempDir()
+	if r := run(t, alone, nil, "mail", "import", "--quiet", md); r.code != 0 {
+		t.Fatalf("import: %+v", r)
+	}
+	if r := run(t, alone, nil, "mail", "embed"); r.code != 0 {
+		t.Fatalf("embed: %+v", r)
+	}
+	r := run(t, alone, nil, "mail", "search", "installer", "--json")
+	if r.code != 0 || !strings.Contains(r.stdout, `"mode": "lexical"`) || !strings.Contains(r.stdout, "Solar panels") {
+		t.Errorf("without a daemon: %+v", r)
+	}
+
+	home, env, _ := daemonEnv(t)
+	if r := run(t, home, env, "mail", "import", "--quiet", md); r.code != 0 {
+		t.Fatalf("import: %+v", r)
+	}
+	if r := run(t, home, env, "mail", "embed"); r.code != 0 {
+		t.Fatalf("embed: %+v", r)
+	}
+	r = run(t, home, env, "mail", "search", "installer", "--json")
+	if r.code != 0 || !strings.Contains(r.stdout, `"mode": "hybrid"`) || !strings.Contains(r.stdout, "Solar panels") {
+		t.Errorf("with the daemon: %+v", r)
+	}
+	// Date filters are read in local time, so they stay in the CLI.
+	r = run(t, home, env, "mail", "search", "installer", "--after", "2026-01-01", "--json")
+	if r.code != 0 || !strings.Contains(r.stdout, `"mode": "lexical"`) {
+		t.Errorf("dated search: %+v", r)
+	}
+}
