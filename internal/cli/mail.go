@@ -103,6 +103,7 @@ func mailImport(reconcile bool) func(context.Context, *Env, *app.Mail, []string)
 		account := fs.String("account", "local", "account name the messages belong to")
 		quiet := fs.Bool("quiet", false, "no progress bar")
 		asJSON := fs.Bool("json", false, "print the summary as JSON")
+		full := fs.Bool("full", false, "list and check every file (by default Maildir folders whose mtime is unchanged are skipped)")
 		if err := parse(fs, args, 1); err != nil {
 			return err
 		}
@@ -110,7 +111,7 @@ func mailImport(reconcile bool) func(context.Context, *Env, *app.Mail, []string)
 			return usagef("usage: hestia %s PATH", name)
 		}
 		start := time.Now()
-		opts := mail.ImportOptions{Account: *account}
+		opts := mail.ImportOptions{Account: *account, Full: *full}
 		if !*quiet {
 			opts.Progress = func(p mail.Progress) { progressBar(env.Stderr, p, time.Since(start)) }
 		}

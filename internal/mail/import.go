@@ -3,6 +3,7 @@ package mail
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -30,6 +31,10 @@ type ImportOptions struct {
 	// Dirs, when set, limits the scan to files directly inside these
 	// directories (the watcher's dirty set) instead of walking root.
 	Dirs []string
+	// Full lists and checks every file. Otherwise a Maildir cur/ or new/
+	// directory whose modification time is unchanged since the last
+	// successful run is skipped without listing it.
+	Full bool
 }
 
 // Progress reports an import's advance.
@@ -98,20 +103,44 @@ func (s *Store) sync(ctx context.Context, root string, opts ImportOptions, remov
 	if !info.IsDir() {
 		base = filepath.Dir(root)
 	}
-	var files []sourceFile
+	var (
+		files []sourceFile
+		sc    = &dirScan{}
+	)
 	if len(opts.Dirs) > 0 {
 		files, err = scanDirs(base, opts.Dirs)
 	} else {
-		files, err = scan(ctx, root, base)
+		if info.IsDir() && !opts.Full {
+			if sc.recorded, err = s.scanDirs(ctx, opts.Account, root); err != nil {
+				return prog, err
+			}
+		}
+		files, err = scan(ctx, root, base, sc)
 	}
 	if err != nil {
 		return prog, err
 	}
-	known, err := s.knownPaths(ctx, opts.Account, root, opts.Dirs)
+	var known map[string]knownPath
+	if len(sc.skipped) == 0 {
+		if len(opts.Dirs) > 0 {
+			known, err = s.knownPaths(ctx, opts.Account, opts.Dirs, true)
+		} else {
+			known, err = s.knownPaths(ctx, opts.Account, []string{root}, false)
+		}
+	} else {
+		// Only the directories that were listed (and recorded ones that
+		// are gone) need their mirrored paths: skipped ones are unchanged.
+		known, err = s.knownPaths(ctx, opts.Account, sc.changedDirs(files), true)
+		for _, d := range sc.skipped {
+			prog.Files += sc.recorded[d].files
+			prog.Skipped += sc.recorded[d].files
+			prog.Done += sc.recorded[d].files
+		}
+	}
 	if err != nil {
 		return prog, err
 	}
-	prog.Files = len(files)
+	prog.Files += len(files)
 	sort.SliceStable(files, func(i, j int) bool { return files[i].mtime > files[j].mtime })
 
 	seen := map[string]bool{}
@@ -235,10 +264,156 @@ func (s *Store) sync(ctx context.Context, root string, opts ImportOptions, remov
 			return prog, err
 		}
 	}
+	if len(opts.Dirs) == 0 && info.IsDir() {
+		if err := s.recordScan(ctx, opts.Account, root, sc, files); err != nil {
+			return prog, err
+		}
+	}
 	if opts.Progress != nil {
 		opts.Progress(prog)
 	}
 	return prog, nil
+}
+
+// dirScan carries the Maildir directory state of one scan: the recorded
+// mtimes, the directories listed (with the mtime seen before listing) and
+// those skipped as unchanged.
+type dirScan struct {
+	recorded map[string]scanDir
+	listed   map[string]int64
+	skipped  []string
+}
+
+type scanDir struct {
+	mtime int64
+	files int
+}
+
+// visit decides, for a directory met during the walk, whether to list it.
+// Only Maildir leaf directories are candidates; the mtime is read before
+// listing, so a delivery racing with the scan changes it again and the
+// next run looks.
+func (d *dirScan) visit(p string, de fs.DirEntry) (skip bool) {
+	name := de.Name()
+	if name != "cur" && name != "new" {
+		return false
+	}
+	info, err := de.Info()
+	if err != nil {
+		return false
+	}
+	mt := info.ModTime().UnixNano()
+	if d.listed == nil {
+		d.listed = map[string]int64{}
+	}
+	if r, ok := d.recorded[p]; ok && r.mtime == mt {
+		d.skipped = append(d.skipped, p)
+		return true
+	}
+	d.listed[p] = mt
+	return false
+}
+
+// changedDirs are the directories whose mirrored paths must be loaded:
+// those holding scanned files and recorded ones that were not met (gone).
+func (d *dirScan) changedDirs(files []sourceFile) []string {
+	seen := map[string]bool{}
+	var out []string
+	add := func(dir string) {
+		if !seen[dir] {
+			seen[dir] = true
+			out = append(out, dir)
+		}
+	}
+	for dir := range d.listed {
+		add(dir)
+	}
+	for _, f := range files {
+		add(filepath.Dir(f.path))
+	}
+	skipped := map[string]bool{}
+	for _, s := range d.skipped {
+		skipped[s] = true
+	}
+	for dir := range d.recorded {
+		if !skipped[dir] {
+			add(dir)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// scanDirs loads the recorded Maildir directories of account below root.
+func (s *Store) scanDirs(ctx context.Context, account, root string) (map[string]scanDir, error) {
+	lo, hi := prefixRange(root + string(filepath.Separator))
+	rows, err := s.db.QueryContext(ctx, `SELECT path, mtime, files FROM scan_dirs WHERE account = ? AND path >= ? AND path < ?`, account, lo, hi)
+	if err != nil {
+		return nil, fmt.Errorf("loading scanned directories: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]scanDir{}
+	for rows.Next() {
+		var p string
+		var d scanDir
+		if err := rows.Scan(&p, &d.mtime, &d.files); err != nil {
+			return nil, err
+		}
+		out[p] = d
+	}
+	return out, rows.Err()
+}
+
+// recordScan stores the mtimes of the directories listed by a successful
+// run and forgets recorded ones that are gone.
+func (s *Store) recordScan(ctx context.Context, account, root string, sc *dirScan, files []sourceFile) error {
+	count := map[string]int{}
+	for _, f := range files {
+		count[filepath.Dir(f.path)]++
+	}
+	skipped := map[string]bool{}
+	for _, p := range sc.skipped {
+		skipped[p] = true
+	}
+	// A directory changed within the last seconds may change again within
+	// the filesystem's timestamp granularity without its mtime moving:
+	// it is listed again next time rather than trusted.
+	settled := s.now().Add(-2 * time.Second).UnixNano()
+	return s.db.Tx(ctx, func(tx *sql.Tx) error {
+		for p, mt := range sc.listed {
+			if mt > settled {
+				if _, err := tx.ExecContext(ctx, `DELETE FROM scan_dirs WHERE account = ? AND path = ?`, account, p); err != nil {
+					return fmt.Errorf("forgetting scanned directory: %w", err)
+				}
+				continue
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO scan_dirs(account, path, mtime, files) VALUES (?, ?, ?, ?)
+				ON CONFLICT(account, path) DO UPDATE SET mtime = excluded.mtime, files = excluded.files`, account, p, mt, count[p]); err != nil {
+				return fmt.Errorf("recording scanned directory: %w", err)
+			}
+		}
+		for p := range sc.recorded {
+			if _, ok := sc.listed[p]; !ok && !skipped[p] {
+				if _, err := tx.ExecContext(ctx, `DELETE FROM scan_dirs WHERE account = ? AND path = ?`, account, p); err != nil {
+					return fmt.Errorf("forgetting scanned directory: %w", err)
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// prefixRange returns [lo, hi) bounds of the strings starting with
+// prefix, so a prefix query can use an index instead of substr().
+func prefixRange(prefix string) (string, string) {
+	b := []byte(prefix)
+	for i := len(b) - 1; i >= 0; i-- {
+		if b[i] < 0xff {
+			b[i]++
+			return prefix, string(b[:i+1])
+		}
+	}
+	return prefix, "\xff\xff\xff\xff"
 }
 
 // maxBatchBytes bounds the message text one import transaction carries;
@@ -251,18 +426,18 @@ const (
 
 type knownPath struct{ mtime, size int64 }
 
-// knownPaths loads the mirrored paths of account below root (or inside dirs).
-func (s *Store) knownPaths(ctx context.Context, account, root string, dirs []string) (map[string]knownPath, error) {
+// knownPaths loads the mirrored paths of account below each prefix (a root,
+// or with direct set only the files directly inside each directory).
+func (s *Store) knownPaths(ctx context.Context, account string, prefixes []string, direct bool) (map[string]knownPath, error) {
 	out := map[string]knownPath{}
-	prefixes := []string{root}
-	if len(dirs) > 0 {
-		prefixes = dirs
-	}
 	for _, pre := range prefixes {
+		// Range conditions on the primary key: "pre/…" files, "pre#offset" mbox messages.
+		dlo, dhi := prefixRange(pre + string(filepath.Separator))
+		mlo, mhi := prefixRange(pre + "#")
 		rows, err := s.db.QueryContext(ctx, `SELECT p.path, p.mtime, p.size FROM message_paths p
 			JOIN mailboxes b ON b.id = p.mailbox_id JOIN accounts a ON a.id = b.account_id
-			WHERE a.name = ? AND (substr(p.path, 1, ?) = ? OR substr(p.path, 1, ?) = ?)`,
-			account, len(pre)+1, pre+string(filepath.Separator), len(pre)+1, pre+"#")
+			WHERE a.name = ? AND ((p.path >= ? AND p.path < ?) OR (p.path >= ? AND p.path < ?))`,
+			account, dlo, dhi, mlo, mhi)
 		if err != nil {
 			return nil, fmt.Errorf("loading mirrored paths: %w", err)
 		}
@@ -273,7 +448,7 @@ func (s *Store) knownPaths(ctx context.Context, account, root string, dirs []str
 				rows.Close()
 				return nil, err
 			}
-			if len(dirs) > 0 && filepath.Dir(strings.SplitN(p, "#", 2)[0]) != pre {
+			if direct && filepath.Dir(strings.SplitN(p, "#", 2)[0]) != pre {
 				continue // only direct children of a dirty directory
 			}
 			out[p] = k
@@ -364,7 +539,7 @@ var skipNames = map[string]bool{
 	"courierimapuiddb": true, "courierimapkeywords": true, ".mh_sequences": true, "readme": true, "copying": true,
 }
 
-func scan(ctx context.Context, root, base string) ([]sourceFile, error) {
+func scan(ctx context.Context, root, base string, sc *dirScan) ([]sourceFile, error) {
 	var out []sourceFile
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -379,6 +554,9 @@ func scan(ctx context.Context, root, base string) ([]sourceFile, error) {
 		name := d.Name()
 		if d.IsDir() {
 			if p != root && (name == "tmp" || name == ".notmuch" || name == ".git" || name == "Attachments") {
+				return filepath.SkipDir
+			}
+			if p != root && sc.visit(p, d) {
 				return filepath.SkipDir
 			}
 			return nil

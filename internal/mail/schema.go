@@ -160,5 +160,15 @@ INSERT INTO messages_tri(messages_tri, rank) VALUES ('crisismerge', 32);`,
 		`CREATE INDEX messages_deleted ON messages(id) WHERE deleted_at IS NOT NULL;
 DROP INDEX messages_thread;
 CREATE INDEX messages_thread ON messages(thread_id, date, deleted_at);`,
+		// Maildir cur/ and new/ directories as last imported: a rescan skips
+		// a directory whose mtime is unchanged (every delivery, rename or
+		// removal inside it changes it), as notmuch does.
+		`CREATE TABLE scan_dirs (
+	account TEXT NOT NULL,
+	path    TEXT NOT NULL,
+	mtime   INTEGER NOT NULL,
+	files   INTEGER NOT NULL DEFAULT 0,
+	PRIMARY KEY (account, path)
+) WITHOUT ROWID;`,
 	},
 }

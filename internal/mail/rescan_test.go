@@ -1,0 +1,76 @@
+package mail
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// TestRescanSkipsUnchangedDirectories: a rescan does not list a Maildir
+// directory whose mtime is unchanged (proved by an in-place edit it does
+// not see), sees every change that moves the mtime, and Full checks all.
+func TestRescanSkipsUnchangedDirectories(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := openStore(t, nil)
+	root := t.TempDir()
+	old := time.Now().Add(-time.Hour)
+	d := "Mon, 5 Jan 2026 10:00:00 +0000"
+	p1 := writeMaildir(t, root, "", "1:2,S", msg("1@x", "a@x.org", "b@x.org", "one", d, "first body"), old)
+	writeMaildir(t, root, "", "2:2,S", msg("2@x", "a@x.org", "b@x.org", "two", d, "second body"), old)
+	writeMaildir(t, root, ".Sent", "3:2,S", msg("3@x", "b@x.org", "a@x.org", "three", d, "third body"), old)
+	settle := func() {
+		for _, dir := range []string{"cur", "new", ".Sent/cur", ".Sent/new"} {
+			os.Chtimes(filepath.Join(root, dir), old, old)
+		}
+	}
+	settle()
+	p, err := s.Import(ctx, root, ImportOptions{})
+	if err != nil || p.Added != 3 {
+		t.Fatalf("first import %+v %v", p, err)
+	}
+	p, err = s.Import(ctx, root, ImportOptions{})
+	if err != nil || p.Files != 3 || p.Skipped != 3 || p.Added+p.Updated != 0 {
+		t.Fatalf("unchanged rescan %+v %v", p, err)
+	}
+	// An in-place edit keeps the directory's mtime: skipped by a rescan,
+	// found by a full check.
+	if err := os.WriteFile(p1, []byte(msg("1@x", "a@x.org", "b@x.org", "one", d, "first BODY")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	settle()
+	if p, _ = s.Import(ctx, root, ImportOptions{}); p.Updated != 0 {
+		t.Errorf("in-place edit seen without listing the directory: %+v", p)
+	}
+	if p, _ = s.Import(ctx, root, ImportOptions{Full: true}); p.Added+p.Updated != 1 || p.Skipped != 2 {
+		t.Errorf("full check: %+v", p)
+	}
+	// A delivery and a flag change (a rename) move the mtime.
+	writeMaildir(t, root, "", "4:2,", msg("4@x", "c@x.org", "b@x.org", "four", d, "fourth body"), old)
+	if err := os.Rename(filepath.Join(root, ".Sent", "cur", "3:2,S"), filepath.Join(root, ".Sent", "cur", "3:2,FS")); err != nil {
+		t.Fatal(err)
+	}
+	p, err = s.Reconcile(ctx, root, ImportOptions{})
+	if err != nil || p.Added != 1 || p.Updated != 1 || p.Removed != 1 || p.Deleted != 0 {
+		t.Errorf("after delivery and rename: %+v %v", p, err)
+	}
+	r, _ := s.Search(ctx, Query{Flagged: ptr(true)})
+	if len(r.Messages) != 1 || r.Messages[0].Subject != "three" {
+		t.Errorf("flag change missed: %+v", r.Messages)
+	}
+	// A folder removed entirely is reconciled although nothing is listed there.
+	settle()
+	s.Import(ctx, root, ImportOptions{}) // record the settled directories
+	if err := os.RemoveAll(filepath.Join(root, ".Sent")); err != nil {
+		t.Fatal(err)
+	}
+	p, err = s.Reconcile(ctx, root, ImportOptions{})
+	if err != nil || p.Removed != 1 || p.Deleted != 1 {
+		t.Errorf("removed folder: %+v %v", p, err)
+	}
+	if n := count(t, s, Query{}); n != 3 {
+		t.Errorf("%d live messages, want 3", n)
+	}
+}
