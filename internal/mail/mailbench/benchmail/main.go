@@ -725,4 +725,3 @@ func loadavg() string {
 	}
 	return strings.Join(f[:3], " ")
 }
-
