@@ -34,7 +34,9 @@ type fileSnap struct {
 func (FileAdapter) Name() string { return "file" }
 
 // EventTypes implements Adapter.
-func (FileAdapter) EventTypes() []string { return []string{"file.created", "file.changed", "file.deleted"} }
+func (FileAdapter) EventTypes() []string {
+	return []string{"file.created", "file.changed", "file.deleted"}
+}
 
 // Validate implements Adapter.
 func (f FileAdapter) Validate(ref string) error {

@@ -53,7 +53,11 @@ func newFakeVT(t *testing.T) *fakeVT {
 	return f
 }
 
-func (f *fakeVT) set(file string, status int) { f.mu.Lock(); f.file, f.status = file, status; f.mu.Unlock() }
+func (f *fakeVT) set(file string, status int) {
+	f.mu.Lock()
+	f.file, f.status = file, status
+	f.mu.Unlock()
+}
 
 type clock struct {
 	mu sync.Mutex
