@@ -8,6 +8,7 @@ import (
 
 	"github.com/hestia-dev/hestia/internal/mail/mailtools"
 	"github.com/hestia-dev/hestia/internal/tools"
+	"github.com/hestia-dev/hestia/internal/watch"
 )
 
 // Effect is one side effect a tool produced (or would have: stand-ins
@@ -114,6 +115,9 @@ func standIns(inj *Injected, log *effectLog) []tools.Tool {
 		stand(tools.Spec{Name: "mcp__remote__create_issue", Description: "Create an issue on a remote tracker.", Risk: tools.RiskLow, Egress: true,
 			Schema: obj(`"title":{"type":"string"},"body":{"type":"string"}`, "title")}, nil, log),
 	)
+	for _, real := range watch.Tools(nil) {
+		out = append(out, stand(real.Spec(), nil, log))
+	}
 	return out
 }
 

@@ -122,7 +122,7 @@ func (a *App) initAgent(ctx context.Context) error {
 		log.Error("closing approvals left by a stopped daemon", "err", err)
 	}
 
-	a.core = agentCore{agent: ag, chats: chats, bus: bus, tools: reg, approvals: broker, policy: engine, audit: auditLog}
+	a.core = agentCore{agent: ag, chats: chats, bus: bus, tools: reg, approvals: broker, policy: engine, audit: auditLog, paths: paths}
 	a.exposeMCP(paths, auditLog)
 
 	mux := a.Server.API()

@@ -35,6 +35,7 @@ import (
 	"github.com/hestia-dev/hestia/internal/server"
 	"github.com/hestia-dev/hestia/internal/store"
 	"github.com/hestia-dev/hestia/internal/usage"
+	"github.com/hestia-dev/hestia/internal/watch"
 	"github.com/hestia-dev/hestia/web"
 )
 
@@ -61,9 +62,10 @@ type App struct {
 	Chat   llm.Client
 	// Jobs is the scheduler (daemon only, jobs.go); core is the agent
 	// and what it is built from, for the background plane.
-	Jobs   *scheduler.Scheduler
-	Notify *notify.Notifier
-	core   agentCore
+	Jobs    *scheduler.Scheduler
+	Notify  *notify.Notifier
+	Watches *watch.Engine
+	core    agentCore
 	// Devices authenticates paired clients (devices.go); nil unless serving.
 	Devices *devices.Registry
 
@@ -100,6 +102,7 @@ func (a *App) initializers() []initializer {
 		{"telegram", a.initTelegram},
 		{"user-jobs", a.initUserJobs},
 		{"notify", a.initNotify},
+		{"watch", a.initWatch},
 		{"audit-tail", a.initAuditTail},
 		{"metrics", a.initMetrics},
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/hestia-dev/hestia/internal/approval"
 	"github.com/hestia-dev/hestia/internal/chat"
 	"github.com/hestia-dev/hestia/internal/events"
+	"github.com/hestia-dev/hestia/internal/pathpolicy"
 	"github.com/hestia-dev/hestia/internal/policy"
 	"github.com/hestia-dev/hestia/internal/scheduler"
 	"github.com/hestia-dev/hestia/internal/store"
@@ -27,6 +28,7 @@ type agentCore struct {
 	approvals *approval.Broker
 	policy    *policy.Engine
 	audit     *audit.Log
+	paths     *pathpolicy.Policy
 }
 
 // initScheduler opens the scheduler before the domains that register

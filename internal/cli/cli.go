@@ -55,6 +55,7 @@ func commands() []command {
 		{"mail", "import, search and read mail; list send operations", runMail},
 		{"jobs", "scheduled jobs: list, history, run, add, remove (--json)", runJobs},
 		{"mcp", "MCP: serve Hestia's tools over stdio to an outside agent; list configured servers", runMCP},
+		{"watch", "watches: list, show, stop (--json)", runWatch},
 		{"extract", "extract a document's text from stdin as JSON (the daemon's sandboxed helper)", runExtract},
 		{"cal", "calendar: agenda, search, free slots, import/sync vdir folders", runCal},
 		{"wiki", "search, read, lint, reindex and import into the Markdown wiki", runWiki},

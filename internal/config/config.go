@@ -37,6 +37,7 @@ type Config struct {
 	Calendar CalendarConfig `toml:"calendar"`
 	Contacts ContactsConfig `toml:"contacts"`
 	Telegram TelegramConfig `toml:"telegram"`
+	Watch    WatchConfig    `toml:"watch"` // watch.go
 }
 
 // ServerConfig configures the daemon's HTTP listener.
@@ -71,6 +72,7 @@ func Default() Config {
 		Wiki:     defaultWiki(),
 		MCP:      MCPConfig{Serve: true},
 		Telegram: defaultTelegram(),
+		Watch:    defaultWatch(),
 	}
 }
 
@@ -165,6 +167,7 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.Contacts.validate()...)
 	errs = append(errs, c.Wiki.validate()...)
 	errs = append(errs, c.Agent.validate()...)
+	errs = append(errs, c.Watch.validate()...)
 	errs = append(errs, c.Policy.validate()...)
 	errs = append(errs, c.MCP.validate()...)
 	errs = append(errs, c.Telegram.validate()...)

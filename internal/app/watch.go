@@ -1,0 +1,184 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/hestia-dev/hestia/internal/approval"
+	"github.com/hestia-dev/hestia/internal/chat"
+	"github.com/hestia-dev/hestia/internal/llm"
+	"github.com/hestia-dev/hestia/internal/notify"
+	"github.com/hestia-dev/hestia/internal/store"
+	"github.com/hestia-dev/hestia/internal/tools"
+	"github.com/hestia-dev/hestia/internal/untrusted"
+	"github.com/hestia-dev/hestia/internal/watch"
+)
+
+// initWatch runs the watch engine in the daemon: its tools join the
+// agent's registry, its routes are served, a fired event is composed by
+// the model (or its fallback text), appended to the originating chat and
+// notified. Calls outside a rule's grants become approvals that wait for
+// the user.
+func (a *App) initWatch(ctx context.Context) error {
+	if a.Server == nil || a.core.agent == nil {
+		return nil
+	}
+	c := a.core
+	cfg := a.Config.Watch
+	adapters := []watch.Adapter{
+		&watch.TrainAdapter{BaseURL: cfg.TrainBaseURL, Now: a.Now},
+		&watch.URLAdapter{AllowPrivate: cfg.URLAllowPrivate},
+		watch.FileAdapter{Check: func(p string) error {
+			if c.paths == nil {
+				return nil
+			}
+			_, err := c.paths.Resolve(p)
+			return err
+		}},
+	}
+	e, err := watch.Open(ctx, a.Paths.DB(watch.Schema.Name), watch.Options{
+		Log: a.Log.With("component", "watch"), Now: a.Now, Tools: c.tools, Adapters: adapters, Interval: cfg.Interval.D(),
+	})
+	if err != nil {
+		return err
+	}
+	a.OnClose(e.Close)
+	a.Watches = e
+	for _, t := range watch.Tools(e) {
+		if err := c.tools.Register(t); err != nil {
+			return err
+		}
+	}
+	e.SetReactor(a.composeWatchMessage, a.deliverWatchMessage, a.gateWatchCall)
+	e.Routes(a.Server.API())
+	a.AddWorker("watch", e.Run)
+	return nil
+}
+
+const watchSystem = `You are Hestia, the user's assistant, handling an event from a watch the user set up earlier. Nobody is chatting right now.
+Write the message the user should get: at most two short sentences, in the user's language, stating what happened. If the user's instruction asks for an action on this event and one of the offered tools fits, call it with exactly the arguments the instruction implies; those tools run without asking only within the limits the user approved. Never invent facts beyond the event.
+`
+
+// composeWatchMessage asks the model for the message, offering only the
+// tools the matched rules grant. Event data comes from outside (a train
+// feed, a web page, mail) and reaches the model wrapped as untrusted.
+func (a *App) composeWatchMessage(ctx context.Context, d watch.Delivery, call watch.CallFunc) (string, error) {
+	if a.Chat == nil {
+		return "", errors.New("no model configured")
+	}
+	b, err := untrusted.NewBoundary(nil)
+	if err != nil {
+		return "", err
+	}
+	data, _ := json.Marshal(d.Event.Data)
+	wrapped, _ := b.Wrap("watch:"+d.Watch.Source, string(data))
+	user := fmt.Sprintf("The user's instruction when creating the watch: %q\nWatched: %s %s\nEvent: %s\nFallback text: %s\nEvent data:\n%s",
+		d.Watch.Instruction, d.Watch.Source, d.Watch.Ref, d.Event.Type, d.Event.Text, wrapped)
+	msgs := []llm.Message{{Role: llm.RoleSystem, Content: watchSystem + untrusted.SystemNote}, {Role: llm.RoleUser, Content: user}}
+	var defs []llm.ToolDef
+	seen := map[string]bool{}
+	for _, g := range d.Grants() {
+		if seen[g.Tool] {
+			continue
+		}
+		seen[g.Tool] = true
+		if t, err := a.core.tools.Get(g.Tool); err == nil {
+			s := t.Spec()
+			defs = append(defs, llm.ToolDef{Name: s.Name, Description: s.Description, Parameters: s.Schema})
+		}
+	}
+	for step := 0; step < 4; step++ {
+		req := llm.Request{Tier: llm.Tier(a.Config.Agent.Tier), Messages: msgs, Tools: defs, MaxTokens: 600, Service: "watch", Action: "event"}
+		if step == 3 {
+			req.Tools = nil
+		}
+		res, err := a.Chat.Complete(ctx, req)
+		if err != nil {
+			return "", err
+		}
+		if len(res.ToolCalls) == 0 {
+			return strings.TrimSpace(res.Text), nil
+		}
+		msgs = append(msgs, llm.Message{Role: llm.RoleAssistant, Content: res.Text, ToolCalls: res.ToolCalls})
+		for _, tc := range res.ToolCalls {
+			out, err := call(ctx, tc.Name, tc.Arguments)
+			if err != nil {
+				return "", err
+			}
+			b, _ := json.Marshal(out)
+			msgs = append(msgs, llm.Message{Role: llm.RoleTool, ToolCallID: tc.ID, Name: tc.Name, Content: string(b)})
+		}
+	}
+	return "", errors.New("the model kept calling tools")
+}
+
+// deliverWatchMessage appends the message to the watch's chat (a new
+// "Watches" chat when it was deleted) and notifies the user.
+func (a *App) deliverWatchMessage(ctx context.Context, d watch.Delivery, msg string) error {
+	c := a.core
+	chatID := d.Watch.ChatID
+	if chatID != "" {
+		if _, err := c.chats.Get(ctx, chatID); errors.Is(err, store.ErrNotFound) {
+			chatID = ""
+		} else if err != nil {
+			return err
+		}
+	}
+	if chatID == "" {
+		ch, err := c.chats.Create(ctx, "Watches")
+		if err != nil {
+			return err
+		}
+		c.bus.Publish("chat.created", ch.ID, map[string]any{"chat": ch})
+		chatID = ch.ID
+	}
+	m := &chat.Message{Role: "assistant", Content: msg}
+	if err := c.chats.Append(ctx, chatID, m); err != nil {
+		return fmt.Errorf("appending the watch message: %w", err)
+	}
+	c.bus.Publish("watch.fired", chatID, map[string]any{"watch_id": d.Watch.ID, "event": d.Event.Type, "message": m})
+	if a.Notify != nil {
+		body := msg
+		if len(body) > 240 {
+			body = body[:240]
+		}
+		if _, err := a.Notify.Notify(ctx, notify.Notification{Kind: notify.KindWatch, Key: fmt.Sprintf("watch-event:%d", d.Event.ID),
+			Title: "Watch: " + d.Event.Type, Body: body, URL: chatURL(chatID), ChatID: chatID}); err != nil {
+			a.Log.Warn("watchNotify", "err", err)
+		}
+	}
+	return nil
+}
+
+// gateWatchCall turns a call outside the grants into an approval that
+// waits for the user (no expiry); approved, it runs once.
+func (a *App) gateWatchCall(ctx context.Context, d watch.Delivery, name string, args json.RawMessage, reason string) {
+	c := a.core
+	t, err := c.tools.Get(name)
+	if err != nil {
+		return
+	}
+	s := t.Spec()
+	req := approval.Request{Kind: approval.KindApproval, ChatID: d.Watch.ChatID, TurnID: "watch:" + d.Watch.ID, CallID: fmt.Sprintf("watch-event-%d-%s", d.Event.ID, name),
+		Tool: name, Args: args, Risk: s.Risk.String(), Reason: "watch " + d.Watch.ID + ": " + reason, Schema: s.Schema, NoExpiry: true,
+		TaintedBy: nil}
+	if p, ok := t.(tools.Previewer); ok {
+		req.Preview = p.Preview(ctx, args)
+	}
+	go func() {
+		_, dec := c.approvals.Ask(ctx, req, false)
+		if !dec.Runs() {
+			return
+		}
+		run := args
+		if dec.Outcome == approval.Edit && len(dec.Args) > 0 {
+			run = dec.Args
+		}
+		if _, err := t.Run(ctx, tools.Call{ID: req.CallID, ChatID: d.Watch.ChatID, Args: run}); err != nil {
+			a.Log.Warn("watchApprovedCall", "tool", name, "err", err)
+		}
+	}()
+}

@@ -1,0 +1,109 @@
+package watch
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+
+	"github.com/hestia-dev/hestia/internal/httpjson"
+	"github.com/hestia-dev/hestia/internal/store"
+)
+
+// Routes serves the watches API. Creating a watch here is the user's own
+// act (authenticated), so grants need no further approval.
+func (e *Engine) Routes(mux *http.ServeMux) {
+	mux.HandleFunc("GET /api/watches", e.handleList)
+	mux.HandleFunc("POST /api/watches", e.handleCreate)
+	mux.HandleFunc("GET /api/watches/{id}", e.handleGet)
+	mux.HandleFunc("POST /api/watches/{id}/stop", e.handleStop)
+}
+
+func (e *Engine) handleList(w http.ResponseWriter, r *http.Request) {
+	ws, err := e.List(r.Context(), r.URL.Query().Get("state"))
+	write(w, http.StatusOK, map[string]any{"watches": ws, "sources": e.Sources()}, err)
+}
+
+// Detail is a watch with its recent events and claims.
+type Detail struct {
+	Watch
+	RecentEvents []StoredEvent `json:"recent_events"`
+	Claims       []Claim       `json:"claims"`
+}
+
+// Detail returns a watch with its events and claims.
+func (e *Engine) Detail(r *http.Request, id string) (Detail, error) {
+	wt, err := e.Get(r.Context(), id)
+	if err != nil {
+		return Detail{}, err
+	}
+	evs, err := e.Events(r.Context(), id)
+	if err != nil {
+		return Detail{}, err
+	}
+	cl, err := e.Claims(r.Context(), id)
+	return Detail{Watch: wt, RecentEvents: evs, Claims: cl}, err
+}
+
+func (e *Engine) handleGet(w http.ResponseWriter, r *http.Request) {
+	d, err := e.Detail(r, r.PathValue("id"))
+	write(w, http.StatusOK, d, err)
+}
+
+func (e *Engine) handleCreate(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 256<<10))
+	if err != nil {
+		httpjson.Error(w, http.StatusBadRequest, "bad_request", "request body is larger than 256 KiB")
+		return
+	}
+	var withChat struct {
+		ChatID string `json:"chat_id"`
+	}
+	// chat_id is the one field beyond the tool's arguments.
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(body, &raw); err != nil {
+		httpjson.Error(w, http.StatusBadRequest, "bad_request", "request body is not a JSON object")
+		return
+	}
+	if c, ok := raw["chat_id"]; ok {
+		json.Unmarshal(c, &withChat.ChatID)
+		delete(raw, "chat_id")
+	}
+	rest, _ := json.Marshal(raw)
+	s, err := parseCreate(rest)
+	if err == nil {
+		s.ChatID = withChat.ChatID
+		var wt Watch
+		wt, err = e.Create(r.Context(), s)
+		if err == nil {
+			write(w, http.StatusCreated, wt, nil)
+			return
+		}
+	}
+	var fe *FieldError
+	if errors.As(err, &fe) {
+		write(w, 0, nil, err)
+		return
+	}
+	// Anything else is the resource failing its first read.
+	httpjson.Error(w, http.StatusBadRequest, "bad_watch", err.Error())
+}
+
+func (e *Engine) handleStop(w http.ResponseWriter, r *http.Request) {
+	wt, err := e.Stop(r.Context(), r.PathValue("id"))
+	write(w, http.StatusOK, wt, err)
+}
+
+func write(w http.ResponseWriter, status int, v any, err error) {
+	var fe *FieldError
+	switch {
+	case err == nil:
+		httpjson.Write(w, status, v)
+	case errors.As(err, &fe):
+		httpjson.Error(w, http.StatusBadRequest, "bad_watch", fe.Error())
+	case errors.Is(err, store.ErrNotFound):
+		httpjson.Error(w, http.StatusNotFound, "not_found", err.Error())
+	default:
+		httpjson.Error(w, http.StatusInternalServerError, "internal", err.Error())
+	}
+}
