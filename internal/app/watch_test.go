@@ -55,7 +55,10 @@ func (x *smtpSess) Mail(string, *smtp.MailOptions) error {
 	}
 	return nil
 }
-func (x *smtpSess) Rcpt(to string, _ *smtp.RcptOptions) error { x.rcpt = append(x.rcpt, to); return nil }
+func (x *smtpSess) Rcpt(to string, _ *smtp.RcptOptions) error {
+	x.rcpt = append(x.rcpt, to)
+	return nil
+}
 func (x *smtpSess) Data(r io.Reader) error {
 	b, err := io.ReadAll(r)
 	x.s.mu.Lock()
@@ -176,7 +179,9 @@ func TestTrainWatchSendsOneGrantedMail(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 		_, b := call("GET", "/api/approvals", "")
-		var p struct{ Approvals []struct{ ID, Tool, Preview string } }
+		var p struct {
+			Approvals []struct{ ID, Tool, Preview string }
+		}
 		json.Unmarshal([]byte(b), &p)
 		if len(p.Approvals) > 0 {
 			card = p.Approvals[0]
@@ -192,7 +197,9 @@ func TestTrainWatchSendsOneGrantedMail(t *testing.T) {
 		t.Fatalf("turn: %s", b)
 	}
 	_, b := call("GET", "/api/watches", "")
-	var list struct{ Watches []struct{ ID, State, ChatID string } }
+	var list struct {
+		Watches []struct{ ID, State, ChatID string }
+	}
 	json.Unmarshal([]byte(b), &list)
 	if len(list.Watches) != 1 || list.Watches[0].State != "active" {
 		t.Fatalf("watches %s", b)

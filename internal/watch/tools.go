@@ -134,7 +134,7 @@ func Tools(e *Engine) []tools.Tool {
 			Schema: createSchema(true), Risk: tools.RiskHigh, Egress: true}, Check: avail, Fn: create(true), PreviewF: preview},
 		&tools.Func{S: tools.Spec{Name: "watch_list", Description: "List the user's watches (active first) with their state and last poll.",
 			Schema: json.RawMessage(`{"type":"object","additionalProperties":false,"properties":{"state":{"type":"string","enum":["active","stopped","expired","completed"]}}}`),
-			Risk: tools.RiskLow, ReadOnly: true, ParallelSafe: true}, Check: avail,
+			Risk:   tools.RiskLow, ReadOnly: true, ParallelSafe: true}, Check: avail,
 			Fn: func(ctx context.Context, c tools.Call) (tools.Result, error) {
 				var a struct {
 					State string `json:"state"`
@@ -159,7 +159,7 @@ func Tools(e *Engine) []tools.Tool {
 			}},
 		&tools.Func{S: tools.Spec{Name: "watch_stop", Description: "Stop a watch by id (it only reduces background work).",
 			Schema: json.RawMessage(`{"type":"object","additionalProperties":false,"required":["id"],"properties":{"id":{"type":"string"}}}`),
-			Risk: tools.RiskLow, ReadOnly: true}, Check: avail,
+			Risk:   tools.RiskLow, ReadOnly: true}, Check: avail,
 			Fn: func(ctx context.Context, c tools.Call) (tools.Result, error) {
 				var a struct {
 					ID string `json:"id"`
