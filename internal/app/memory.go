@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hestia-dev/hestia/internal/chat"
+	"github.com/hestia-dev/hestia/internal/chat/recalltools"
 	"github.com/hestia-dev/hestia/internal/httpjson"
 	"github.com/hestia-dev/hestia/internal/llm"
 	"github.com/hestia-dev/hestia/internal/memory"
@@ -38,8 +39,9 @@ type memoryWiring struct {
 	onCompact func(chatID string)
 }
 
-// registerMemory wires profile memory: the memory tool, the system-prompt
-// parts, the proposer (idle chats and compaction) and the queue routes.
+// registerMemory wires profile memory and chat recall: the memory,
+// chat_search and chat_read tools, the system-prompt parts, the proposer
+// (idle chats and compaction) and the queue routes.
 func (a *App) registerMemory(ctx context.Context, reg *tools.Registry, chats *chat.Store) (memoryWiring, error) {
 	q, err := a.OpenMemory(ctx)
 	if err != nil {
@@ -47,6 +49,11 @@ func (a *App) registerMemory(ctx context.Context, reg *tools.Registry, chats *ch
 	}
 	if err := reg.Register(memory.Tool(q.Profile())); err != nil {
 		return memoryWiring{}, err
+	}
+	for _, t := range recalltools.Tools(chats) {
+		if err := reg.Register(t); err != nil {
+			return memoryWiring{}, err
+		}
 	}
 	prop := memory.NewProposer(memory.Proposer{Queue: q, Chats: chats, LLM: a.Chat, Tier: llm.Tier2, Log: a.Log.With("component", "memory"), Now: a.Now, Idle: 15 * time.Minute})
 	a.AddWorker("memory.propose", func(ctx context.Context) error { return prop.Run(ctx, 5*time.Minute) })

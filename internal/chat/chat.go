@@ -43,7 +43,22 @@ CREATE TABLE messages (
 	tool TEXT NOT NULL DEFAULT '',
 	created_at TEXT NOT NULL,
 	UNIQUE (chat_id, seq)
-);`}}
+);`,
+	// Chat recall (recall.go): user and assistant text in FTS5, kept by
+	// triggers, so deleting a chat (cascading to its messages) removes it
+	// from the index too.
+	`CREATE VIRTUAL TABLE messages_fts USING fts5(content, content='messages', content_rowid='rowid', tokenize='unicode61 remove_diacritics 2');
+INSERT INTO messages_fts(rowid, content) SELECT rowid, content FROM messages WHERE role IN ('user','assistant');
+CREATE TRIGGER messages_fts_ai AFTER INSERT ON messages WHEN new.role IN ('user','assistant') BEGIN
+	INSERT INTO messages_fts(rowid, content) VALUES (new.rowid, new.content);
+END;
+CREATE TRIGGER messages_fts_ad AFTER DELETE ON messages WHEN old.role IN ('user','assistant') BEGIN
+	INSERT INTO messages_fts(messages_fts, rowid, content) VALUES ('delete', old.rowid, old.content);
+END;
+CREATE TRIGGER messages_fts_au AFTER UPDATE OF content ON messages WHEN old.role IN ('user','assistant') BEGIN
+	INSERT INTO messages_fts(messages_fts, rowid, content) VALUES ('delete', old.rowid, old.content);
+	INSERT INTO messages_fts(rowid, content) VALUES (new.rowid, new.content);
+END;`}}
 
 // Chat is a conversation.
 type Chat struct {
