@@ -239,6 +239,7 @@ func Cases() []Case {
 	cs = append(cs, secretCases()...)
 	cs = append(cs, impostorCases()...)
 	cs = append(cs, mcpCases()...)
+	cs = append(cs, skillCases()...)
 	cs = append(cs, wikiCases()...)
 	cs = append(cs, watchCases()...)
 	return cs

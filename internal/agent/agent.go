@@ -118,6 +118,9 @@ type Deps struct {
 	OnCompact func(chatID string)
 	Log       *slog.Logger
 	Clock     func() time.Time
+	// SystemNotes, when set, adds text to the system prompt of every turn
+	// (the index of installed skills). Optional.
+	SystemNotes func(ctx context.Context) string
 }
 
 // Agent runs turns.

@@ -12,7 +12,9 @@ import (
 	"github.com/hestia-dev/hestia/internal/budget"
 	"github.com/hestia-dev/hestia/internal/chat"
 	"github.com/hestia-dev/hestia/internal/llm"
+	"github.com/hestia-dev/hestia/internal/policy"
 	"github.com/hestia-dev/hestia/internal/taint"
+	"github.com/hestia-dev/hestia/internal/tools"
 	"github.com/hestia-dev/hestia/internal/untrusted"
 )
 
@@ -41,6 +43,9 @@ func (a *Agent) runTurn(t *Turn) (res Result) {
 	// can tighten for the rest of the turn (internal/taint).
 	tracker := taint.NewTracker()
 	ctx := taint.WithTracker(t.ctx, tracker)
+	// Restrictions (a loaded skill's manifest) hold for the turn; see
+	// replay for those carried over from earlier turns.
+	ctx = policy.WithScope(ctx, policy.NewScope())
 	ctx = a.budgetContext(ctx, t.opts) // budget.go
 	bg := context.WithoutCancel(ctx)
 	defer func() {
@@ -106,17 +111,24 @@ func (a *Agent) continueTurn(t *Turn, ctx, bg context.Context, tracker *taint.Tr
 	}
 	st := &turnState{t: t, ctx: ctx, bg: bg, boundary: b, taint: tracker}
 	st.ctx = a.withTaint(st.ctx, history) // see taint.go
-	st.msgs = append([]llm.Message{{Role: llm.RoleSystem, Content: a.systemPrompt()}}, toLLM(history)...)
+	a.replay(st.ctx, history)
+	st.msgs = append([]llm.Message{{Role: llm.RoleSystem, Content: a.systemPrompt(st.ctx)}}, toLLM(history)...)
 	return a.loop(st, res)
 }
 
 // systemPrompt is the profile memory's AGENT.md, the base instructions,
 // USER.md and MEMORY.md, then the time: everything before the time is
 // stable between turns so provider prompt caches keep hitting.
-func (a *Agent) systemPrompt() string {
+// SystemNotes (the installed skills' index) come before the time too.
+func (a *Agent) systemPrompt(ctx context.Context) string {
 	before, after := "", ""
 	if a.d.Profile != nil {
 		before, after = a.d.Profile()
+	}
+	if a.d.SystemNotes != nil {
+		if n := a.d.SystemNotes(ctx); n != "" {
+			after += "\n\n" + n
+		}
 	}
 	return before + a.cfg.SystemPrompt + after + "\nCurrent time: " + a.d.Clock().Format(time.RFC3339) + "."
 }
@@ -129,6 +141,28 @@ func (a *Agent) compacted(st *turnState, tier int) {
 	}
 	st.compacted = true
 	a.d.OnCompact(st.t.ChatID)
+}
+
+// replay re-applies earlier successful calls of tools that set up state
+// for the rest of the chat (tools.Replayer: a loaded skill's manifest
+// restricts every later turn, not only the one that loaded it).
+func (a *Agent) replay(ctx context.Context, history []chat.Message) {
+	for _, m := range history {
+		if m.Role != chat.RoleTool || m.Tool == nil || m.Tool.Status != StatusOK {
+			continue
+		}
+		t, err := a.d.Tools.Get(m.ToolName)
+		if err != nil {
+			continue
+		}
+		if r, ok := t.(tools.Replayer); ok {
+			args := m.Tool.EffectiveInput
+			if len(args) == 0 {
+				args = m.Tool.Input
+			}
+			r.Replay(ctx, args)
+		}
+	}
 }
 
 func (a *Agent) aborted(res Result, cause error) Result {

@@ -82,6 +82,10 @@ func (a *App) initAgent(ctx context.Context) error {
 	if err := a.registerMCP(ctx, reg); err != nil {
 		return err
 	}
+	skillNotes, err := a.registerSkills(ctx, reg)
+	if err != nil {
+		return err
+	}
 	if err := a.registerCalendar(ctx, reg); err != nil {
 		return err
 	}
@@ -109,7 +113,7 @@ func (a *App) initAgent(ctx context.Context) error {
 		Tier: llm.Tier(cfg.Agent.Tier), StepLimit: cfg.Agent.StepLimit, QueueLimit: cfg.Agent.QueueLimit,
 		ContextTokens: cfg.Agent.ContextTokens, ToolTimeout: cfg.Agent.ToolTimeout.D(),
 	}, agent.Deps{LLM: a.Chat, Budget: a.Budget, Usage: a.Usage, Tools: reg, Policy: engine, Paths: paths, Approvals: broker, Chats: chats, Audit: auditLog, Events: bus, Log: log, Clock: a.Now,
-		Profile: mem.prompt, OnCompact: mem.onCompact})
+		Profile: mem.prompt, OnCompact: mem.onCompact, SystemNotes: skillNotes})
 	if err != nil {
 		return err
 	}

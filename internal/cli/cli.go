@@ -54,6 +54,7 @@ func commands() []command {
 		{"audit", "show the audit trail; `audit verify` checks the hash chain", runAudit},
 		{"mail", "import, search and read mail; list send operations", runMail},
 		{"jobs", "scheduled jobs: list, history, run, add, remove (--json)", runJobs},
+		{"skills", "skills: install PATH|URL [--accept-risk], list [--json], remove NAME, scan NAME|PATH", runSkills},
 		{"mcp", "MCP: serve Hestia's tools over stdio to an outside agent; list configured servers", runMCP},
 		{"watch", "watches: list, show, stop (--json)", runWatch},
 		{"extract", "extract a document's text from stdin as JSON (the daemon's sandboxed helper)", runExtract},

@@ -185,7 +185,7 @@ func (e *Engine) Decide(ctx context.Context, in Input) Result {
 			res.Source = SourceTemporaryMode
 		}
 	}
-	return e.tighten(ctx, in, res)
+	return e.restrict(ctx, in, e.tighten(ctx, in, res))
 }
 
 func (e *Engine) decide(ctx context.Context, in Input) Result {

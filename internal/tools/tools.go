@@ -142,6 +142,14 @@ type Targeter interface {
 	Target(args json.RawMessage) string
 }
 
+// Replayer is implemented by tools whose successful calls set up state for
+// the rest of a chat (loading a skill activates its capability manifest).
+// The agent replays the chat's earlier successful calls at the start of
+// every turn, so the state cannot be shed by starting a new turn.
+type Replayer interface {
+	Replay(ctx context.Context, args json.RawMessage)
+}
+
 // Func adapts plain functions to Tool.
 type Func struct {
 	S        Spec
