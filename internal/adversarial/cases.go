@@ -241,6 +241,7 @@ func Cases() []Case {
 	cs = append(cs, mcpCases()...)
 	cs = append(cs, skillCases()...)
 	cs = append(cs, wikiCases()...)
+	cs = append(cs, calendarCases()...)
 	cs = append(cs, watchCases()...)
 	return cs
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/hestia-dev/hestia/internal/calendar/calwrite"
 	"github.com/hestia-dev/hestia/internal/mail/mailtools"
 	"github.com/hestia-dev/hestia/internal/tools"
 	"github.com/hestia-dev/hestia/internal/watch"
@@ -90,6 +91,10 @@ type Injected struct {
 // (localTools).
 func standIns(inj *Injected, log *effectLog) []tools.Tool {
 	var out []tools.Tool
+	// The calendar write tools' specs come from calwrite itself.
+	for _, real := range calwrite.Tools(nil) {
+		out = append(out, stand(real.Spec(), nil, log))
+	}
 	for _, real := range mailtools.Tools(mailtools.Deps{}) {
 		s := real.Spec()
 		content := func() string { return inj.Mail }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hestia-dev/hestia/internal/calendar"
 	"github.com/hestia-dev/hestia/internal/calendar/caltools"
+	"github.com/hestia-dev/hestia/internal/calendar/calwrite"
 	"github.com/hestia-dev/hestia/internal/config"
 	"github.com/hestia-dev/hestia/internal/doctor"
 	"github.com/hestia-dev/hestia/internal/httpjson"
@@ -21,9 +22,10 @@ import (
 
 // Calendar is the wired calendar connector.
 type Calendar struct {
-	Store *calendar.Store
-	Deps  caltools.Deps
-	cfg   config.CalendarConfig
+	Store  *calendar.Store
+	Writer *calwrite.Writer
+	Deps   caltools.Deps
+	cfg    config.CalendarConfig
 }
 
 // OpenCalendar opens the calendar index (closed with the App).
@@ -41,7 +43,29 @@ func (a *App) OpenCalendar(ctx context.Context) (*Calendar, error) {
 	hours.Start, _ = calendar.ParseClock(cfg.DayStart)
 	hours.End, _ = calendar.ParseClock(cfg.DayEnd)
 	hours.Days, _ = calendar.ParseWeekdays(cfg.WorkDays)
-	return &Calendar{Store: st, cfg: cfg, Deps: caltools.Deps{Store: st, Now: a.Now, Loc: loc, Hours: hours}}, nil
+	c := &Calendar{Store: st, cfg: cfg, Deps: caltools.Deps{Store: st, Now: a.Now, Loc: loc, Hours: hours}}
+	w, err := calwrite.Open(ctx, calwrite.Options{DBPath: a.Paths.DB(calwrite.Schema.Name), Index: st, Targets: c.targets,
+		Loc: loc, Now: a.Now, Logger: a.Log.With("component", "calendar")})
+	if err != nil {
+		return nil, err
+	}
+	a.OnClose(w.Close)
+	c.Writer = w
+	return c, nil
+}
+
+// targets maps every known vdir collection to a write target.
+func (c *Calendar) targets(ctx context.Context) (map[string]calwrite.Target, error) {
+	srcs, err := c.Sources(ctx)
+	out := map[string]calwrite.Target{}
+	for _, s := range srcs {
+		out[s.Name] = calwrite.Target{Name: s.Name, ReadOnly: s.ReadOnly, Backend: calwrite.Vdir{Dir: s.Path},
+			Resync: func(ctx context.Context) error { _, err := c.Store.Sync(ctx, s); return err }}
+	}
+	if len(out) > 0 {
+		err = nil // a broken source elsewhere does not block writes here
+	}
+	return out, err
 }
 
 // Sources lists the configured collections (folders of collections
@@ -97,7 +121,7 @@ func (a *App) registerCalendar(ctx context.Context, reg *tools.Registry) error {
 	if err != nil {
 		return err
 	}
-	for _, t := range caltools.Tools(c.Deps) {
+	for _, t := range append(caltools.Tools(c.Deps), calwrite.Tools(c.Writer)...) {
 		if err := reg.Register(t); err != nil {
 			return err
 		}
@@ -117,6 +141,9 @@ func (a *App) registerCalendar(ctx context.Context, reg *tools.Registry) error {
 			stats, err := c.SyncAll(ctx)
 			if err != nil && ctx.Err() == nil {
 				log.Warn("calendarSync", "err", err)
+			}
+			if _, err := c.Writer.ConfirmPending(ctx, 10); err != nil && ctx.Err() == nil {
+				log.Warn("calendarConfirm", "err", err)
 			}
 			last.mu.Lock()
 			last.err, last.stats, last.at = err, stats, a.Now()
@@ -167,6 +194,10 @@ func (c *Calendar) Routes(mux *http.ServeMux) {
 		res, err := c.Deps.Search(r.Context(), caltools.SearchArgs{Query: q.Get("q"), From: q.Get("from"), To: q.Get("to"),
 			Calendars: splitList(q.Get("calendars")), Attendee: q.Get("attendee")})
 		writeCalResult(w, res, err)
+	})
+	mux.HandleFunc("GET /api/calendar/ops", func(w http.ResponseWriter, r *http.Request) {
+		ops, err := c.Writer.List(r.Context(), r.URL.Query().Get("state"), 100)
+		writeCalResult(w, map[string]any{"operations": ops}, err)
 	})
 	mux.HandleFunc("GET /api/calendar/free", func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()

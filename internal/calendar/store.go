@@ -291,3 +291,45 @@ func timeList(s string, loc *time.Location) []time.Time {
 	}
 	return out
 }
+
+// FileOf returns the vdir file name holding the event uid in a calendar.
+func (s *Store) FileOf(ctx context.Context, calendarName, uid string) (string, error) {
+	var name string
+	err := s.db.QueryRowContext(ctx, `SELECT f.name FROM events e JOIN files f ON f.id = e.file_id JOIN calendars c ON c.id = e.calendar_id
+		WHERE c.name = ? AND e.uid = ? LIMIT 1`, calendarName, uid).Scan(&name)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", fmt.Errorf("event %q in calendar %q: %w", uid, calendarName, store.ErrNotFound)
+	}
+	if err != nil {
+		return "", fmt.Errorf("finding event %q: %w", uid, err)
+	}
+	return name, nil
+}
+
+// CalendarsOf lists the calendars holding an event uid.
+func (s *Store) CalendarsOf(ctx context.Context, uid string) ([]string, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT DISTINCT c.name FROM events e JOIN calendars c ON c.id = e.calendar_id WHERE e.uid = ? ORDER BY c.name`, uid)
+	if err != nil {
+		return nil, fmt.Errorf("finding event %q: %w", uid, err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			return nil, err
+		}
+		out = append(out, n)
+	}
+	return out, rows.Err()
+}
+
+// SummaryOf returns the summary of an event's master (for approval cards).
+func (s *Store) SummaryOf(ctx context.Context, uid string) (string, error) {
+	var sum string
+	err := s.db.QueryRowContext(ctx, `SELECT summary FROM events WHERE uid = ? ORDER BY recurrence_id IS NOT NULL LIMIT 1`, uid).Scan(&sum)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", fmt.Errorf("event %q: %w", uid, store.ErrNotFound)
+	}
+	return sum, err
+}

@@ -227,3 +227,9 @@ func parseUTCOffset(s string) (int, bool) {
 	}
 	return sign * n, true
 }
+
+// ResolveTZID returns the location a TZID of cal names (see zones).
+func ResolveTZID(cal *ical.Component, tzid string) *time.Location {
+	loc, _ := newZones(cal, time.UTC).lookup(tzid)
+	return loc
+}

@@ -19,7 +19,8 @@ const calUsage = `usage: hestia cal COMMAND
   free --from DATE --to DATE [--min 30m] [--json]               free slots within working hours
   import PATH [--name NAME] [--read-only]                       index a vdir folder of .ics files
   sync [--json]                                                 re-read every known calendar folder
-  calendars [--json]                                            list calendars`
+  calendars [--json]                                            list calendars
+  ops [--state S] [--json]                                      list journaled create/update/delete operations`
 
 // runCal works on the calendar index directly; it is safe to share with a
 // running daemon (SQLite WAL).
@@ -29,7 +30,7 @@ func runCal(ctx context.Context, env *Env, args []string) error {
 	}
 	sub, rest := args[0], args[1:]
 	cmds := map[string]func(context.Context, *Env, *app.Calendar, []string) error{
-		"agenda": calAgenda, "search": calSearch, "free": calFree, "import": calImport, "sync": calSync, "calendars": calCalendars,
+		"agenda": calAgenda, "search": calSearch, "free": calFree, "import": calImport, "sync": calSync, "calendars": calCalendars, "ops": calOps,
 	}
 	fn, ok := cmds[sub]
 	if !ok {
@@ -290,6 +291,33 @@ func calCalendars(ctx context.Context, env *Env, c *app.Calendar, args []string)
 			ro = " (read-only)"
 		}
 		fmt.Fprintf(env.Stdout, "%s%s: %d events, %d files skipped — %s\n", k.Name, ro, k.Events, k.Skipped, k.Path)
+	}
+	return nil
+}
+
+func calOps(ctx context.Context, env *Env, c *app.Calendar, args []string) error {
+	fs := env.flags("cal ops")
+	state := fs.String("state", "", "only ops in this state (started, done, failed, unknown)")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := parse(fs, args, 0); err != nil {
+		return err
+	}
+	ops, err := c.Writer.List(ctx, *state, 100)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return printJSON(env.Stdout, map[string]any{"operations": ops})
+	}
+	for _, o := range ops {
+		inst := ""
+		if o.Instance != "" {
+			inst = " @" + o.Instance
+		}
+		fmt.Fprintf(env.Stdout, "%d %s %s %q in %s (%s%s) %s\n", o.ID, o.CreatedAt.Format(time.RFC3339), o.Kind, o.Summary, o.Calendar, o.UID, inst, o.State)
+	}
+	if len(ops) == 0 {
+		fmt.Fprintln(env.Stdout, "no operations")
 	}
 	return nil
 }

@@ -1,0 +1,216 @@
+// Package calwrite makes the calendar writes the agent may propose:
+// calendar_create, calendar_update and calendar_delete. Each is gated by
+// policy (not read-only) and journaled in calendarops.db like mail sends:
+// the event's UID is assigned and the operation recorded as started before
+// anything is written; the write is conditional (never overwrites an object
+// that changed); the result is confirmed by reading the object back by UID
+// and ETag; and the same call is never executed twice.
+package calwrite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/hestia-dev/hestia/internal/calendar"
+	"github.com/hestia-dev/hestia/internal/store"
+)
+
+// Schema is calendarops.db's schema.
+var Schema = store.Schema{Name: "calendarops", Migrations: []string{`
+CREATE TABLE ops (
+	id         INTEGER PRIMARY KEY,
+	key        TEXT NOT NULL UNIQUE,
+	kind       TEXT NOT NULL,
+	calendar   TEXT NOT NULL,
+	uid        TEXT NOT NULL,
+	href       TEXT NOT NULL DEFAULT '',
+	instance   TEXT NOT NULL DEFAULT '',
+	summary    TEXT NOT NULL DEFAULT '',
+	state      TEXT NOT NULL,
+	etag       TEXT NOT NULL DEFAULT '',
+	error      TEXT NOT NULL DEFAULT '',
+	checks     INTEGER NOT NULL DEFAULT 0,
+	created_at INTEGER NOT NULL,
+	updated_at INTEGER NOT NULL
+);
+CREATE INDEX ops_state ON ops(state);
+`}}
+
+// Operation kinds and states.
+const (
+	KindCreate = "create"
+	KindUpdate = "update"
+	KindDelete = "delete"
+
+	StateStarted = "started"
+	StateDone    = "done"
+	StateFailed  = "failed"
+	// StateUnknown: the write may or may not have happened (the store
+	// did not answer); confirmation reads the object back to decide, and
+	// the write is never repeated blindly.
+	StateUnknown = "unknown"
+)
+
+// Op is one journaled write.
+type Op struct {
+	ID        int64     `json:"id"`
+	Kind      string    `json:"kind"`
+	Calendar  string    `json:"calendar"`
+	UID       string    `json:"uid"`
+	Href      string    `json:"href,omitempty"`
+	Instance  string    `json:"instance,omitempty"`
+	Summary   string    `json:"summary,omitempty"`
+	State     string    `json:"state"`
+	ETag      string    `json:"etag,omitempty"`
+	Error     string    `json:"error,omitempty"`
+	Checks    int       `json:"checks,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// Target is one writable calendar.
+type Target struct {
+	Name     string
+	ReadOnly bool
+	Backend  Backend
+	// Resync refreshes the calendar's index after a write (optional).
+	Resync func(ctx context.Context) error
+}
+
+// Writer journals and performs calendar writes.
+type Writer struct {
+	db      *store.DB
+	cal     *calendar.Store
+	targets func(ctx context.Context) (map[string]Target, error)
+	loc     *time.Location
+	now     func() time.Time
+	log     *slog.Logger
+}
+
+// Options configure a Writer.
+type Options struct {
+	DBPath  string
+	Index   *calendar.Store
+	Targets func(ctx context.Context) (map[string]Target, error)
+	// Loc is the zone new events are written in (its IANA name as TZID).
+	Loc    *time.Location
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+// Open opens the journal.
+func Open(ctx context.Context, o Options) (*Writer, error) {
+	db, err := store.Open(ctx, o.DBPath, Schema)
+	if err != nil {
+		return nil, err
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Loc == nil {
+		o.Loc = o.Index.Floating()
+	}
+	return &Writer{db: db, cal: o.Index, targets: o.Targets, loc: o.Loc, now: o.Now, log: o.Logger}, nil
+}
+
+// Close closes the journal.
+func (w *Writer) Close() error { return w.db.Close() }
+
+const opCols = `id, kind, calendar, uid, href, instance, summary, state, etag, error, checks, created_at, updated_at`
+
+func scanOp(row interface{ Scan(...any) error }) (Op, error) {
+	var o Op
+	var c, u int64
+	err := row.Scan(&o.ID, &o.Kind, &o.Calendar, &o.UID, &o.Href, &o.Instance, &o.Summary, &o.State, &o.ETag, &o.Error, &o.Checks, &c, &u)
+	o.CreatedAt, o.UpdatedAt = time.Unix(c, 0).UTC(), time.Unix(u, 0).UTC()
+	return o, err
+}
+
+// byKey returns the op recorded under key, if any.
+func (w *Writer) byKey(ctx context.Context, key string) (Op, bool, error) {
+	o, err := scanOp(w.db.QueryRowContext(ctx, `SELECT `+opCols+` FROM ops WHERE key = ?`, key))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Op{}, false, nil
+	}
+	if err != nil {
+		return Op{}, false, fmt.Errorf("reading calendar journal: %w", err)
+	}
+	return o, true, nil
+}
+
+// begin records a started op; if key was used before it returns that op
+// and dup, and the caller must not write again.
+func (w *Writer) begin(ctx context.Context, key string, o Op) (Op, bool, error) {
+	if prev, ok, err := w.byKey(ctx, key); err != nil || ok {
+		return prev, ok, err
+	}
+	now := w.now().Unix()
+	err := w.db.QueryRowContext(ctx, `INSERT INTO ops(key, kind, calendar, uid, href, instance, summary, state, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`, key, o.Kind, o.Calendar, o.UID, o.Href, o.Instance, o.Summary, StateStarted, now, now).Scan(&o.ID)
+	if err != nil {
+		return Op{}, false, fmt.Errorf("journaling calendar %s: %w", o.Kind, err)
+	}
+	o.State = StateStarted
+	o.CreatedAt, o.UpdatedAt = time.Unix(now, 0).UTC(), time.Unix(now, 0).UTC()
+	return o, false, nil
+}
+
+func (w *Writer) finish(ctx context.Context, o *Op, state, etag string, cause error) {
+	o.State, o.ETag = state, etag
+	if cause != nil {
+		o.Error = cause.Error()
+	}
+	o.UpdatedAt = w.now().UTC()
+	if _, err := w.db.ExecContext(ctx, `UPDATE ops SET state = ?, etag = ?, error = ?, checks = ?, updated_at = ? WHERE id = ?`,
+		o.State, o.ETag, o.Error, o.Checks, o.UpdatedAt.Unix(), o.ID); err != nil {
+		// The write itself happened (or not) regardless; the journal row
+		// stays "started" and confirmation will settle it.
+		w.log.Error("calendarJournalUpdate", "op", o.ID, "err", err)
+	}
+}
+
+// List returns recent ops, newest first, optionally of one state.
+func (w *Writer) List(ctx context.Context, state string, limit int) ([]Op, error) {
+	if limit <= 0 || limit > 500 {
+		limit = 100
+	}
+	q := `SELECT ` + opCols + ` FROM ops`
+	args := []any{}
+	if state != "" {
+		q += ` WHERE state = ?`
+		args = append(args, state)
+	}
+	rows, err := w.db.QueryContext(ctx, q+` ORDER BY id DESC LIMIT ?`, append(args, limit)...)
+	if err != nil {
+		return nil, fmt.Errorf("listing calendar journal: %w", err)
+	}
+	defer rows.Close()
+	out := []Op{}
+	for rows.Next() {
+		o, err := scanOp(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, o)
+	}
+	return out, rows.Err()
+}
+
+// classify maps a write error to the journal state: a refusal before
+// anything was stored is failed, anything else unknown.
+func classify(err error) string {
+	if errors.Is(err, ErrConflict) || errors.Is(err, ErrNotFound) || errors.Is(err, errRefused) {
+		return StateFailed
+	}
+	return StateUnknown
+}
+
+// errRefused wraps errors that mean the store refused the write outright.
+var errRefused = errors.New("refused")
