@@ -105,6 +105,7 @@ func (a *App) initializers() []initializer {
 		{"watch", a.initWatch},
 		{"audit-tail", a.initAuditTail},
 		{"metrics", a.initMetrics},
+		{"settings", a.initSettings},
 	}
 }
 
