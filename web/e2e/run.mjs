@@ -16,6 +16,7 @@ try {
   const only = process.argv[2];
   if (!only || only === 'shots') await runShots(b.browser);
   if (!only || only === 'shots' || only === 'mail') await (await import('./mail.mjs')).runMailShots(b.browser);
+  if (!only || only === 'shots' || only === 'settings') await (await import('./settings.mjs')).runSettingsShots(b.browser);
   if (!only || only === 'daemon') {
     const { runDaemon } = await import('./daemon.mjs');
     await runDaemon(b.browser);

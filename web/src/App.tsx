@@ -4,6 +4,7 @@ import { AppContext } from './context';
 import { AuditPage } from './pages/Audit';
 import { ChatPage } from './pages/Chat';
 import { MailPage } from './pages/Mail';
+import { SettingsPage } from './pages/Settings';
 import { PairPage } from './pages/Pair';
 import { SystemPage } from './pages/System';
 import { UsagePage } from './pages/Usage';
@@ -40,6 +41,9 @@ export function Root({ app }: { app: AppCtl }) {
       break;
     case 'mail':
       page = <MailPage id={route.id} />;
+      break;
+    case 'settings':
+      page = <SettingsPage />;
       break;
     case 'chat':
       page = <ChatPage key={route.id} id={route.id} />;

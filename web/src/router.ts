@@ -9,6 +9,7 @@ export type Route =
   | { name: 'audit' }
   | { name: 'system' }
   | { name: 'mail'; id?: number }
+  | { name: 'settings' }
   | { name: 'pair'; code?: string };
 
 export function parseRoute(pathname: string, hash = ''): Route {
@@ -23,6 +24,8 @@ export function parseRoute(pathname: string, hash = ''): Route {
       return { name: 'audit' };
     case 'system':
       return { name: 'system' };
+    case 'settings':
+      return { name: 'settings' };
     case 'mail': {
       const id = Number(parts[1]);
       return parts[1] && Number.isSafeInteger(id) && id > 0 ? { name: 'mail', id } : { name: 'mail' };

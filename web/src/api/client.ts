@@ -11,6 +11,7 @@ import type {
   ToolInfo,
 } from './types';
 import type { MailboxCount, MailMessage, MailSearchResult, MailThread } from '../lib/mail';
+import type { LocalServer, PolicyRule, SettingsChange, SettingsView } from '../lib/settings';
 
 const TOKEN_KEY = 'hestia.token';
 
@@ -194,6 +195,32 @@ export class Client {
   }
   system() {
     return this.get<unknown>('/api/system');
+  }
+
+  // Settings (config.toml) and policy rules
+  settings() {
+    return this.get<SettingsView>('/api/settings');
+  }
+  saveSettings(changes: SettingsChange[]) {
+    return this.request<{ settings: SettingsView; applied_live: string[] }>('PATCH', '/api/settings', { changes });
+  }
+  testProvider(body: { provider?: string; kind?: string; base_url?: string; api_key?: string }) {
+    return this.request<{ ok: boolean; error?: string; models: string[] }>('POST', '/api/settings/test-provider', body);
+  }
+  localModels() {
+    return this.get<{ found: LocalServer[]; looked_at: LocalServer[] }>('/api/settings/local-models');
+  }
+  policyRules() {
+    return this.get<{ rules: PolicyRule[] }>('/api/policy/rules').then((r) => r.rules ?? []);
+  }
+  addRule(rule: Partial<PolicyRule>) {
+    return this.request<PolicyRule>('POST', '/api/policy/rules', rule);
+  }
+  deleteRule(id: string) {
+    return this.request<void>('DELETE', `/api/policy/rules/${enc(id)}`);
+  }
+  dryRun(tool: string, args: unknown) {
+    return this.request<{ decision: string; source: string; reason: string; risk: string; rule_id?: string }>('POST', '/api/policy/test', { tool, args });
   }
 
   // Mail (read-only)

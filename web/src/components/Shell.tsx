@@ -8,7 +8,7 @@ import { hrefFor, type Route } from '../router';
 import type { State } from '../state/reduce';
 import type { UIState } from '../state/app';
 import { useSelect } from '../state/store';
-import { Chart, Flame, List, Mail, Menu, Plus, Pulse, Refresh, Search, X } from './icons';
+import { Chart, Flame, Gear, List, Mail, Menu, Plus, Pulse, Refresh, Search, X } from './icons';
 
 export function Shell({ route, children }: { route: Route; children: ComponentChildren }) {
   const [open, setOpen] = useState(false);
@@ -125,6 +125,7 @@ function Sidebar({ route, onClose }: { route: Route; onClose: () => void }) {
         <NavLink route={route} to="usage" icon={<Chart size={17} />} label="Usage" />
         <NavLink route={route} to="audit" icon={<List size={17} />} label="Audit" />
         <NavLink route={route} to="system" icon={<Pulse size={17} />} label="System" />
+        <NavLink route={route} to="settings" icon={<Gear size={17} />} label="Settings" />
       </nav>
       <ConnStatus />
     </aside>

@@ -1,0 +1,107 @@
+// Shapes of /api/settings (internal/settings) and the policy rule API, and
+// small helpers the Settings page uses.
+
+export interface Budget {
+  daily_cost_usd: number;
+  monthly_cost_usd: number;
+  daily_tokens: number;
+  monthly_tokens: number;
+  warn_percent: number;
+}
+
+export interface ProviderView {
+  name: string;
+  kind: string;
+  base_url: string;
+  api_key_set: boolean;
+  max_tokens?: number;
+}
+
+export interface MailAccountView {
+  name: string;
+  address: string;
+  username?: string;
+  password_env?: string;
+  password_file?: string;
+  imap_host?: string;
+  imap_port?: number;
+  imap_security?: string;
+  smtp_host?: string;
+  smtp_port?: number;
+  smtp_security?: string;
+}
+
+export interface SettingsView {
+  file: string;
+  file_exists: boolean;
+  model_ready: boolean;
+  llm: { base_url: string; model: string; api_key_set: boolean };
+  providers: ProviderView[];
+  tiers: Record<string, string[]>;
+  tier_names: string[];
+  agent_tier: string;
+  file_roots: string[];
+  file_roots_default: string;
+  auto_approve: string;
+  budget: Budget;
+  mail_accounts: MailAccountView[];
+  env_overrides: Record<string, string>;
+  pending_restart: string[];
+}
+
+export interface SettingsChange {
+  key: string;
+  value?: unknown;
+  delete?: boolean;
+}
+
+export interface LocalServer {
+  name: string;
+  product: string;
+  base_url: string;
+  models?: string[];
+}
+
+export interface PolicyRule {
+  id: string;
+  tool: string;
+  pattern: string;
+  path_scope: string;
+  decision: 'allow' | 'gate' | 'deny';
+  priority: number;
+  note: string;
+}
+
+/** The mask the daemon shows for a stored secret; sending it back keeps it. */
+export const MASK = '********';
+
+/** "a, b ,, c" → ["a", "b", "c"] */
+export function splitList(s: string): string[] {
+  return s
+    .split(/[,\n]/)
+    .map((x) => x.trim())
+    .filter(Boolean);
+}
+
+/**
+ * The changes that make a detected local server the chat model: a provider
+ * named after it and the agent's tier mapped to provider/model.
+ */
+export function useLocalChanges(server: LocalServer, model: string, agentTier: string): SettingsChange[] {
+  return [
+    { key: `llm.providers.${server.name}`, value: { kind: 'openai', base_url: server.base_url } },
+    { key: `llm.tiers.${agentTier}`, value: [`${server.name}/${model}`] },
+  ];
+}
+
+/** Budget form values (strings) → changes; an empty field means no cap (0). */
+export function budgetChanges(form: Record<keyof Budget, string>): { changes: SettingsChange[]; error?: string } {
+  const changes: SettingsChange[] = [];
+  for (const k of Object.keys(form) as (keyof Budget)[]) {
+    const raw = form[k].trim();
+    const n = raw === '' ? 0 : Number(raw);
+    if (!Number.isFinite(n)) return { changes: [], error: `${k.replace(/_/g, ' ')}: “${raw}” is not a number` };
+    changes.push({ key: `budget.${k}`, value: n });
+  }
+  return { changes };
+}

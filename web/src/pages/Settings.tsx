@@ -1,0 +1,629 @@
+// The Settings page: what a user sets up in the first hour, written to
+// config.toml by the daemon (comments kept) and validated exactly as
+// startup validates it, so a bad value shows the CLI's own error.
+import type { ComponentChildren } from 'preact';
+import { useEffect, useState } from 'preact/hooks';
+import { ApiError } from '../api/client';
+import { Check, Refresh, Trash } from '../components/icons';
+import { useApp } from '../context';
+import {
+  budgetChanges,
+  MASK,
+  splitList,
+  useLocalChanges,
+  type Budget,
+  type LocalServer,
+  type PolicyRule,
+  type SettingsChange,
+  type SettingsView,
+} from '../lib/settings';
+import { Failure, PageHeader } from './common';
+import '../styles/settings.css';
+
+type Save = (changes: SettingsChange[]) => Promise<string | null>;
+
+export function SettingsPage() {
+  const app = useApp();
+  const [view, setView] = useState<SettingsView | null>(null);
+  const [err, setErr] = useState<unknown>(null);
+  const [saved, setSaved] = useState<string | null>(null);
+  const load = () => {
+    setErr(null);
+    app.client.settings().then(setView, setErr);
+  };
+  useEffect(load, []);
+
+  /** Saves changes; returns the daemon's error text, or null when saved. */
+  const save: Save = async (changes) => {
+    try {
+      const r = await app.client.saveSettings(changes);
+      setView(r.settings);
+      setSaved(r.settings.file);
+      app.toast('success', 'Saved to config.toml.');
+      return null;
+    } catch (e) {
+      if (e instanceof ApiError && e.status === 400) return e.message;
+      app.error(e);
+      return e instanceof Error ? e.message : String(e);
+    }
+  };
+
+  return (
+    <div class="page settings-page">
+      <PageHeader title="Settings" subtitle={view ? `Saved in ${view.file}` : 'Saved in config.toml'}>
+        <button class="btn" onClick={load}>
+          <Refresh size={16} /> Reload
+        </button>
+      </PageHeader>
+      {err ? (
+        <Failure err={err} retry={load} />
+      ) : !view ? (
+        <div class="skeleton tall" />
+      ) : (
+        <>
+          {!view.model_ready && (
+            <div class="callout warn" role="status">
+              <span>
+                <strong>No model is configured yet.</strong> Pick a local server below, add a provider, or start Hestia with <code>HESTIA_LLM_BASE_URL</code>, <code>HESTIA_LLM_MODEL</code> (and <code>HESTIA_LLM_API_KEY</code>) set.
+              </span>
+            </div>
+          )}
+          {saved && view.pending_restart.length > 0 && (
+            <div class="callout warn restart-note" role="status">
+              <span>
+                Saved. The running daemon still uses its old values for <strong>{view.pending_restart.join(', ')}</strong>: restart Hestia (stop it and run <code>hestia serve</code>) to apply them.
+              </span>
+            </div>
+          )}
+          <LocalModels view={view} save={save} />
+          <Models view={view} save={save} />
+          <FileRoots view={view} save={save} />
+          <Approvals view={view} save={save} />
+          <Budgets view={view} save={save} />
+          <MailAccounts view={view} save={save} />
+        </>
+      )}
+    </div>
+  );
+}
+
+function Section({ title, hint, children, id }: { title: string; hint?: string; children: ComponentChildren; id: string }) {
+  return (
+    <section class="panel settings-section" aria-labelledby={id}>
+      <h2 id={id}>{title}</h2>
+      {hint && <p class="muted small section-hint">{hint}</p>}
+      {children}
+    </section>
+  );
+}
+
+function SaveRow({ onSave, error, busy, label = 'Save' }: { onSave: () => void; error: string | null; busy: boolean; label?: string }) {
+  return (
+    <div class="save-row">
+      {error && (
+        <div class="callout error" role="alert">
+          <span>{error}</span>
+        </div>
+      )}
+      <button class="btn primary" disabled={busy} onClick={onSave}>
+        {busy ? 'Saving…' : label}
+      </button>
+    </div>
+  );
+}
+
+function useSaver(save: Save) {
+  const [error, setError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  const run = async (changes: SettingsChange[] | { error: string }) => {
+    if (!Array.isArray(changes)) {
+      setError(changes.error);
+      return false;
+    }
+    setBusy(true);
+    const e = await save(changes);
+    setBusy(false);
+    setError(e);
+    return e === null;
+  };
+  return { error, busy, run, setError };
+}
+
+function EnvNote({ view, keys }: { view: SettingsView; keys: string[] }) {
+  const set = keys.filter((k) => view.env_overrides[k]);
+  if (!set.length) return null;
+  return (
+    <p class="env-note small">
+      Set by the environment ({set.map((k) => view.env_overrides[k]).join(', ')}), which wins over config.toml.
+    </p>
+  );
+}
+
+function LocalModels({ view, save }: { view: SettingsView; save: Save }) {
+  const app = useApp();
+  const [found, setFound] = useState<LocalServer[] | null>(null);
+  const [looked, setLooked] = useState<LocalServer[]>([]);
+  const [busy, setBusy] = useState(false);
+  const s = useSaver(save);
+  const look = async () => {
+    setBusy(true);
+    try {
+      const r = await app.client.localModels();
+      setFound(r.found);
+      setLooked(r.looked_at);
+    } catch (e) {
+      app.error(e);
+    }
+    setBusy(false);
+  };
+  useEffect(() => void look(), []);
+  return (
+    <Section id="s-local" title="Local models" hint="Ollama, llama.cpp and LM Studio on their default ports on this machine. Nothing leaves the machine when you use one.">
+      {found === null ? (
+        <div class="muted small">Looking…</div>
+      ) : found.length === 0 ? (
+        <div class="muted small">
+          None found at {looked.map((c) => c.base_url).join(', ')}.{' '}
+          <button class="btn small" disabled={busy} onClick={look}>
+            Look again
+          </button>
+        </div>
+      ) : (
+        <ul class="local-list">
+          {found.map((f) => (
+            <li key={f.name}>
+              <div>
+                <strong>{f.product}</strong> <span class="muted small mono">{f.base_url}</span>
+              </div>
+              <div class="chips">
+                {(f.models ?? []).length === 0 && <span class="muted small">It lists no models yet (pull one first).</span>}
+                {(f.models ?? []).map((m) => (
+                  <button
+                    class="btn small chip"
+                    key={m}
+                    title={`Use ${m} for chat (${view.agent_tier})`}
+                    disabled={s.busy}
+                    onClick={() => void s.run(useLocalChanges(f, m, view.agent_tier))}
+                  >
+                    Use {m}
+                  </button>
+                ))}
+              </div>
+            </li>
+          ))}
+        </ul>
+      )}
+      {s.error && (
+        <div class="callout error" role="alert">
+          <span>{s.error}</span>
+        </div>
+      )}
+    </Section>
+  );
+}
+
+function TestResult({ r }: { r: { ok: boolean; error?: string; models: string[] } | null }) {
+  if (!r) return null;
+  if (!r.ok)
+    return (
+      <div class="callout error test-result" role="alert">
+        <span>{r.error}</span>
+      </div>
+    );
+  return (
+    <div class="callout ok test-result" role="status">
+      <Check size={15} />
+      <span>
+        Connected. {r.models.length} model{r.models.length === 1 ? '' : 's'}: <span class="mono small">{r.models.slice(0, 12).join(', ')}{r.models.length > 12 ? '…' : ''}</span>
+      </span>
+    </div>
+  );
+}
+
+function Models({ view, save }: { view: SettingsView; save: Save }) {
+  const app = useApp();
+  const [base, setBase] = useState(view.llm.base_url);
+  const [model, setModel] = useState(view.llm.model);
+  const [key, setKey] = useState(view.llm.api_key_set ? MASK : '');
+  const [test, setTest] = useState<{ ok: boolean; error?: string; models: string[] } | null>(null);
+  const [tiers, setTiers] = useState<Record<string, string>>(() => Object.fromEntries(view.tier_names.map((t) => [t, (view.tiers[t] ?? []).join(', ')])));
+  const [np, setNp] = useState({ name: '', kind: 'openai', base_url: '', api_key: '' });
+  const [ptest, setPtest] = useState<Record<string, { ok: boolean; error?: string; models: string[] }>>({});
+  const flat = useSaver(save);
+  const tierSave = useSaver(save);
+  const prov = useSaver(save);
+  const runTest = async (body: Parameters<typeof app.client.testProvider>[0], set: (r: { ok: boolean; error?: string; models: string[] }) => void) => {
+    try {
+      set(await app.client.testProvider(body));
+    } catch (e) {
+      set({ ok: false, error: e instanceof Error ? e.message : String(e), models: [] });
+    }
+  };
+  return (
+    <Section id="s-models" title="Model providers and tiers" hint={`Chat uses ${view.agent_tier}. A tier lists provider/model targets, tried in order.`}>
+      <h3>Default endpoint (OpenAI-compatible)</h3>
+      <EnvNote view={view} keys={['llm.base_url', 'llm.model', 'llm.api_key']} />
+      <div class="form-grid">
+        <label>
+          Base URL
+          <input value={base} onInput={(e) => setBase((e.target as HTMLInputElement).value)} placeholder="http://127.0.0.1:11434/v1" />
+        </label>
+        <label>
+          Model
+          <input value={model} onInput={(e) => setModel((e.target as HTMLInputElement).value)} placeholder="qwen3:4b" list="known-models" />
+        </label>
+        <label>
+          API key
+          <input type="password" value={key} onInput={(e) => setKey((e.target as HTMLInputElement).value)} placeholder="not needed for local servers" autocomplete="off" />
+        </label>
+      </div>
+      <datalist id="known-models">
+        {(test?.models ?? []).map((m) => (
+          <option value={m} key={m} />
+        ))}
+      </datalist>
+      <div class="row-actions">
+        <button class="btn" onClick={() => void runTest({ provider: 'default', base_url: base, api_key: key }, setTest)}>
+          Test connection
+        </button>
+        <SaveRow
+          error={flat.error}
+          busy={flat.busy}
+          onSave={() =>
+            void flat.run([
+              base.trim() ? { key: 'llm.base_url', value: base.trim() } : { key: 'llm.base_url', delete: true },
+              model.trim() ? { key: 'llm.model', value: model.trim() } : { key: 'llm.model', delete: true },
+              key === MASK ? { key: 'llm.api_key', value: MASK } : key ? { key: 'llm.api_key', value: key } : { key: 'llm.api_key', delete: true },
+            ])
+          }
+        />
+      </div>
+      <TestResult r={test} />
+
+      <h3>Providers</h3>
+      {view.providers.length === 0 && <div class="muted small">No named providers.</div>}
+      <ul class="provider-list">
+        {view.providers.map((p) => (
+          <li key={p.name}>
+            <div class="grow">
+              <strong>{p.name}</strong> <span class="tag">{p.kind}</span> <span class="mono small muted">{p.base_url || 'https://api.anthropic.com/v1'}</span>{' '}
+              {p.api_key_set && <span class="tag">key set</span>}
+              <TestResult r={ptest[p.name] ?? null} />
+            </div>
+            <button class="btn small" onClick={() => void runTest({ provider: p.name }, (r) => setPtest((x) => ({ ...x, [p.name]: r })))}>
+              Test
+            </button>
+            <button class="icon-btn small danger-hover" aria-label={`Remove provider ${p.name}`} onClick={() => void prov.run([{ key: `llm.providers.${p.name}`, delete: true }])}>
+              <Trash size={15} />
+            </button>
+          </li>
+        ))}
+      </ul>
+      <div class="form-grid add-provider">
+        <label>
+          Name
+          <input value={np.name} onInput={(e) => setNp({ ...np, name: (e.target as HTMLInputElement).value })} placeholder="openrouter" />
+        </label>
+        <label>
+          Kind
+          <select value={np.kind} onChange={(e) => setNp({ ...np, kind: (e.target as HTMLSelectElement).value })}>
+            <option value="openai">OpenAI-compatible</option>
+            <option value="anthropic">Anthropic</option>
+          </select>
+        </label>
+        <label>
+          Base URL
+          <input value={np.base_url} onInput={(e) => setNp({ ...np, base_url: (e.target as HTMLInputElement).value })} placeholder="https://…/v1" />
+        </label>
+        <label>
+          API key
+          <input type="password" autocomplete="off" value={np.api_key} onInput={(e) => setNp({ ...np, api_key: (e.target as HTMLInputElement).value })} />
+        </label>
+      </div>
+      <div class="row-actions">
+        <button class="btn" onClick={() => void runTest({ kind: np.kind, base_url: np.base_url, api_key: np.api_key }, (r) => setPtest((x) => ({ ...x, __new: r })))}>
+          Test connection
+        </button>
+        <SaveRow
+          label="Add provider"
+          error={prov.error}
+          busy={prov.busy}
+          onSave={async () => {
+            if (!np.name.trim()) return prov.setError('Give the provider a name.');
+            const ok = await prov.run([{ key: `llm.providers.${np.name.trim()}`, value: { kind: np.kind, base_url: np.base_url.trim(), api_key: np.api_key } }]);
+            if (ok) setNp({ name: '', kind: 'openai', base_url: '', api_key: '' });
+          }}
+        />
+      </div>
+      <TestResult r={ptest.__new ?? null} />
+
+      <h3>Tiers</h3>
+      <div class="form-grid tiers">
+        {view.tier_names.map((t) => (
+          <label key={t}>
+            {t}
+            {t === view.agent_tier ? ' (chat)' : ''}
+            <input value={tiers[t]} onInput={(e) => setTiers({ ...tiers, [t]: (e.target as HTMLInputElement).value })} placeholder={t === 'local-embed' ? 'local (built-in)' : 'provider/model, …'} />
+          </label>
+        ))}
+      </div>
+      <SaveRow error={tierSave.error} busy={tierSave.busy} onSave={() => void tierSave.run(view.tier_names.map((t) => ({ key: `llm.tiers.${t}`, value: splitList(tiers[t] ?? '') })))} label="Save tiers" />
+    </Section>
+  );
+}
+
+function FileRoots({ view, save }: { view: SettingsView; save: Save }) {
+  const [roots, setRoots] = useState(view.file_roots.join('\n'));
+  const s = useSaver(save);
+  return (
+    <Section id="s-files" title="Folders Hestia may read and write" hint={`The file tools work only inside these folders (one per line, absolute or starting with ~/). Empty means ${view.file_roots_default}. Secrets such as ~/.ssh stay refused everywhere.`}>
+      <EnvNote view={view} keys={['agent.file_roots']} />
+      <textarea aria-label="Allowed folders" rows={3} class="mono" value={roots} onInput={(e) => setRoots((e.target as HTMLTextAreaElement).value)} placeholder="~/notes&#10;~/Documents" />
+      <SaveRow error={s.error} busy={s.busy} onSave={() => void s.run([{ key: 'agent.file_roots', value: splitList(roots) }])} />
+    </Section>
+  );
+}
+
+function Approvals({ view, save }: { view: SettingsView; save: Save }) {
+  const app = useApp();
+  const [threshold, setThreshold] = useState(view.auto_approve);
+  const s = useSaver(save);
+  const [rules, setRules] = useState<PolicyRule[] | null>(null);
+  const [rulesErr, setRulesErr] = useState<unknown>(null);
+  const [nr, setNr] = useState({ tool: '', pattern: '', path_scope: '', decision: 'allow', note: '' });
+  const [ruleErr, setRuleErr] = useState<string | null>(null);
+  const [dry, setDry] = useState({ tool: 'write_file', args: '{"path": "~/notes/todo.md", "content": "x"}' });
+  const [dryOut, setDryOut] = useState<{ decision: string; source: string; reason: string } | { error: string } | null>(null);
+  const loadRules = () => app.client.policyRules().then(setRules, setRulesErr);
+  useEffect(() => void loadRules(), []);
+  return (
+    <Section id="s-approvals" title="Approvals" hint="Tools up to this risk run without asking; riskier ones wait for your approval. Trust rules override the threshold for matching calls.">
+      <EnvNote view={view} keys={['policy.auto_approve']} />
+      <div class="row-actions">
+        <label class="inline">
+          Run without asking up to
+          <select aria-label="Auto-approve threshold" value={threshold} onChange={(e) => setThreshold((e.target as HTMLSelectElement).value)}>
+            <option value="none">no risk (ask for everything)</option>
+            <option value="low">low risk</option>
+            <option value="medium">medium risk</option>
+            <option value="high">high risk</option>
+          </select>
+        </label>
+        <SaveRow error={s.error} busy={s.busy} onSave={() => void s.run([{ key: 'policy.auto_approve', value: threshold }])} />
+      </div>
+      <h3>Trust rules</h3>
+      {rulesErr ? (
+        <Failure err={rulesErr} />
+      ) : !rules ? (
+        <div class="skeleton" />
+      ) : rules.length === 0 ? (
+        <div class="muted small">No rules: the threshold decides.</div>
+      ) : (
+        <div class="table-wrap">
+          <table class="table rules-table">
+            <thead>
+              <tr>
+                <th>Tool</th>
+                <th>Pattern</th>
+                <th class="hide-phone">Folder</th>
+                <th>Decision</th>
+                <th />
+              </tr>
+            </thead>
+            <tbody>
+              {rules.map((r) => (
+                <tr key={r.id}>
+                  <td class="mono">{r.tool}</td>
+                  <td class="mono small">{r.pattern || '—'}</td>
+                  <td class="mono small hide-phone">{r.path_scope || '—'}</td>
+                  <td>
+                    <span class={`decision d-${r.decision}`}>{r.decision}</span>
+                  </td>
+                  <td>
+                    <button
+                      class="icon-btn small danger-hover"
+                      aria-label={`Delete rule for ${r.tool}`}
+                      onClick={async () => {
+                        try {
+                          await app.client.deleteRule(r.id);
+                          void loadRules();
+                        } catch (e) {
+                          app.error(e);
+                        }
+                      }}
+                    >
+                      <Trash size={15} />
+                    </button>
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+      <div class="form-grid rule-form">
+        <label>
+          Tool
+          <input value={nr.tool} onInput={(e) => setNr({ ...nr, tool: (e.target as HTMLInputElement).value })} placeholder="write_file or mail_*" />
+        </label>
+        <label>
+          Pattern (optional)
+          <input value={nr.pattern} onInput={(e) => setNr({ ...nr, pattern: (e.target as HTMLInputElement).value })} placeholder="glob on the call's target" />
+        </label>
+        <label>
+          Folder (optional)
+          <input value={nr.path_scope} onInput={(e) => setNr({ ...nr, path_scope: (e.target as HTMLInputElement).value })} placeholder="/home/me/notes" />
+        </label>
+        <label>
+          Decision
+          <select value={nr.decision} onChange={(e) => setNr({ ...nr, decision: (e.target as HTMLSelectElement).value })}>
+            <option value="allow">allow</option>
+            <option value="gate">ask me</option>
+            <option value="deny">deny</option>
+          </select>
+        </label>
+      </div>
+      <div class="save-row">
+        {ruleErr && (
+          <div class="callout error" role="alert">
+            <span>{ruleErr}</span>
+          </div>
+        )}
+        <button
+          class="btn primary"
+          onClick={async () => {
+            setRuleErr(null);
+            try {
+              await app.client.addRule({ tool: nr.tool.trim(), pattern: nr.pattern.trim(), path_scope: nr.path_scope.trim(), decision: nr.decision as PolicyRule['decision'] });
+              setNr({ tool: '', pattern: '', path_scope: '', decision: 'allow', note: '' });
+              void loadRules();
+            } catch (e) {
+              setRuleErr(e instanceof Error ? e.message : String(e));
+            }
+          }}
+        >
+          Add rule
+        </button>
+      </div>
+      <h3>Dry run</h3>
+      <p class="muted small">What would happen to this call now, with these rules and this threshold (nothing runs).</p>
+      <div class="form-grid dry">
+        <label>
+          Tool
+          <input value={dry.tool} onInput={(e) => setDry({ ...dry, tool: (e.target as HTMLInputElement).value })} />
+        </label>
+        <label class="wide">
+          Arguments (JSON)
+          <input class="mono" value={dry.args} onInput={(e) => setDry({ ...dry, args: (e.target as HTMLInputElement).value })} />
+        </label>
+      </div>
+      <div class="save-row">
+        <button
+          class="btn"
+          onClick={async () => {
+            let args: unknown;
+            try {
+              args = dry.args.trim() ? JSON.parse(dry.args) : {};
+            } catch {
+              setDryOut({ error: 'The arguments are not valid JSON.' });
+              return;
+            }
+            try {
+              setDryOut(await app.client.dryRun(dry.tool.trim(), args));
+            } catch (e) {
+              setDryOut({ error: e instanceof Error ? e.message : String(e) });
+            }
+          }}
+        >
+          Try it
+        </button>
+      </div>
+      {dryOut &&
+        ('error' in dryOut ? (
+          <div class="callout error" role="alert">
+            <span>{dryOut.error}</span>
+          </div>
+        ) : (
+          <div class={`callout ${dryOut.decision === 'allow' ? 'ok' : dryOut.decision === 'deny' ? 'error' : 'warn'} dry-result`} role="status">
+            <span>
+              <strong>{dryOut.decision === 'allow' ? 'Runs' : dryOut.decision === 'gate' ? 'Asks you' : 'Blocked'}</strong> — {dryOut.reason} <span class="muted small">({dryOut.source.replace(/_/g, ' ')})</span>
+            </span>
+          </div>
+        ))}
+    </Section>
+  );
+}
+
+function Budgets({ view, save }: { view: SettingsView; save: Save }) {
+  const b = view.budget;
+  const str = (n: number) => (n ? String(n) : '');
+  const [form, setForm] = useState<Record<keyof Budget, string>>({
+    daily_cost_usd: str(b.daily_cost_usd),
+    monthly_cost_usd: str(b.monthly_cost_usd),
+    daily_tokens: str(b.daily_tokens),
+    monthly_tokens: str(b.monthly_tokens),
+    warn_percent: str(b.warn_percent),
+  });
+  const s = useSaver(save);
+  const field = (k: keyof Budget, label: string, ph: string) => (
+    <label>
+      {label}
+      <input inputMode="decimal" value={form[k]} onInput={(e) => setForm({ ...form, [k]: (e.target as HTMLInputElement).value })} placeholder={ph} />
+    </label>
+  );
+  return (
+    <Section id="s-budget" title="Budgets" hint="Caps on billable model calls per day and month. Empty means no cap. Local and offline work is never counted.">
+      <div class="form-grid">
+        {field('daily_cost_usd', 'Daily cost (USD)', 'no cap')}
+        {field('monthly_cost_usd', 'Monthly cost (USD)', 'no cap')}
+        {field('daily_tokens', 'Daily tokens', 'no cap')}
+        {field('monthly_tokens', 'Monthly tokens', 'no cap')}
+        {field('warn_percent', 'Warn at (%)', '80')}
+      </div>
+      <SaveRow error={s.error} busy={s.busy} onSave={() => void s.run(budgetChanges(form).error ? { error: budgetChanges(form).error! } : budgetChanges(form).changes)} />
+    </Section>
+  );
+}
+
+const emptyAccount = { name: '', address: '', username: '', password_env: '', imap_host: '', imap_port: '993', imap_security: 'tls', smtp_host: '', smtp_port: '465', smtp_security: 'tls' };
+
+function MailAccounts({ view, save }: { view: SettingsView; save: Save }) {
+  const [a, setA] = useState(emptyAccount);
+  const s = useSaver(save);
+  const inp = (k: keyof typeof emptyAccount, label: string, ph = '') => (
+    <label>
+      {label}
+      <input value={a[k]} onInput={(e) => setA({ ...a, [k]: (e.target as HTMLInputElement).value })} placeholder={ph} />
+    </label>
+  );
+  return (
+    <Section id="s-mail" title="Mail accounts" hint="IMAP is mirrored into the local store; SMTP is used only for sends you approve. Passwords never go into config.toml: name an environment variable that holds it.">
+      {view.mail_accounts.length === 0 ? (
+        <div class="muted small">No accounts. Local Maildir/mbox folders can be imported with hestia mail import PATH.</div>
+      ) : (
+        <ul class="provider-list">
+          {view.mail_accounts.map((m) => (
+            <li key={m.name}>
+              <div class="grow">
+                <strong>{m.name}</strong> <span class="muted small">{m.address}</span>{' '}
+                <span class="mono small muted">
+                  {m.imap_host ? `IMAP ${m.imap_host}:${m.imap_port}` : ''} {m.smtp_host ? `SMTP ${m.smtp_host}:${m.smtp_port}` : ''}
+                </span>
+              </div>
+              <button class="icon-btn small danger-hover" aria-label={`Remove mail account ${m.name}`} onClick={() => void s.run([{ key: 'mail.accounts', value: { name: m.name }, delete: true }])}>
+                <Trash size={15} />
+              </button>
+            </li>
+          ))}
+        </ul>
+      )}
+      <h3>Add an account</h3>
+      <div class="form-grid">
+        {inp('name', 'Name', 'work')}
+        {inp('address', 'Address', 'me@example.org')}
+        {inp('username', 'Username', 'defaults to the address')}
+        {inp('password_env', 'Password variable', 'WORK_MAIL_PASSWORD')}
+        {inp('imap_host', 'IMAP host', 'imap.example.org')}
+        {inp('imap_port', 'IMAP port')}
+        {inp('smtp_host', 'SMTP host', 'smtp.example.org')}
+        {inp('smtp_port', 'SMTP port')}
+      </div>
+      <SaveRow
+        label="Add account"
+        error={s.error}
+        busy={s.busy}
+        onSave={async () => {
+          const v: Record<string, unknown> = {};
+          for (const [k, x] of Object.entries(a)) {
+            const t = x.trim();
+            if (!t) continue;
+            v[k] = k.endsWith('_port') ? Number(t) : t;
+          }
+          if (!a.imap_host.trim()) delete v.imap_port, delete v.imap_security;
+          if (!a.smtp_host.trim()) delete v.smtp_port, delete v.smtp_security;
+          if (await s.run([{ key: 'mail.accounts', value: v }])) setA(emptyAccount);
+        }}
+      />
+    </Section>
+  );
+}
