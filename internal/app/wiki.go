@@ -81,6 +81,9 @@ func (a *App) registerWiki(ctx context.Context, reg *tools.Registry) (*wiki.Wiki
 	if a.Server != nil {
 		wikiRoutes(a.Server.API(), w)
 	}
+	if err := a.registerMailPromoter(ctx, w); err != nil {
+		return nil, err
+	}
 	log := a.Log.With("component", "wiki")
 	a.AddWorker("wiki.index", func(ctx context.Context) error {
 		st, err := w.Reconcile(ctx)

@@ -249,3 +249,28 @@ func (w *Wiki) appendLog(op, rel, who string) {
 		w.log.Warn("wikiLog", "err", err)
 	}
 }
+
+// WriteSource writes raw material under sources/ — the mail promoter's
+// canonical thread notes and the attachments it keeps — atomically, then
+// indexes it and logs the operation. The agent's tools cannot reach it.
+func (w *Wiki) WriteSource(ctx context.Context, rel string, b []byte, who string) error {
+	if !strings.HasPrefix(rel, SourcesDir+"/") || len(rel) > 512 || !utf8.ValidString(rel) {
+		return fmt.Errorf("%w %q: not under sources/", ErrBadPath, rel)
+	}
+	for _, seg := range strings.Split(rel, "/") {
+		if seg == "" || seg == "." || seg == ".." || strings.HasPrefix(seg, ".") || strings.ContainsAny(seg, "\\\x00") {
+			return fmt.Errorf("%w %q: empty, dot or hidden path segment", ErrBadPath, rel)
+		}
+	}
+	_, err := os.Lstat(filepath.Join(w.root, filepath.FromSlash(rel)))
+	existed := err == nil
+	if err := w.writeFile(rel, b); err != nil {
+		return err
+	}
+	op := "update"
+	if !existed {
+		op = "create"
+	}
+	w.appendLog(op, rel, who)
+	return w.IndexPath(ctx, rel)
+}
