@@ -230,7 +230,7 @@ func (p *Promoter) Thread(ctx context.Context, r mail.ThreadRef) (string, error)
 }
 
 var (
-	noReplyRE = regexp.MustCompile(`(?i)(no[-_.]?reply|do[-_.]?not[-_.]?reply|mailer-daemon|postmaster|bounce[s]?[-+@]|notifications?@|newsletter|news@|marketing@|mailing[-_.]?list|list[-_.]?(admin|owner|bounces)|-request@|digest@|updates@)`)
+	noReplyRE     = regexp.MustCompile(`(?i)(no[-_.]?reply|do[-_.]?not[-_.]?reply|mailer-daemon|postmaster|bounce[s]?[-+@]|notifications?@|newsletter|news@|marketing@|mailing[-_.]?list|list[-_.]?(admin|owner|bounces)|-request@|digest@|updates@)`)
 	listSubjectRE = regexp.MustCompile(`^\s*(re:\s*)*\[[^\]]{2,40}\]`)
 )
 
