@@ -86,6 +86,9 @@ func (a *App) initAgent(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := a.registerSubagents(reg, engine, paths); err != nil {
+		return err
+	}
 	if err := a.registerCalendar(ctx, reg); err != nil {
 		return err
 	}
