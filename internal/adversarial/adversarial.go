@@ -179,6 +179,7 @@ type Sandbox struct {
 
 	audit   *audit.Log
 	bus     *events.Bus
+	web     *internet
 	closers []func() error
 	effects effectLog
 
@@ -336,12 +337,15 @@ func buildSandbox(ctx context.Context, root string, c Case, opts Options) (*Sand
 		return nil, err
 	}
 	all = append(all, memory.Tool(prof))
+	inj := c.Inject
+	sb.web = newInternet(&inj)
+	sb.closers = append(sb.closers, func() error { sb.web.srv.Close(); return nil })
+	all = append(all, webTools(sb.web)...)
 	for _, t := range all {
 		if err := sb.Registry.Register(&recording{Tool: t, log: &sb.effects}); err != nil {
 			return nil, err
 		}
 	}
-	inj := c.Inject
 	for _, t := range standIns(&inj, &sb.effects) {
 		if err := sb.Registry.Register(t); err != nil {
 			return nil, err

@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/hestia-dev/hestia/internal/docs"
+	"github.com/hestia-dev/hestia/internal/fetch"
 	"github.com/hestia-dev/hestia/internal/files"
 	"github.com/hestia-dev/hestia/internal/llm"
 	"github.com/hestia-dev/hestia/internal/pathpolicy"
@@ -32,8 +33,8 @@ func (d docsEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, e
 
 func (docsEmbedder) Dimension() int { return 0 }
 
-// registerLocalTools wires the document tools, find_files and the shell
-// tools. Extraction re-executes this binary as `hestia extract` so a
+// registerLocalTools wires the document tools, find_files, the shell
+// tools and web_fetch/web_search. Extraction re-executes this binary as `hestia extract` so a
 // hostile file cannot take the daemon down.
 func (a *App) registerLocalTools(_ context.Context, reg *tools.Registry, paths *pathpolicy.Policy) error {
 	exe, err := os.Executable()
@@ -44,7 +45,9 @@ func (a *App) registerLocalTools(_ context.Context, reg *tools.Registry, paths *
 	if a.LLM != nil {
 		emb = docsEmbedder{a.LLM}
 	}
-	svc := docs.NewService(paths, &docs.Extractor{Exe: exe, Args: []string{"extract"}}, nil, docs.Limits{})
+	lim := docs.Limits{MaxInputBytes: int64(a.Config.Docs.MaxBytes), Timeout: a.Config.Docs.ExtractTimeout.D()}
+	extractor := &docs.Extractor{Exe: exe, Args: []string{"extract"}, Limits: lim}
+	svc := docs.NewService(paths, extractor, nil, lim)
 	if emb.e != nil {
 		svc.Embedder = emb
 	}
@@ -55,6 +58,8 @@ func (a *App) registerLocalTools(_ context.Context, reg *tools.Registry, paths *
 	sh := &shell.Runner{Paths: paths, Home: home, TZ: os.Getenv("TZ")}
 	all := append(svc.Tools(), files.FindTool(paths, a.Now))
 	all = append(all, sh.Tools()...)
+	web := fetch.New(fetch.Fetcher{Guard: &fetch.Guard{Allow: a.Config.Web.AllowHosts}, PDF: extractor})
+	all = append(all, web.Tools(a.Config.Web.SearchURL)...)
 	for _, t := range all {
 		if err := reg.Register(t); err != nil {
 			return err

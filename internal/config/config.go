@@ -33,6 +33,9 @@ type Config struct {
 	Agent  AgentConfig  `toml:"agent"`
 	Policy PolicyConfig `toml:"policy"`
 	MCP    MCPConfig    `toml:"mcp"`
+	// Web and Docs: local.go.
+	Web  WebConfig  `toml:"web"`
+	Docs DocsConfig `toml:"docs"`
 	// Calendar and Contacts: calendar.go.
 	Calendar CalendarConfig `toml:"calendar"`
 	Contacts ContactsConfig `toml:"contacts"`
@@ -73,6 +76,7 @@ func Default() Config {
 		MCP:      MCPConfig{Serve: true},
 		Telegram: defaultTelegram(),
 		Watch:    defaultWatch(),
+		Docs:     defaultDocs(),
 	}
 }
 
@@ -171,6 +175,8 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.Policy.validate()...)
 	errs = append(errs, c.MCP.validate()...)
 	errs = append(errs, c.Telegram.validate()...)
+	errs = append(errs, c.Web.validate()...)
+	errs = append(errs, c.Docs.validate()...)
 	return errors.Join(errs...)
 }
 

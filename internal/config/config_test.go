@@ -142,3 +142,20 @@ func TestIsLoopbackHost(t *testing.T) {
 		}
 	}
 }
+
+func TestWebAndDocsConfigRefusals(t *testing.T) {
+	t.Parallel()
+	c := Default()
+	c.Web.SearchURL = "ftp://x"
+	c.Web.AllowHosts = []string{"ok.lan", "10.0.0.0/8", "bad host/x"}
+	c.Docs.MaxBytes = 500 << 20
+	err := c.Validate()
+	for _, want := range []string{"web.search_url", "web.allow_hosts", "bad host/x", "docs.max_bytes"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v does not name %q", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "10.0.0.0/8") || strings.Contains(err.Error(), "ok.lan") {
+		t.Errorf("valid allow_hosts refused: %v", err)
+	}
+}
