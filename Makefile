@@ -4,7 +4,7 @@ VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 WEB_STAMP := web/node_modules/.package-lock.json
 
-.PHONY: all build run web deps test test-go test-web lint fmt bench clean
+.PHONY: all build run web deps test test-go test-web lint fmt bench bench-mail clean
 
 all: build
 
@@ -45,6 +45,12 @@ test-web: deps $(WEB_STAMP)
 ## bench: the performance benchmarks (not part of `make test`)
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+## bench-mail: Hestia's mail mirror side by side with notmuch and mu (when installed) on a
+## synthetic Maildir of BENCH_MAIL_N messages; prints the comparison table (not part of `make test`)
+BENCH_MAIL_N ?= 100000
+bench-mail: build
+	$(GO) run ./internal/mail/mailbench/benchmail -hestia bin/hestia -n $(BENCH_MAIL_N)
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
