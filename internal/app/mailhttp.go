@@ -43,7 +43,7 @@ func (m *Mail) MailboxCounts(ctx context.Context) ([]MailboxCount, error) {
 		count(DISTINCT msg.id), count(DISTINCT CASE WHEN msg.seen = 0 THEN msg.id END)
 		FROM mailboxes b JOIN accounts a ON a.id = b.account_id
 		LEFT JOIN message_paths p ON p.mailbox_id = b.id
-		LEFT JOIN messages msg ON msg.id = p.message_id AND msg.deleted_at IS NULL
+		LEFT JOIN messages msg ON msg.id = p.message_id AND msg.id NOT IN (SELECT id FROM messages WHERE deleted_at IS NOT NULL)
 		GROUP BY b.id ORDER BY a.name, b.name`)
 	if err != nil {
 		return nil, fmt.Errorf("counting mailboxes: %w", err)
