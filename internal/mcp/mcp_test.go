@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -356,3 +357,19 @@ func TestBadToolDefinitionsSkipped(t *testing.T) {
 		t.Fatalf("description not cleaned and capped: %q", rt.spec.Description[:80])
 	}
 }
+
+// Whatever a server names its tools, the registry name is valid and
+// namespaced under the server.
+func FuzzToolName(f *testing.F) {
+	for _, s := range []string{"echo", "Get-Issue.v2", "", "ü", strings.Repeat("x", 200), "a__b", "../../etc"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, tool string) {
+		n := ToolName("srv", tool)
+		if !regexpToolName.MatchString(n) || !strings.HasPrefix(n, "mcp__srv__") {
+			t.Fatalf("ToolName(%q) = %q", tool, n)
+		}
+	})
+}
+
+var regexpToolName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
