@@ -28,6 +28,8 @@ require (
 	mvdan.cc/sh/v3 v3.14.1
 )
 
+require github.com/emersion/go-webdav v0.6.0
+
 require (
 	github.com/andybalholm/cascadia v1.3.3 // indirect
 	github.com/go-shiori/dom v0.0.0-20230515143342-73569d674e1c // indirect

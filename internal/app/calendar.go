@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
+	"path"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,6 +16,7 @@ import (
 	"github.com/hestia-dev/hestia/internal/calendar"
 	"github.com/hestia-dev/hestia/internal/calendar/caltools"
 	"github.com/hestia-dev/hestia/internal/calendar/calwrite"
+	"github.com/hestia-dev/hestia/internal/calendar/davsync"
 	"github.com/hestia-dev/hestia/internal/config"
 	"github.com/hestia-dev/hestia/internal/doctor"
 	"github.com/hestia-dev/hestia/internal/httpjson"
@@ -26,6 +30,10 @@ type Calendar struct {
 	Writer *calwrite.Writer
 	Deps   caltools.Deps
 	cfg    config.CalendarConfig
+	// davRoot holds the CalDAV mirrors (DATA/calendar/caldav).
+	davRoot string
+	davMu   sync.Mutex                 // guards dav
+	dav     map[string]davsync.Backend // mirror folder → server
 }
 
 // OpenCalendar opens the calendar index (closed with the App).
@@ -43,7 +51,8 @@ func (a *App) OpenCalendar(ctx context.Context) (*Calendar, error) {
 	hours.Start, _ = calendar.ParseClock(cfg.DayStart)
 	hours.End, _ = calendar.ParseClock(cfg.DayEnd)
 	hours.Days, _ = calendar.ParseWeekdays(cfg.WorkDays)
-	c := &Calendar{Store: st, cfg: cfg, Deps: caltools.Deps{Store: st, Now: a.Now, Loc: loc, Hours: hours}}
+	c := &Calendar{Store: st, cfg: cfg, Deps: caltools.Deps{Store: st, Now: a.Now, Loc: loc, Hours: hours},
+		davRoot: filepath.Join(a.Paths.Data, "calendar", "caldav"), dav: map[string]davsync.Backend{}}
 	w, err := calwrite.Open(ctx, calwrite.Options{DBPath: a.Paths.DB(calwrite.Schema.Name), Index: st, Targets: c.targets,
 		Loc: loc, Now: a.Now, Logger: a.Log.With("component", "calendar")})
 	if err != nil {
@@ -59,8 +68,25 @@ func (c *Calendar) targets(ctx context.Context) (map[string]calwrite.Target, err
 	srcs, err := c.Sources(ctx)
 	out := map[string]calwrite.Target{}
 	for _, s := range srcs {
-		out[s.Name] = calwrite.Target{Name: s.Name, ReadOnly: s.ReadOnly, Backend: calwrite.Vdir{Dir: s.Path},
-			Resync: func(ctx context.Context) error { _, err := c.Store.Sync(ctx, s); return err }}
+		var be calwrite.Backend = calwrite.Vdir{Dir: s.Path}
+		resync := func(ctx context.Context) error { _, err := c.Store.Sync(ctx, s); return err }
+		if strings.HasPrefix(s.Path, c.davRoot+string(filepath.Separator)) {
+			c.davMu.Lock()
+			dav, ok := c.dav[s.Path]
+			c.davMu.Unlock()
+			if !ok {
+				continue // not mirrored in this process yet: no server known
+			}
+			be = dav
+			resync = func(ctx context.Context) error {
+				if _, err := davsync.Mirror(ctx, dav.Account, davsync.Collection{Path: dav.Collection}, s.Path); err != nil {
+					return err
+				}
+				_, err := c.Store.Sync(ctx, s)
+				return err
+			}
+		}
+		out[s.Name] = calwrite.Target{Name: s.Name, ReadOnly: s.ReadOnly, Backend: be, Resync: resync}
 	}
 	if len(out) > 0 {
 		err = nil // a broken source elsewhere does not block writes here
@@ -85,23 +111,94 @@ func (c *Calendar) Sources(ctx context.Context) ([]calendar.Source, error) {
 			out = append(out, col)
 		}
 	}
+	for _, acc := range c.cfg.CalDAV {
+		// CalDAV mirrors are vdir folders named account/collection; the
+		// index only ever reads the mirror.
+		ents, err := os.ReadDir(c.davDir(acc.Name))
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+		for _, e := range ents {
+			if e.IsDir() {
+				name := acc.Name + "/" + e.Name()
+				seen[name] = true
+				out = append(out, calendar.Source{Name: name, Path: filepath.Join(c.davDir(acc.Name), e.Name()), ReadOnly: acc.ReadOnly})
+			}
+		}
+	}
 	cals, err := c.Store.Calendars(ctx)
 	if err != nil {
 		return nil, err
 	}
 	for _, k := range cals {
-		if !seen[k.Name] {
+		if !seen[k.Name] && !strings.HasPrefix(k.Path, c.davRoot+string(filepath.Separator)) {
 			out = append(out, calendar.Source{Name: k.Name, Path: k.Path, ReadOnly: k.ReadOnly, Color: k.Color})
 		}
 	}
 	return out, errors.Join(errs...)
 }
 
-// SyncAll reconciles every source, returning per-source stats; a failing
-// source does not stop the others.
+func (c *Calendar) davDir(account string) string { return filepath.Join(c.davRoot, account) }
+
+// davAccount builds the client settings of a CalDAV account.
+func (c *Calendar) davAccount(acc config.DAVAccount) (davsync.Account, error) {
+	a := davsync.Account{Name: acc.Name, URL: acc.URL, Username: acc.Username, HTTP: &http.Client{Timeout: 60 * time.Second}}
+	if acc.Username != "" {
+		pw, err := Password(config.MailAccount{Name: acc.Name, PasswordEnv: acc.PasswordEnv, PasswordFile: acc.PasswordFile}, os.Getenv)
+		if err != nil {
+			return a, fmt.Errorf("caldav account %s: %w", acc.Name, err)
+		}
+		a.Password = pw
+	}
+	return a, nil
+}
+
+// collectionDir is the mirror folder of one server collection.
+func (c *Calendar) collectionDir(account string, col davsync.Collection) string {
+	base := path.Base(strings.TrimSuffix(col.Path, "/"))
+	return filepath.Join(c.davDir(account), strings.Map(func(r rune) rune {
+		if r == '/' || r == '\\' || r < 32 || r == '.' {
+			return '_'
+		}
+		return r
+	}, base))
+}
+
+// MirrorDAV brings every CalDAV collection's mirror up to date and
+// records, per mirror folder, how writes reach the server.
+func (c *Calendar) MirrorDAV(ctx context.Context) error {
+	var errs []error
+	for _, acc := range c.cfg.CalDAV {
+		a, err := c.davAccount(acc)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		cols, err := davsync.Discover(ctx, a)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, col := range cols {
+			dir := c.collectionDir(acc.Name, col)
+			if _, err := davsync.Mirror(ctx, a, col, dir); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			c.davMu.Lock()
+			c.dav[dir] = davsync.Backend{Account: a, Collection: col.Path, Dir: dir}
+			c.davMu.Unlock()
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// SyncAll reconciles every source (mirroring CalDAV accounts first),
+// returning per-source stats; a failing source does not stop the others.
 func (c *Calendar) SyncAll(ctx context.Context) ([]calendar.SyncStats, error) {
+	derr := c.MirrorDAV(ctx)
 	srcs, err := c.Sources(ctx)
-	errs := []error{err}
+	errs := []error{derr, err}
 	var out []calendar.SyncStats
 	for _, s := range srcs {
 		st, err := c.Store.Sync(ctx, s)

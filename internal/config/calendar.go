@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"time"
@@ -20,6 +21,20 @@ type CalendarConfig struct {
 	DayEnd            string   `toml:"day_end"`
 	WorkDays          []string `toml:"work_days"`
 	ReconcileInterval Duration `toml:"reconcile_interval"`
+	// CalDAV accounts are mirrored into DATA/calendar/caldav/<name>/ and
+	// indexed like vdir sources; writes go to the server.
+	CalDAV []DAVAccount `toml:"caldav"`
+}
+
+// DAVAccount is one CalDAV (or CardDAV) login. The password comes from
+// PasswordEnv or an owner-only PasswordFile, never from this file.
+type DAVAccount struct {
+	Name         string `toml:"name"`
+	URL          string `toml:"url"`
+	Username     string `toml:"username"`
+	PasswordEnv  string `toml:"password_env"`
+	PasswordFile string `toml:"password_file"`
+	ReadOnly     bool   `toml:"read_only"`
 }
 
 // ContactsConfig configures the contacts connector.
@@ -71,6 +86,27 @@ func validateVdir(section string, srcs []VdirSource) []error {
 
 func (c CalendarConfig) validate() []error {
 	errs := validateVdir("calendar", c.Sources)
+	names := map[string]bool{}
+	for _, s := range c.Sources {
+		names[s.Name] = true
+	}
+	for i, a := range c.CalDAV {
+		key := fmt.Sprintf("calendar.caldav[%d]", i)
+		if a.Name == "" || names[a.Name] || strings.ContainsAny(a.Name, "/\\") {
+			errs = append(errs, &Error{Key: key + ".name", Value: a.Name, Allowed: "a unique, non-empty name without slashes"})
+		}
+		names[a.Name] = true
+		u, err := url.Parse(a.URL)
+		switch {
+		case err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http"):
+			errs = append(errs, &Error{Key: key + ".url", Value: a.URL, Allowed: "an http(s) URL of the CalDAV server"})
+		case u.Scheme == "http" && !IsLoopbackHost(u.Hostname()):
+			errs = append(errs, &Error{Key: key + ".url", Value: a.URL, Allowed: "https for a non-loopback server"})
+		}
+		if a.Username != "" && a.PasswordEnv == "" && a.PasswordFile == "" {
+			errs = append(errs, &Error{Key: key + ".password_env", Value: "", Allowed: "the name of an environment variable holding the password (or set password_file)"})
+		}
+	}
 	if c.Timezone != "" {
 		if _, err := time.LoadLocation(c.Timezone); err != nil {
 			errs = append(errs, &Error{Key: "calendar.timezone", Value: c.Timezone, Allowed: "an IANA zone like Europe/Rome"})

@@ -206,11 +206,12 @@ func (w *Writer) List(ctx context.Context, state string, limit int) ([]Op, error
 // classify maps a write error to the journal state: a refusal before
 // anything was stored is failed, anything else unknown.
 func classify(err error) string {
-	if errors.Is(err, ErrConflict) || errors.Is(err, ErrNotFound) || errors.Is(err, errRefused) {
+	if errors.Is(err, ErrConflict) || errors.Is(err, ErrNotFound) || errors.Is(err, ErrRefused) {
 		return StateFailed
 	}
 	return StateUnknown
 }
 
-// errRefused wraps errors that mean the store refused the write outright.
-var errRefused = errors.New("refused")
+// ErrRefused wraps errors that mean the store refused the write outright
+// (nothing was stored).
+var ErrRefused = errors.New("refused")
