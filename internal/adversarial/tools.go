@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/hestia-dev/hestia/internal/actions"
 	"github.com/hestia-dev/hestia/internal/calendar/calwrite"
 	"github.com/hestia-dev/hestia/internal/mail/mailtools"
 	"github.com/hestia-dev/hestia/internal/tools"
@@ -122,7 +123,7 @@ func standIns(inj *Injected, log *effectLog) []tools.Tool {
 		stand(tools.Spec{Name: "mcp__remote__create_issue", Description: "Create an issue on a remote tracker.", Risk: tools.RiskLow, Egress: true,
 			Schema: obj(`"title":{"type":"string"},"body":{"type":"string"}`, "title")}, nil, log),
 	)
-	for _, real := range watch.Tools(nil) {
+	for _, real := range append(watch.Tools(nil), actions.Tools(nil)...) {
 		out = append(out, stand(real.Spec(), nil, log))
 	}
 	return out

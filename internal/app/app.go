@@ -21,6 +21,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/hestia-dev/hestia/internal/actions"
 	"github.com/hestia-dev/hestia/internal/authtoken"
 	"github.com/hestia-dev/hestia/internal/budget"
 	"github.com/hestia-dev/hestia/internal/config"
@@ -65,6 +66,7 @@ type App struct {
 	Jobs    *scheduler.Scheduler
 	Notify  *notify.Notifier
 	Watches *watch.Engine
+	Actions *actions.Center
 	core    agentCore
 	// Devices authenticates paired clients (devices.go); nil unless serving.
 	Devices *devices.Registry
@@ -103,6 +105,7 @@ func (a *App) initializers() []initializer {
 		{"user-jobs", a.initUserJobs},
 		{"notify", a.initNotify},
 		{"watch", a.initWatch},
+		{"actions", a.initActions},
 		{"audit-tail", a.initAuditTail},
 		{"metrics", a.initMetrics},
 		{"settings", a.initSettings},

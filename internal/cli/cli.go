@@ -57,6 +57,7 @@ func commands() []command {
 		{"skills", "skills: install PATH|URL [--accept-risk], list [--json], remove NAME, scan NAME|PATH", runSkills},
 		{"mcp", "MCP: serve Hestia's tools over stdio to an outside agent; list configured servers", runMCP},
 		{"watch", "watches: list, show, stop (--json)", runWatch},
+		{"actions", "the Action Center: list proposed work found in new mail (--json)", runActions},
 		{"extract", "extract a document's text from stdin as JSON (the daemon's sandboxed helper)", runExtract},
 		{"cal", "calendar: agenda, search, free slots, import/sync vdir folders", runCal},
 		{"wiki", "search, read, lint, reindex and import into the Markdown wiki", runWiki},

@@ -67,4 +67,16 @@ func TestWatchCommands(t *testing.T) {
 	if r := run(t, home, nil, "watch", "show", "w_nope"); r.code != 1 || !strings.Contains(r.stderr, "not found") {
 		t.Errorf("show unknown: %+v", r)
 	}
+	r = run(t, home, nil, "actions", "list", "--json")
+	if r.code != 0 || !strings.Contains(r.stdout, `"actions": []`) {
+		t.Errorf("actions list: %+v", r)
+	}
+	if r := run(t, home, nil, "actions", "list"); r.code != 0 || !strings.Contains(r.stdout, "new 0, read 0") {
+		t.Errorf("actions list: %+v", r)
+	}
+	for _, bad := range [][]string{{"actions"}, {"actions", "list", "--state", "open"}, {"actions", "list", "--limit", "0"}} {
+		if r := run(t, home, nil, bad...); r.code != 2 {
+			t.Errorf("%v: exit %d", bad, r.code)
+		}
+	}
 }

@@ -1,0 +1,313 @@
+package actions
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// memSource is an in-memory mail mirror.
+type memSource struct {
+	mu   sync.Mutex
+	msgs []Message
+}
+
+func (s *memSource) add(m Message) {
+	s.mu.Lock()
+	m.ID = int64(len(s.msgs) + 1)
+	if m.Date.IsZero() {
+		m.Date = time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC).Add(time.Duration(m.ID) * time.Minute)
+	}
+	s.msgs = append(s.msgs, m)
+	s.mu.Unlock()
+}
+
+func (s *memSource) MaxID(context.Context) (int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return int64(len(s.msgs)), nil
+}
+
+func (s *memSource) Since(_ context.Context, after int64, limit int) ([]Message, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Message
+	for _, m := range s.msgs {
+		if m.ID > after && len(out) < limit {
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}
+
+func (s *memSource) Thread(_ context.Context, id int64, limit int) ([]Message, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	tid := s.msgs[id-1].ThreadID
+	var out []Message
+	for _, m := range s.msgs {
+		if m.ThreadID == tid {
+			out = append(out, m)
+		}
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].Date.Before(out[b].Date) })
+	return out, nil
+}
+
+type plannerLog struct {
+	mu    sync.Mutex
+	calls []PlanInput
+	fail  atomic.Int32 // fail this many calls
+}
+
+func (p *plannerLog) plan(ctx context.Context, in PlanInput) (Plan, error) {
+	p.mu.Lock()
+	p.calls = append(p.calls, in)
+	p.mu.Unlock()
+	if p.fail.Load() > 0 {
+		p.fail.Add(-1)
+		return Plan{}, errors.New("model unavailable")
+	}
+	last := in.Thread[len(in.Thread)-1]
+	if strings.Contains(last.Body, "FYI") {
+		return Plan{Needed: false}, nil
+	}
+	return Plan{Needed: true, Kind: "reply_needed", Priority: "high", Deadline: "2026-03-05T17:00:00Z", Summary: "Reply to " + last.From + " about " + last.Subject,
+		Confidence: 0.8, Steps: []Step{
+			{Title: "Send the reply", Tool: "mail_reply", Args: json.RawMessage(fmt.Sprintf(`{"id":%d,"body":"Yes, Tuesday works."}`, last.ID))},
+			{Title: "Reply with a tool that does not exist", Tool: "fax_send", Args: json.RawMessage(`{}`)},
+			{Title: "Put it in the calendar yourself"},
+		}}, nil
+}
+
+func newCenter(t *testing.T, src Source, p Planner, path string, run func(ctx context.Context, it Item, idx int, s Step, awaiting func()) (string, string)) *Center {
+	t.Helper()
+	c, err := Open(context.Background(), path, Options{Source: src, Planner: p, RunStep: run,
+		CheckStep: func(tool string, args json.RawMessage) (json.RawMessage, error) {
+			if tool != "mail_reply" {
+				return nil, fmt.Errorf("no tool %s", tool)
+			}
+			return args, nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func TestScanBacklogPrefilterThreadsAndReopen(t *testing.T) {
+	t.Parallel()
+	src := &memSource{}
+	src.add(Message{ThreadID: 1, From: "old@example.org", Subject: "old backlog", Body: "please answer"})
+	pl := &plannerLog{}
+	c := newCenter(t, src, pl.plan, filepath.Join(t.TempDir(), "actions.db"), nil)
+	ctx := context.Background()
+	if r, _ := c.Scan(ctx); r.Messages != 0 {
+		t.Fatal("scanned while disabled")
+	}
+	if _, err := c.SetSettings(ctx, Settings{Enabled: true, Language: "en"}); err != nil {
+		t.Fatal(err)
+	}
+	src.add(Message{ThreadID: 2, From: "Ann <ann@example.org>", Subject: "Tuesday?", Body: "Can we meet on Tuesday?"})
+	src.add(Message{ThreadID: 3, From: "noreply@shop.example", Subject: "Your order", Body: "shipped"})
+	src.add(Message{ThreadID: 4, From: "team@service.example", Subject: "Quick survey about your experience", Body: "rate us"})
+	src.add(Message{ThreadID: 5, From: "x@example.org", Role: "junk", Subject: "WIN", Body: "money"})
+	src.add(Message{ThreadID: 2, From: "Ann <ann@example.org>", Subject: "Re: Tuesday?", Body: "Or Wednesday."})
+	src.add(Message{ThreadID: 6, From: "bob@example.org", Subject: "news", Body: "FYI the report is out"})
+	r, err := c.Scan(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Messages != 6 || r.Filtered != 3 || r.Threads != 2 || r.PlannerCall != 2 || r.Created != 1 {
+		t.Fatalf("scan %+v", r)
+	}
+	if len(pl.calls) != 2 || len(pl.calls[0].Thread) != 2 || pl.calls[0].Thread[0].Body != "Can we meet on Tuesday?" {
+		t.Fatalf("planner saw %+v", pl.calls)
+	}
+	items, counts, _ := c.List(ctx, Filter{})
+	if len(items) != 1 || counts[StateNew] != 1 {
+		t.Fatalf("items %+v", items)
+	}
+	it := items[0]
+	if it.Kind != "reply_needed" || it.Deadline == nil || len(it.Steps) != 3 || it.Steps[0].Manual || !it.Steps[1].Manual || !it.Steps[2].Manual || it.Steps[0].State != StepPending {
+		t.Fatalf("item %+v", it)
+	}
+	// Nothing new: no planner call.
+	if r, _ := c.Scan(ctx); r.PlannerCall != 0 || len(pl.calls) != 2 {
+		t.Fatalf("rescan %+v", r)
+	}
+	// Handled stays closed until a newer message arrives on the thread.
+	c.SetState(ctx, it.ID, StateDone)
+	c.Scan(ctx)
+	if got, _ := c.Get(ctx, it.ID); got.State != StateDone {
+		t.Fatalf("closed item changed: %s", got.State)
+	}
+	src.add(Message{ThreadID: 2, From: "Ann <ann@example.org>", Subject: "Re: Tuesday?", Body: "Still waiting for an answer"})
+	if r, _ := c.Scan(ctx); r.Updated != 1 {
+		t.Fatalf("reopen scan %+v", r)
+	}
+	if got, _ := c.Get(ctx, it.ID); got.State != StateNew || got.LastMessage != 8 {
+		t.Fatalf("reopened %+v", got)
+	}
+	if _, err := c.SetState(ctx, it.ID, "archived"); !errors.Is(err, ErrBadTransition) {
+		t.Fatalf("bad state: %v", err)
+	}
+	if _, err := c.SetSettings(ctx, Settings{Enabled: true, Language: "x"}); err == nil {
+		t.Fatal("bad language accepted")
+	}
+}
+
+func TestScanCrashKeepsFinishedThreads(t *testing.T) {
+	t.Parallel()
+	src := &memSource{}
+	pl := &plannerLog{}
+	c := newCenter(t, src, pl.plan, filepath.Join(t.TempDir(), "actions.db"), nil)
+	ctx := context.Background()
+	c.SetSettings(ctx, Settings{Enabled: true, Language: "en"})
+	for i := 1; i <= 3; i++ {
+		src.add(Message{ThreadID: int64(i), From: fmt.Sprintf("p%d@example.org", i), Subject: fmt.Sprintf("question %d", i), Body: "?"})
+	}
+	src.add(Message{ThreadID: 1, From: "p1@example.org", Subject: "Re: question 1", Body: "??"})
+	// The planner fails on the second thread (the model went away).
+	pl.fail.Store(0)
+	first := true
+	wrapped := func(ctx context.Context, in PlanInput) (Plan, error) {
+		if in.Thread[0].ThreadID == 2 && first {
+			first = false
+			return Plan{}, errors.New("model unavailable")
+		}
+		return pl.plan(ctx, in)
+	}
+	c.opts.Planner = wrapped
+	r, _ := c.Scan(ctx)
+	if r.Created != 1 || r.Failed != 1 {
+		t.Fatalf("first scan %+v", r)
+	}
+	r, _ = c.Scan(ctx)
+	if r.Created != 2 || r.Threads != 2 {
+		t.Fatalf("second scan %+v (thread 1 must not be planned again)", r)
+	}
+	items, _, _ := c.List(ctx, Filter{})
+	if len(items) != 3 {
+		t.Fatalf("items %d", len(items))
+	}
+}
+
+func TestExecuteWaitsForApprovalAcrossRestart(t *testing.T) {
+	t.Parallel()
+	src := &memSource{}
+	pl := &plannerLog{}
+	path := filepath.Join(t.TempDir(), "actions.db")
+	approve := make(chan bool)
+	var ran atomic.Int32
+	run := func(ctx context.Context, it Item, idx int, s Step, awaiting func()) (string, string) {
+		awaiting()
+		select {
+		case ok := <-approve:
+			if !ok {
+				return StepDenied, "the user denied it"
+			}
+			ran.Add(1)
+			return StepDone, "sent"
+		case <-ctx.Done():
+			return StepFailed, "stopped"
+		}
+	}
+	c := newCenter(t, src, pl.plan, path, run)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	c.SetSettings(context.Background(), Settings{Enabled: true, Language: "en"})
+	src.add(Message{ThreadID: 9, From: "ann@example.org", Subject: "Tuesday?", Body: "Can we meet?"})
+	if _, err := c.Scan(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	items, _, _ := c.List(context.Background(), Filter{})
+	if _, err := c.Execute(context.Background(), items[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	waitStep(t, c, items[0].ID, StepAwaiting)
+	if _, err := c.Execute(context.Background(), items[0].ID); !errors.Is(err, ErrExecuting) {
+		t.Fatalf("second execute: %v", err)
+	}
+	// The daemon stops while the approval waits.
+	cancel()
+	<-done
+	c.Close()
+
+	c2 := newCenter(t, src, pl.plan, path, run)
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	defer cancel2()
+	go c2.Run(ctx2)
+	waitStep(t, c2, items[0].ID, StepAwaiting)
+	approve <- true
+	waitStep(t, c2, items[0].ID, StepDone)
+	if ran.Load() != 1 {
+		t.Fatalf("step ran %d times", ran.Load())
+	}
+}
+
+func waitStep(t *testing.T, c *Center, id int64, state string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		it, err := c.Get(context.Background(), id)
+		if err == nil && it.Steps[0].State == state {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("step 0 never reached %s: %+v", state, it.Steps)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestFlows(t *testing.T) {
+	t.Parallel()
+	c := newCenter(t, &memSource{}, nil, filepath.Join(t.TempDir(), "actions.db"), nil)
+	ctx := context.Background()
+	for _, f := range []Flow{
+		{Name: "train tickets", Trigger: "a train ticket confirmation from Trenitalia arrives", Procedure: "add the journey to my calendar"},
+		{Name: "invoices", Trigger: "an invoice arrives", Procedure: "file it under Finance"},
+		{Name: "dentist", Trigger: "the dentist writes about an appointment", Procedure: "propose two slots"},
+	} {
+		if _, err := c.AddFlow(ctx, f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.AddFlow(ctx, Flow{Name: "x"}); err == nil {
+		t.Fatal("flow without trigger accepted")
+	}
+	got, _ := c.RetrieveFlows(ctx, "Your Trenitalia ticket: train 9544 Milano-Roma", 2)
+	if len(got) == 0 || got[0].Name != "train tickets" || len(got) > 2 {
+		t.Fatalf("retrieved %+v", got)
+	}
+}
+
+func TestPrefilter(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		m    Message
+		want string
+	}{
+		{Message{From: "no-reply@bank.example", Subject: "x", Body: "y"}, "no_reply"},
+		{Message{From: "Do Not Reply <donotreply@x.org>", Subject: "x", Body: "y"}, "no_reply"},
+		{Message{From: "ann@x.org"}, "empty"},
+		{Message{From: "ann@x.org", Subject: "Customer survey", Body: "y"}, "survey"},
+		{Message{From: "ann@x.org", Subject: "lunch?", Body: "y", Mailbox: "Spam"}, "junk"},
+		{Message{From: "ann@x.org", Subject: "lunch?", Body: "y"}, ""},
+	} {
+		if got := Prefilter(tc.m); got != tc.want {
+			t.Errorf("Prefilter(%+v) = %q, want %q", tc.m, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,226 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hestia-dev/hestia/internal/actions"
+	"github.com/hestia-dev/hestia/internal/approval"
+	"github.com/hestia-dev/hestia/internal/llm"
+	"github.com/hestia-dev/hestia/internal/mail"
+	"github.com/hestia-dev/hestia/internal/notify"
+	"github.com/hestia-dev/hestia/internal/policy"
+	"github.com/hestia-dev/hestia/internal/tools"
+	"github.com/hestia-dev/hestia/internal/untrusted"
+)
+
+// initActions runs the Action Center in the daemon: it scans new mail
+// (through a read-only view of the mail mirror), plans with the model,
+// serves its API and tools, and executes items' steps through the policy
+// with approvals that do not expire.
+func (a *App) initActions(ctx context.Context) error {
+	if a.Server == nil || a.core.agent == nil {
+		return nil
+	}
+	m, err := a.OpenMail(ctx)
+	if err != nil {
+		return err
+	}
+	c, err := actions.Open(ctx, a.Paths.DB(actions.Schema.Name), actions.Options{
+		Log: a.Log.With("component", "actions"), Now: a.Now,
+		Source: mailSource{m.Store}, Planner: a.planActions, CheckStep: a.checkActionStep, RunStep: a.runActionStep,
+		OnNew: func(it actions.Item) {
+			a.core.bus.Publish("action.created", "", map[string]any{"action": it})
+			if a.Notify != nil {
+				if _, err := a.Notify.Notify(context.Background(), notify.Notification{Kind: notify.KindAction, Key: fmt.Sprintf("action:%d:%d", it.ID, it.LastMessage),
+					Title: "Action: " + strings.ReplaceAll(it.Kind, "_", " "), Body: it.Summary, URL: fmt.Sprintf("/actions?item=%d", it.ID)}); err != nil {
+					a.Log.Warn("actionNotify", "err", err)
+				}
+			}
+		},
+	})
+	if err != nil {
+		return err
+	}
+	a.OnClose(c.Close)
+	a.Actions = c
+	for _, t := range actions.Tools(c) {
+		if err := a.core.tools.Register(t); err != nil {
+			return err
+		}
+	}
+	c.Routes(a.Server.API())
+	a.AddWorker("actions", c.Run)
+	return nil
+}
+
+// mailSource reads the mail mirror for the Action Center.
+type mailSource struct{ s *mail.Store }
+
+func (m mailSource) MaxID(ctx context.Context) (int64, error) {
+	var id int64
+	err := m.s.DB().QueryRowContext(ctx, `SELECT coalesce(max(id), 0) FROM messages`).Scan(&id)
+	return id, err
+}
+
+func (m mailSource) Since(ctx context.Context, after int64, limit int) ([]actions.Message, error) {
+	rows, err := m.s.DB().QueryContext(ctx, `SELECT m.id, coalesce(b.role, '') FROM messages m LEFT JOIN mailboxes b ON b.id = m.mailbox_id
+		WHERE m.id > ? AND m.deleted_at IS NULL ORDER BY m.id LIMIT ?`, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("listing new mail: %w", err)
+	}
+	type idRole struct {
+		id   int64
+		role string
+	}
+	var ids []idRole
+	for rows.Next() {
+		var x idRole
+		if err := rows.Scan(&x.id, &x.role); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		ids = append(ids, x)
+	}
+	rows.Close()
+	var out []actions.Message
+	for _, x := range ids {
+		msg, err := m.s.Read(ctx, x.id, 0, 4000)
+		if err != nil {
+			continue // removed meanwhile
+		}
+		out = append(out, actions.Message{ID: msg.ID, ThreadID: msg.ThreadID, From: msg.From, To: msg.To, Subject: msg.Subject, Mailbox: msg.Mailbox, Role: x.role, Date: msg.Date, Body: msg.Body})
+	}
+	return out, nil
+}
+
+func (m mailSource) Thread(ctx context.Context, id int64, limit int) ([]actions.Message, error) {
+	tp, err := m.s.Thread(ctx, id, 0, limit, 2000)
+	if err != nil {
+		return nil, err
+	}
+	var out []actions.Message
+	for _, s := range slices.Backward(tp.Messages) {
+		out = append(out, actions.Message{ID: s.ID, ThreadID: s.ThreadID, From: s.From, Subject: s.Subject, Mailbox: s.Mailbox, Date: s.Date, Body: s.Snippet})
+	}
+	return out, nil
+}
+
+const plannerSystem = `You triage the user's new mail for their Action Center. You get one mail thread, oldest message first; the newest messages are the fresh ones.
+Decide whether the thread needs the user to do something. Answer with ONE JSON object and nothing else:
+{"needed": true|false, "kind": "reply_needed"|"scheduling"|"follow_up"|"review", "priority": "high"|"normal"|"low", "deadline": "RFC 3339 or empty", "summary": "one sentence in the user's language", "steps": [{"title": "...", "tool": "mail_reply", "args": {"id": <message id>, "body": "..."}} or {"title": "...", "manual": true}], "confidence": 0.0-1.0}
+Use only tools you are told exist, with concrete arguments; otherwise make the step manual. Newsletters, notifications and FYI messages are not needed.
+`
+
+var jsonObjRE = regexp.MustCompile(`(?s)\{.*\}`)
+
+// planActions makes the one planner call for a thread.
+func (a *App) planActions(ctx context.Context, in actions.PlanInput) (actions.Plan, error) {
+	if a.Chat == nil {
+		return actions.Plan{}, errors.New("no model configured")
+	}
+	b, err := untrusted.NewBoundary(nil)
+	if err != nil {
+		return actions.Plan{}, err
+	}
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "User's language: %s\nNow: %s\nTools that exist: mail_reply (id, body, reply_all), mail_send (to, subject, body)", in.Language, a.Now().Format(time.RFC3339))
+	for _, f := range in.Flows {
+		fmt.Fprintf(&sb, "\nThe user's procedure %q applies when %s: %s", f.Name, f.Trigger, f.Procedure)
+	}
+	sb.WriteString("\n\nThread:\n")
+	for _, m := range in.Thread {
+		fresh := ""
+		if slices.Contains(in.Fresh, m.ID) {
+			fresh = " (new)"
+		}
+		w, _ := b.Wrap("mail", fmt.Sprintf("id %d%s, %s, from %s, subject %s\n%s", m.ID, fresh, m.Date.Format(time.RFC3339), m.From, m.Subject, m.Body))
+		sb.WriteString(w + "\n")
+	}
+	res, err := a.Chat.Complete(ctx, llm.Request{Tier: llm.Tier(a.Config.Agent.Tier), MaxTokens: 1200, Service: "actions", Action: "plan",
+		Messages: []llm.Message{{Role: llm.RoleSystem, Content: plannerSystem + untrusted.SystemNote}, {Role: llm.RoleUser, Content: sb.String()}}})
+	if err != nil {
+		return actions.Plan{}, err
+	}
+	var p actions.Plan
+	if err := json.Unmarshal([]byte(jsonObjRE.FindString(res.Text)), &p); err != nil {
+		return actions.Plan{}, fmt.Errorf("the planner's answer is not the JSON object asked for: %w", err)
+	}
+	return p, nil
+}
+
+// checkActionStep accepts a proposed tool step only for a registered tool
+// with valid arguments; background-plane tools are never proposed.
+func (a *App) checkActionStep(name string, args json.RawMessage) (json.RawMessage, error) {
+	if strings.HasPrefix(name, "watch_") || strings.HasPrefix(name, "action") || name == "flow_create" {
+		return nil, fmt.Errorf("%s cannot be an Action Center step", name)
+	}
+	t, err := a.core.tools.Get(name)
+	if err != nil {
+		return nil, err
+	}
+	_, canon, err := tools.DecodeArgs(name, string(args), t.Spec().Schema)
+	return canon, err
+}
+
+// runActionStep runs one step through the normal policy. A gated step is
+// an approval that waits without expiry; the user's decision is final.
+func (a *App) runActionStep(ctx context.Context, it actions.Item, idx int, s actions.Step, awaiting func()) (string, string) {
+	c := a.core
+	chk := c.policy.Check(ctx, c.tools, c.paths, s.Tool, string(s.Args), it.ChatID)
+	if chk.ArgErr != nil {
+		return actions.StepFailed, chk.ArgErr.Error()
+	}
+	args := chk.Args
+	switch chk.Result.Decision {
+	case policy.Deny:
+		return actions.StepDenied, "refused by policy: " + chk.Result.Reason
+	case policy.Allow:
+	default:
+		spec := chk.Tool.Spec()
+		req := approval.Request{Kind: approval.KindApproval, ChatID: it.ChatID, TurnID: fmt.Sprintf("action:%d", it.ID), CallID: fmt.Sprintf("action-%d-step-%d", it.ID, idx),
+			Tool: s.Tool, Args: args, Risk: spec.Risk.String(), Reason: "Action Center: " + it.Summary, Schema: spec.Schema, NoExpiry: true}
+		if p, ok := chk.Tool.(tools.Previewer); ok {
+			req.Preview = p.Preview(ctx, args)
+		}
+		req.Validate = func(edited json.RawMessage) (json.RawMessage, error) {
+			e := c.policy.Check(ctx, c.tools, c.paths, s.Tool, string(edited), it.ChatID)
+			if e.ArgErr != nil {
+				return nil, e.ArgErr
+			}
+			if e.Result.Decision == policy.Deny {
+				return nil, fmt.Errorf("the edited arguments are refused by policy: %s", e.Result.Reason)
+			}
+			return e.Args, nil
+		}
+		awaiting()
+		_, d := c.approvals.Ask(ctx, req, false)
+		switch {
+		case d.Outcome == approval.Edit:
+			args = d.Args
+		case d.Runs():
+		case d.Outcome == approval.Cancelled:
+			return actions.StepAwaiting, "asked again at the next start"
+		default:
+			msg := "not approved (" + string(d.Outcome) + ")"
+			if d.Note != "" {
+				msg += ": " + d.Note
+			}
+			return actions.StepDenied, msg
+		}
+	}
+	res, err := chk.Tool.Run(ctx, tools.Call{ID: fmt.Sprintf("action-%d-step-%d", it.ID, idx), ChatID: it.ChatID, Args: args})
+	if err != nil {
+		return actions.StepFailed, err.Error()
+	}
+	if res.IsError {
+		return actions.StepFailed, res.Content
+	}
+	return actions.StepDone, res.Content
+}
