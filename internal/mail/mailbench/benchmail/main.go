@@ -127,7 +127,7 @@ func run(ctx context.Context, args []string) error {
 	}
 	res := map[string]*result{}
 	for _, t := range tools {
-		res[t.name()] = &result{queries: map[string]time.Duration{}}
+		res[t.name()] = &result{queries: map[string]time.Duration{}, queryCPU: map[string]time.Duration{}}
 	}
 	step := func(what string, fn func(t tool, r *result) error) error {
 		for _, t := range tools {
@@ -161,15 +161,15 @@ func run(ctx context.Context, args []string) error {
 	}
 	if err := step("queries (one process each)", func(t tool, r *result) error {
 		for _, q := range qs {
-			var ds []time.Duration
+			var ds, cs []time.Duration
 			for i := 0; i < c.reps; i++ {
-				d, err := t.search(ctx, q)
+				st, err := t.search(ctx, q)
 				if err != nil {
 					return fmt.Errorf("query %s: %w", q.name, err)
 				}
-				ds = append(ds, d)
+				ds, cs = append(ds, st.wall), append(cs, st.cpu)
 			}
-			r.queries[q.name] = median(ds)
+			r.queries[q.name], r.queryCPU[q.name] = median(ds), median(cs)
 		}
 		return nil
 	}); err != nil {
@@ -203,11 +203,13 @@ type result struct {
 	importRSS                       int64 // KiB
 	size                            int64
 	queries                         map[string]time.Duration
+	queryCPU                        map[string]time.Duration
 	http                            map[string]time.Duration
 }
 
 type stat struct {
 	wall time.Duration
+	cpu  time.Duration // user + system time of the process
 	rss  int64
 }
 
@@ -226,7 +228,7 @@ type tool interface {
 	name() string
 	index(ctx context.Context) (stat, error)
 	size() int64
-	search(ctx context.Context, q query) (time.Duration, error)
+	search(ctx context.Context, q query) (stat, error)
 }
 
 func firstHestia(ts []tool) (*hestiaTool, bool) {
@@ -248,16 +250,17 @@ func runCmd(ctx context.Context, env []string, name string, args ...string) (sta
 	st := time.Now()
 	err := cmd.Run()
 	wall := time.Since(st)
-	var rss int64
+	s := stat{wall: wall}
 	if cmd.ProcessState != nil {
+		s.cpu = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-			rss = ru.Maxrss
+			s.rss = ru.Maxrss
 		}
 	}
 	if err != nil {
-		return stat{wall, rss}, out.String(), fmt.Errorf("%s %s: %w\n%s", name, strings.Join(args, " "), err, tail(out.String(), 2000))
+		return s, out.String(), fmt.Errorf("%s %s: %w\n%s", name, strings.Join(args, " "), err, tail(out.String(), 2000))
 	}
-	return stat{wall, rss}, out.String(), nil
+	return s, out.String(), nil
 }
 
 func tail(s string, n int) string {
@@ -314,9 +317,9 @@ func (h *hestiaTool) args(q query) []string {
 	return append(a, q.words...)
 }
 
-func (h *hestiaTool) search(ctx context.Context, q query) (time.Duration, error) {
+func (h *hestiaTool) search(ctx context.Context, q query) (stat, error) {
 	st, _, err := runCmd(ctx, h.env(), h.c.hestia, h.args(q)...)
-	return st.wall, err
+	return st, err
 }
 
 // httpSearch starts the daemon on a free loopback port and times
@@ -329,15 +332,18 @@ func (h *hestiaTool) httpSearch(ctx context.Context, qs []query, reps int) (map[
 	addr := ln.Addr().String()
 	ln.Close()
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	cmd := exec.CommandContext(ctx, h.c.hestia, "serve", "--addr", addr)
 	cmd.Env = append(os.Environ(), h.env()...)
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 10 * time.Second
 	if err := cmd.Start(); err != nil {
+		cancel()
 		return nil, err
 	}
-	defer cmd.Wait()
+	defer func() {
+		cancel() // SIGTERM, then wait for the daemon to stop
+		cmd.Wait()
+	}()
 	base := "http://" + addr
 	deadline := time.Now().Add(60 * time.Second)
 	for {
@@ -425,7 +431,7 @@ func (n *notmuchTool) index(ctx context.Context) (stat, error) {
 
 func (n *notmuchTool) size() int64 { return dirSize(n.db) }
 
-func (n *notmuchTool) search(ctx context.Context, q query) (time.Duration, error) {
+func (n *notmuchTool) search(ctx context.Context, q query) (stat, error) {
 	terms := append([]string(nil), q.words...)
 	if q.phrase != "" {
 		terms = append(terms, `"`+q.phrase+`"`)
@@ -440,7 +446,7 @@ func (n *notmuchTool) search(ctx context.Context, q query) (time.Duration, error
 		terms = append(terms, "subject:"+q.subject)
 	}
 	st, _, err := runCmd(ctx, nil, "notmuch", append([]string{"--config=" + n.cfg, "search", "--limit=50"}, terms...)...)
-	return st.wall, err
+	return st, err
 }
 
 // --- mu ---
@@ -466,7 +472,7 @@ func (m *muTool) index(ctx context.Context) (stat, error) {
 
 func (m *muTool) size() int64 { return dirSize(filepath.Join(m.home, "xapian")) }
 
-func (m *muTool) search(ctx context.Context, q query) (time.Duration, error) {
+func (m *muTool) search(ctx context.Context, q query) (stat, error) {
 	terms := append([]string(nil), q.words...)
 	if q.phrase != "" {
 		terms = append(terms, `"`+q.phrase+`"`)
@@ -484,7 +490,7 @@ func (m *muTool) search(ctx context.Context, q query) (time.Duration, error) {
 	if err != nil && strings.Contains(out, "no matches") {
 		err = nil // mu exits 2 (or 4) when nothing matches
 	}
-	return st.wall, err
+	return st, err
 }
 
 // --- corpus and queries ---
@@ -640,7 +646,9 @@ func printTable(w io.Writer, c config, corpusBytes int64, tools []tool, res map[
 		return hasH && hasN && hasM && h.incremental < nm.incremental && h.incremental < mu.incremental, hasH && hasN && hasM
 	})
 	for _, q := range qs {
-		row("CLI "+q.label+", p50", func(r *result) string { return msecs(r.queries[q.name]) }, "≤ ½ notmuch", func() (bool, bool) {
+		row("CLI "+q.label+", p50 wall (cpu)", func(r *result) string {
+			return msecs(r.queries[q.name]) + " (" + msecs(r.queryCPU[q.name]) + ")"
+		}, "≤ ½ notmuch", func() (bool, bool) {
 			return hasH && hasN && h.queries[q.name]*2 <= nm.queries[q.name], hasH && hasN
 		})
 	}
