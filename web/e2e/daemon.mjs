@@ -3,7 +3,7 @@
 // the built UI in chromium. Every scenario asserts what a user would see and,
 // where it matters, what actually happened on disk.
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -58,13 +58,19 @@ function startFakeLLM(bin) {
 }
 
 class Daemon {
-  constructor(bin, dir, port, llmURL) {
-    Object.assign(this, { bin, dir, port, llmURL, log: '' });
+  constructor(bin, dir, port, llmURL, sttURL) {
+    Object.assign(this, { bin, dir, port, llmURL, sttURL, log: '' });
     this.url = `http://127.0.0.1:${port}`;
     this.home = join(dir, 'home');
     mkdirSync(this.home, { recursive: true });
   }
   async start() {
+    if (this.sttURL) {
+      // The stt tier points at fakellm's speech endpoint (voice recorder test).
+      const home = join(this.dir, 'hestia-home');
+      mkdirSync(home, { recursive: true });
+      writeFileSync(join(home, 'config.toml'), `[llm.providers.stt]\nbase_url = "${this.sttURL}/v1"\n\n[llm.tiers]\nstt = ["stt/whisper-1"]\n`);
+    }
     this.proc = spawn(this.bin, ['serve', '--addr', `127.0.0.1:${this.port}`], {
       env: {
         PATH: process.env.PATH,
@@ -121,7 +127,7 @@ export async function runDaemon(browser) {
       const r = await fetch(fake.control + '/push', { method: 'POST', body: JSON.stringify(turns) });
       assert(r.ok, `pushing turns: ${await r.text()}`);
     };
-    daemon = new Daemon(bin, dir, await freePort(), fake.url);
+    daemon = new Daemon(bin, dir, await freePort(), fake.url, fake.control);
     await daemon.start();
 
     const { ctx, page, errors } = await newPage(browser);
@@ -372,6 +378,50 @@ export async function runDaemon(browser) {
         } finally {
           await other.ctx.close();
         }
+      }, page);
+
+      await test('daemon: a phone pairs by scanning the QR code on the System page, and revoking it ends its session', async () => {
+        page.once('dialog', (d) => d.accept());
+        await page.getByRole('link', { name: 'System' }).click();
+        await page.getByRole('button', { name: 'Pair a device' }).click();
+        await page.getByPlaceholder('My phone').fill('E2E phone');
+        await page.getByRole('button', { name: 'Show pairing code' }).click();
+        const qr = page.getByRole('img', { name: /QR code/ });
+        await qr.waitFor();
+        assert((await qr.innerHTML()).includes('<svg'), 'no QR code drawn');
+        await shot(page, 'e2e-pair-qr');
+        const link = (await page.locator('.pair-link').textContent()).trim();
+        assert(link.startsWith(daemon.url + '/pair#code='), `pairing link ${link}`);
+        const phone = await newPage(browser, { viewport: viewports.phone, mobile: true });
+        try {
+          // What the camera would open.
+          await phone.page.goto(link);
+          await phone.page.locator('.conn-live').waitFor();
+          const devTok = await phone.page.evaluate(() => localStorage.getItem('hestia.token'));
+          assert(devTok && devTok.startsWith('hd_'), 'the phone did not get a device token');
+          const row = page.locator('tr', { hasText: 'E2E phone' });
+          await row.waitFor({ timeout: 15_000 });
+          await row.getByRole('button', { name: 'Revoke E2E phone' }).click();
+          await row.getByText(/Revoked/).waitFor();
+          const r = await fetch(daemon.url + '/api/chats', { headers: { Authorization: `Bearer ${devTok}` } });
+          assert(r.status === 401, `revoked token answered ${r.status}`);
+          // Its event stream was closed and the reconnect refused: the app
+          // drops the revoked token (on this machine it re-pairs locally).
+          await waitFor(async () => (await phone.page.evaluate(() => localStorage.getItem('hestia.token'))) !== devTok, 'the phone to drop its revoked token');
+        } finally {
+          await phone.ctx.close();
+        }
+      }, page);
+
+      await test('daemon: a voice note is recorded, transcribed and shown in the composer', async () => {
+        await page.getByRole('link', { name: 'New chat' }).click();
+        await page.getByRole('button', { name: 'Record a voice note' }).click();
+        await page.getByRole('button', { name: 'Stop recording' }).waitFor();
+        await sleep(1200);
+        await page.getByRole('button', { name: 'Stop recording' }).click();
+        await waitFor(async () => /voice note of [1-9]\d* bytes \(audio\//.test(await page.getByLabel('Message').inputValue()), 'the transcript in the composer');
+        await shot(page, 'e2e-voice');
+        await page.getByLabel('Message').fill('');
       }, page);
 
       await test('daemon: a bad stored token sends the browser back to pairing', async () => {

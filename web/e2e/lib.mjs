@@ -35,6 +35,10 @@ export async function launch() {
       '--disable-background-networking',
       '--disable-component-update',
       '--disable-sync',
+      // A fake microphone (a tone) with the permission granted: the voice
+      // recorder test records from it.
+      '--use-fake-ui-for-media-stream',
+      '--use-fake-device-for-media-stream',
     ],
   });
   return {

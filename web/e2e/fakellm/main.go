@@ -12,6 +12,7 @@
 //	GET  /pending   {"pending":N}  turns not consumed yet
 //	GET  /requests  the chat requests received so far
 //	GET  /errors    problems the server reported (e.g. script exhausted)
+//	POST /v1/audio/transcriptions  a fake stt endpoint (the daemon's stt tier)
 //
 // A turn is {"text":["Hel","lo"],"tool_calls":[{"id":"c1","name":"write_file","arguments":"{…}"}],
 // "chunk_delay_ms":20,"status":500,"body":"…"}.
@@ -133,6 +134,17 @@ func main() {
 		}
 		srv.Push(ts...)
 		writeJSON(w, map[string]int{"pending": srv.Pending()})
+	})
+	// A speech-to-text endpoint for the voice recorder test: it answers
+	// with what it received, so the test sees a real recording arrived.
+	mux.HandleFunc("POST /v1/audio/transcriptions", func(w http.ResponseWriter, r *http.Request) {
+		f, hdr, err := r.FormFile("file")
+		if err != nil {
+			http.Error(w, `{"error":{"message":"no file"}}`, http.StatusBadRequest)
+			return
+		}
+		data, _ := io.ReadAll(f)
+		json.NewEncoder(w).Encode(map[string]string{"text": fmt.Sprintf("voice note of %d bytes (%s)", len(data), hdr.Header.Get("Content-Type"))})
 	})
 	mux.HandleFunc("GET /pending", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, map[string]int{"pending": srv.Pending()})

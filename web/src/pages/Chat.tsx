@@ -1,5 +1,6 @@
 // The chat view: transcript with streaming Markdown, tool and approval cards,
 // and the composer.
+import { VoiceButton } from '../components/VoiceButton';
 import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
 import type { ApprovalRequest, Message } from '../api/types';
 import { ApprovalCard, QuestionCard } from '../components/ApprovalCard';
@@ -377,6 +378,7 @@ export function Composer({ chatId, running, queued }: { chatId?: string; running
             <Stop />
           </button>
         )}
+        <VoiceButton onText={(t) => setText((cur) => (cur.trim() ? cur.trimEnd() + ' ' : '') + t)} onError={(m) => app.toast('error', m)} />
         <button type="submit" class="send" aria-label="Send" title="Send (Enter)" disabled={!text.trim() || sending}>
           <Send />
         </button>

@@ -7,6 +7,7 @@ import { useApp } from '../context';
 import { duration } from '../lib/format';
 import { Failure, PageHeader } from './common';
 import { RuntimeView } from './Runtime';
+import { DevicesPanel } from './Devices';
 
 type Obj = Record<string, any>;
 
@@ -36,6 +37,7 @@ export function SystemPage() {
         </button>
       </PageHeader>
       {sysErr ? <Failure err={sysErr} retry={load} /> : !sys ? <div class="skeleton" /> : <SystemView sys={sys} />}
+      <DevicesPanel />
       <div class="panel">
         <h2>Tools</h2>
         {toolErr ? <Failure err={toolErr} /> : !tools ? <div class="skeleton" /> : <ToolTable tools={tools} />}
