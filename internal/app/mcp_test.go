@@ -256,13 +256,26 @@ func TestMCPServeEndpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ps.Close()
-	go decideNext("deny")
+	relayChat := make(chan string, 1)
+	go func() { relayChat <- decideNext("deny") }()
 	res, err = ps.CallTool(ctx, &sdk.CallToolParams{Name: "write_file", Arguments: map[string]any{"path": root + "/denied.txt", "content": "x"}})
 	if err != nil || !res.IsError || !strings.Contains(contentOf(res), "denied") || !strings.Contains(contentOf(res), "no thanks") {
 		t.Fatalf("denied write via relay: %v %s", err, contentOf(res))
 	}
 	if _, err := os.Stat(root + "/denied.txt"); err == nil {
 		t.Fatal("denied write happened")
+	}
+	// The relay's card is titled after the agent on its stdio.
+	r, _ = http.NewRequest("GET", base+"/api/chats/"+<-relayChat, nil)
+	r.Header.Set("Authorization", "Bearer "+a.Token.Value())
+	resp, err = http.DefaultClient.Do(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), "MCP: ide (via hestia mcp serve)") {
+		t.Fatalf("relayed card's chat: %s", body)
 	}
 }
 

@@ -8,6 +8,13 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
+// MetaClient is the _meta key the relay uses to pass on the name of the
+// agent it serves; it only changes how approval chats are titled.
+const MetaClient = "hestia/client"
+
+// proxyName is how the relay introduces itself to the daemon.
+const proxyName = "hestia-mcp-proxy"
+
 // Proxy serves the daemon's MCP endpoint on t (stdio for `hestia mcp
 // serve`): it connects to endpoint with the bearer token, offers the
 // daemon's tools and forwards every call unchanged. Policy, approvals and
@@ -17,7 +24,7 @@ func Proxy(ctx context.Context, endpoint, token, version string, t sdk.Transport
 	if hc == nil {
 		hc = &http.Client{}
 	}
-	up := sdk.NewClient(&sdk.Implementation{Name: "hestia-mcp-proxy", Version: version}, &sdk.ClientOptions{Capabilities: &sdk.ClientCapabilities{}})
+	up := sdk.NewClient(&sdk.Implementation{Name: proxyName, Version: version}, &sdk.ClientOptions{Capabilities: &sdk.ClientCapabilities{}})
 	base := hc.Transport
 	if base == nil {
 		base = http.DefaultTransport
@@ -37,7 +44,13 @@ func Proxy(ctx context.Context, endpoint, token, version string, t sdk.Transport
 		}
 		name := tool.Name
 		srv.AddTool(tool, func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-			return cs.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: req.Params.Arguments})
+			p := &sdk.CallToolParams{Name: name, Arguments: req.Params.Arguments}
+			// The daemon names approval chats after the client; through
+			// the relay that is the agent on our stdio, not the relay.
+			if ip := req.Session.InitializeParams(); ip != nil && ip.ClientInfo != nil && ip.ClientInfo.Name != "" {
+				p.Meta = sdk.Meta{MetaClient: ip.ClientInfo.Name}
+			}
+			return cs.CallTool(ctx, p)
 		})
 		n++
 	}

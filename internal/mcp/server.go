@@ -61,10 +61,26 @@ type Exposer struct {
 }
 
 type exposedSession struct {
-	taint  *taint.Tracker
-	client string
-	mu     sync.Mutex // guards chatID
-	chatID string
+	taint *taint.Tracker
+	// relayed: the client is `hestia mcp serve`, which passes on the name
+	// of the agent it serves (MetaClient) for the approval chat's title.
+	relayed bool
+	mu      sync.Mutex // guards client and chatID
+	client  string
+	chatID  string
+}
+
+// displayName cleans a client-supplied name for titles and cards.
+func displayName(n string) string {
+	n, _ = untrusted.Sanitize(n)
+	r := []rune(strings.Join(strings.Fields(n), " "))
+	if len(r) > 60 {
+		r = r[:60]
+	}
+	if len(r) == 0 {
+		return "an MCP client"
+	}
+	return string(r)
 }
 
 // NewExposer builds the server side.
@@ -111,7 +127,15 @@ func (e *Exposer) Server() *sdk.Server {
 			s.AddTool(&sdk.Tool{Name: name, Description: spec.Description, InputSchema: schema,
 				Annotations: &sdk.ToolAnnotations{ReadOnlyHint: ro, DestructiveHint: &destructive, OpenWorldHint: &open}},
 				func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-					return e.call(ctx, e.session(req.Session), name, req.Params.Arguments), nil
+					s := e.session(req.Session)
+					if v, ok := req.Params.Meta[MetaClient].(string); ok && s.relayed {
+						s.mu.Lock()
+						if s.chatID == "" {
+							s.client = displayName(v) + " (via hestia mcp serve)"
+						}
+						s.mu.Unlock()
+					}
+					return e.call(ctx, s, name, req.Params.Arguments), nil
 				})
 		}
 		e.server = s
@@ -142,13 +166,8 @@ func (e *Exposer) session(ss *sdk.ServerSession) *exposedSession {
 	s := &exposedSession{taint: taint.NewTracker(), client: "an MCP client"}
 	if ss != nil {
 		if p := ss.InitializeParams(); p != nil && p.ClientInfo != nil && p.ClientInfo.Name != "" {
-			name, _ := untrusted.Sanitize(p.ClientInfo.Name)
-			if r := []rune(strings.Join(strings.Fields(name), " ")); len(r) > 60 {
-				name = string(r[:60])
-			} else {
-				name = string(r)
-			}
-			s.client = name
+			s.client = displayName(p.ClientInfo.Name)
+			s.relayed = p.ClientInfo.Name == proxyName
 		}
 		e.sessions[ss] = s
 		go func() {
@@ -193,11 +212,11 @@ func (e *Exposer) audit(ctx context.Context, typ, chatID, summary string, data a
 func (e *Exposer) call(ctx context.Context, s *exposedSession, name string, raw json.RawMessage) *sdk.CallToolResult {
 	ctx = taint.WithTracker(ctx, s.taint)
 	s.mu.Lock()
-	chatID := s.chatID
+	chatID, client := s.chatID, s.client
 	s.mu.Unlock()
 	c := e.d.Policy.Check(ctx, e.d.Tools, e.d.Paths, name, string(raw), chatID)
-	e.audit(ctx, "mcp.policy_decision", chatID, fmt.Sprintf("%s (from %s) → %s (%s)", name, s.client, c.Result.Decision, c.Result.Source),
-		map[string]any{"client": s.client, "args": json.RawMessage(orEmpty(c.Args)), "result": c.Result})
+	e.audit(ctx, "mcp.policy_decision", chatID, fmt.Sprintf("%s (from %s) → %s (%s)", name, client, c.Result.Decision, c.Result.Source),
+		map[string]any{"client": client, "args": json.RawMessage(orEmpty(c.Args)), "result": c.Result})
 	if c.Tool == nil {
 		return errResult("%s is not a Hestia tool; nothing ran.", name)
 	}
@@ -225,7 +244,7 @@ func (e *Exposer) call(ctx context.Context, s *exposedSession, name string, raw 
 		if preview == "" {
 			preview = name + " " + string(args)
 		}
-		preview = fmt.Sprintf("requested by %s over MCP: %s", s.client, preview)
+		preview = fmt.Sprintf("requested by %s over MCP: %s", client, preview)
 		req := approval.Request{Kind: approval.KindApproval, ChatID: chatID, CallID: "mcp_" + newCallID(), Tool: name, Args: args,
 			Risk: spec.Risk.String(), Reason: c.Result.Reason, Schema: spec.Schema, TaintedBy: c.Result.TaintedBy, Preview: preview,
 			Validate: func(edited json.RawMessage) (json.RawMessage, error) {
@@ -264,6 +283,9 @@ func (e *Exposer) call(ctx context.Context, s *exposedSession, name string, raw 
 
 func (e *Exposer) run(ctx context.Context, s *exposedSession, t tools.Tool, name string, args json.RawMessage, chatID string) *sdk.CallToolResult {
 	spec := t.Spec()
+	s.mu.Lock()
+	client := s.client
+	s.mu.Unlock()
 	rctx, cancel := context.WithTimeout(ctx, e.d.ToolTimeout)
 	defer cancel()
 	start := time.Now()
@@ -276,14 +298,14 @@ func (e *Exposer) run(ctx context.Context, s *exposedSession, t tools.Tool, name
 		return t.Run(rctx, tools.Call{ID: "mcp_" + newCallID(), ChatID: chatID, Args: args})
 	}()
 	if spec.UntrustedOutput {
-		s.taint.Mark(taint.Source{Tool: name, Detail: "via MCP (" + s.client + ")", At: e.d.Now()})
+		s.taint.Mark(taint.Source{Tool: name, Detail: "via MCP (" + client + ")", At: e.d.Now()})
 	}
 	status := "ok"
 	if err != nil || res.IsError {
 		status = "error"
 	}
-	e.audit(ctx, "mcp.tool_run", chatID, fmt.Sprintf("%s %s for %s in %dms", name, status, s.client, time.Since(start).Milliseconds()),
-		map[string]any{"client": s.client, "input": json.RawMessage(args), "status": status, "output": res.Content})
+	e.audit(ctx, "mcp.tool_run", chatID, fmt.Sprintf("%s %s for %s in %dms", name, status, client, time.Since(start).Milliseconds()),
+		map[string]any{"client": client, "input": json.RawMessage(args), "status": status, "output": res.Content})
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
 			return errResult("%s did not finish within %s.", name, e.d.ToolTimeout)
