@@ -42,7 +42,8 @@ const (
 )
 
 // Search finds pages by words (FTS5, all words then any), by literal
-// substring (trigram, for partial words and identifiers) and by meaning
+// substring (trigram, for partial words and identifiers, when no word
+// matched) and by meaning
 // (vectors, when an embedder is configured), fused with RRF and grouped by
 // page.
 func (w *Wiki) Search(ctx context.Context, query string, limit int) (SearchResult, error) {
@@ -60,7 +61,9 @@ func (w *Wiki) Search(ctx context.Context, query string, limit int) (SearchResul
 		if err != nil {
 			return res, fmt.Errorf("word search: %w", err)
 		}
-		if len(ids) < limit && len(search.Terms(query)) > 1 {
+		// Any-word matching widens recall only when no chunk has every
+		// word: ranking a common word's whole list is the slow path.
+		if len(ids) == 0 && len(search.Terms(query)) > 1 {
 			more, err := w.ids(ctx, `SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rank LIMIT ?`, search.MatchAny(query), pool)
 			if err != nil {
 				return res, fmt.Errorf("word search: %w", err)
@@ -72,7 +75,10 @@ func (w *Wiki) Search(ctx context.Context, query string, limit int) (SearchResul
 			res.Methods = append(res.Methods, "fts")
 		}
 	}
-	if expr, ok := search.Substring("", query); ok {
+	// The trigram index answers partial words and identifiers; when whole
+	// words matched it only adds cost (a common trigram's list is long), so
+	// it is the fallback for queries no word matched.
+	if expr, ok := search.Substring("", query); ok && len(lists) == 0 {
 		ids, err := w.ids(ctx, `SELECT rowid FROM chunks_tri WHERE chunks_tri MATCH ? LIMIT ?`, expr, pool)
 		if err != nil {
 			return res, fmt.Errorf("substring search: %w", err)

@@ -282,7 +282,9 @@ func (w *Wiki) Reconcile(ctx context.Context) (ReconcileStats, error) {
 		}
 	}
 	if len(gone) > 0 {
-		err := w.db.Tx(ctx, func(tx *sql.Tx) error {
+		err := w.db.Tx(ctx, func(sqltx *sql.Tx) error {
+			tx := newStmts(sqltx)
+			defer tx.close()
 			for _, id := range gone {
 				if err := deletePage(ctx, tx, id); err != nil {
 					return err
@@ -391,11 +393,13 @@ func (w *Wiki) indexBatch(ctx context.Context, rels []string, have map[string]kn
 		}
 		ls = append(ls, l)
 	}
-	err = w.db.Tx(ctx, func(tx *sql.Tx) error {
+	err = w.db.Tx(ctx, func(sqltx *sql.Tx) error {
+		tx := newStmts(sqltx)
+		defer tx.close()
 		for _, l := range ls {
 			if k, ok := have[l.rel]; ok && k.sha == l.sha {
 				// Touched but unchanged: remember the new mtime only.
-				if _, err := tx.ExecContext(ctx, `UPDATE pages SET size = ?, mtime = ? WHERE id = ?`, l.size, l.mtime, k.id); err != nil {
+				if _, err := tx.exec(ctx, `UPDATE pages SET size = ?, mtime = ? WHERE id = ?`, l.size, l.mtime, k.id); err != nil {
 					return err
 				}
 				continue
@@ -416,14 +420,14 @@ func (w *Wiki) indexBatch(ctx context.Context, rels []string, have map[string]kn
 	return indexed, failed, nil
 }
 
-func deletePage(ctx context.Context, tx *sql.Tx, id int64) error {
-	if _, err := tx.ExecContext(ctx, `DELETE FROM chunks_fts WHERE rowid IN (SELECT id FROM chunks WHERE page_id = ?)`, id); err != nil {
+func deletePage(ctx context.Context, tx *stmts, id int64) error {
+	if _, err := tx.exec(ctx, `DELETE FROM chunks_fts WHERE rowid IN (SELECT id FROM chunks WHERE page_id = ?)`, id); err != nil {
 		return fmt.Errorf("dropping page text: %w", err)
 	}
-	if _, err := tx.ExecContext(ctx, `DELETE FROM chunks_tri WHERE rowid IN (SELECT id FROM chunks WHERE page_id = ?)`, id); err != nil {
+	if _, err := tx.exec(ctx, `DELETE FROM chunks_tri WHERE rowid IN (SELECT id FROM chunks WHERE page_id = ?)`, id); err != nil {
 		return fmt.Errorf("dropping page text: %w", err)
 	}
-	if _, err := tx.ExecContext(ctx, `DELETE FROM pages WHERE id = ?`, id); err != nil {
+	if _, err := tx.exec(ctx, `DELETE FROM pages WHERE id = ?`, id); err != nil {
 		return fmt.Errorf("dropping page: %w", err)
 	}
 	return nil
@@ -455,9 +459,9 @@ func title(rel string, fm FrontMatter) string {
 	return strings.TrimSuffix(path.Base(rel), path.Ext(rel))
 }
 
-func (w *Wiki) writePage(ctx context.Context, tx *sql.Tx, l *loaded) error {
+func (w *Wiki) writePage(ctx context.Context, tx *stmts, l *loaded) error {
 	var id int64
-	err := tx.QueryRowContext(ctx, `SELECT id FROM pages WHERE path = ?`, l.rel).Scan(&id)
+	err := tx.queryRow(ctx, `SELECT id FROM pages WHERE path = ?`, l.rel).Scan(&id)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 	case err != nil:
@@ -479,7 +483,7 @@ func (w *Wiki) writePage(ctx context.Context, tx *sql.Tx, l *loaded) error {
 		return string(b)
 	}
 	t := title(l.rel, p.FrontMatter)
-	res, err := tx.ExecContext(ctx, `INSERT INTO pages (path, kind, title, tags, sources, created, updated, review_by, has_fm, untrusted, size, mtime, sha256, problems)
+	res, err := tx.exec(ctx, `INSERT INTO pages (path, kind, title, tags, sources, created, updated, review_by, has_fm, untrusted, size, mtime, sha256, problems)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		l.rel, l.kind, t, js(p.Tags), js(p.Sources), p.Created, p.Updated, p.ReviewBy, p.HasFrontMatter, Untrusted(l.rel, p.Sources),
 		l.size, l.mtime, l.sha, js(p.Problems))
@@ -497,7 +501,7 @@ func (w *Wiki) writePage(ctx context.Context, tx *sql.Tx, l *loaded) error {
 		keys[LinkKey(t)] = true
 	}
 	for k := range keys {
-		if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO page_keys (key, page_id) VALUES (?, ?)`, k, id); err != nil {
+		if _, err := tx.exec(ctx, `INSERT OR IGNORE INTO page_keys (key, page_id) VALUES (?, ?)`, k, id); err != nil {
 			return err
 		}
 	}
@@ -509,7 +513,7 @@ func (w *Wiki) writePage(ctx context.Context, tx *sql.Tx, l *loaded) error {
 		if target == "" {
 			target = l.rel // [[#Heading]] points into the same page
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO links (page_id, target_key, target, heading, alias, line) VALUES (?, ?, ?, ?, ?, ?)`,
+		if _, err := tx.exec(ctx, `INSERT INTO links (page_id, target_key, target, heading, alias, line) VALUES (?, ?, ?, ?, ?, ?)`,
 			id, LinkKey(target), lk.Target, lk.Heading, lk.Alias, lk.Line); err != nil {
 			return err
 		}
@@ -520,7 +524,7 @@ func (w *Wiki) writePage(ctx context.Context, tx *sql.Tx, l *loaded) error {
 			ct = t
 		}
 		sum := sha256.Sum256([]byte(t + "\x00" + c.heading + "\x00" + c.text))
-		res, err := tx.ExecContext(ctx, `INSERT INTO chunks (page_id, ord, heading, start, hash) VALUES (?, ?, ?, ?, ?)`, id, i, c.heading, c.start, hex.EncodeToString(sum[:16]))
+		res, err := tx.exec(ctx, `INSERT INTO chunks (page_id, ord, heading, start, hash) VALUES (?, ?, ?, ?, ?)`, id, i, c.heading, c.start, hex.EncodeToString(sum[:16]))
 		if err != nil {
 			return err
 		}
@@ -528,10 +532,10 @@ func (w *Wiki) writePage(ctx context.Context, tx *sql.Tx, l *loaded) error {
 		if err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO chunks_fts (rowid, title, heading, text) VALUES (?, ?, ?, ?)`, cid, ct, c.heading, c.text); err != nil {
+		if _, err := tx.exec(ctx, `INSERT INTO chunks_fts (rowid, title, heading, text) VALUES (?, ?, ?, ?)`, cid, ct, c.heading, c.text); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO chunks_tri (rowid, title, text) VALUES (?, ?, ?)`, cid, ct, c.text); err != nil {
+		if _, err := tx.exec(ctx, `INSERT INTO chunks_tri (rowid, title, text) VALUES (?, ?, ?)`, cid, ct, c.text); err != nil {
 			return err
 		}
 	}
@@ -631,9 +635,11 @@ func (w *Wiki) IndexPath(ctx context.Context, rel string) error {
 	defer w.mu.Unlock()
 	l, err := w.load(rel)
 	if errors.Is(err, fs.ErrNotExist) {
-		return w.db.Tx(ctx, func(tx *sql.Tx) error {
+		return w.db.Tx(ctx, func(sqltx *sql.Tx) error {
+			tx := newStmts(sqltx)
+			defer tx.close()
 			var id int64
-			err := tx.QueryRowContext(ctx, `SELECT id FROM pages WHERE path = ?`, rel).Scan(&id)
+			err := tx.queryRow(ctx, `SELECT id FROM pages WHERE path = ?`, rel).Scan(&id)
 			if errors.Is(err, sql.ErrNoRows) {
 				return nil
 			}
@@ -647,5 +653,54 @@ func (w *Wiki) IndexPath(ctx context.Context, rel string) error {
 		return err
 	}
 	defer w.dropVectors()
-	return w.db.Tx(ctx, func(tx *sql.Tx) error { return w.writePage(ctx, tx, l) })
+	return w.db.Tx(ctx, func(sqltx *sql.Tx) error {
+		tx := newStmts(sqltx)
+		defer tx.close()
+		return w.writePage(ctx, tx, l)
+	})
+}
+
+// stmts prepares each statement of a transaction once: indexing runs the
+// same dozen statements for every page, and preparing them per call cost
+// more than running them.
+type stmts struct {
+	tx *sql.Tx
+	m  map[string]*sql.Stmt
+}
+
+func newStmts(tx *sql.Tx) *stmts { return &stmts{tx: tx, m: map[string]*sql.Stmt{}} }
+
+func (s *stmts) prep(ctx context.Context, q string) (*sql.Stmt, error) {
+	if st, ok := s.m[q]; ok {
+		return st, nil
+	}
+	st, err := s.tx.PrepareContext(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	s.m[q] = st
+	return st, nil
+}
+
+func (s *stmts) exec(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	st, err := s.prep(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	return st.ExecContext(ctx, args...)
+}
+
+func (s *stmts) queryRow(ctx context.Context, q string, args ...any) *sql.Row {
+	st, err := s.prep(ctx, q)
+	if err != nil {
+		// Surface the error through the row, as QueryRowContext would.
+		return s.tx.QueryRowContext(ctx, q, args...)
+	}
+	return st.QueryRowContext(ctx, args...)
+}
+
+func (s *stmts) close() {
+	for _, st := range s.m {
+		st.Close()
+	}
 }
