@@ -48,6 +48,8 @@ type harnessOpts struct {
 	cfg         Config
 	timeout     time.Duration
 	noApprovers bool
+	profile     func() (string, string)
+	onCompact   func(string)
 }
 
 func newHarness(t *testing.T, o harnessOpts, turns ...llmtest.Turn) *harness {
@@ -101,7 +103,8 @@ func newHarness(t *testing.T, o harnessOpts, turns ...llmtest.Turn) *harness {
 		h.approve.Store(1)
 	}
 	h.broker = approval.New(approval.Options{Timeout: o.timeout, Approvers: func() int { return int(h.approve.Load()) }, Notify: Notifier{Events: h.bus, Audit: h.audit}})
-	h.agent, err = New(o.cfg, Deps{LLM: client, Tools: h.reg, Policy: h.policy, Paths: pp, Approvals: h.broker, Chats: h.chats, Audit: h.audit, Events: h.bus})
+	h.agent, err = New(o.cfg, Deps{LLM: client, Tools: h.reg, Policy: h.policy, Paths: pp, Approvals: h.broker, Chats: h.chats, Audit: h.audit, Events: h.bus,
+		Profile: o.profile, OnCompact: o.onCompact})
 	if err != nil {
 		t.Fatal(err)
 	}
