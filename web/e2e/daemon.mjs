@@ -465,6 +465,7 @@ export async function runDaemon(browser) {
 
       await (await import('./mail.mjs')).runMailFlow({ page, daemon, push, send, waitFor });
       await (await import('./settings.mjs')).runSettingsFlow({ page, daemon, waitFor });
+      await (await import('./mcp.mjs')).runMCPFlow({ page, daemon });
 
       await test('daemon: no errors in the page console', async () => {
         const real = errors.filter((e) => !/net::ERR_|Failed to fetch|NetworkError|network error/i.test(e));
