@@ -4,7 +4,7 @@ VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 WEB_STAMP := web/node_modules/.package-lock.json
 
-.PHONY: all build run web deps test test-go test-web lint fmt bench bench-mail clean
+.PHONY: all build run web deps test test-go test-web lint fmt bench bench-mail bench-cal clean
 
 all: build
 
@@ -46,9 +46,14 @@ test-web: deps $(WEB_STAMP)
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
+## bench-cal: `hestia cal agenda` against `khal list` on one generated vdir (needs khal)
+bench-cal:
+	scripts/bench-cal-khal.sh $(BENCH_CAL_N)
+
 ## bench-mail: Hestia's mail mirror side by side with notmuch and mu (when installed) on a
 ## synthetic Maildir of BENCH_MAIL_N messages; prints the comparison table (not part of `make test`)
 BENCH_MAIL_N ?= 100000
+BENCH_CAL_N ?= 5000
 bench-mail: build
 	$(GO) run ./internal/mail/mailbench/benchmail -hestia bin/hestia -n $(BENCH_MAIL_N)
 

@@ -99,7 +99,7 @@ func (s *Store) loc(r *row) *time.Location {
 	if r.allDay {
 		return s.floating
 	}
-	return LoadZone(r.zone, s.floating)
+	return s.zone(r.zone)
 }
 
 func (s *Store) instance(r *row) Instance {
@@ -112,7 +112,9 @@ func (s *Store) instance(r *row) Instance {
 		in.RecurrenceID = &t
 		in.Recurring = true
 	}
-	_ = json.Unmarshal([]byte(r.attJSON), &in.Attendees)
+	if r.attJSON != "" && r.attJSON != "[]" && r.attJSON != "null" {
+		_ = json.Unmarshal([]byte(r.attJSON), &in.Attendees)
+	}
 	if r.warnings != "" {
 		_ = json.Unmarshal([]byte(r.warnings), &in.Warnings)
 	}
@@ -247,12 +249,22 @@ func (s *Store) Agenda(ctx context.Context, q Query) (Agenda, error) {
 		}); err != nil {
 		return out, err
 	}
-	slices.SortStableFunc(all, func(a, b Instance) int {
-		if c := a.Start.Compare(b.Start); c != 0 {
+	// Sort an index rather than the (large) Instance values.
+	order := make([]int, len(all))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(i, j int) int {
+		if c := all[i].Start.Compare(all[j].Start); c != 0 {
 			return c
 		}
-		return strings.Compare(a.Summary, b.Summary)
+		return strings.Compare(all[i].Summary, all[j].Summary)
 	})
+	sorted := make([]Instance, len(all))
+	for i, k := range order {
+		sorted[i] = all[k]
+	}
+	all = sorted
 	if len(all) > q.Max {
 		all, out.Truncated = all[:q.Max], true
 	}

@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/hestia-dev/hestia/internal/store"
@@ -99,6 +100,28 @@ type Store struct {
 	floating *time.Location
 	log      *slog.Logger
 	now      func() time.Time
+
+	// zmu guards zones, a cache of loaded locations: time.LoadLocation
+	// reads the zoneinfo file on every call, which dominated agenda time.
+	zmu   sync.Mutex
+	zones map[string]*time.Location
+}
+
+// zone returns the location of an event's Zone, cached.
+func (s *Store) zone(name string) *time.Location {
+	if name == "" || name == "floating" {
+		return s.floating
+	}
+	s.zmu.Lock()
+	defer s.zmu.Unlock()
+	if loc, ok := s.zones[name]; ok {
+		return loc
+	}
+	loc := LoadZone(name, s.floating)
+	if len(s.zones) < 1000 {
+		s.zones[name] = loc
+	}
+	return loc
 }
 
 // Open opens (creating and migrating) calendar.db.
@@ -116,7 +139,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Store{db: db, floating: o.Floating, log: o.Logger, now: o.Now}, nil
+	return &Store{db: db, floating: o.Floating, log: o.Logger, now: o.Now, zones: map[string]*time.Location{}}, nil
 }
 
 // Close closes the database.
