@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/hestia-dev/hestia/internal/untrusted"
 )
@@ -41,11 +42,13 @@ const (
 
 type pattern struct {
 	id, cat, why string
-	re           *regexp.Regexp
+	// re compiles on first use: compiling all rules at package init cost
+	// every hestia process (each CLI command) a few milliseconds.
+	re func() *regexp.Regexp
 }
 
 func p(id, cat, why, re string) pattern {
-	return pattern{id: id, cat: cat, why: why, re: regexp.MustCompile(re)}
+	return pattern{id: id, cat: cat, why: why, re: sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(re) })}
 }
 
 // patterns is the scanner's rule set. Each is a reason to look before
@@ -177,7 +180,7 @@ func ScanText(file, text string) []Finding {
 		line++
 		l := sc.Text()
 		for _, pt := range patterns {
-			if loc := pt.re.FindStringIndex(l); loc != nil {
+			if loc := pt.re().FindStringIndex(l); loc != nil {
 				f := Finding{Rule: pt.id, Category: pt.cat, File: file, Line: line, Why: pt.why}
 				if pt.cat != CatKeys { // never repeat a key
 					f.Excerpt = excerpt(l, loc)
