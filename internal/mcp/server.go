@@ -258,6 +258,13 @@ func (e *Exposer) call(ctx context.Context, s *exposedSession, name string, raw 
 				return c2.Args, nil
 			}}
 		_, d := e.d.Approvals.Ask(ctx, req, false)
+		if d.Runs() && d.Mode != "" {
+			// "Approve and allow … in this chat" on the card: the mode
+			// holds for this client's chat, as it would in a chat turn.
+			if _, err := e.d.Policy.Modes().Set(chatID, d.Mode, 0); err == nil && e.d.Publish != nil {
+				e.d.Publish("policy.changed", chatID, map[string]any{})
+			}
+		}
 		switch d.Outcome {
 		case approval.Approve:
 		case approval.Edit:

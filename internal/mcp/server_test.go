@@ -242,3 +242,26 @@ func TestExposerDenyAndNoApprover(t *testing.T) {
 		t.Fatal("a refused call ran")
 	}
 }
+
+// "Approve and allow gated tools in this chat" on a card holds for the
+// client's later calls; taint still gates writes after an untrusted read.
+func TestExposerApprovalMode(t *testing.T) {
+	t.Parallel()
+	f := newExposeFixture(t, policy.Config{AutoApprove: policy.ThresholdLow}, 1, func(approval.Request) approval.Decision {
+		return approval.Decision{Outcome: approval.Approve, Mode: policy.ModeAllowChat}
+	})
+	cs := f.connect(t, "ide")
+	for _, text := range []string{"one", "two"} {
+		if out, isErr := callText(t, cs, "note_write", `{"text":"`+text+`"}`); isErr {
+			t.Fatalf("write %s: %q", text, out)
+		}
+	}
+	if n := len(f.dec.cards()); n != 1 {
+		t.Fatalf("%d cards, want 1 (the mode covers the second call)", n)
+	}
+	callText(t, cs, "note_read", `{}`)
+	callText(t, cs, "note_write", `{"text":"three"}`)
+	if n := len(f.dec.cards()); n != 2 {
+		t.Fatalf("%d cards: a write after an untrusted read must be asked for even in the mode", n)
+	}
+}
