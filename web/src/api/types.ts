@@ -97,6 +97,8 @@ export interface ApprovalRequest {
   args?: Record<string, unknown>;
   risk?: string;
   preview?: string;
+  /** Unified diff of the change, for tools that edit text (wiki_write, wiki_edit). */
+  diff?: string;
   reason?: string;
   schema?: JSONSchema;
   question?: string;

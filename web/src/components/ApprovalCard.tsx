@@ -59,6 +59,7 @@ export function ApprovalCard({ req }: { req: ApprovalRequest }) {
         <span class={`risk risk-${risk}`}>{risk} risk</span>
       </header>
       {req.preview && <p class="preview">{req.preview}</p>}
+      {req.diff && <DiffView diff={req.diff} />}
       <Tainted labels={taintLabels(req.tainted_by)} />
       {req.reason && <p class="reason muted">{req.reason}</p>}
       <Expires at={req.expires_at} />
@@ -272,5 +273,23 @@ export function QuestionCard({ req }: { req: ApprovalRequest }) {
       </form>
       <Expires at={req.expires_at} />
     </section>
+  );
+}
+
+/** A unified diff with added and removed lines marked. */
+export function DiffView({ diff }: { diff: string }) {
+  const kind = (l: string) =>
+    l.startsWith('+++') || l.startsWith('---') ? 'file' : l.startsWith('+') ? 'add' : l.startsWith('-') ? 'del' : l.startsWith('@@') ? 'hunk' : undefined;
+  return (
+    <details class="args diff" open>
+      <summary>Changes</summary>
+      <pre class="mono" aria-label="Unified diff">
+        {diff.split('\n').map((l, i) => (
+          <span key={i} class={kind(l)}>
+            {l + '\n'}
+          </span>
+        ))}
+      </pre>
+    </details>
   );
 }
