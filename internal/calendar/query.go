@@ -207,7 +207,8 @@ func (s *Store) Agenda(ctx context.Context, q Query) (Agenda, error) {
 		[]any{from - longEvent, to}, addSingle); err != nil {
 		return out, err
 	}
-	if err := query(sel+`e.recurring = 0 AND e.recurrence_id IS NULL AND e.end - e.start > `+fmt.Sprint(longEvent)+` AND e.start < ? AND e.end > ?`+filter,
+	selLong := `SELECT ` + rowCols + ` FROM events e INDEXED BY events_long JOIN calendars c ON c.id = e.calendar_id WHERE `
+	if err := query(selLong+`e.recurring = 0 AND e.recurrence_id IS NULL AND e.end - e.start > 604800 AND e.start < ? AND e.end > ?`+filter,
 		[]any{from - longEvent, from}, addSingle); err != nil {
 		return out, err
 	}

@@ -82,7 +82,11 @@ END;
 CREATE TRIGGER events_ad AFTER DELETE ON events BEGIN
 	INSERT INTO events_fts(events_fts, rowid, summary, description, location, attendees) VALUES ('delete', old.id, old.summary, old.description, old.location, old.attendees);
 END;
-`}}
+`,
+	// Events longer than a week are found by their end, so an agenda does
+	// not scan every earlier event for them.
+	`CREATE INDEX events_long ON events(end) WHERE recurring = 0 AND recurrence_id IS NULL AND end - start > 604800;`,
+}}
 
 // Options configure a Store.
 type Options struct {

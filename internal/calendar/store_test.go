@@ -347,3 +347,34 @@ END:VEVENT`)
 		t.Fatalf("conflicts %+v %v", cs, err)
 	}
 }
+
+// A single event longer than a week that started well before the window
+// is found through the events_long index.
+func TestLongEventOverlapsWindow(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	loc := rome(t)
+	s := openTestStore(t, loc)
+	dir := filepath.Join(t.TempDir(), "trips")
+	writeICS(t, dir, "trip.ics", `
+BEGIN:VEVENT
+UID:trip
+DTSTART;VALUE=DATE:20260301
+DTEND;VALUE=DATE:20260325
+SUMMARY:Conference trip
+END:VEVENT`)
+	writeICS(t, dir, "old.ics", `
+BEGIN:VEVENT
+UID:old
+DTSTART;VALUE=DATE:20260201
+DTEND;VALUE=DATE:20260215
+SUMMARY:Over before
+END:VEVENT`)
+	if _, err := s.Sync(ctx, Source{Name: "trips", Path: dir}); err != nil {
+		t.Fatal(err)
+	}
+	ag, err := s.Agenda(ctx, Query{From: time.Date(2026, 3, 20, 0, 0, 0, 0, loc), To: time.Date(2026, 3, 21, 0, 0, 0, 0, loc)})
+	if err != nil || len(ag.Instances) != 1 || ag.Instances[0].Summary != "Conference trip" {
+		t.Fatalf("agenda %+v %v", ag.Instances, err)
+	}
+}
