@@ -176,6 +176,12 @@ func (m *Mail) handleSearch(w http.ResponseWriter, r *http.Request) {
 	if res.Total != nil {
 		out["total"] = *res.Total
 	}
+	if res.Note != "" {
+		out["note"] = res.Note
+	}
+	if res.Truncated {
+		out["truncated"] = true
+	}
 	httpjson.Write(w, http.StatusOK, out)
 }
 
