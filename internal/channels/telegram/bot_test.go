@@ -25,6 +25,7 @@ type fakeAgent struct {
 	bus     *events.Bus
 	broker  *approval.Broker
 	gate    bool
+	ask     bool // ask a question instead of an approval
 	writes  atomic.Int32
 	mu      sync.Mutex
 	texts   []string
@@ -42,7 +43,11 @@ func (f *fakeAgent) Submit(ctx context.Context, chatID, text string) error {
 		reply := "You said: " + text
 		final := reply
 		if f.gate {
-			_, d := f.broker.Ask(context.Background(), approval.Request{ChatID: chatID, TurnID: turn, Tool: "write_file", Preview: "write <x.txt>", Risk: "medium"}, false)
+			req := approval.Request{ChatID: chatID, TurnID: turn, Tool: "write_file", Preview: "write <x.txt>", Risk: "medium"}
+			if f.ask {
+				req = approval.Request{ChatID: chatID, TurnID: turn, Kind: approval.KindQuestion, Question: "Which colour?", Choices: []string{"red", "blue"}}
+			}
+			_, d := f.broker.Ask(context.Background(), req, false)
 			if f.decided != nil {
 				f.decided <- d
 			}
@@ -281,4 +286,54 @@ func TestVoiceNotes(t *testing.T) {
 			t.Fatal("the transcript was not shown")
 		}
 	})
+}
+
+func TestAllowTenMinutesAndQuestions(t *testing.T) {
+	t.Parallel()
+	tg := tgtest.New(t)
+	h := newHarness(t, filepath.Join(t.TempDir(), "telegram.db"), tg, false)
+	h.agent.gate = true
+	h.agent.decided = make(chan approval.Decision, 1)
+	tg.SendText(owner, "write it")
+	var card tgtest.Sent
+	tgtest.WaitFor(t, "the card", func() bool {
+		var ok bool
+		card, ok = findMsg(tg, owner, "Approval needed")
+		return ok
+	})
+	var allow string
+	for _, row := range card.Buttons {
+		for _, b := range row {
+			if strings.Contains(b.Text, "10 min") {
+				allow = b.CallbackData
+			}
+		}
+	}
+	if allow == "" || !strings.Contains(card.Text, "write &lt;x.txt&gt;") {
+		t.Fatalf("card %+v", card)
+	}
+	press := tg.Press(owner, owner, card.MessageID, allow)
+	if d := <-h.agent.decided; d.Outcome != approval.Approve || d.Mode != "allow_10m" {
+		t.Fatalf("decision %+v", d)
+	}
+	tgtest.WaitFor(t, "the card to close", func() bool {
+		c, _ := findMsg(tg, owner, "Approval needed")
+		n, _ := tg.Answer(press)
+		return len(c.Buttons) == 0 && strings.Contains(c.Text, "Approved") && strings.Contains(n, "10 minutes")
+	})
+	if h.agent.writes.Load() != 1 {
+		t.Fatal("the approved write did not run once")
+	}
+
+	// A question is answered by the next message, which starts no turn.
+	h.agent.ask = true
+	tg.SendText(owner, "paint it")
+	tgtest.WaitFor(t, "the question", func() bool { _, ok := findMsg(tg, owner, "Which colour?"); return ok })
+	tg.SendText(owner, "blue")
+	if d := <-h.agent.decided; d.Outcome != approval.Answer || d.Answer != "blue" {
+		t.Fatalf("answer %+v", d)
+	}
+	if got := h.agent.Texts(); len(got) != 2 {
+		t.Fatalf("the answer started a turn: %v", got)
+	}
 }

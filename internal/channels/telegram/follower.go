@@ -48,8 +48,94 @@ func (f *follower) pendingQuestion() string {
 	return f.question
 }
 
+// item is one queued event; adjacent deltas of one step are merged into
+// one item, so the queue stays small however fast a model streams.
+type item struct {
+	ev    *events.Event
+	delta *delta
+}
+
+type delta struct {
+	TurnID string `json:"turn_id"`
+	Step   int    `json:"step"`
+	Text   string `json:"text"`
+}
+
+// inbox decouples reading the bus from talking to Telegram: the reader
+// drains the subscription at once (so a slow Bot API never makes the bus
+// shed this subscriber), the writer works through the queue in order.
+type inbox struct {
+	mu    sync.Mutex // guards items
+	items []item
+	wake  chan struct{}
+}
+
+func (in *inbox) push(it item) {
+	in.mu.Lock()
+	if n := len(in.items); n > 0 && it.delta != nil {
+		if last := in.items[n-1].delta; last != nil && last.TurnID == it.delta.TurnID && last.Step == it.delta.Step {
+			last.Text += it.delta.Text
+			in.mu.Unlock()
+			return
+		}
+	}
+	in.items = append(in.items, it)
+	in.mu.Unlock()
+	select {
+	case in.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (in *inbox) drain() []item {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	out := in.items
+	in.items = nil
+	return out
+}
+
+// read moves the subscription's events into the inbox until ctx ends.
+func (f *follower) read(ctx context.Context, in *inbox) {
+	sub := f.sub
+	defer func() { sub.Close() }()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-sub.C():
+			if !ok {
+				if !sub.Shed || ctx.Err() != nil {
+					return
+				}
+				// Fell behind anyway: follow again from now.
+				sub = f.b.d.Bus.Subscribe(events.SubscribeOptions{ChatID: f.m.ChatID, Approver: f.b.allowed(f.m.UserID, devices.Approve)})
+				continue
+			}
+			if ev.ChatID != f.m.ChatID {
+				continue
+			}
+			it := item{ev: ev}
+			if ev.Type == "message.delta" {
+				var d delta
+				if decodeData(ev, &d) != nil {
+					continue
+				}
+				it.delta = &d
+			}
+			in.push(it)
+		}
+	}
+}
+
 func (f *follower) run(ctx context.Context) {
-	defer func() { f.sub.Close() }()
+	in := &inbox{wake: make(chan struct{}, 1)}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f.read(ctx, in)
+	}()
+	defer func() { <-done }()
 	var flush *time.Timer
 	var flushC <-chan time.Time
 	for {
@@ -59,42 +145,27 @@ func (f *follower) run(ctx context.Context) {
 		case <-flushC:
 			flushC = nil
 			f.edit(ctx)
-		case ev, ok := <-f.sub.C():
-			if !ok {
-				if f.sub.Shed {
-					// Fell behind (a burst of events): follow again from now.
-					f.sub = f.b.d.Bus.Subscribe(events.SubscribeOptions{ChatID: f.m.ChatID, Approver: f.b.allowed(f.m.UserID, devices.Approve)})
-					continue
+		case <-in.wake:
+			for _, it := range in.drain() {
+				if wait := f.event(ctx, it); wait > 0 && flushC == nil {
+					if flush == nil {
+						flush = time.NewTimer(wait)
+					} else {
+						flush.Reset(wait)
+					}
+					flushC = flush.C
 				}
-				return
-			}
-			if ev.ChatID != f.m.ChatID {
-				continue
-			}
-			if wait := f.event(ctx, ev); wait > 0 && flushC == nil {
-				if flush == nil {
-					flush = time.NewTimer(wait)
-				} else {
-					flush.Reset(wait)
-				}
-				flushC = flush.C
 			}
 		}
 	}
 }
 
 // event handles one event; a positive result asks for an edit after it.
-func (f *follower) event(ctx context.Context, ev *events.Event) time.Duration {
+func (f *follower) event(ctx context.Context, it item) time.Duration {
+	ev := it.ev
 	switch ev.Type {
 	case "message.delta":
-		var d struct {
-			TurnID string `json:"turn_id"`
-			Step   int    `json:"step"`
-			Text   string `json:"text"`
-		}
-		if decodeData(ev, &d) != nil {
-			return 0
-		}
+		d := it.delta
 		if d.TurnID != f.turnID || d.Step != f.step {
 			if f.msgID != 0 && d.TurnID == f.turnID {
 				f.edit(ctx) // close the previous step's message as it stands

@@ -408,10 +408,11 @@ func (s *Server) Pending() int {
 	return len(s.updates)
 }
 
-// WaitFor polls cond until it holds or 10 s pass (then fails the test).
+// WaitFor polls cond until it holds or 30 s pass (then fails the test);
+// generous because CI shares two cores among many packages.
 func WaitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
