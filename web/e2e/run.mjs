@@ -17,6 +17,7 @@ try {
   if (!only || only === 'shots') await runShots(b.browser);
   if (!only || only === 'shots' || only === 'mail') await (await import('./mail.mjs')).runMailShots(b.browser);
   if (!only || only === 'shots' || only === 'settings') await (await import('./settings.mjs')).runSettingsShots(b.browser);
+  if (!only || only === 'shots' || only === 'background') await (await import('./background.mjs')).runBackgroundShots(b.browser);
   if (!only || only === 'daemon') {
     const { runDaemon } = await import('./daemon.mjs');
     await runDaemon(b.browser);

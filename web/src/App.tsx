@@ -3,6 +3,8 @@ import { Shell } from './components/Shell';
 import { AppContext } from './context';
 import { AuditPage } from './pages/Audit';
 import { ChatPage } from './pages/Chat';
+import { ActionsPage } from './pages/Actions';
+import { JobsPage } from './pages/Jobs';
 import { MailPage } from './pages/Mail';
 import { SettingsPage } from './pages/Settings';
 import { PairPage } from './pages/Pair';
@@ -44,6 +46,12 @@ export function Root({ app }: { app: AppCtl }) {
       break;
     case 'settings':
       page = <SettingsPage />;
+      break;
+    case 'jobs':
+      page = <JobsPage />;
+      break;
+    case 'actions':
+      page = <ActionsPage />;
       break;
     case 'chat':
       page = <ChatPage key={route.id} id={route.id} />;

@@ -10,6 +10,8 @@ export type Route =
   | { name: 'system' }
   | { name: 'mail'; id?: number }
   | { name: 'settings' }
+  | { name: 'jobs' }
+  | { name: 'actions' }
   | { name: 'pair'; code?: string };
 
 export function parseRoute(pathname: string, hash = ''): Route {
@@ -26,6 +28,10 @@ export function parseRoute(pathname: string, hash = ''): Route {
       return { name: 'system' };
     case 'settings':
       return { name: 'settings' };
+    case 'jobs':
+      return { name: 'jobs' };
+    case 'actions':
+      return { name: 'actions' };
     case 'mail': {
       const id = Number(parts[1]);
       return parts[1] && Number.isSafeInteger(id) && id > 0 ? { name: 'mail', id } : { name: 'mail' };

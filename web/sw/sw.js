@@ -41,3 +41,39 @@ self.addEventListener('fetch', (event) => {
     event.respondWith(caches.match(req).then((hit) => hit || fetch(req)));
   }
 });
+
+// Web Push: the daemon sends {id, kind, title, body, url}, encrypted for
+// this browser's subscription (RFC 8291). Show it; a click opens the chat
+// or page it is about, reusing an open Hestia tab.
+self.addEventListener('push', (event) => {
+  let n = {};
+  try {
+    n = event.data ? event.data.json() : {};
+  } catch {
+    n = { title: 'Hestia', body: event.data ? event.data.text() : '' };
+  }
+  const url = typeof n.url === 'string' && n.url.startsWith('/') && !n.url.startsWith('//') ? n.url : '/';
+  event.waitUntil(
+    self.registration.showNotification(n.title || 'Hestia', {
+      body: n.body || '',
+      tag: n.id ? 'hestia-' + n.id : undefined,
+      data: { url },
+      icon: '/icon-192.png',
+    }),
+  );
+});
+
+self.addEventListener('notificationclick', (event) => {
+  event.notification.close();
+  const url = (event.notification.data && event.notification.data.url) || '/';
+  event.waitUntil(
+    self.clients.matchAll({ type: 'window', includeUncontrolled: true }).then((wins) => {
+      for (const w of wins) {
+        if (new URL(w.url).origin === self.location.origin && 'navigate' in w) {
+          return w.focus().then(() => w.navigate(url));
+        }
+      }
+      return self.clients.openWindow(url);
+    }),
+  );
+});

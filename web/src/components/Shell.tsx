@@ -8,7 +8,7 @@ import { hrefFor, type Route } from '../router';
 import type { State } from '../state/reduce';
 import type { UIState } from '../state/app';
 import { useSelect } from '../state/store';
-import { Chart, Flame, Gear, List, Mail, Menu, Plus, Pulse, Refresh, Search, X } from './icons';
+import { Check, Chart, Flame, Gear, List, Mail, Menu, Plus, Pulse, Refresh, Search, X } from './icons';
 
 export function Shell({ route, children }: { route: Route; children: ComponentChildren }) {
   const [open, setOpen] = useState(false);
@@ -122,6 +122,8 @@ function Sidebar({ route, onClose }: { route: Route; onClose: () => void }) {
       </nav>
       <nav class="side-nav" aria-label="Pages">
         <NavLink route={route} to="mail" icon={<Mail size={17} />} label="Mail" />
+        <NavLink route={route} to="actions" icon={<Check size={17} />} label="Actions" />
+        <NavLink route={route} to="jobs" icon={<Refresh size={17} />} label="Jobs" />
         <NavLink route={route} to="usage" icon={<Chart size={17} />} label="Usage" />
         <NavLink route={route} to="audit" icon={<List size={17} />} label="Audit" />
         <NavLink route={route} to="system" icon={<Pulse size={17} />} label="System" />

@@ -1,0 +1,116 @@
+// Browser tests of the Jobs and Action Center pages against the fixture
+// daemon (their routes answered here with page.route): lists render, Run
+// now and Dismiss call the API, a malformed cron shows the daemon's error
+// naming the field, and nothing scrolls sideways on a phone.
+import { startFixtures } from './fixtures.mjs';
+import { assert, newPage, shot, test, viewports } from './lib.mjs';
+
+const now = Date.parse('2026-03-09T07:55:00Z');
+const iso = (ms) => new Date(ms).toISOString();
+const jobs = [
+  { name: 'mail.ops', builtin: true, schedule: { every: '2m0s' }, timeout: '10m0s', enabled: true, next_run: iso(now + 60e3), running: false,
+    last_run: { id: 41, job: 'mail.ops', trigger: 'schedule', started_at: iso(now - 60e3), ended_at: iso(now - 59e3), status: 'ok', duration_ms: 840 } },
+  { name: 'morning-briefing', builtin: false, schedule: { cron: '0 8 * * 1-5' }, timeout: '10m0s', prompt: "Give me a briefing of today's mail", enabled: true,
+    next_run: iso(now + 5 * 60e3), running: false,
+    last_run: { id: 40, job: 'morning-briefing', trigger: 'missed', started_at: iso(now - 86400e3), status: 'error', error: 'budget_exceeded: the daily cap is reached', duration_ms: 1200 } },
+];
+const actions = [
+  { id: 3, kind: 'scheduling', priority: 'high', deadline: '2026-03-10T17:00:00Z', summary: 'Ann asks whether Tuesday or Wednesday works for the installer.', confidence: 0.9,
+    context: { subject: 'Re: Solar installer', from: 'Ann <ann@example.org>', messages: 2 }, state: 'new', updated_at: iso(now),
+    steps: [{ title: 'Reply that Tuesday works', tool: 'mail_reply', state: 'awaiting_approval' }, { title: 'Add the visit to the calendar', manual: true, state: 'pending' }] },
+  { id: 2, kind: 'review', priority: 'normal', summary: 'The contract draft from Bob needs a read before Friday.', confidence: 0.7, state: 'read', updated_at: iso(now - 3600e3),
+    steps: [{ title: 'Read the draft', manual: true }] },
+];
+
+async function routeBackground(page, calls) {
+  await page.route((url) => /^\/api\/(jobs|actions|push)(\/|$)/.test(url.pathname), (route) => {
+    const req = route.request();
+    const u = new URL(req.url());
+    const p = u.pathname;
+    calls.push(`${req.method()} ${p}`);
+    const json = (status, body) => route.fulfill({ status, contentType: 'application/json', body: JSON.stringify(body) });
+    if (p === '/api/jobs' && req.method() === 'GET') return json(200, { jobs });
+    if (p === '/api/jobs' && req.method() === 'POST') {
+      const b = JSON.parse(req.postData() || '{}');
+      if (b.cron && b.cron.trim().split(/\s+/).length !== 5) return json(400, { error: { code: 'bad_job', message: `cron: "${b.cron}" is not a cron expression (minute hour day-of-month month day-of-week)` } });
+      return json(201, { ...jobs[1], name: b.name });
+    }
+    if (/^\/api\/jobs\/[^/]+\/runs$/.test(p)) return json(200, { runs: [jobs[1].last_run] });
+    if (/^\/api\/jobs\/[^/]+\/run$/.test(p)) return json(202, { run_id: 42 });
+    if (p === '/api/actions') {
+      const st = u.searchParams.get('state');
+      return json(200, { actions: st === 'dismissed' ? [] : actions, counts: { new: 1, read: 1, done: 4, dismissed: 0 } });
+    }
+    if (p === '/api/actions/settings') return json(200, { enabled: true, language: 'en', activated_at: iso(now - 7 * 86400e3) });
+    if (/^\/api\/actions\/\d+\/(state|execute)$/.test(p)) return json(p.endsWith('execute') ? 202 : 200, actions[0]);
+    if (p === '/api/push/key') return json(200, { public_key: 'BNcRdreALRFXTkOOUHK1EtK2wtaz5Ry4YfYCA_0QTpQtUbVlUls0VJXg7A8u-Ts1XbjhazAkj7I99e8QcYP7DkM' });
+    return json(404, { error: { code: 'not_found', message: 'no such route' } });
+  });
+}
+
+export async function runBackgroundShots(browser) {
+  const fx = await startFixtures();
+  try {
+    for (const mode of [
+      { name: 'desktop', viewport: viewports.desktop },
+      { name: 'dark', viewport: viewports.desktop, dark: true },
+      { name: 'phone', viewport: viewports.phone, mobile: true },
+    ]) {
+      await test(`fixtures: jobs page lists, runs and refuses a bad cron (${mode.name})`, async () => {
+        const { ctx, page, errors } = await newPage(browser, mode);
+        const calls = [];
+        try {
+          await routeBackground(page, calls);
+          await page.goto(fx.url + '/jobs');
+          await page.getByRole('button', { name: 'morning-briefing' }).waitFor();
+          await page.getByText('cron 0 8 * * 1-5').waitFor();
+          await shot(page, `${mode.name}-jobs`);
+          await page.getByRole('button', { name: 'Run now' }).nth(1).click();
+          await page.getByText('Started run 42 of morning-briefing.').waitFor();
+          assert(calls.includes('POST /api/jobs/morning-briefing/run'), 'Run now did not call the API: ' + calls.join(', '));
+          await page.getByText('budget_exceeded: the daily cap is reached').waitFor();
+          await page.getByPlaceholder('morning-briefing').fill('weekly');
+          await page.getByLabel('Schedule').fill('0 8 * *');
+          await page.getByPlaceholder("Give me a briefing of today's mail").fill('Summarise the week');
+          await page.getByRole('button', { name: 'Add job' }).click();
+          const alert = page.getByRole('alert');
+          await alert.waitFor();
+          assert((await alert.textContent()).includes('cron:'), 'the cron error does not name the field');
+          if (mode.mobile) {
+            const overflow = await page.evaluate(() => document.documentElement.scrollWidth > innerWidth + 1);
+            assert(!overflow, 'jobs page scrolls horizontally on a phone');
+          }
+          assert(errors.filter((e) => !e.includes('400')).length === 0, 'console errors: ' + errors.join('; '));
+        } finally {
+          await ctx.close();
+        }
+      });
+      await test(`fixtures: action center lists items with counts and dismisses (${mode.name})`, async () => {
+        const { ctx, page, errors } = await newPage(browser, mode);
+        const calls = [];
+        try {
+          await routeBackground(page, calls);
+          await page.goto(fx.url + '/actions');
+          await page.getByText('Ann asks whether Tuesday or Wednesday works for the installer.').waitFor();
+          await page.getByRole('tab', { name: 'Open (2)' }).waitFor();
+          await page.getByText('awaiting approval').waitFor();
+          await shot(page, `${mode.name}-actions`);
+          await page.getByRole('button', { name: 'Dismiss' }).first().click();
+          await page.getByText('Dismissed.').waitFor();
+          assert(calls.includes('POST /api/actions/3/state'), 'Dismiss did not call the API: ' + calls.join(', '));
+          await page.getByRole('tab', { name: 'Dismissed (0)' }).click();
+          await page.getByText('Nothing here.').waitFor();
+          if (mode.mobile) {
+            const overflow = await page.evaluate(() => document.documentElement.scrollWidth > innerWidth + 1);
+            assert(!overflow, 'action center scrolls horizontally on a phone');
+          }
+          assert(errors.length === 0, 'console errors: ' + errors.join('; '));
+        } finally {
+          await ctx.close();
+        }
+      });
+    }
+  } finally {
+    await fx.close();
+  }
+}
