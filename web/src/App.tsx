@@ -6,6 +6,7 @@ import { ChatPage } from './pages/Chat';
 import { ActionsPage } from './pages/Actions';
 import { JobsPage } from './pages/Jobs';
 import { MailPage } from './pages/Mail';
+import { MemoryPage } from './pages/Memory';
 import { SettingsPage } from './pages/Settings';
 import { PairPage } from './pages/Pair';
 import { SystemPage } from './pages/System';
@@ -52,6 +53,9 @@ export function Root({ app }: { app: AppCtl }) {
       break;
     case 'actions':
       page = <ActionsPage />;
+      break;
+    case 'memory':
+      page = <MemoryPage />;
       break;
     case 'chat':
       page = <ChatPage key={route.id} id={route.id} />;

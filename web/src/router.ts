@@ -12,6 +12,7 @@ export type Route =
   | { name: 'settings' }
   | { name: 'jobs' }
   | { name: 'actions' }
+  | { name: 'memory' }
   | { name: 'pair'; code?: string };
 
 export function parseRoute(pathname: string, hash = ''): Route {
@@ -32,6 +33,8 @@ export function parseRoute(pathname: string, hash = ''): Route {
       return { name: 'jobs' };
     case 'actions':
       return { name: 'actions' };
+    case 'memory':
+      return { name: 'memory' };
     case 'mail': {
       const id = Number(parts[1]);
       return parts[1] && Number.isSafeInteger(id) && id > 0 ? { name: 'mail', id } : { name: 'mail' };

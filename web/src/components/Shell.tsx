@@ -124,6 +124,7 @@ function Sidebar({ route, onClose }: { route: Route; onClose: () => void }) {
         <NavLink route={route} to="mail" icon={<Mail size={17} />} label="Mail" />
         <NavLink route={route} to="actions" icon={<Check size={17} />} label="Actions" />
         <NavLink route={route} to="jobs" icon={<Refresh size={17} />} label="Jobs" />
+        <NavLink route={route} to="memory" icon={<List size={17} />} label="Memory" />
         <NavLink route={route} to="usage" icon={<Chart size={17} />} label="Usage" />
         <NavLink route={route} to="audit" icon={<List size={17} />} label="Audit" />
         <NavLink route={route} to="system" icon={<Pulse size={17} />} label="System" />

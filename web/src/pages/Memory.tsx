@@ -1,0 +1,222 @@
+// Long-term memory: the wiki (search, rendered pages with provenance and
+// backlinks), the profile files (USER.md, MEMORY.md, AGENT.md) and the
+// queue of proposed facts, which only the user accepts, edits or rejects.
+import { useEffect, useState } from 'preact/hooks';
+import { Markdown } from '../components/Markdown';
+import { useApp } from '../context';
+import { Failure, PageHeader } from './common';
+
+interface WikiHit {
+  path: string;
+  title: string;
+  heading?: string;
+  snippet: string;
+  untrusted?: boolean;
+}
+interface WikiPage {
+  path: string;
+  title: string;
+  content: string;
+  sources?: string[];
+  review_by?: string;
+  untrusted?: boolean;
+  backlinks?: string[];
+  next_offset?: number;
+}
+interface ProfileFile {
+  content: string;
+  limit: number;
+}
+interface Candidate {
+  id: string;
+  target: string;
+  text: string;
+  confidence: string;
+  warnings: string[];
+  source: string;
+}
+
+const files: [string, string, string][] = [
+  ['USER.md', 'user', 'About you'],
+  ['MEMORY.md', 'memory', 'Your environment'],
+  ['AGENT.md', 'agent', 'The assistant’s voice'],
+];
+
+export function MemoryPage() {
+  return (
+    <div class="page memory-page">
+      <PageHeader title="Memory" subtitle="What Hestia remembers: the wiki, your profile files and proposed facts" />
+      <Queue />
+      <Profile />
+      <Wiki />
+    </div>
+  );
+}
+
+function Queue() {
+  const app = useApp();
+  const [cs, setCs] = useState<Candidate[] | null>(null);
+  const [edits, setEdits] = useState<Record<string, string>>({});
+  const [err, setErr] = useState<unknown>(null);
+  const load = () =>
+    app.client.request<{ candidates: Candidate[] }>('GET', '/api/memory/queue').then((r) => setCs(r.candidates ?? []), setErr);
+  useEffect(() => {
+    void load();
+  }, []);
+  const act = (c: Candidate, what: 'accept' | 'reject') => {
+    setErr(null);
+    const body = what === 'accept' && edits[c.id] !== undefined ? { text: edits[c.id] } : undefined;
+    app.client.request('POST', `/api/memory/queue/${encodeURIComponent(c.id)}/${what}`, body).then(load, setErr);
+  };
+  return (
+    <section class="card" aria-label="Proposed facts">
+      <h2>Proposed facts</h2>
+      {err ? <Failure err={err} /> : null}
+      {cs && cs.length === 0 && <p class="muted">Nothing waiting for review.</p>}
+      {cs?.map((c) => (
+        <div class="candidate" key={c.id}>
+          <label>
+            <span class="muted">
+              {c.target} · {c.confidence} confidence · from {c.source}
+            </span>
+            <textarea
+              aria-label={`Proposed fact ${c.id}`}
+              value={edits[c.id] ?? c.text}
+              onInput={(e) => setEdits({ ...edits, [c.id]: (e.target as HTMLTextAreaElement).value })}
+            />
+          </label>
+          {c.warnings.map((w) => (
+            <p class="warn" key={w}>
+              {w}
+            </p>
+          ))}
+          <div class="actions">
+            <button class="btn primary" onClick={() => act(c, 'accept')}>
+              Accept
+            </button>
+            <button class="btn" onClick={() => act(c, 'reject')}>
+              Reject
+            </button>
+          </div>
+        </div>
+      ))}
+    </section>
+  );
+}
+
+function Profile() {
+  const app = useApp();
+  const [fs, setFs] = useState<Record<string, ProfileFile> | null>(null);
+  const [draft, setDraft] = useState<Record<string, string>>({});
+  const [saved, setSaved] = useState('');
+  const [err, setErr] = useState<unknown>(null);
+  useEffect(() => {
+    app.client.request<{ files: Record<string, ProfileFile> }>('GET', '/api/memory').then((r) => setFs(r.files), setErr);
+  }, []);
+  const save = (name: string, target: string) => {
+    setErr(null);
+    setSaved('');
+    app.client.request('PUT', `/api/memory/${target}`, { content: draft[name] ?? fs?.[name]?.content ?? '' }).then(() => setSaved(name), setErr);
+  };
+  return (
+    <section class="card" aria-label="Profile files">
+      <h2>Profile</h2>
+      {err ? <Failure err={err} /> : null}
+      {fs &&
+        files.map(([name, target, label]) => {
+          const text = draft[name] ?? fs[name]?.content ?? '';
+          return (
+            <div class="profile-file" key={name}>
+              <label>
+                {label} <span class="muted">({name}, {[...text].length}/{fs[name]?.limit} characters, entries separated by a § line)</span>
+                <textarea aria-label={name} rows={6} value={text} onInput={(e) => setDraft({ ...draft, [name]: (e.target as HTMLTextAreaElement).value })} />
+              </label>
+              <button class="btn" onClick={() => save(name, target)}>
+                Save {name}
+              </button>
+              {saved === name && <span class="muted"> saved</span>}
+            </div>
+          );
+        })}
+    </section>
+  );
+}
+
+function Wiki() {
+  const app = useApp();
+  const [q, setQ] = useState('');
+  const [hits, setHits] = useState<WikiHit[] | null>(null);
+  const [page, setPage] = useState<WikiPage | null>(null);
+  const [err, setErr] = useState<unknown>(null);
+  const search = (e: Event) => {
+    e.preventDefault();
+    setErr(null);
+    if (!q.trim()) return;
+    app.client.request<{ hits: WikiHit[] }>('GET', `/api/wiki/search?q=${encodeURIComponent(q)}`).then((r) => setHits(r.hits ?? []), setErr);
+  };
+  const open = (path: string) => {
+    setErr(null);
+    app.client.request<WikiPage>('GET', `/api/wiki/page?path=${encodeURIComponent(path)}&limit=32000`).then(setPage, setErr);
+  };
+  return (
+    <section class="card" aria-label="Wiki">
+      <h2>Wiki</h2>
+      <form onSubmit={search} role="search">
+        <input type="search" aria-label="Search the wiki" placeholder="Search the wiki" value={q} onInput={(e) => setQ((e.target as HTMLInputElement).value)} />
+        <button class="btn" type="submit">
+          Search
+        </button>
+      </form>
+      {err ? <Failure err={err} /> : null}
+      {hits && hits.length === 0 && <p class="muted">No pages found.</p>}
+      <ul class="wiki-hits">
+        {hits?.map((h) => (
+          <li key={h.path}>
+            <a
+              href="#"
+              onClick={(e) => {
+                e.preventDefault();
+                open(h.path);
+              }}
+            >
+              {h.title}
+            </a>{' '}
+            <span class="muted">{h.path}</span>
+            {h.untrusted && <span class="badge warn">from outside</span>}
+            <p class="snippet">{h.snippet}</p>
+          </li>
+        ))}
+      </ul>
+      {page && (
+        <article class="wiki-page" aria-label={`Wiki page ${page.title}`}>
+          <h3>{page.title}</h3>
+          <p class="muted">
+            {page.path}
+            {page.review_by ? ` · review by ${page.review_by}` : ''}
+            {page.untrusted ? ' · came from outside (mail or an imported file)' : ''}
+          </p>
+          {page.sources?.length ? <p class="muted">Sources: {page.sources.join(', ')}</p> : null}
+          <Markdown text={page.content} />
+          {page.next_offset ? <p class="muted">(page continues; open it in your editor to read the rest)</p> : null}
+          {page.backlinks?.length ? (
+            <p>
+              Linked from:{' '}
+              {page.backlinks.map((b) => (
+                <a
+                  key={b}
+                  href="#"
+                  onClick={(e) => {
+                    e.preventDefault();
+                    open(b);
+                  }}
+                >
+                  {b}{' '}
+                </a>
+              ))}
+            </p>
+          ) : null}
+        </article>
+      )}
+    </section>
+  );
+}

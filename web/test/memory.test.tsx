@@ -1,0 +1,58 @@
+import { fireEvent, render, screen, waitFor } from '@testing-library/preact';
+import { describe, expect, it } from 'vitest';
+import { AppContext } from '../src/context';
+import { MemoryPage } from '../src/pages/Memory';
+import { parseRoute } from '../src/router';
+import { App } from '../src/state/app';
+import { fakeFetch, json, memTokens } from './helpers';
+
+describe('Memory page', () => {
+  it('routes /memory', () => {
+    expect(parseRoute('/memory')).toEqual({ name: 'memory' });
+  });
+
+  it('reviews the queue, edits a profile file and browses the wiki', async () => {
+    let queue = [{ id: 'c1', target: 'USER.md', text: 'Plays the cello.', confidence: 'high', warnings: ['duplicate of: cello'], source: 'idle' }];
+    const ff = fakeFetch({
+      'GET /api/memory/queue': () => json({ candidates: queue }),
+      'POST /api/memory/queue/c1/accept': () => {
+        queue = [];
+        return json({ target: 'USER.md', content: 'Plays the cello in an orchestra.\n' });
+      },
+      'GET /api/memory': () =>
+        json({ files: { 'USER.md': { content: 'Lives in Ghent.\n', limit: 3000 }, 'MEMORY.md': { content: '', limit: 5000 }, 'AGENT.md': { content: '', limit: 8000 } } }),
+      'PUT /api/memory/user': () => json({ target: 'USER.md', content: 'Lives in Bruges.\n' }),
+      'GET /api/wiki/search': () => json({ hits: [{ path: 'sources/mail/thread-4.md', title: 'Roof contract', snippet: 'Work starts…', untrusted: true }] }),
+      'GET /api/wiki/page': () =>
+        json({ path: 'sources/mail/thread-4.md', title: 'Roof contract', content: '# Roof contract\n\nPay **40%** upfront.', untrusted: true, backlinks: ['pages/House.md'] }),
+    });
+    const app = new App({ tokens: memTokens('tok'), fetch: ff.fetch });
+    render(
+      <AppContext.Provider value={app}>
+        <MemoryPage />
+      </AppContext.Provider>,
+    );
+    const fact = (await screen.findByLabelText('Proposed fact c1')) as HTMLTextAreaElement;
+    expect(screen.getByText('duplicate of: cello')).toBeTruthy();
+    fireEvent.input(fact, { target: { value: 'Plays the cello in an orchestra.' } });
+    fireEvent.click(screen.getByText('Accept'));
+    await screen.findByText('Nothing waiting for review.');
+    const accepts = ff.calls.filter((c) => c.url.endsWith('/accept'));
+    expect(await accepts[0].clone().json()).toEqual({ text: 'Plays the cello in an orchestra.' });
+
+    const user = (await screen.findByLabelText('USER.md')) as HTMLTextAreaElement;
+    expect(user.value).toBe('Lives in Ghent.\n');
+    fireEvent.input(user, { target: { value: 'Lives in Bruges.\n' } });
+    fireEvent.click(screen.getByText('Save USER.md'));
+    await waitFor(() => expect(ff.calls.some((c) => c.method === 'PUT')).toBe(true));
+    expect(await ff.calls.find((c) => c.method === 'PUT')!.clone().json()).toEqual({ content: 'Lives in Bruges.\n' });
+
+    fireEvent.input(screen.getByLabelText('Search the wiki'), { target: { value: 'roof' } });
+    fireEvent.click(screen.getByText('Search'));
+    fireEvent.click(await screen.findByText('Roof contract'));
+    await screen.findByLabelText('Wiki page Roof contract');
+    expect(screen.getByText('from outside')).toBeTruthy();
+    expect(document.querySelector('.wiki-page strong')?.textContent).toBe('40%');
+    expect(screen.getByText(/pages\/House.md/)).toBeTruthy();
+  });
+});
