@@ -141,7 +141,11 @@ func (a *App) speechService() (*speech.Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	svc := &speech.Service{STT: stt, Now: a.Now}
+	tts, err := speech.FromConfig(a.Config.LLM, "tts")
+	if err != nil {
+		return nil, err
+	}
+	svc := &speech.Service{STT: stt, TTS: tts, Now: a.Now}
 	if a.Usage != nil {
 		svc.Usage = a.Usage
 	}

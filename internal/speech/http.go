@@ -18,6 +18,7 @@ import (
 // is recorded in the usage ledger, attributed like the rest of the gateway.
 type Service struct {
 	STT   *Client // nil when the stt tier is not mapped
+	TTS   *Client // nil when the tts tier is not mapped
 	Usage llm.Recorder
 	Now   func() time.Time
 }
@@ -25,6 +26,7 @@ type Service struct {
 // Routes registers the speech routes.
 func (s *Service) Routes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /v1/audio/transcriptions", s.handleTranscribe)
+	mux.HandleFunc("POST /v1/audio/speech", s.handleSpeech)
 }
 
 // Transcribe is Client.Transcribe with a usage row for service/action.

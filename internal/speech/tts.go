@@ -1,0 +1,128 @@
+package speech
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/hestia-dev/hestia/internal/httpjson"
+	"github.com/hestia-dev/hestia/internal/llm"
+)
+
+// MaxSpeechInput bounds the text of one speech request (characters), as
+// OpenAI's /audio/speech does.
+const MaxSpeechInput = 4096
+
+// ErrTTSNotConfigured is returned when no tts tier is configured.
+var ErrTTSNotConfigured = errors.New("text-to-speech is not configured: map [llm.tiers] tts to an OpenAI-compatible /audio/speech endpoint")
+
+// Speak turns text into audio through /audio/speech. It returns the audio
+// and its content type.
+func (c *Client) Speak(ctx context.Context, text, voice, format string) ([]byte, string, error) {
+	if c == nil {
+		return nil, "", ErrTTSNotConfigured
+	}
+	if strings.TrimSpace(text) == "" {
+		return nil, "", errors.New("there is no text to speak")
+	}
+	if n := utf8.RuneCountInString(text); n > MaxSpeechInput {
+		return nil, "", fmt.Errorf("the text is %d characters; at most %d can be spoken at once", n, MaxSpeechInput)
+	}
+	if voice == "" {
+		voice = "alloy"
+	}
+	if format == "" {
+		format = "opus"
+	}
+	body, _ := json.Marshal(map[string]string{"model": c.Model, "input": text, "voice": voice, "response_format": format})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.BaseURL+"/audio/speech", bytes.NewReader(body))
+	if err != nil {
+		return nil, "", fmt.Errorf("building speech request: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if c.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+c.APIKey)
+	}
+	resp, err := c.HTTP.Do(req)
+	if err != nil {
+		return nil, "", fmt.Errorf("calling the speech endpoint: %w", err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, MaxAudio+1))
+	if err != nil {
+		return nil, "", fmt.Errorf("reading the speech audio: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, "", fmt.Errorf("the speech endpoint answered %s", resp.Status)
+	}
+	if len(data) > MaxAudio {
+		return nil, "", fmt.Errorf("the speech endpoint sent more than %d MB", MaxAudio>>20)
+	}
+	ct := resp.Header.Get("Content-Type")
+	if ct == "" {
+		ct = "application/octet-stream"
+	}
+	return data, ct, nil
+}
+
+type speechBody struct {
+	Model          string  `json:"model"`
+	Input          string  `json:"input"`
+	Voice          string  `json:"voice"`
+	ResponseFormat string  `json:"response_format"`
+	Speed          float64 `json:"speed"`
+}
+
+func (s *Service) handleSpeech(w http.ResponseWriter, r *http.Request) {
+	if s.TTS == nil {
+		httpjson.Error(w, http.StatusServiceUnavailable, "not_configured", ErrTTSNotConfigured.Error())
+		return
+	}
+	var b speechBody
+	if err := httpjson.DecodeLenient(w, r, &b, 64<<10); err != nil {
+		httpjson.BadRequest(w, err)
+		return
+	}
+	if strings.TrimSpace(b.Input) == "" || utf8.RuneCountInString(b.Input) > MaxSpeechInput {
+		httpjson.Error(w, http.StatusBadRequest, "bad_request", fmt.Sprintf("input must be 1 to %d characters", MaxSpeechInput))
+		return
+	}
+	switch b.ResponseFormat {
+	case "", "opus", "mp3", "aac", "flac", "wav", "pcm":
+	default:
+		httpjson.Error(w, http.StatusBadRequest, "bad_request", "response_format must be opus, mp3, aac, flac, wav or pcm")
+		return
+	}
+	now := time.Now
+	if s.Now != nil {
+		now = s.Now
+	}
+	start := now()
+	audio, ct, err := s.TTS.Speak(r.Context(), b.Input, b.Voice, b.ResponseFormat)
+	if s.Usage != nil {
+		outcome := "ok"
+		if err != nil {
+			outcome = "error"
+		}
+		service := r.Header.Get("x-usage-service")
+		if service == "" {
+			service = "unknown"
+		}
+		s.Usage.RecordCall(context.WithoutCancel(r.Context()), llm.CallRecord{Start: start, Service: service, Action: r.Header.Get("x-usage-action"), Kind: "tts",
+			Tier: "tts", Provider: "tts", Model: s.TTS.Model, Duration: now().Sub(start), Outcome: outcome, Attempts: 1})
+	}
+	if err != nil {
+		httpjson.Error(w, http.StatusBadGateway, "tts_failed", err.Error())
+		return
+	}
+	w.Header().Set("Content-Type", ct)
+	w.Header().Set("Cache-Control", "no-store")
+	w.Write(audio)
+}
