@@ -311,3 +311,27 @@ func TestPrefilter(t *testing.T) {
 		}
 	}
 }
+
+// A scan of 1,000 new messages in 100 threads makes exactly one planner
+// call per thread.
+func TestScanThousandMessagesOneCallPerThread(t *testing.T) {
+	t.Parallel()
+	src := &memSource{}
+	pl := &plannerLog{}
+	c := newCenter(t, src, pl.plan, filepath.Join(t.TempDir(), "actions.db"), nil)
+	ctx := context.Background()
+	c.SetSettings(ctx, Settings{Enabled: true, Language: "en"})
+	for i := 0; i < 1000; i++ {
+		src.add(Message{ThreadID: int64(i%100 + 1), From: fmt.Sprintf("p%d@example.org", i%100), Subject: fmt.Sprintf("topic %d", i%100), Body: "can you check?"})
+	}
+	r, err := c.Scan(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Messages != 1000 || r.Threads != 100 || r.PlannerCall != 100 || len(pl.calls) != 100 || r.Created != 100 {
+		t.Fatalf("scan %+v, planner calls %d", r, len(pl.calls))
+	}
+	if r, _ := c.Scan(ctx); r.PlannerCall != 0 {
+		t.Fatalf("rescan called the planner: %+v", r)
+	}
+}
