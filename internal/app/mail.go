@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"github.com/hestia-dev/hestia/internal/mail/journal"
 	"github.com/hestia-dev/hestia/internal/mail/mailtools"
 	"github.com/hestia-dev/hestia/internal/pathpolicy"
+	"github.com/hestia-dev/hestia/internal/scheduler"
 	"github.com/hestia-dev/hestia/internal/search"
 	"github.com/hestia-dev/hestia/internal/tools"
 )
@@ -282,17 +284,33 @@ func (a *App) registerMail(ctx context.Context, reg *tools.Registry, paths *path
 		})
 	}
 	a.AddWorker("mail.embed", func(ctx context.Context) error { return m.Store.RunEmbedder(ctx, cfg.EmbedBatch, nil) })
-	a.AddWorker("mail.ops", func(ctx context.Context) error {
-		return every(ctx, cfg.ConfirmInterval.D(), func(ctx context.Context) {
-			if m.Sender != nil {
-				if _, err := m.Journal.SendDue(ctx, m.Sender); err != nil && ctx.Err() == nil {
-					log.Error("mailSendDue", "err", err)
+	// Scheduled sends and Sent-mailbox confirmation run as the built-in
+	// job mail.ops (jobs.go): journaled runs, no overlap, a run missed
+	// while the daemon was down runs once at start.
+	ops := func(ctx context.Context) error {
+		var errs []error
+		if m.Sender != nil {
+			if _, err := m.Journal.SendDue(ctx, m.Sender); err != nil {
+				errs = append(errs, fmt.Errorf("sending due mail: %w", err))
+			}
+		}
+		if _, _, err := m.Journal.Confirm(ctx, m.Store, journal.ConfirmOptions{MaxChecks: cfg.ConfirmChecks}); err != nil {
+			errs = append(errs, fmt.Errorf("confirming sends: %w", err))
+		}
+		return errors.Join(errs...)
+	}
+	if a.Jobs != nil {
+		if err := a.schedule(ctx, scheduler.Def{Name: "mail.ops", Schedule: scheduler.Schedule{Every: scheduler.Duration(cfg.ConfirmInterval.D())}, Timeout: 10 * time.Minute, Run: ops}); err != nil {
+			return err
+		}
+	} else {
+		a.AddWorker("mail.ops", func(ctx context.Context) error {
+			return every(ctx, cfg.ConfirmInterval.D(), func(ctx context.Context) {
+				if err := ops(ctx); err != nil && ctx.Err() == nil {
+					log.Warn("mailOps", "err", err)
 				}
-			}
-			if _, _, err := m.Journal.Confirm(ctx, m.Store, journal.ConfirmOptions{MaxChecks: cfg.ConfirmChecks}); err != nil && ctx.Err() == nil {
-				log.Warn("mailConfirm", "err", err)
-			}
+			})
 		})
-	})
+	}
 	return nil
 }

@@ -163,6 +163,10 @@ func TestTrainWatchSendsOneGrantedMail(t *testing.T) {
 	defer evResp.Body.Close()
 	go io.Copy(io.Discard, bufio.NewReader(evResp.Body))
 
+	// Mail's send/confirm work runs as a built-in scheduler job.
+	if _, b := call("GET", "/api/jobs", ""); !strings.Contains(b, `"name":"mail.ops","builtin":true`) {
+		t.Fatalf("jobs: %s", b)
+	}
 	_, body := call("POST", "/api/chats", `{}`)
 	var ch struct{ ID string }
 	json.Unmarshal([]byte(body), &ch)
