@@ -86,6 +86,7 @@ func Main(ctx context.Context, args []string, env *Env) int {
 	global := flag.NewFlagSet("hestia", flag.ContinueOnError)
 	global.SetOutput(env.Stderr)
 	global.StringVar(&env.logLevel, "log-level", "", "log level: debug, info, warn, error")
+	showVersion := global.Bool("version", false, "print the version")
 	global.Usage = func() { printHelp(env.Stderr) }
 	if err := global.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -94,6 +95,10 @@ func Main(ctx context.Context, args []string, env *Env) int {
 		return 2
 	}
 	rest := global.Args()
+	if *showVersion {
+		fmt.Fprintln(env.Stdout, "hestia", env.Version)
+		return 0
+	}
 	if len(rest) == 0 || rest[0] == "help" || rest[0] == "-h" || rest[0] == "--help" {
 		printHelp(env.Stdout)
 		if len(rest) == 0 {
@@ -104,6 +109,9 @@ func Main(ctx context.Context, args []string, env *Env) int {
 	for _, c := range commands() {
 		if c.name != rest[0] {
 			continue
+		}
+		if len(rest) == 2 && isHelpArg(rest[1]) {
+			return commandHelp(ctx, env, c)
 		}
 		err := c.run(ctx, env, rest[1:])
 		var ee exitError

@@ -112,7 +112,10 @@ func mailImport(reconcile bool) func(context.Context, *Env, *app.Mail, []string)
 		}
 		start := time.Now()
 		opts := mail.ImportOptions{Account: *account, Full: *full}
-		if !*quiet {
+		// The bar redraws in place on a terminal; into a log or pipe only
+		// the final line is written, once.
+		tty := isTerminal(env.Stderr)
+		if !*quiet && tty {
 			opts.Progress = func(p mail.Progress) { progressBar(env.Stderr, p, time.Since(start)) }
 		}
 		run := m.Store.Import
@@ -121,6 +124,9 @@ func mailImport(reconcile bool) func(context.Context, *Env, *app.Mail, []string)
 		}
 		p, err := run(ctx, fs.Arg(0), opts)
 		if !*quiet {
+			if !tty && err == nil {
+				progressBar(env.Stderr, p, time.Since(start))
+			}
 			fmt.Fprintln(env.Stderr)
 		}
 		if err != nil {
@@ -146,7 +152,11 @@ func progressBar(w io.Writer, p mail.Progress, elapsed time.Duration) {
 	if s := elapsed.Seconds(); s > 0 {
 		rate = float64(p.Added+p.Updated) / s
 	}
-	fmt.Fprintf(w, "\r[%s%s] %d/%d files, %d new, %.0f msg/s", strings.Repeat("#", n), strings.Repeat(".", width-n), p.Done, p.Files, p.Added, rate)
+	cr := "\r"
+	if !isTerminal(w) {
+		cr = ""
+	}
+	fmt.Fprintf(w, cr+"[%s%s] %d/%d files, %d new, %.0f msg/s", strings.Repeat("#", n), strings.Repeat(".", width-n), p.Done, p.Files, p.Added, rate)
 }
 
 func mailSync(ctx context.Context, env *Env, m *app.Mail, args []string) error {
