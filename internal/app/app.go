@@ -47,6 +47,9 @@ type App struct {
 	Log     *slog.Logger
 	Version string
 	Now     func() time.Time
+	// Getenv is the environment the configuration was loaded with (the
+	// Settings page reports overrides from it); nil means os.Getenv.
+	Getenv config.Env
 
 	// Server and Token are set only when the daemon is being served; CLI
 	// commands that work on the stores directly build an App without them.

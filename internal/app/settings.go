@@ -15,7 +15,11 @@ func (a *App) initSettings(ctx context.Context) error {
 	if a.Server == nil {
 		return nil
 	}
-	s := &settings.Service{Paths: a.Paths, Env: os.Getenv, Running: a.Config}
+	env := a.Getenv
+	if env == nil {
+		env = os.Getenv
+	}
+	s := &settings.Service{Paths: a.Paths, Env: env, Running: a.Config}
 	s.Routes(a.Server.API())
 	return nil
 }

@@ -51,6 +51,14 @@ func runChat(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	// A chat that cannot run is not created: say how to configure a model.
+	var st struct {
+		ModelReady bool `json:"model_ready"`
+	}
+	if err := c.Do(ctx, http.MethodGet, "/api/settings", nil, &st); err == nil && !st.ModelReady {
+		return errors.New("no model is configured, so there is nothing to chat with yet: pick one on the web UI's Settings page, " +
+			"or set HESTIA_LLM_BASE_URL and HESTIA_LLM_MODEL (and HESTIA_LLM_API_KEY) and restart `hestia serve`")
+	}
 	id := *chatID
 	if id == "" {
 		var ch chatInfo

@@ -20,6 +20,12 @@ import (
 // scripted model server and returns the env shared by client commands.
 func daemonEnv(t *testing.T, turns ...llmtest.Turn) (home string, env map[string]string, srv *llmtest.Server) {
 	t.Helper()
+	return daemonEnvWith(t, true, turns...)
+}
+
+// daemonEnvWith starts a daemon; without withModel no model is configured.
+func daemonEnvWith(t *testing.T, withModel bool, turns ...llmtest.Turn) (home string, env map[string]string, srv *llmtest.Server) {
+	t.Helper()
 	home = t.TempDir()
 	srv = llmtest.New(t, turns...)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -40,6 +46,11 @@ func daemonEnv(t *testing.T, turns ...llmtest.Turn) (home string, env map[string
 		"HESTIA_SERVER_ADDR":  "127.0.0.1:" + strconv.Itoa(port),
 		"HESTIA_LLM_BASE_URL": srv.URL, "HESTIA_LLM_API_KEY": "k", "HESTIA_LLM_MODEL": "llmtest-model",
 		"HOME": files,
+	}
+	if !withModel {
+		delete(env, "HESTIA_LLM_BASE_URL")
+		delete(env, "HESTIA_LLM_MODEL")
+		delete(env, "HESTIA_LLM_API_KEY")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan result, 1)

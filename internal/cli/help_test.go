@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -63,5 +64,32 @@ func TestImportProgressOnceWhenNotATerminal(t *testing.T) {
 	}
 	if strings.Contains(r.stderr, "\r") || strings.Count(r.stderr, "files,") != 1 || !strings.Contains(r.stderr, "3/3 files, 3 new") {
 		t.Errorf("progress into a non-terminal: %q", r.stderr)
+	}
+}
+
+// Without a model, `hestia chat` says how to configure one and creates no
+// chat it could not run; `serve` says where to open the UI and warns.
+func TestChatWithoutAModel(t *testing.T) {
+	t.Parallel()
+	home, env, _ := daemonEnvWith(t, false)
+	r := run(t, home, env, "chat", "--once", "hello")
+	if r.code != 1 || !strings.Contains(r.stderr, "no model is configured") || !strings.Contains(r.stderr, "HESTIA_LLM_BASE_URL") {
+		t.Fatalf("chat without a model: %+v", r)
+	}
+	r = run(t, home, env, "chat", "--once", "hello")
+	var chats struct {
+		Chats []any `json:"chats"`
+	}
+	c, err := (&Env{Getenv: func(k string) string {
+		if k == "HESTIA_HOME" {
+			return home
+		}
+		return env[k]
+	}}).daemon()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Do(context.Background(), "GET", "/api/chats", nil, &chats); err != nil || len(chats.Chats) != 0 {
+		t.Errorf("chats created without a model: %v %v", chats.Chats, err)
 	}
 }

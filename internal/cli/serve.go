@@ -2,12 +2,15 @@ package cli
 
 import (
 	"context"
+	"fmt"
+	"net"
 	"os"
 	"os/signal"
 	"syscall"
 
 	"github.com/hestia-dev/hestia/internal/app"
 	"github.com/hestia-dev/hestia/internal/logging"
+	"github.com/hestia-dev/hestia/internal/settings"
 )
 
 func runServe(ctx context.Context, env *Env, args []string) error {
@@ -49,5 +52,29 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	a := app.New(paths, cfg, log, env.Version)
-	return a.Serve(ctx, app.ServeOptions{})
+	a.Getenv = env.Getenv
+	return a.Serve(ctx, app.ServeOptions{Ready: func(addr net.Addr) {
+		// Plain lines on stdout whatever the log format, so `make run`
+		// into a pipe or a log still says where to go.
+		scheme := "http"
+		if cfg.Server.TLSCert != "" {
+			scheme = "https"
+		}
+		fmt.Fprintf(env.Stdout, "Hestia is running: open %s://%s\n", scheme, browsable(addr))
+		if !settings.ModelConfigured(cfg) {
+			fmt.Fprintln(env.Stdout, "No model is configured: chat will not work until you pick one in Settings, or set HESTIA_LLM_BASE_URL and HESTIA_LLM_MODEL (and HESTIA_LLM_API_KEY) and restart.")
+		}
+	}})
+}
+
+// browsable turns a wildcard bind into an address a browser can open.
+func browsable(addr net.Addr) string {
+	host, port, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return addr.String()
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port)
 }

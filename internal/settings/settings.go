@@ -128,7 +128,7 @@ func (s *Service) Get(ctx context.Context) (View, error) {
 }
 
 func (s *Service) view(cfg config.Config, exists bool) View {
-	v := View{File: s.Paths.ConfigFile(), FileExists: exists, ModelReady: ModelConfigured(cfg), Tiers: map[string][]string{},
+	v := View{File: s.Paths.ConfigFile(), FileExists: exists, ModelReady: ModelConfigured(s.Running), Tiers: map[string][]string{},
 		TierNames: config.LLMTierNames(), AgentTier: cfg.Agent.Tier, FileRoots: cfg.Agent.FileRoots, AutoApprove: cfg.Policy.AutoApprove,
 		Budget: cfg.Budget, EnvOverrides: config.EnvOverrides(s.Env), Mail: []MailAccount{}, Providers: []Provider{}}
 	v.FileRootsDefault = "~ (your home folder)"
@@ -181,14 +181,18 @@ func pending(running, saved config.Config) []string {
 // sections splits encoded TOML into "key → value line" for comparison.
 func sections(t string) map[string]string {
 	out := map[string]string{}
-	table := ""
+	table, array := "", false
 	for _, l := range strings.Split(t, "\n") {
 		l = strings.TrimSpace(l)
 		if l == "" {
 			continue
 		}
-		if n, _, ok := header(l); ok {
-			table = n
+		if n, arr, ok := header(l); ok {
+			table, array = n, arr
+			continue
+		}
+		if array { // an entry of [[table]] is reported as the table
+			out[table] += l + ";"
 			continue
 		}
 		k, v, ok := strings.Cut(l, "=")

@@ -169,7 +169,7 @@ func TestMailAccountsAndSecrets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(v.Mail) != 1 || v.Mail[0].IMAPPort != 993 || !v.DefaultLLM.APIKeySet || !v.ModelReady {
+	if len(v.Mail) != 1 || v.Mail[0].IMAPPort != 993 || !v.DefaultLLM.APIKeySet || v.ModelReady || !contains(v.Pending, "llm.base_url") || !contains(v.Pending, "mail.accounts") {
 		t.Fatalf("view: %+v", v)
 	}
 	if b, _ := json.Marshal(v); strings.Contains(string(b), "sk-secret-1") {

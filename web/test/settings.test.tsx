@@ -95,3 +95,25 @@ describe('SettingsPage', () => {
     expect(screen.getByText('Asks you')).toBeTruthy();
   });
 });
+
+describe('no model configured', () => {
+  it('the chat shows how to configure one and does not send', async () => {
+    const ff = fakeFetch({ 'GET /api/settings': () => json({ ...view, model_ready: false }) });
+    const app = new App({ tokens: memTokens('tok'), fetch: ff.fetch });
+    await app.checkModel();
+    const { ChatPage } = await import('../src/pages/Chat');
+    render(
+      <AppContext.Provider value={app}>
+        <ChatPage />
+      </AppContext.Provider>,
+    );
+    expect(screen.getByText(/No model is configured yet/)).toBeTruthy();
+    expect(screen.getByRole('link', { name: 'Settings' }).getAttribute('href')).toBe('/settings');
+    expect(screen.getAllByText('HESTIA_LLM_BASE_URL').length).toBeGreaterThan(0);
+    const box = screen.getByLabelText('Message');
+    fireEvent.input(box, { target: { value: 'hello' } });
+    expect((screen.getByLabelText('Send') as HTMLButtonElement).disabled).toBe(true);
+    fireEvent.keyDown(box, { key: 'Enter' });
+    expect(ff.calls.some((c) => c.method === 'POST')).toBe(false);
+  });
+});

@@ -6,6 +6,7 @@ import type { ApprovalRequest, Message } from '../api/types';
 import { ApprovalCard, QuestionCard } from '../components/ApprovalCard';
 import { Alert, Copy, Download, Flame, Menu, Pencil, Send, Shield, Stop, Trash } from '../components/icons';
 import { Markdown } from '../components/Markdown';
+import { NoModelBanner } from '../components/NoModelBanner';
 import { ToolCard } from '../components/ToolCard';
 import { useApp } from '../context';
 import { emptyView, type ChatView as View, type State } from '../state/reduce';
@@ -57,6 +58,7 @@ export function ChatPage({ id }: { id?: string }) {
           <Transcript view={view} pending={pending} resolved={resolved} />
         </div>
       </div>
+      <NoModelBanner />
       <Composer chatId={id} running={!!view.running} queued={view.queued.length} />
     </div>
   );
@@ -329,9 +331,10 @@ export function Composer({ chatId, running, queued }: { chatId?: string; running
     el?.setSelectionRange(el.value.length, el.value.length);
   }, [chatId]);
 
+  const noModel = useSelect(app.ui, (u: UIState) => u.modelReady === false);
   const submit = async () => {
     const t = text.trim();
-    if (!t || sending) return;
+    if (!t || sending || noModel) return;
     setSending(true);
     try {
       await app.send(chatId, t);
@@ -379,7 +382,7 @@ export function Composer({ chatId, running, queued }: { chatId?: string; running
           </button>
         )}
         <VoiceButton onText={(t) => setText((cur) => (cur.trim() ? cur.trimEnd() + ' ' : '') + t)} onError={(m) => app.toast('error', m)} />
-        <button type="submit" class="send" aria-label="Send" title="Send (Enter)" disabled={!text.trim() || sending}>
+        <button type="submit" class="send" aria-label="Send" title="Send (Enter)" disabled={!text.trim() || sending || noModel}>
           <Send />
         </button>
       </form>
@@ -412,6 +415,7 @@ function Welcome() {
           ))}
         </div>
       </div>
+      <NoModelBanner />
       <Composer running={false} queued={0} />
     </div>
   );

@@ -35,6 +35,8 @@ export interface UIState {
   policyRev: number;
   /** Text the new-chat composer starts with ("ask about this thread"). */
   draft?: string;
+  /** false when the daemon runs without a chat model (undefined: unknown). */
+  modelReady?: boolean;
 }
 
 /** Turn error codes where sending the same message again may work. */
@@ -65,6 +67,7 @@ export class App {
         // Replay covers the gap, but a snapshot also heals what replay
         // cannot (a restart that happened to reach our old sequence number).
         void this.refresh(again);
+        void this.checkModel();
         void this.client.health().then(
           (h) => this.ui.set((u) => ({ ...u, version: h.version })),
           () => {},
@@ -244,6 +247,16 @@ export class App {
   startChatWith(text: string) {
     this.ui.set((u) => ({ ...u, draft: text }));
     navigate('/');
+  }
+
+  /** Asks the daemon whether chat has a model (older daemons: unknown). */
+  async checkModel() {
+    try {
+      const s = await this.client.settings();
+      this.ui.set((u) => ({ ...u, modelReady: s.model_ready }));
+    } catch {
+      this.ui.set((u) => ({ ...u, modelReady: undefined }));
+    }
   }
 
   /** Hands the pending draft to the composer once. */
