@@ -418,7 +418,7 @@ func TestRunLoopFiresAndStops(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- s.Run(ctx) }()
-	if _, err := s.Add(context.Background(), UserJob{Name: "soon", Schedule: Schedule{At: time.Now().Add(50 * time.Millisecond)}, Prompt: "p"}); err != nil {
+	if _, err := s.Add(context.Background(), UserJob{Name: "soon", Schedule: Schedule{At: time.Now().Add(2 * time.Second)}, Prompt: "p"}); err != nil {
 		t.Fatal(err)
 	}
 	select {
