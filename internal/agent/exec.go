@@ -167,14 +167,20 @@ func (a *Agent) refused(st *turnState, p *prepared, decision, content, note stri
 	r := &callResult{id: p.id, name: p.name, modelContent: content,
 		run: chat.ToolRun{Input: inputOf(p), Decision: decision, DecisionSource: p.checked.Result.Source, Policy: string(p.checked.Result.Decision), PolicyRule: p.checked.Result.RuleID, Status: StatusNotRun, Note: note}}
 	a.recordUsage(st, p.name, 0, "denied", decision)
-	a.publish("tool.finished", st.t.ChatID, map[string]any{"turn_id": st.t.ID, "call_id": p.id, "tool": p.name, "decision": decision, "status": StatusNotRun, "error": "", "duration_ms": 0, "output": snippet(content, 2000)})
+	a.publish("tool.finished", st.t.ChatID, map[string]any{"turn_id": st.t.ID, "call_id": p.id, "tool": p.name, "decision": decision, "status": StatusNotRun, "error": "", "duration_ms": 0, "output": snippet(content, 2000), "note": note})
 	return r
 }
 
 func (a *Agent) authorizeAndRun(st *turnState, p *prepared) *callResult {
 	a.recheckTaint(st, p) // taint.go
 	if p.refusal != "" {
-		return a.refused(st, p, p.decision, p.refusal, "")
+		// A policy refusal keeps its reason on the card ("outside the
+		// folders Hestia may write: …"), not only in the model's text.
+		note := ""
+		if p.decision == DecBlocked {
+			note = p.checked.Result.Reason
+		}
+		return a.refused(st, p, p.decision, p.refusal, note)
 	}
 	r := p.checked.Result
 	if r.Decision == policy.Allow {

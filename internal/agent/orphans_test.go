@@ -9,6 +9,7 @@ import (
 	"github.com/hestia-dev/hestia/internal/approval"
 	"github.com/hestia-dev/hestia/internal/audit"
 	"github.com/hestia-dev/hestia/internal/chat"
+	"github.com/hestia-dev/hestia/internal/llm/llmtest"
 )
 
 // Orphaned requests are closed once each; a transcript result is stored
@@ -76,5 +77,19 @@ func TestCloseOrphanedApprovals(t *testing.T) {
 	}
 	if res, err := h.audit.Verify(ctx); err != nil || !res.OK {
 		t.Errorf("audit chain after closing: %+v %v", res, err)
+	}
+}
+
+// A policy refusal keeps its reason in the stored tool run, so the card can
+// say why (outside the allowed folders) without opening the model's text.
+func TestBlockedCallKeepsReason(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, harnessOpts{},
+		llmtest.ToolCalls(llmtest.Call("w", "write_file", `{"path":"/srv/elsewhere/x.txt","content":"x"}`)),
+		llmtest.Text("I could not."))
+	h.run("write it", Options{})
+	msgs := h.toolMessages()
+	if len(msgs) != 1 || msgs[0].Tool.Decision != DecBlocked || !strings.Contains(msgs[0].Tool.Note, "allowed folders are "+h.home) {
+		t.Fatalf("blocked call: %+v", msgs[0].Tool)
 	}
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Message } from '../src/api/types';
-import { toolStatus } from '../src/lib/toolstatus';
+import { toolStatus, turnsWithNotDone } from '../src/lib/toolstatus';
 
 const result = (tool: Message['tool'], content = 'out'): Message => ({
   id: 'm', chat_id: 'c', seq: 1, role: 'tool', content, tool_call_id: 'k', created_at: '', tool,
@@ -13,6 +13,18 @@ describe('toolStatus', () => {
       expect(st.tone, d).toBe('notdone');
       expect(st.label).toBe('NOT DONE');
     }
+  });
+
+  it('names the policy reason on a blocked card and points to Settings for folders', () => {
+    const st = toolStatus({ result: result({ decision: 'blocked', status: 'not_run', note: '/srv/x is refused: allowed folders are /home/me: path is outside the allowed folders' }), turnRunning: false });
+    expect(st.detail).toBe('blocked by policy: /srv/x is refused: allowed folders are /home/me: path is outside the allowed folders — change them in Settings');
+    const live = toolStatus({ live: { call_id: 'k', tool: 't', state: 'finished', decision: 'blocked', status: 'not_run', note: 'tool is denied by policy.deny_prefixes' }, turnRunning: false });
+    expect(live.detail).toBe('blocked by policy: tool is denied by policy.deny_prefixes');
+  });
+
+  it('finds the turns whose reply follows a call that did not run', () => {
+    const msg = (turn: string, status: string): Message => ({ ...result({ decision: 'x', status }), turn_id: turn });
+    expect([...turnsWithNotDone([msg('t1', 'ok'), msg('t2', 'not_run'), { ...msg('t3', 'not_run'), role: 'assistant' }])]).toEqual(['t2']);
   });
 
   it('shows a request closed by a daemon restart as expired', () => {

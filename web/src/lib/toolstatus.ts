@@ -55,6 +55,11 @@ export function toolStatus(opts: {
   if (decision && decision in notDone) {
     let detail = notDone[decision];
     if (decision === 'denied' && resolved?.resolution.note) detail += `: “${resolved.resolution.note}”`;
+    const reason = t?.note ?? live?.note;
+    if (decision === 'blocked' && reason) {
+      detail += `: ${reason}`;
+      if (/allowed folders/.test(reason)) detail += ' — change them in Settings';
+    }
     return { ...base, tone: 'notdone', label: 'NOT DONE', detail };
   }
   if (result || live?.state === 'finished') {
@@ -73,4 +78,14 @@ export function toolStatus(opts: {
   }
   if (turnRunning) return { ...base, tone: 'running', label: 'Starting' };
   return { ...base, tone: 'notdone', label: 'NOT DONE', detail: 'did not run' };
+}
+
+/** The turns in which a tool call did not run (denied, blocked, expired, …):
+ * their final reply is marked so a claim of success cannot hide it. */
+export function turnsWithNotDone(messages: Message[]): Set<string> {
+  const out = new Set<string>();
+  for (const m of messages) {
+    if (m.role === 'tool' && m.turn_id && m.tool?.status === 'not_run') out.add(m.turn_id);
+  }
+  return out;
 }

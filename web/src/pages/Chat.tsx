@@ -9,6 +9,7 @@ import { Markdown } from '../components/Markdown';
 import { NoModelBanner } from '../components/NoModelBanner';
 import { ToolCard } from '../components/ToolCard';
 import { useApp } from '../context';
+import { turnsWithNotDone } from '../lib/toolstatus';
 import { emptyView, type ChatView as View, type State } from '../state/reduce';
 import type { UIState } from '../state/app';
 import { useSelect } from '../state/store';
@@ -82,6 +83,7 @@ function Transcript({
       .map((r) => [r.request.call_id as string, r]),
   );
   const shownCalls = new Set<string>();
+  const notDoneTurns = turnsWithNotDone(view.messages);
   const out = [];
   for (const m of view.messages) {
     if (m.role === 'user') {
@@ -94,6 +96,11 @@ function Transcript({
       out.push(
         <div class="msg assistant" key={m.id} data-id={m.id}>
           {m.content && <Markdown text={m.content} />}
+          {m.content && !m.tool_calls?.length && m.turn_id && notDoneTurns.has(m.turn_id) && (
+            <div class="reply-notdone muted small" role="note">
+              A tool call in this turn did not run — check the cards above before relying on this reply.
+            </div>
+          )}
           {m.tool_calls?.map((c) => {
             shownCalls.add(c.id);
             return (

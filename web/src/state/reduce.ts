@@ -15,6 +15,7 @@ export interface LiveTool {
   error?: string;
   duration_ms?: number;
   output?: string;
+  note?: string;
   started_at?: string;
 }
 
@@ -223,6 +224,7 @@ export function applyEvent(s: State, ev: StreamEvent): State {
             error: d.error,
             duration_ms: d.duration_ms,
             output: d.output,
+            note: d.note,
           },
         },
       }));
