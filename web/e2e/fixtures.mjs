@@ -165,6 +165,7 @@ export function startFixtures({ streaming = true } = {}) {
         const msgs = chat.id === 'c_trip' ? messages : chat.id === 'c_mail' ? mailMessages : [];
         return send(200, { chat, messages: msgs });
       }
+      if (/^\/api\/chats\/[^/]+\/status$/.test(p)) return send(200, { running: false, queued: 0 });
       if (p === '/api/approvals') {
         const chat = u.searchParams.get('chat');
         return send(200, { approvals: !chat || chat === 'c_trip' ? [approval] : [] });

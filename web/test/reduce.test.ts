@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Chat, Message, StreamEvent } from '../src/api/types';
-import { applyEvent, clearLive, initialState, loadApprovals, loadChat, loadChats, mergeMessages, openView, type State } from '../src/state/reduce';
+import { applyEvent, clearLive, initialState, loadApprovals, loadChat, loadChats, loadStatus, mergeMessages, openView, type State } from '../src/state/reduce';
 
 const chat: Chat = { id: 'c_1', title: 'Trip', created_at: '2026-12-01T10:00:00Z', updated_at: '2026-12-01T10:00:00Z' };
 const msg = (seq: number, role: Message['role'], content: string, extra: Partial<Message> = {}): Message => ({
@@ -120,5 +120,26 @@ describe('reduce', () => {
     const s = opened();
     expect(applyEvent(s, { type: 'message.delta', chat_id: 'c_9', data: { turn_id: 't', text: 'x' } })).toBe(s);
     expect(applyEvent(s, ev('something.new', {}))).toBe(s);
+  });
+});
+
+describe('loadStatus', () => {
+  const chat: Chat = { id: 'c1', title: 't', created_at: '', updated_at: '', message_count: 0 } as Chat;
+  const opened = () => loadChat(openView(initialState, 'c1'), chat, []);
+
+  it('shows a turn started elsewhere as running (a second tab gets Working… and Stop)', () => {
+    const s = loadStatus(opened(), 'c1', { running: true, turn_id: 't9' });
+    expect(s.views.c1.running).toBe('t9');
+  });
+
+  it('leaves live state alone: idle status, a turn already tracked, or one that already finished', () => {
+    expect(loadStatus(opened(), 'c1', { running: false }).views.c1.running).toBeUndefined();
+    expect(loadStatus(opened(), 'c1', undefined).views.c1.running).toBeUndefined();
+    const tracking = { ...opened() };
+    tracking.views = { ...tracking.views, c1: { ...tracking.views.c1, running: 't1' } };
+    expect(loadStatus(tracking, 'c1', { running: true, turn_id: 't2' }).views.c1.running).toBe('t1');
+    const done = { ...opened() };
+    done.views = { ...done.views, c1: { ...done.views.c1, lastResult: { turn_id: 't9', chat_id: 'c1', ok: true } } };
+    expect(loadStatus(done, 'c1', { running: true, turn_id: 't9' }).views.c1.running).toBeUndefined();
   });
 });

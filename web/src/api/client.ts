@@ -162,6 +162,12 @@ export class Client {
   }
 
   // Approvals
+  /** Whether a turn is running or queued in the chat right now (another
+   * tab or device may have started it). */
+  chatStatus(id: string) {
+    return this.get<{ running: boolean; turn_id?: string; queued: number }>(`/api/chats/${enc(id)}/status`);
+  }
+
   listApprovals(chat?: string) {
     const q = chat ? `?chat=${enc(chat)}` : '';
     return this.get<{ approvals: ApprovalRequest[] }>(`/api/approvals${q}`).then(

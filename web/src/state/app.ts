@@ -11,6 +11,7 @@ import {
   initialState,
   loadApprovals,
   loadChat,
+  loadStatus,
   loadChats,
   openView,
   resolve,
@@ -153,11 +154,12 @@ export class App {
   }
 
   private async loadChat(id: string) {
-    const [{ chat, messages }, approvals] = await Promise.all([
+    const [{ chat, messages }, approvals, status] = await Promise.all([
       this.client.getChat(id),
       this.client.listApprovals(id),
+      this.client.chatStatus(id).catch(() => undefined),
     ]);
-    this.data.set((s) => loadApprovals(loadChat(s, chat, messages ?? []), approvals, id));
+    this.data.set((s) => loadStatus(loadApprovals(loadChat(s, chat, messages ?? []), approvals, id), id, status));
   }
 
   private onEvent(ev: StreamEvent) {

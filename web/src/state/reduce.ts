@@ -122,6 +122,17 @@ export function openView(s: State, chatId: string): State {
   return { ...s, views: { ...s.views, [chatId]: emptyView() } };
 }
 
+/** A chat opened while a turn runs elsewhere (another tab, the CLI, a job)
+ * shows Working… and Stop: the daemon's status marks the turn running.
+ * Live events stay the authority: a view already tracking a turn, or a
+ * status saying nothing runs, changes nothing. */
+export function loadStatus(s: State, chatId: string, st: { running: boolean; turn_id?: string } | undefined): State {
+  const v = s.views[chatId];
+  if (!v || !st?.running || !st.turn_id || v.running || v.lastResult?.turn_id === st.turn_id) return s;
+  if (v.messages.some((m) => m.role === 'assistant' && m.turn_id === st.turn_id && !m.tool_calls?.length && m.content)) return s;
+  return { ...s, views: { ...s.views, [chatId]: { ...v, running: st.turn_id } } };
+}
+
 export function loadChats(s: State, chats: Chat[]): State {
   return { ...s, chats: sortChats(chats), chatsLoaded: true };
 }
