@@ -66,6 +66,10 @@ func printUsage(w io.Writer, s usage.Summary) {
 	if s.UnattributedRequests > 0 {
 		fmt.Fprintf(w, "%d request(s) carried no x-usage-service label and are shown as \"unknown\".\n", s.UnattributedRequests)
 	}
+	if s.Local.Requests > 0 {
+		fmt.Fprintf(w, "Local, offline work (never billed, not in the figures above or in budgets): %d embedding request(s), %d tokens\n",
+			s.Local.Requests, s.Local.Tokens)
+	}
 	section := func(title string, groups []usage.Group, withService bool) {
 		if len(groups) == 0 {
 			return

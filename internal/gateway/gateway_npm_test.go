@@ -110,7 +110,7 @@ func TestOfficialNPMClient(t *testing.T) {
 	if out.Error == nil || out.Error.Status != 404 || out.Error.Code != "model_not_found" {
 		t.Errorf("error %+v", out.Error)
 	}
-	if sum := e.summary(t); sum.ByService[0].Key != "npm-test" || sum.Totals.Requests != 3 {
+	if sum := e.summary(t); sum.ByService[0].Key != "npm-test" || sum.Totals.Requests != 2 || sum.Local.Requests != 1 {
 		t.Errorf("ledger %+v", sum.ByService)
 	}
 }

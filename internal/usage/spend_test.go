@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hestia-dev/hestia/internal/llm"
+	"github.com/hestia-dev/hestia/internal/usage"
 )
 
 func TestSpendSince(t *testing.T) {
@@ -37,5 +38,38 @@ func TestSpendSince(t *testing.T) {
 	cancel()
 	if _, err := l.SpendSince(cctx, now); err == nil {
 		t.Fatal("cancelled context: no error")
+	}
+}
+
+// The built-in offline embedder's calls are local work: shown apart, never
+// priced, and left out of totals and of what budgets count.
+func TestLocalWorkIsNotBillable(t *testing.T) {
+	t.Parallel()
+	l := newLedger(t)
+	ctx := context.Background()
+	for _, rec := range []llm.CallRecord{
+		{Start: now.Add(-time.Hour), Service: "agent", Provider: "x", Model: "paid", Usage: llm.Usage{InputTokens: 1_000_000}, Outcome: "ok"},
+		{Start: now.Add(-time.Minute), Kind: "embed", Service: "mail", Action: "embed", Provider: "local", Model: llm.LocalEmbedModel, Usage: llm.Usage{InputTokens: 400_000}, Outcome: "ok"},
+		{Start: now.Add(-2 * time.Minute), Kind: "embed", Service: "wiki", Action: "embed", Provider: "local", Model: llm.LocalEmbedModel, Usage: llm.Usage{InputTokens: 26_000}, Outcome: "ok"},
+	} {
+		if err := l.AddCall(ctx, rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := l.SpendSince(ctx, now.Add(-24*time.Hour))
+	if err != nil || !near(s.CostUSD, 2) || s.Tokens != 1_000_000 {
+		t.Fatalf("budget spend counts local work: %+v %v", s, err)
+	}
+	sum, err := l.Summary(ctx, usage.Period7d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Totals.Requests != 1 || sum.Totals.Tokens != 1_000_000 || sum.Local.Requests != 2 || sum.Local.Tokens != 426_000 || sum.Local.Cost != 0 {
+		t.Fatalf("totals %+v, local %+v", sum.Totals, sum.Local)
+	}
+	for _, g := range sum.ByModel {
+		if g.Key == "local/"+llm.LocalEmbedModel {
+			t.Errorf("local work in the by-model breakdown: %+v", g)
+		}
 	}
 }

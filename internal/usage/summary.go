@@ -106,6 +106,10 @@ type Summary struct {
 	// Estimate reminds readers that costs come from the rates table.
 	Estimate bool   `json:"estimate"`
 	Totals   Totals `json:"totals"`
+	// Local counts the built-in offline embedder's calls: work done on
+	// this machine, never priced and kept out of Totals, the breakdowns
+	// and budgets (SpendSince), so "requests" means billable requests.
+	Local Totals `json:"local"`
 	// UnattributedRequests counts calls recorded with service "unknown":
 	// spend nobody labelled is shown, never dropped.
 	UnattributedRequests int64       `json:"unattributed_requests"`
@@ -166,6 +170,11 @@ func (l *Ledger) Summary(ctx context.Context, period Period) (Summary, error) {
 		var t Totals
 		if err := rows.Scan(&day, &service, &action, &provider, &model, &t.Requests, &t.Errors, &t.InputTokens, &t.OutputTokens, &t.CacheReadTokens, &t.CacheWriteTokens, &t.ReasoningTokens); err != nil {
 			return s, fmt.Errorf("reading usage summary: %w", err)
+		}
+		if provider == localProvider {
+			t.Tokens = t.InputTokens + t.OutputTokens + t.CacheReadTokens + t.CacheWriteTokens
+			s.Local.add(t)
+			continue
 		}
 		rate, priced := lookup(l.rates, provider, model)
 		ci, co, cr, cw := rate.cost(t.InputTokens, t.OutputTokens, t.CacheReadTokens, t.CacheWriteTokens)

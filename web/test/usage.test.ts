@@ -2,6 +2,13 @@ import { describe, expect, it } from 'vitest';
 import { normaliseUsage } from '../src/lib/usage';
 
 describe('normaliseUsage', () => {
+  it('keeps the offline embedder work apart from billable totals', () => {
+    const u = normaliseUsage({ totals: { requests: 7, tokens: 900, cost: 0.02 }, local: { requests: 64, tokens: 426000, cost: 0 } });
+    expect(u.totalCalls).toBe(7);
+    expect(u.totalTokens).toBe(900);
+    expect([u.localRequests, u.localTokens]).toEqual([64, 426000]);
+  });
+
   it('reads totals, breakdowns and unlabelled spend', () => {
     const u = normaliseUsage({
       period: '7d',

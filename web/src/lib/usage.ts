@@ -22,6 +22,9 @@ export interface Usage {
   unlabelledCost: number;
   unlabelledTokens: number;
   unlabelledRequests: number;
+  /** The offline embedder's work: never priced, not in the totals. */
+  localRequests: number;
+  localTokens: number;
   estimate: boolean;
   byDay: Row[];
   byService: Row[];
@@ -111,6 +114,8 @@ export function normaliseUsage(raw: unknown): Usage {
     unlabelledCost: maybe(unl, 'cost_usd', 'cost') ?? unlabelledRow?.cost ?? 0,
     unlabelledTokens: Object.keys(unl).length ? tokensOf(unl) : (unlabelledRow?.tokens ?? 0),
     unlabelledRequests: num(o, 'unattributed_requests', 'unlabelled_requests') || (unlabelledRow?.calls ?? 0),
+    localRequests: num((o.local ?? {}) as Obj, 'requests'),
+    localTokens: num((o.local ?? {}) as Obj, 'tokens'),
     estimate: o.estimate === true,
     byDay,
     byService: byService.map((r) => (isUnlabelled(r.key) ? { ...r, key: 'unlabelled' } : r)),

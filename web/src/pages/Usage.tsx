@@ -77,6 +77,12 @@ export function UsageView({ u, days }: { u: Usage; days?: number }) {
           </span>
         </div>
       )}
+      {u.localRequests > 0 && (
+        <div class="muted small local-work" role="note">
+          Local, offline work (never billed, not counted above or in budgets): {count(u.localRequests)} embedding requests,{' '}
+          {count(u.localTokens)} tokens.
+        </div>
+      )}
       <div class="grid2">
         <div class="panel">
           <h2>Cost by day</h2>
