@@ -11,6 +11,9 @@ import (
 	"github.com/hestia-dev/hestia/internal/store"
 )
 
+// orphanTail bounds how much of a chat CloseOrphanedApprovals reads.
+const orphanTail = 256
+
 // DecExpired marks a call whose approval request was still waiting when the
 // daemon stopped (crash, kill -9, power loss): nothing ran.
 const DecExpired = "expired"
@@ -75,7 +78,9 @@ func (a *Agent) storeExpiredResult(ctx context.Context, chatID, turnID, callID, 
 	if chatID == "" || callID == "" {
 		return false, nil
 	}
-	msgs, err := a.d.Chats.Messages(ctx, chatID, 0)
+	// Only the transcript's tail matters (the call and its results); a
+	// call further back than this is left to toLLM's stub.
+	msgs, err := a.d.Chats.Messages(ctx, chatID, orphanTail)
 	if errors.Is(err, store.ErrNotFound) {
 		return false, nil
 	}

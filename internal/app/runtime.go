@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -41,22 +42,9 @@ func (ws *workerStates) set(name, state string, err error, now time.Time) {
 	}
 	if err != nil {
 		// Panics carry a stack; the first line says what happened.
-		msg := err.Error()
-		if i := indexNewline(msg); i >= 0 {
-			msg = msg[:i]
-		}
-		s.LastError = msg
+		s.LastError, _, _ = strings.Cut(err.Error(), "\n")
 	}
 	s.State, s.Since = state, now.UTC()
-}
-
-func indexNewline(s string) int {
-	for i := range len(s) {
-		if s[i] == '\n' {
-			return i
-		}
-	}
-	return -1
 }
 
 func (ws *workerStates) list() []WorkerState {
@@ -109,7 +97,10 @@ func (a *App) initMetrics(ctx context.Context) error {
 	reg.LabeledGauges("hestia_worker_up", "1 while a background worker runs, 0 while it waits to restart or has stopped.", "worker", func() map[string]float64 {
 		m := map[string]float64{}
 		for _, w := range a.workerStates.list() {
-			m[w.Name] = map[bool]float64{true: 1}[w.State == "running"]
+			m[w.Name] = 0
+			if w.State == "running" {
+				m[w.Name] = 1
+			}
 		}
 		return m
 	})

@@ -16,6 +16,9 @@ const (
 	LocalEmbedDim = 384
 	// LocalEmbedModel names the embedder in usage rows and index metadata.
 	LocalEmbedModel = "hestia-hash-384-v1"
+	// LocalProvider is the provider name the embedder records; usage keeps
+	// its calls apart as local, unbilled work.
+	LocalProvider = "local"
 	// LocalEmbedMaxInput bounds the bytes of one input that are embedded;
 	// the rest is ignored.
 	LocalEmbedMaxInput = 32 << 10
@@ -40,12 +43,12 @@ type LocalEmbedder struct{}
 func NewLocalEmbedder() *LocalEmbedder { return &LocalEmbedder{} }
 
 func (*LocalEmbedder) target() Target {
-	return Target{Provider: "local", Kind: KindLocal, Model: LocalEmbedModel}
+	return Target{Provider: LocalProvider, Kind: KindLocal, Model: LocalEmbedModel}
 }
 
 // Embed implements Embedder. It never fails except on a cancelled context.
 func (l *LocalEmbedder) Embed(ctx context.Context, req EmbedRequest) (EmbedResponse, error) {
-	out := EmbedResponse{Dimension: LocalEmbedDim, Provider: "local", Model: LocalEmbedModel, Vectors: make([][]float32, len(req.Inputs))}
+	out := EmbedResponse{Dimension: LocalEmbedDim, Provider: LocalProvider, Model: LocalEmbedModel, Vectors: make([][]float32, len(req.Inputs))}
 	for i, s := range req.Inputs {
 		if i%64 == 0 && ctx.Err() != nil {
 			return out, classifyTransport(ctx, ctx.Err())
@@ -63,7 +66,7 @@ func (l *LocalEmbedder) Stream(ctx context.Context, req Request, fn func(Event) 
 
 // Complete implements Client; the local embedder cannot chat.
 func (l *LocalEmbedder) Complete(context.Context, Request) (Response, error) {
-	return Response{}, &Error{Code: CodeModelUnavailable, Message: "The local embedder cannot answer chat requests.", Provider: "local", Model: LocalEmbedModel}
+	return Response{}, &Error{Code: CodeModelUnavailable, Message: "The local embedder cannot answer chat requests.", Provider: LocalProvider, Model: LocalEmbedModel}
 }
 
 // LocalVector returns the local-embed vector of s.

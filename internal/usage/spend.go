@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/hestia-dev/hestia/internal/llm"
 )
 
 // Spend is the estimated cost and token count of model calls.
@@ -13,17 +15,13 @@ type Spend struct {
 	Tokens int64
 }
 
-// localProvider is the provider name the built-in offline embedder records
-// (llm.LocalTarget): its calls cost nothing and are not billable requests.
-const localProvider = "local"
-
 // SpendSince sums every recorded billable model call (chat and embeddings,
 // any service, any outcome; not the offline embedder) that started at or
 // after since. The budget guard
 // calls it before every model call, so it aggregates in SQL by model only.
 func (l *Ledger) SpendSince(ctx context.Context, since time.Time) (Spend, error) {
 	rows, err := l.db.QueryContext(ctx, `SELECT provider, model, SUM(input_tokens), SUM(output_tokens), SUM(cache_read_tokens), SUM(cache_write_tokens)
-		FROM llm_calls WHERE at_ms >= ? AND provider != ? GROUP BY 1, 2`, since.UnixMilli(), localProvider)
+		FROM llm_calls WHERE at_ms >= ? AND provider != ? GROUP BY 1, 2`, since.UnixMilli(), llm.LocalProvider)
 	if err != nil {
 		return Spend{}, fmt.Errorf("summing model spend: %w", err)
 	}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/hestia-dev/hestia/internal/httpjson"
+
+	"github.com/hestia-dev/hestia/internal/llm"
 )
 
 // Period selects the summary window.
@@ -171,7 +173,7 @@ func (l *Ledger) Summary(ctx context.Context, period Period) (Summary, error) {
 		if err := rows.Scan(&day, &service, &action, &provider, &model, &t.Requests, &t.Errors, &t.InputTokens, &t.OutputTokens, &t.CacheReadTokens, &t.CacheWriteTokens, &t.ReasoningTokens); err != nil {
 			return s, fmt.Errorf("reading usage summary: %w", err)
 		}
-		if provider == localProvider {
+		if provider == llm.LocalProvider {
 			t.Tokens = t.InputTokens + t.OutputTokens + t.CacheReadTokens + t.CacheWriteTokens
 			s.Local.add(t)
 			continue

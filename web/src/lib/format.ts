@@ -81,3 +81,16 @@ export function argSummary(args: Record<string, unknown> | undefined, max = 60):
   const one = v.replace(/\s+/g, ' ').trim();
   return one.length > max ? one.slice(0, max - 1) + '…' : one;
 }
+
+/** A byte count in IEC units ("5.0 MiB"); "—" for anything but a number. */
+export function bytes(n: unknown): string {
+  if (typeof n !== 'number' || !isFinite(n)) return '—';
+  const units = ['B', 'KiB', 'MiB', 'GiB'];
+  let v = n;
+  let i = 0;
+  while (v >= 1024 && i < units.length - 1) {
+    v /= 1024;
+    i++;
+  }
+  return `${v >= 10 || i === 0 ? Math.round(v) : v.toFixed(1)} ${units[i]}`;
+}

@@ -134,11 +134,7 @@ export function mailDate(iso: string, now = new Date()): string {
   return d.toLocaleDateString(undefined, { year: 'numeric', month: 'short', day: 'numeric' });
 }
 
-export function bytes(n: number): string {
-  if (n < 1024) return `${n} B`;
-  if (n < 1024 * 1024) return `${(n / 1024).toFixed(n < 10240 ? 1 : 0)} KB`;
-  return `${(n / 1024 / 1024).toFixed(1)} MB`;
-}
+export { bytes } from './format';
 
 /**
  * Reads a mail tool's output as JSON. The stored result of a tool with

@@ -2,19 +2,9 @@
 // right now (goroutines, heap, event streams, workers) and how fast each
 // route answers. Figures come from GET /api/system's "runtime" object; the
 // same are served to Prometheus at /api/metrics.
-type Obj = Record<string, any>;
+import { bytes } from '../lib/format';
 
-export function bytes(n: unknown): string {
-  if (typeof n !== 'number' || !isFinite(n)) return '—';
-  const units = ['B', 'KiB', 'MiB', 'GiB'];
-  let v = n;
-  let i = 0;
-  while (v >= 1024 && i < units.length - 1) {
-    v /= 1024;
-    i++;
-  }
-  return `${v >= 10 || i === 0 ? Math.round(v) : v.toFixed(1)} ${units[i]}`;
-}
+type Obj = Record<string, any>;
 
 function ms(v: unknown): string {
   return typeof v === 'number' ? (v < 10 ? v.toFixed(1) : String(Math.round(v))) : '—';
