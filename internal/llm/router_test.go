@@ -148,8 +148,10 @@ func TestSharedDeadline(t *testing.T) {
 	start := time.Now()
 	_, err := r.Complete(context.Background(), convo)
 	el := time.Since(start)
-	if llm.CodeOf(err) != llm.CodeTimeout {
-		t.Fatalf("code %q (%v)", llm.CodeOf(err), err)
+	// When the deadline ends just as a's 503 arrives, a's error is the
+	// answer; either way nothing waits for b.
+	if c := llm.CodeOf(err); c != llm.CodeTimeout && c != llm.CodeModelUnavailable {
+		t.Fatalf("code %q (%v)", c, err)
 	}
 	// b alone would take 5 s; the bound is loose because a loaded CI
 	// machine can stretch a's 150 ms past the whole deadline, which also
@@ -157,7 +159,7 @@ func TestSharedDeadline(t *testing.T) {
 	if el > 3*time.Second || el < 350*time.Millisecond {
 		t.Fatalf("took %v with a 400ms shared deadline", el)
 	}
-	if recs := rec.all(); len(recs) != 1 || recs[0].Outcome != "timeout" || recs[0].Attempts < 1 || recs[0].Attempts > 2 {
+	if recs := rec.all(); len(recs) != 1 || (recs[0].Outcome != "timeout" && recs[0].Outcome != "model_unavailable") || recs[0].Attempts < 1 || recs[0].Attempts > 2 {
 		t.Fatalf("records %+v", recs)
 	}
 }
