@@ -96,6 +96,11 @@ type Bot struct {
 	mu        sync.Mutex // guards followers
 	followers map[string]*follower
 	wg        sync.WaitGroup
+
+	// cards is read-held while a card is sent and its message id stored,
+	// and write-held by a button press before it looks the card up, so a
+	// press that beats the store write waits instead of being refused.
+	cards sync.RWMutex
 }
 
 // New builds a bot.

@@ -338,6 +338,8 @@ func (f *follower) card(ctx context.Context, r approval.Request) {
 		kb = &InlineKeyboard{Rows: rows}
 	}
 	text := b.String()
+	f.b.cards.RLock()
+	defer f.b.cards.RUnlock()
 	m, err := f.b.send(ctx, f.m.TGChatID, text, kb)
 	if err != nil {
 		return
@@ -421,6 +423,8 @@ func (b *Bot) handleCallback(ctx context.Context, q *CallbackQuery) {
 		refuse(fmt.Sprintf("user %d may not approve", q.From.ID), "You may not decide approvals here.")
 		return
 	}
+	b.cards.Lock()
+	b.cards.Unlock() //nolint:staticcheck // an empty section: waits for cards being posted
 	c, err := b.d.Store.Card(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		refuse("no card for approval "+id, "Unknown approval.")

@@ -168,6 +168,11 @@ func (m *MboxReader) Next() (*MboxMessage, error) {
 		if len(l.b) == 0 && err != nil {
 			return nil, io.EOF
 		}
+		// Files saved by Windows editors and some exporters begin with a
+		// UTF-8 byte order mark; it is not part of the first message.
+		if bom := []byte("\xef\xbb\xbf"); bytes.HasPrefix(l.b, bom) {
+			l.b, l.off = l.b[len(bom):], l.off+int64(len(bom))
+		}
 		if !bytes.HasPrefix(l.b, []byte("From ")) {
 			return nil, ErrNotMbox
 		}

@@ -88,3 +88,12 @@ func TestMimekitMboxes(t *testing.T) {
 		}
 	}
 }
+
+func TestMboxLeadingByteOrderMark(t *testing.T) {
+	t.Parallel()
+	data := "\xef\xbb\xbfFrom - Mon Jun  3 12:50:27 1996\nSubject: a\n\nx\n\nFrom - Mon Jun  3 12:51:27 1996\nSubject: b\n\ny\n"
+	msgs := splitMbox(t, data)
+	if len(msgs) != 2 || msgs[0].Offset != 3 || bytes.Contains(msgs[0].Raw, []byte("\xef\xbb\xbf")) {
+		t.Fatalf("%d messages, first at %d: %q", len(msgs), msgs[0].Offset, msgs[0].Raw)
+	}
+}
