@@ -1,5 +1,6 @@
 // Package davsync mirrors CalDAV calendars into local vdir folders (the
-// vdirsyncer model: the folder is then indexed like any other vdir) and
+// vdirsyncer model, through package davmirror: ctag, sync-token and
+// ETags; the folder is then indexed like any other vdir) and
 // writes back to the server with conditional requests (If-None-Match: *
 // for creates, If-Match: ETag for updates and deletes, RFC 4791 §5.3.2,
 // RFC 7232).
@@ -12,15 +13,12 @@ package davsync
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"path"
-	"path/filepath"
 	"strings"
 
 	"github.com/emersion/go-webdav"
@@ -28,27 +26,11 @@ import (
 
 	"github.com/hestia-dev/hestia/internal/calendar"
 	"github.com/hestia-dev/hestia/internal/calendar/calwrite"
+	"github.com/hestia-dev/hestia/internal/davmirror"
 )
 
 // Account is one CalDAV server login.
-type Account struct {
-	Name     string
-	URL      string // the server's base (or principal) URL
-	Username string
-	Password string
-	HTTP     *http.Client
-}
-
-func (a Account) client() webdav.HTTPClient {
-	hc := a.HTTP
-	if hc == nil {
-		hc = http.DefaultClient
-	}
-	if a.Username == "" {
-		return hc
-	}
-	return webdav.HTTPClientWithBasicAuth(hc, a.Username, a.Password)
-}
+type Account = davmirror.Account
 
 // Collection is one calendar on the server.
 type Collection struct {
@@ -58,11 +40,11 @@ type Collection struct {
 
 // Discover lists the account's calendars that hold events.
 func Discover(ctx context.Context, a Account) ([]Collection, error) {
-	c, err := caldav.NewClient(a.client(), a.URL)
+	c, err := caldav.NewClient(a.Client(), a.URL)
 	if err != nil {
 		return nil, fmt.Errorf("caldav %s: %w", a.Name, err)
 	}
-	wc, err := webdav.NewClient(a.client(), a.URL)
+	wc, err := webdav.NewClient(a.Client(), a.URL)
 	if err != nil {
 		return nil, fmt.Errorf("caldav %s: %w", a.Name, err)
 	}
@@ -105,127 +87,19 @@ func contains(l []string, s string) bool {
 	return false
 }
 
-// state is the mirror's memory of the server: local file name → server
-// href and ETag. It lives in the mirror folder as a dot-file, which the
-// vdir index ignores.
-type state struct {
-	Objects map[string]object `json:"objects"`
-}
-
-type object struct {
-	Href string `json:"href"`
-	ETag string `json:"etag"`
-}
-
-const stateFile = ".hestia-caldav.json"
-
-func loadState(dir string) state {
-	st := state{Objects: map[string]object{}}
-	b, err := os.ReadFile(filepath.Join(dir, stateFile))
-	if err == nil {
-		_ = json.Unmarshal(b, &st)
-	}
-	if st.Objects == nil {
-		st.Objects = map[string]object{}
-	}
-	return st
-}
-
-func saveState(dir string, st state) error {
-	b, _ := json.Marshal(st)
-	tmp := filepath.Join(dir, stateFile+".tmp")
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, filepath.Join(dir, stateFile))
-}
-
-// localName maps a server href to the mirror's file name.
-func localName(href string) string {
-	b := path.Base(href)
-	if u, err := url.PathUnescape(b); err == nil {
-		b = u
-	}
-	b = strings.Map(func(r rune) rune {
-		if r == '/' || r == '\\' || r < 32 {
-			return '_'
-		}
-		return r
-	}, b)
-	b = strings.TrimLeft(b, ".")
-	if !strings.HasSuffix(strings.ToLower(b), ".ics") {
-		b += ".ics"
-	}
-	return b
-}
-
 // Stats reports one mirror pass.
-type Stats struct {
-	Fetched   int `json:"fetched"`
-	Removed   int `json:"removed"`
-	Unchanged int `json:"unchanged"`
-}
+type Stats = davmirror.Stats
 
-// Mirror brings dir up to date with the collection: objects whose ETag
-// changed are fetched, objects gone from the server are removed. Only the
-// listing (one PROPFIND) is paid when nothing changed.
+// Mirror brings dir up to date with the collection: skipped after one
+// PROPFIND when the ctag is unchanged, incremental by sync-token where the
+// server supports it, else a listing with per-object ETags; only objects
+// whose ETag changed are fetched (package davmirror).
 func Mirror(ctx context.Context, a Account, col Collection, dir string) (Stats, error) {
-	var st Stats
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return st, err
-	}
-	wc, err := webdav.NewClient(a.client(), a.URL)
+	st, err := davmirror.Mirror(ctx, a, davmirror.ICalendar, col.Path, dir)
 	if err != nil {
-		return st, err
+		return st, fmt.Errorf("caldav %w", err)
 	}
-	infos, err := wc.ReadDir(ctx, col.Path, false)
-	if err != nil {
-		return st, fmt.Errorf("caldav %s: listing %s: %w", a.Name, col.Path, err)
-	}
-	prev := loadState(dir)
-	next := state{Objects: map[string]object{}}
-	be := Backend{Account: a, Collection: col.Path}
-	for _, fi := range infos {
-		if fi.IsDir || strings.TrimSuffix(fi.Path, "/") == strings.TrimSuffix(col.Path, "/") {
-			continue
-		}
-		name := localName(fi.Path)
-		if old, ok := prev.Objects[name]; ok && normETag(old.ETag) == normETag(fi.ETag) && fi.ETag != "" {
-			if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
-				next.Objects[name] = old
-				st.Unchanged++
-				continue
-			}
-		}
-		data, etag, err := be.fetch(ctx, fi.Path)
-		if err != nil {
-			return st, err
-		}
-		if err := writeAtomic(filepath.Join(dir, name), data); err != nil {
-			return st, err
-		}
-		next.Objects[name] = object{Href: fi.Path, ETag: etag}
-		st.Fetched++
-	}
-	for name := range prev.Objects {
-		if _, ok := next.Objects[name]; !ok {
-			os.Remove(filepath.Join(dir, name))
-			st.Removed++
-		}
-	}
-	return st, saveState(dir, next)
-}
-
-// normETag compares ETags as PROPFIND (unquoted by the client library)
-// and GET (quoted header) report them.
-func normETag(e string) string { return strings.Trim(strings.TrimPrefix(e, "W/"), `"`) }
-
-func writeAtomic(p string, data []byte) error {
-	tmp := p + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, p)
+	return st, nil
 }
 
 // Backend writes one collection on the server (calwrite.Backend). Hrefs
@@ -240,7 +114,7 @@ type Backend struct {
 
 func (b Backend) serverPath(href string) string {
 	if b.Dir != "" {
-		if o, ok := loadState(b.Dir).Objects[href]; ok {
+		if o, ok := davmirror.LoadState(b.Dir, davmirror.ICalendar).Objects[href]; ok {
 			return o.Href
 		}
 	}
@@ -267,7 +141,7 @@ func (b Backend) do(ctx context.Context, method, p string, body []byte, hdr map[
 	if body != nil {
 		req.Header.Set("Content-Type", "text/calendar; charset=utf-8")
 	}
-	resp, err := b.Account.client().Do(req)
+	resp, err := b.Account.Client().Do(req)
 	if err != nil {
 		return nil, nil, err
 	}

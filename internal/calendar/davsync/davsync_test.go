@@ -12,6 +12,7 @@ import (
 	"github.com/hestia-dev/hestia/internal/calendar"
 	"github.com/hestia-dev/hestia/internal/calendar/calwrite"
 	"github.com/hestia-dev/hestia/internal/calendar/davsync/davtest"
+	"github.com/hestia-dev/hestia/internal/davmirror"
 )
 
 const standup = "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//t//EN\r\nBEGIN:VEVENT\r\nUID:standup\r\nDTSTAMP:20260101T000000Z\r\n" +
@@ -48,7 +49,7 @@ func TestRadicaleSyncAndWrites(t *testing.T) {
 		t.Fatalf("mirror %+v %v", st, err)
 	}
 	if st, err = Mirror(ctx, acc, col, mirror); err != nil || st.Fetched != 0 || st.Unchanged != 1 {
-		b, _ := os.ReadFile(filepath.Join(mirror, stateFile))
+		b, _ := os.ReadFile(filepath.Join(mirror, davmirror.ICalendar.StateFile))
 		t.Fatalf("second mirror %+v %v %s", st, err, b)
 	}
 	now := func() time.Time { return time.Date(2026, 3, 20, 9, 0, 0, 0, loc) }

@@ -1,7 +1,9 @@
-// Package davtest starts a real CalDAV server (Radicale) for tests.
+// Package davtest starts a real CalDAV/CardDAV server (Radicale) for
+// tests.
 package davtest
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -18,6 +20,21 @@ import (
 // skips the test when radicale is missing, unless HESTIA_REQUIRE_SERVICES=1.
 func StartRadicale(t testing.TB, user, collection, display string) string {
 	t.Helper()
+	return Start(t, user, Collection{Name: collection, Display: display})
+}
+
+// Collection is one collection to create before the server starts.
+type Collection struct {
+	Name    string
+	Display string
+	// AddressBook makes a CardDAV address book instead of a calendar.
+	AddressBook bool
+}
+
+// Start runs Radicale (see StartRadicale) with the given collections
+// under /user/ and returns the base URL.
+func Start(t testing.TB, user string, cols ...Collection) string {
+	t.Helper()
 	bin, err := exec.LookPath("radicale")
 	if err != nil {
 		if os.Getenv("HESTIA_REQUIRE_SERVICES") == "1" {
@@ -26,11 +43,20 @@ func StartRadicale(t testing.TB, user, collection, display string) string {
 		t.Skip("radicale not installed")
 	}
 	storage := t.TempDir()
-	col := filepath.Join(storage, "collection-root", user, collection)
-	if err := os.MkdirAll(col, 0o755); err != nil {
-		t.Fatal(err)
+	for _, c := range cols {
+		dir := filepath.Join(storage, "collection-root", user, c.Name)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		tag := "VCALENDAR"
+		if c.AddressBook {
+			tag = "VADDRESSBOOK"
+		}
+		props, _ := json.Marshal(map[string]string{"tag": tag, "D:displayname": c.Display})
+		if err := os.WriteFile(filepath.Join(dir, ".Radicale.props"), props, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
-	os.WriteFile(filepath.Join(col, ".Radicale.props"), []byte(`{"tag": "VCALENDAR", "D:displayname": "`+display+`"}`), 0o644)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
