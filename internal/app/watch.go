@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/hestia-dev/hestia/internal/approval"
 	"github.com/hestia-dev/hestia/internal/chat"
@@ -39,6 +40,13 @@ func (a *App) initWatch(ctx context.Context) error {
 			return err
 		}},
 	}
+	// Mail watches read the mirror through their own handle; a new
+	// message dated over two weeks ago is a backfill, not new mail.
+	ms, err := a.OpenMailStore(ctx)
+	if err != nil {
+		return err
+	}
+	adapters = append(adapters, &watch.MailAdapter{Store: ms, Now: a.Now, MaxAge: 14 * 24 * time.Hour})
 	e, err := watch.Open(ctx, a.Paths.DB(watch.Schema.Name), watch.Options{
 		Log: a.Log.With("component", "watch"), Now: a.Now, Tools: c.tools, Adapters: adapters, Interval: cfg.Interval.D(),
 	})

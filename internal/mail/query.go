@@ -59,6 +59,11 @@ type Query struct {
 	NoVectors bool `json:"-"`
 	// Count asks for Result.Total, the exact number of matching messages.
 	Count bool `json:"count,omitempty"`
+	// AfterID and UpToID bound the mirror's message ids (exclusive,
+	// inclusive; zero means unbounded): a watch asks only for mail that
+	// arrived since its cursor.
+	AfterID int64 `json:"-"`
+	UpToID  int64 `json:"-"`
 }
 
 // Summary is one search hit: enough to choose what to read.
@@ -133,6 +138,12 @@ const liveMessage = "m.id NOT IN (SELECT id FROM messages WHERE deleted_at IS NO
 func buildFilter(q Query) (*filter, error) {
 	f := &filter{}
 	f.add(liveMessage)
+	if q.AfterID > 0 {
+		f.add("m.id > ?", q.AfterID)
+	}
+	if q.UpToID > 0 {
+		f.add("m.id <= ?", q.UpToID)
+	}
 	if q.Account != "" {
 		f.add("m.account_id = (SELECT id FROM accounts WHERE name = ?)", q.Account)
 	}

@@ -312,7 +312,13 @@ func (e *Engine) pollOne(ctx context.Context, a active) error {
 		_, err := e.db.ExecContext(ctx, `UPDATE watches SET last_error = ?, last_poll = ? WHERE id = ?`, "source "+a.source+" is not available in this version", ms(now), a.id)
 		return err
 	}
-	cur, err := ad.Snapshot(ctx, a.ref)
+	var cur json.RawMessage
+	var err error
+	if inc, ok := ad.(Incremental); ok {
+		cur, err = inc.SnapshotSince(ctx, a.ref, a.snap)
+	} else {
+		cur, err = ad.Snapshot(ctx, a.ref)
+	}
 	if err != nil {
 		msg := err.Error()
 		if len(msg) > 500 {

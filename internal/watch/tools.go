@@ -26,7 +26,7 @@ func createSchema(grants bool) json.RawMessage {
 	}
 	return json.RawMessage(`{"type":"object","additionalProperties":false,"required":["source","ref","instruction","rules"],"properties":{
 "source":{"type":"string","description":"train, url, file or mail"},
-"ref":{"type":"string","description":"the resource: train originId/number/serviceDayMs, a URL, an absolute file path, a mail search"},
+"ref":{"type":"string","description":"the resource: train originId/number/serviceDayMs, a URL, an absolute file path, a mail search: plain words or JSON {\"from\",\"subject\",\"query\",\"role\",…}; mail watches fire mail.received once per newly arrived match"},
 "instruction":{"type":"string","description":"the user's own words"},
 "expires_at":{"type":"string","description":"RFC 3339; required unless the source has a natural end (trains)"},
 "rules":{"type":"array","minItems":1,"maxItems":20,"description":"` + desc + `","items":` + ruleSchema + `}}}`)

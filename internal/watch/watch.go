@@ -118,6 +118,13 @@ type Adapter interface {
 	Terminal(cur json.RawMessage) bool
 }
 
+// Incremental is an Adapter whose snapshot continues from the previous one
+// (a cursor, as the mail adapter keeps): the engine passes the stored
+// snapshot, nil for a watch's first.
+type Incremental interface {
+	SnapshotSince(ctx context.Context, ref string, prev json.RawMessage) (json.RawMessage, error)
+}
+
 // FieldError is a bad watch definition; Field names what is wrong.
 type FieldError struct{ Field, Msg string }
 
