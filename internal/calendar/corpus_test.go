@@ -114,6 +114,11 @@ func FuzzParseICS(f *testing.F) {
 			if e.UID == "" || e.End.Before(e.Start) {
 				t.Fatalf("invalid event %+v", e)
 			}
+			if rule, ok := strings.CutPrefix(e.Zone, posixPrefix); ok {
+				if _, err := locationFromPosix(e.Zone, rule); err != nil {
+					t.Fatalf("stored zone does not load: %v", err)
+				}
+			}
 			s := Series{Start: e.Start, Duration: e.End.Sub(e.Start), AllDay: e.AllDay, Rule: e.RRule, RDates: e.RDates, ExDates: e.ExDates}
 			occ, _, err := s.Expand(e.Start, e.Start.AddDate(0, 1, 0), 50)
 			if err == nil && len(occ) > 50 {

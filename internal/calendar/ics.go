@@ -40,7 +40,8 @@ type Event struct {
 	Location      string
 	Start, End    time.Time // in Zone (the floating zone for floating/all-day)
 	AllDay        bool
-	// Zone names how Start is anchored: an IANA name, "floating", or
+	// Zone names how Start is anchored: an IANA name, "floating",
+	// "posix:<rule>" for a custom VTIMEZONE's yearly rules, or
 	// "fixed:<seconds>" for custom VTIMEZONEs approximated by an offset.
 	Zone       string
 	Status     string // TENTATIVE, CONFIRMED, CANCELLED
@@ -353,6 +354,11 @@ func LoadZone(zone string, floating *time.Location) *time.Location {
 	case zone == "" || zone == "floating":
 		return floating
 	case zone == "UTC":
+		return time.UTC
+	case strings.HasPrefix(zone, posixPrefix):
+		if loc, err := locationFromPosix(zone, strings.TrimPrefix(zone, posixPrefix)); err == nil {
+			return loc
+		}
 		return time.UTC
 	case strings.HasPrefix(zone, "fixed:"):
 		off, _ := strconv.Atoi(strings.TrimPrefix(zone, "fixed:"))

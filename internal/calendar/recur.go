@@ -50,6 +50,11 @@ func cleanRRule(v string) (string, string) {
 
 // buildRule parses a cleaned RRULE anchored at start.
 func buildRule(rule string, start time.Time) (rrule.ROption, error) {
+	// The rrule library indexes its year tables by year and panics on
+	// year 0 and before; such a DTSTART is a typo or garbage anyway.
+	if y := start.Year(); y < 1 || y > 9999 {
+		return rrule.ROption{}, fmt.Errorf("recurrence start year %d is outside 1–9999", y)
+	}
 	opt, err := rrule.StrToROptionInLocation(rule, start.Location())
 	if err != nil {
 		return rrule.ROption{}, err

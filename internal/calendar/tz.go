@@ -93,20 +93,27 @@ var windowsZones = map[string]string{
 // zones resolves TZID parameters for one file: IANA names, Windows names,
 // vendor-prefixed names ("/mozilla.org/20050126_1/Europe/Rome",
 // "/citadel.org/.../Europe/Rome") and, failing those, the fixed standard
-// offset of the file's own VTIMEZONE. The floating location is used for
+// rules (or failing that the fixed offset) of the file's own VTIMEZONE. The floating location is used for
 // times without a zone (RFC 5545 §3.3.5 form #1) and for dates.
 type zones struct {
 	floating *time.Location
 	vtz      map[string]*ical.Component
-	cache    map[string]*time.Location
+	cache    map[string]resolved
+}
+
+type resolved struct {
+	loc   *time.Location
+	exact bool
 }
 
 func newZones(cal *ical.Component, floating *time.Location) *zones {
-	z := &zones{floating: floating, vtz: map[string]*ical.Component{}, cache: map[string]*time.Location{}}
+	z := &zones{floating: floating, vtz: map[string]*ical.Component{}, cache: map[string]resolved{}}
 	for _, c := range cal.Children {
 		if c.Name == ical.CompTimezone {
 			if p := c.Props.Get(ical.PropTimezoneID); p != nil {
-				z.vtz[p.Value] = c
+				// TZID is TEXT: Outlook's "(UTC+01:00) Amsterdam\, Berlin…"
+				// is referenced unescaped from DTSTART's parameter.
+				z.vtz[textUnescaper.Replace(p.Value)] = c
 			}
 		}
 	}
@@ -116,11 +123,12 @@ func newZones(cal *ical.Component, floating *time.Location) *zones {
 // lookup returns the location for tzid and whether it was resolved to a
 // real zone (false: a fixed-offset approximation or UTC fallback).
 func (z *zones) lookup(tzid string) (*time.Location, bool) {
-	if loc, ok := z.cache[tzid]; ok {
-		return loc, true
+	tzid = strings.Trim(strings.TrimSpace(tzid), `"`)
+	if r, ok := z.cache[tzid]; ok {
+		return r.loc, r.exact
 	}
 	loc, exact := resolveTZID(tzid, z.vtz[tzid])
-	z.cache[tzid] = loc
+	z.cache[tzid] = resolved{loc, exact}
 	return loc, exact
 }
 
@@ -162,6 +170,11 @@ func resolveTZID(tzid string, vtz *ical.Component) (*time.Location, bool) {
 		}
 	}
 	if vtz != nil {
+		if rule, ok := posixFromVTimezone(vtz); ok {
+			if loc, err := locationFromPosix(posixPrefix+rule, rule); err == nil {
+				return loc, true
+			}
+		}
 		if loc := fixedFromVTimezone(name, vtz); loc != nil {
 			return loc, false
 		}
@@ -170,9 +183,9 @@ func resolveTZID(tzid string, vtz *ical.Component) (*time.Location, bool) {
 }
 
 // fixedFromVTimezone approximates an unknown zone by the TZOFFSETTO of its
-// STANDARD (or first) sub-component. DST rules of custom zones are not
-// modelled; such events may be an hour off in summer, which we accept for
-// zones no IANA name describes.
+// STANDARD (or first) sub-component, for custom zones whose daylight saving
+// rules posixFromVTimezone cannot express; such events may be an hour off
+// in summer.
 func fixedFromVTimezone(name string, vtz *ical.Component) *time.Location {
 	var pick *ical.Component
 	for _, c := range vtz.Children {
@@ -227,6 +240,9 @@ func parseUTCOffset(s string) (int, bool) {
 	}
 	return sign * n, true
 }
+
+// textUnescaper undoes RFC 5545 §3.3.11 TEXT escapes.
+var textUnescaper = strings.NewReplacer(`\\`, `\`, `\,`, ",", `\;`, ";", `\n`, "\n", `\N`, "\n")
 
 // ResolveTZID returns the location a TZID of cal names (see zones).
 func ResolveTZID(cal *ical.Component, tzid string) *time.Location {
