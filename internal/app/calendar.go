@@ -146,7 +146,7 @@ func (c *Calendar) davAccount(acc config.DAVAccount) (davsync.Account, error) {
 	if acc.Username != "" {
 		pw, err := Password(config.MailAccount{Name: acc.Name, PasswordEnv: acc.PasswordEnv, PasswordFile: acc.PasswordFile}, os.Getenv)
 		if err != nil {
-			return a, fmt.Errorf("caldav account %s: %w", acc.Name, err)
+			return a, fmt.Errorf("caldav: %w", err)
 		}
 		a.Password = pw
 	}

@@ -5,11 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
+	"github.com/hestia-dev/hestia/internal/config"
 	"github.com/hestia-dev/hestia/internal/contacts"
+	"github.com/hestia-dev/hestia/internal/contacts/cardsync"
 	"github.com/hestia-dev/hestia/internal/contacts/contacttools"
+	"github.com/hestia-dev/hestia/internal/davmirror"
 	"github.com/hestia-dev/hestia/internal/httpjson"
 	"github.com/hestia-dev/hestia/internal/mail"
 	"github.com/hestia-dev/hestia/internal/tools"
@@ -20,6 +25,10 @@ type Contacts struct {
 	Store *contacts.Store
 	Deps  contacttools.Deps
 	srcs  []contacts.Source
+	dav   []config.DAVAccount
+	// davRoot holds the CardDAV mirrors (DATA/contacts/carddav).
+	davRoot string
+	getenv  func(string) string
 }
 
 // OpenContacts opens the contacts index, and the mail mirror (a second,
@@ -36,7 +45,11 @@ func (a *App) OpenContacts(ctx context.Context) (*Contacts, error) {
 		return nil, err
 	}
 	a.OnClose(mailStore.Close)
-	c := &Contacts{Store: st, Deps: contacttools.Deps{Store: st, Now: a.Now}}
+	c := &Contacts{Store: st, Deps: contacttools.Deps{Store: st, Now: a.Now},
+		dav: a.Config.Contacts.CardDAV, davRoot: filepath.Join(a.Paths.Data, "contacts", "carddav"), getenv: a.Getenv}
+	if c.getenv == nil {
+		c.getenv = os.Getenv
+	}
 	for _, s := range a.Config.Contacts.Sources {
 		c.srcs = append(c.srcs, contacts.Source{Name: s.Name, Path: s.Path, ReadOnly: s.ReadOnly})
 	}
@@ -51,25 +64,79 @@ func (a *App) OpenContacts(ctx context.Context) (*Contacts, error) {
 	return c, nil
 }
 
-// SyncAll reconciles the configured address books and those imported by
-// hand before.
-func (c *Contacts) SyncAll(ctx context.Context) ([]contacts.SyncStats, error) {
+// MirrorDAV brings every CardDAV address book's mirror folder
+// (DATA/contacts/carddav/<account>/<book>) up to date.
+func (c *Contacts) MirrorDAV(ctx context.Context) error {
+	var errs []error
+	for _, acc := range c.dav {
+		a := davmirror.Account{Name: acc.Name, URL: acc.URL, Username: acc.Username, HTTP: &http.Client{Timeout: 60 * time.Second}}
+		if acc.Username != "" {
+			pw, err := Password(config.MailAccount{Name: acc.Name, PasswordEnv: acc.PasswordEnv, PasswordFile: acc.PasswordFile}, c.getenv)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("carddav: %w", err))
+				continue
+			}
+			a.Password = pw
+		}
+		books, err := cardsync.Discover(ctx, a)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, b := range books {
+			if _, err := cardsync.Mirror(ctx, a, b, filepath.Join(c.davRoot, acc.Name, cardsync.FolderName(b))); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// sources lists the configured address books, the CardDAV mirrors, and
+// books imported by hand before (`hestia contacts import`).
+func (c *Contacts) sources(ctx context.Context) ([]contacts.Source, error) {
 	srcs := append([]contacts.Source(nil), c.srcs...)
 	seen := map[string]bool{}
 	for _, s := range srcs {
 		seen[s.Name] = true
+	}
+	for _, acc := range c.dav {
+		ents, err := os.ReadDir(filepath.Join(c.davRoot, acc.Name))
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, err
+		}
+		for _, e := range ents {
+			if e.IsDir() {
+				name := acc.Name + "/" + e.Name()
+				seen[name] = true
+				// Read-only: no tool writes contacts, and the mirror
+				// would overwrite a local change.
+				srcs = append(srcs, contacts.Source{Name: name, Path: filepath.Join(c.davRoot, acc.Name, e.Name()), ReadOnly: true})
+			}
+		}
 	}
 	books, err := c.Store.Books(ctx)
 	if err != nil {
 		return nil, err
 	}
 	for _, b := range books {
-		if !seen[b.Name] {
+		// A mirror of an account no longer configured is not re-read.
+		if !seen[b.Name] && !strings.HasPrefix(b.Path, c.davRoot+string(filepath.Separator)) {
 			srcs = append(srcs, b)
 		}
 	}
+	return srcs, nil
+}
+
+// SyncAll mirrors the CardDAV accounts, then reconciles every address
+// book; a failing book or account does not stop the others.
+func (c *Contacts) SyncAll(ctx context.Context) ([]contacts.SyncStats, error) {
+	errs := []error{c.MirrorDAV(ctx)}
+	srcs, err := c.sources(ctx)
+	if err != nil {
+		return nil, errors.Join(append(errs, err)...)
+	}
 	var out []contacts.SyncStats
-	var errs []error
 	for _, s := range srcs {
 		st, err := c.Store.Sync(ctx, s)
 		if err != nil {

@@ -131,30 +131,31 @@ func (m *Mail) account(name string) (config.MailAccount, error) {
 	return config.MailAccount{}, fmt.Errorf("no mail account %q in the configuration", name)
 }
 
-// Password reads an account's password from its environment variable or
-// its owner-only file; it is never read from the configuration file.
+// Password reads an account's (mail, CalDAV or CardDAV) password from its
+// environment variable or its owner-only file; it is never read from the
+// configuration file.
 func Password(acc config.MailAccount, getenv func(string) string) (string, error) {
 	if acc.PasswordEnv != "" {
 		if v := getenv(acc.PasswordEnv); v != "" {
 			return v, nil
 		}
 		if acc.PasswordFile == "" {
-			return "", fmt.Errorf("mail account %s: environment variable %s is empty", acc.Name, acc.PasswordEnv)
+			return "", fmt.Errorf("account %s: environment variable %s is empty", acc.Name, acc.PasswordEnv)
 		}
 	}
 	if acc.PasswordFile == "" {
-		return "", fmt.Errorf("mail account %s has no password_env or password_file", acc.Name)
+		return "", fmt.Errorf("account %s has no password_env or password_file", acc.Name)
 	}
 	fi, err := os.Stat(acc.PasswordFile)
 	if err != nil {
-		return "", fmt.Errorf("mail account %s password file: %w", acc.Name, err)
+		return "", fmt.Errorf("account %s password file: %w", acc.Name, err)
 	}
 	if fi.Mode().Perm()&0o077 != 0 {
-		return "", fmt.Errorf("mail account %s: password file %s must not be readable by others (chmod 600)", acc.Name, acc.PasswordFile)
+		return "", fmt.Errorf("account %s: password file %s must not be readable by others (chmod 600)", acc.Name, acc.PasswordFile)
 	}
 	b, err := os.ReadFile(acc.PasswordFile)
 	if err != nil {
-		return "", fmt.Errorf("mail account %s password file: %w", acc.Name, err)
+		return "", fmt.Errorf("account %s password file: %w", acc.Name, err)
 	}
 	return strings.TrimRight(string(b), "\r\n"), nil
 }

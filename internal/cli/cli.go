@@ -204,7 +204,9 @@ func (env *Env) openApp() (*app.App, error) {
 	if err != nil {
 		return nil, err
 	}
-	return app.New(paths, cfg, log, env.Version), nil
+	a := app.New(paths, cfg, log, env.Version)
+	a.Getenv = env.Getenv // account passwords named by password_env
+	return a, nil
 }
 
 // OSEnv is the Env of the real process.

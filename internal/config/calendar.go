@@ -41,6 +41,9 @@ type DAVAccount struct {
 type ContactsConfig struct {
 	// Sources are vdir folders of .vcf files.
 	Sources []VdirSource `toml:"sources"`
+	// CardDAV accounts are mirrored into DATA/contacts/carddav/<name>/
+	// and indexed like vdir sources (read-only: nothing writes contacts).
+	CardDAV []DAVAccount `toml:"carddav"`
 }
 
 // VdirSource is one vdir folder.
@@ -90,23 +93,7 @@ func (c CalendarConfig) validate() []error {
 	for _, s := range c.Sources {
 		names[s.Name] = true
 	}
-	for i, a := range c.CalDAV {
-		key := fmt.Sprintf("calendar.caldav[%d]", i)
-		if a.Name == "" || names[a.Name] || strings.ContainsAny(a.Name, "/\\") {
-			errs = append(errs, &Error{Key: key + ".name", Value: a.Name, Allowed: "a unique, non-empty name without slashes"})
-		}
-		names[a.Name] = true
-		u, err := url.Parse(a.URL)
-		switch {
-		case err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http"):
-			errs = append(errs, &Error{Key: key + ".url", Value: a.URL, Allowed: "an http(s) URL of the CalDAV server"})
-		case u.Scheme == "http" && !IsLoopbackHost(u.Hostname()):
-			errs = append(errs, &Error{Key: key + ".url", Value: a.URL, Allowed: "https for a non-loopback server"})
-		}
-		if a.Username != "" && a.PasswordEnv == "" && a.PasswordFile == "" {
-			errs = append(errs, &Error{Key: key + ".password_env", Value: "", Allowed: "the name of an environment variable holding the password (or set password_file)"})
-		}
-	}
+	errs = append(errs, validateDAV("calendar.caldav", "CalDAV", c.CalDAV, names)...)
 	if c.Timezone != "" {
 		if _, err := time.LoadLocation(c.Timezone); err != nil {
 			errs = append(errs, &Error{Key: "calendar.timezone", Value: c.Timezone, Allowed: "an IANA zone like Europe/Rome"})
@@ -140,4 +127,35 @@ func (c CalendarConfig) validate() []error {
 	return errs
 }
 
-func (c ContactsConfig) validate() []error { return validateVdir("contacts", c.Sources) }
+func (c ContactsConfig) validate() []error {
+	errs := validateVdir("contacts", c.Sources)
+	names := map[string]bool{}
+	for _, s := range c.Sources {
+		names[s.Name] = true
+	}
+	return append(errs, validateDAV("contacts.carddav", "CardDAV", c.CardDAV, names)...)
+}
+
+// validateDAV checks DAV accounts; names holds the section's source names
+// (an account's mirrors are named after it, so names are shared).
+func validateDAV(section, proto string, accts []DAVAccount, names map[string]bool) []error {
+	var errs []error
+	for i, a := range accts {
+		key := fmt.Sprintf("%s[%d]", section, i)
+		if a.Name == "" || names[a.Name] || strings.ContainsAny(a.Name, "/\\") {
+			errs = append(errs, &Error{Key: key + ".name", Value: a.Name, Allowed: "a unique, non-empty name without slashes"})
+		}
+		names[a.Name] = true
+		u, err := url.Parse(a.URL)
+		switch {
+		case err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http"):
+			errs = append(errs, &Error{Key: key + ".url", Value: a.URL, Allowed: "an http(s) URL of the " + proto + " server"})
+		case u.Scheme == "http" && !IsLoopbackHost(u.Hostname()):
+			errs = append(errs, &Error{Key: key + ".url", Value: a.URL, Allowed: "https for a non-loopback server"})
+		}
+		if a.Username != "" && a.PasswordEnv == "" && a.PasswordFile == "" {
+			errs = append(errs, &Error{Key: key + ".password_env", Value: "", Allowed: "the name of an environment variable holding the password (or set password_file)"})
+		}
+	}
+	return errs
+}

@@ -117,6 +117,10 @@ func TestRejections(t *testing.T) {
 		{"env bad int", "", map[string]string{"HESTIA_LOG_MAX_SIZE_MB": "lots"}, []string{"HESTIA_LOG_MAX_SIZE_MB", "log.max_size_mb", "integer"}},
 		{"env bad bool", "", map[string]string{"HESTIA_SERVER_ALLOW_REMOTE": "maybe"}, []string{"server.allow_remote", "true or false"}},
 		{"env bad level", "", map[string]string{"HESTIA_LOG_LEVEL": "chatty"}, []string{"log.level", "chatty"}},
+		{"carddav plain http", "[[contacts.carddav]]\nname = \"dav\"\nurl = \"http://dav.example.org/\"\n", nil, []string{"contacts.carddav[0].url", "https for a non-loopback server"}},
+		{"carddav no url", "[[contacts.carddav]]\nname = \"dav\"\n", nil, []string{"contacts.carddav[0].url", "CardDAV server"}},
+		{"carddav no password", "[[contacts.carddav]]\nname = \"dav\"\nurl = \"https://dav.example.org/\"\nusername = \"me\"\n", nil, []string{"contacts.carddav[0].password_env"}},
+		{"carddav slash name", "[[contacts.carddav]]\nname = \"a/b\"\nurl = \"https://dav.example.org/\"\n", nil, []string{"contacts.carddav[0].name", "without slashes"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
