@@ -12,6 +12,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -121,6 +122,28 @@ type Deps struct {
 	// SystemNotes, when set, adds text to the system prompt of every turn
 	// (the index of installed skills). Optional.
 	SystemNotes func(ctx context.Context) string
+	// Held, when set, makes a background turn's gated calls durable
+	// (internal/heldcall): each is recorded before its card, runs only
+	// after Held.Begin took it, and one still waiting when the turn ends
+	// is handed over to be asked again, across restarts too.
+	Held HeldCalls
+}
+
+// HeldCall is a background turn's gated call as Held records it.
+type HeldCall struct {
+	Key, Origin, ChatID, Tool, Reason string
+	Args                              json.RawMessage
+}
+
+// HeldCalls is the durable record of background calls waiting for the user.
+type HeldCalls interface {
+	Hold(ctx context.Context, c HeldCall) error
+	// Begin takes a waiting call to run it; false: it must not run (it
+	// already ran, was denied, or another approval took it).
+	Begin(ctx context.Context, key string) (bool, error)
+	Finish(ctx context.Context, key, state, result string) error
+	// Adopt asks again about a call no turn waits for any more.
+	Adopt(key string)
 }
 
 // Agent runs turns.
@@ -210,6 +233,9 @@ type Options struct {
 	// gated calls and questions wait for the user without a timeout
 	// instead of being denied, and the turn waits with them.
 	Background bool
+	// Origin names what started a background turn ("job:NAME"); held
+	// calls carry it.
+	Origin string
 	// NoInterrupt queues behind a running turn instead of interrupting it.
 	NoInterrupt bool
 	// OverBudget is the user's explicit "continue over budget" for this

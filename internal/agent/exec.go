@@ -206,14 +206,20 @@ func (a *Agent) authorizeAndRun(st *turnState, p *prepared) *callResult {
 			return c.Args, nil
 		},
 	}
+	held := a.hold(st, p, req)
 	_, d := a.d.Approvals.Ask(st.ctx, req, st.t.opts.NoApprover)
+	if held != "" {
+		if r := a.settleHeld(st, p, held, d); r != nil {
+			return r
+		}
+	}
 	switch d.Outcome {
 	case approval.Approve:
 		a.applyMode(st, d)
-		return a.runAllowed(st, p, p.dispatched, DecApproved, "user", d.Note)
+		return a.finishHeld(st, held, a.runAllowed(st, p, p.dispatched, DecApproved, "user", d.Note))
 	case approval.Edit:
 		a.applyMode(st, d)
-		return a.runAllowed(st, p, d.Args, DecEdited, "user", d.Note)
+		return a.finishHeld(st, held, a.runAllowed(st, p, d.Args, DecEdited, "user", d.Note))
 	case approval.Deny:
 		msg := fmt.Sprintf("NOT done: the user denied %s; nothing was changed.", p.name)
 		if d.Note != "" {
@@ -380,4 +386,63 @@ func (a *Agent) recordUsage(st *turnState, name string, d time.Duration, outcome
 	if err := a.d.Usage.RecordTool(st.bg, usage.ToolCall{Service: "agent", Tool: name, Duration: d, Outcome: outcome, Error: snippet(msg, 300), ChatID: st.t.ChatID}); err != nil {
 		a.d.Log.Warn("recording tool usage", "tool", name, "err", err)
 	}
+}
+
+// hold records a background turn's gated call durably before its card is
+// shown (Deps.Held) and returns its key; "" when calls are not held.
+func (a *Agent) hold(st *turnState, p *prepared, req approval.Request) string {
+	if a.d.Held == nil || !st.t.opts.Background {
+		return ""
+	}
+	key := st.t.ID + ":" + p.id
+	origin := st.t.opts.Origin
+	if origin == "" {
+		origin = "turn:" + st.t.ID
+	}
+	if err := a.d.Held.Hold(st.bg, HeldCall{Key: key, Origin: origin, ChatID: st.t.ChatID, Tool: p.name, Reason: req.Reason, Args: req.Args}); err != nil {
+		a.d.Log.Warn("holdCall", "tool", p.name, "err", err)
+		return ""
+	}
+	return key
+}
+
+// settleHeld applies the card's decision to a held call. An approval runs
+// only if Held.Begin takes the call (it cannot run twice); a denial closes
+// it; a card the turn stopped waiting for (cancelled, the job's timeout)
+// is handed over to be asked again. A non-nil result ends the call here.
+func (a *Agent) settleHeld(st *turnState, p *prepared, key string, d approval.Decision) *callResult {
+	switch d.Outcome {
+	case approval.Approve, approval.Edit:
+		ok, err := a.d.Held.Begin(st.bg, key)
+		if err != nil || !ok {
+			return a.refused(st, p, DecSkipped, fmt.Sprintf("NOT run now: %s was already handled outside this turn (approved or denied from another card).", p.name), "")
+		}
+	case approval.Deny, approval.Revise:
+		if err := a.d.Held.Finish(st.bg, key, "denied", "the user denied it: "+d.Note); err != nil {
+			a.d.Log.Warn("holdCall", "tool", p.name, "err", err)
+		}
+	default:
+		a.d.Held.Adopt(key)
+	}
+	return nil
+}
+
+// finishHeld records how a held call ended.
+func (a *Agent) finishHeld(st *turnState, key string, r *callResult) *callResult {
+	if key == "" {
+		return r
+	}
+	state, result := "done", r.run.Error
+	if r.run.Status != StatusOK {
+		if context.Cause(st.ctx) != nil {
+			// Stopped mid-run: it stays running, and the next start marks
+			// it unknown rather than guessing whether it happened.
+			return r
+		}
+		state = "failed"
+	}
+	if err := a.d.Held.Finish(st.bg, key, state, result); err != nil {
+		a.d.Log.Warn("holdCall", "tool", r.name, "err", err)
+	}
+	return r
 }

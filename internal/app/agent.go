@@ -111,12 +111,16 @@ func (a *App) initAgent(ctx context.Context) error {
 
 	broker := approval.New(approval.Options{Clock: a.Now, Timeout: cfg.Agent.ApprovalTimeout.D(), Approvers: bus.Approvers, ApproversFor: bus.ApproversFor,
 		Notify: agent.Notifier{Events: bus, Audit: auditLog}})
+	held, err := a.openHeldCalls(ctx, reg, broker, engine, paths, chats, bus) // heldcalls.go
+	if err != nil {
+		return err
+	}
 
 	ag, err := agent.New(agent.Config{
 		Tier: llm.Tier(cfg.Agent.Tier), StepLimit: cfg.Agent.StepLimit, QueueLimit: cfg.Agent.QueueLimit,
 		ContextTokens: cfg.Agent.ContextTokens, ToolTimeout: cfg.Agent.ToolTimeout.D(),
 	}, agent.Deps{LLM: a.Chat, Budget: a.Budget, Usage: a.Usage, Tools: reg, Policy: engine, Paths: paths, Approvals: broker, Chats: chats, Audit: auditLog, Events: bus, Log: log, Clock: a.Now,
-		Profile: mem.prompt, OnCompact: mem.onCompact, SystemNotes: skillNotes})
+		Profile: mem.prompt, OnCompact: mem.onCompact, SystemNotes: skillNotes, Held: heldAdapter{held}})
 	if err != nil {
 		return err
 	}
@@ -129,7 +133,7 @@ func (a *App) initAgent(ctx context.Context) error {
 		log.Error("closing approvals left by a stopped daemon", "err", err)
 	}
 
-	a.core = agentCore{agent: ag, chats: chats, bus: bus, tools: reg, approvals: broker, policy: engine, audit: auditLog, paths: paths}
+	a.core = agentCore{agent: ag, chats: chats, bus: bus, tools: reg, approvals: broker, policy: engine, audit: auditLog, paths: paths, held: held}
 	a.exposeMCP(paths, auditLog)
 
 	mux := a.Server.API()

@@ -11,6 +11,7 @@ import (
 	"github.com/hestia-dev/hestia/internal/approval"
 	"github.com/hestia-dev/hestia/internal/chat"
 	"github.com/hestia-dev/hestia/internal/events"
+	"github.com/hestia-dev/hestia/internal/heldcall"
 	"github.com/hestia-dev/hestia/internal/pathpolicy"
 	"github.com/hestia-dev/hestia/internal/policy"
 	"github.com/hestia-dev/hestia/internal/scheduler"
@@ -29,6 +30,7 @@ type agentCore struct {
 	policy    *policy.Engine
 	audit     *audit.Log
 	paths     *pathpolicy.Policy
+	held      *heldcall.Queue // background calls waiting for the user, durable
 }
 
 // initScheduler opens the scheduler before the domains that register
@@ -94,7 +96,7 @@ func (a *App) runJobPrompt(ctx context.Context, j scheduler.Job) (string, error)
 		chatID = ch.ID
 	}
 	text := fmt.Sprintf("[Scheduled job %q, %s, run at %s]\n%s", j.Name, j.Schedule, a.Now().Format(time.RFC1123), j.Prompt)
-	t, err := c.agent.Submit(ctx, chatID, text, agent.Options{NoInterrupt: true, Background: true})
+	t, err := c.agent.Submit(ctx, chatID, text, agent.Options{NoInterrupt: true, Background: true, Origin: "job:" + j.Name})
 	if err != nil {
 		return chatID, fmt.Errorf("starting the turn of job %s: %w", j.Name, err)
 	}

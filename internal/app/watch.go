@@ -2,18 +2,19 @@ package app
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
 
-	"github.com/hestia-dev/hestia/internal/approval"
 	"github.com/hestia-dev/hestia/internal/chat"
+	"github.com/hestia-dev/hestia/internal/heldcall"
 	"github.com/hestia-dev/hestia/internal/llm"
 	"github.com/hestia-dev/hestia/internal/notify"
 	"github.com/hestia-dev/hestia/internal/store"
-	"github.com/hestia-dev/hestia/internal/tools"
 	"github.com/hestia-dev/hestia/internal/untrusted"
 	"github.com/hestia-dev/hestia/internal/watch"
 )
@@ -161,32 +162,22 @@ func (a *App) deliverWatchMessage(ctx context.Context, d watch.Delivery, msg str
 	return nil
 }
 
-// gateWatchCall turns a call outside the grants into an approval that
-// waits for the user (no expiry); approved, it runs once.
+// gateWatchCall turns a call outside the grants into a held call (the
+// durable queue, heldcalls.go): its approval waits for the user with no
+// expiry, is asked again after a restart, and approved it runs once. The
+// key is the event, the tool and the exact arguments, so a retried
+// delivery asks nothing new.
 func (a *App) gateWatchCall(ctx context.Context, d watch.Delivery, name string, args json.RawMessage, reason string) {
 	c := a.core
-	t, err := c.tools.Get(name)
-	if err != nil {
+	if c.held == nil {
 		return
 	}
-	s := t.Spec()
-	req := approval.Request{Kind: approval.KindApproval, ChatID: d.Watch.ChatID, TurnID: "watch:" + d.Watch.ID, CallID: fmt.Sprintf("watch-event-%d-%s", d.Event.ID, name),
-		Tool: name, Args: args, Risk: s.Risk.String(), Reason: "watch " + d.Watch.ID + ": " + reason, Schema: s.Schema, NoExpiry: true,
-		TaintedBy: nil}
-	if p, ok := t.(tools.Previewer); ok {
-		req.Preview = p.Preview(ctx, args)
+	sum := sha256.Sum256(args)
+	key := fmt.Sprintf("watch:%s:%d:%s:%s", d.Watch.ID, d.Event.ID, name, hex.EncodeToString(sum[:8]))
+	if _, err := c.held.Hold(ctx, heldcall.Call{Key: key, Origin: "watch:" + d.Watch.ID, ChatID: d.Watch.ChatID, Tool: name, Args: args,
+		Reason: "watch " + d.Watch.ID + ": " + reason}); err != nil {
+		a.Log.Warn("watchGate", "tool", name, "err", err)
+		return
 	}
-	go func() {
-		_, dec := c.approvals.Ask(ctx, req, false)
-		if !dec.Runs() {
-			return
-		}
-		run := args
-		if dec.Outcome == approval.Edit && len(dec.Args) > 0 {
-			run = dec.Args
-		}
-		if _, err := t.Run(ctx, tools.Call{ID: req.CallID, ChatID: d.Watch.ChatID, Args: run}); err != nil {
-			a.Log.Warn("watchApprovedCall", "tool", name, "err", err)
-		}
-	}()
+	c.held.Adopt(key)
 }

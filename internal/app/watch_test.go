@@ -20,6 +20,7 @@ import (
 	"github.com/emersion/go-smtp"
 
 	"github.com/hestia-dev/hestia/internal/config"
+	"github.com/hestia-dev/hestia/internal/heldcall"
 	"github.com/hestia-dev/hestia/internal/llm/llmtest"
 )
 
@@ -261,8 +262,7 @@ func TestTrainWatchSendsOneGrantedMail(t *testing.T) {
 	// Restart and replay everything: nothing fires or sends again.
 	a2 := testApp(t, home)
 	configure(a2)
-	_, stop2 := start(t, a2)
-	defer stop2()
+	base2, stop2 := start(t, a2)
 	a2.Watches.Stop(pctx, "nothing") // unknown ids change nothing
 	for _, f := range []string{"1.json", "3.json", "5.json", "6.json"} {
 		setFixture(f)
@@ -271,11 +271,79 @@ func TestTrainWatchSendsOneGrantedMail(t *testing.T) {
 		}
 	}
 	sink.mu.Lock()
-	defer sink.mu.Unlock()
 	if len(sink.rcpts) != 1 {
 		t.Fatalf("after the restart SMTP got %v", sink.rcpts)
 	}
+	sink.mu.Unlock()
 	if n := len(up.Requests()); n != 4 {
 		t.Fatalf("model requests %d, want 4", n)
+	}
+
+	// The call outside the grant survived the restart: it is asked again,
+	// and once the user approves it, it is sent exactly once.
+	call2 := func(method, path, body string) string {
+		req, _ := http.NewRequest(method, base2+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+a2.Token.Value())
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, b)
+		}
+		return string(b)
+	}
+	var again struct {
+		Approvals []struct {
+			ID, Tool string
+			Args     json.RawMessage
+			NoExpiry bool `json:"no_expiry"`
+		}
+	}
+	for deadline := time.Now().Add(20 * time.Second); len(again.Approvals) == 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the held call was not asked again after the restart")
+		}
+		json.Unmarshal([]byte(call2("GET", "/api/approvals", "")), &again)
+	}
+	if len(again.Approvals) != 1 || again.Approvals[0].Tool != "mail_send" || !strings.Contains(string(again.Approvals[0].Args), "eve@attacker.test") || !again.Approvals[0].NoExpiry {
+		t.Fatalf("re-asked: %+v", again)
+	}
+	call2("POST", "/api/approvals/"+again.Approvals[0].ID, `{"decision":"approve"}`)
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		sink.mu.Lock()
+		n := len(sink.rcpts)
+		sink.mu.Unlock()
+		if n == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the approved held send did not reach SMTP (%d messages)", n)
+		}
+	}
+	var held []heldcall.Call
+	for deadline := time.Now().Add(20 * time.Second); len(held) != 1 || held[0].State != heldcall.StateDone; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("held calls %+v", held)
+		}
+		held, _ = a2.core.held.List(pctx, "")
+	}
+	if err := stop2(); err != nil {
+		t.Fatal(err)
+	}
+	a3 := testApp(t, home)
+	configure(a3)
+	_, stop3 := start(t, a3)
+	defer stop3()
+	if err := a3.core.held.Resume(pctx); err != nil {
+		t.Fatal(err)
+	}
+	sink.mu.Lock()
+	defer sink.mu.Unlock()
+	if len(sink.rcpts) != 2 || strings.Join(sink.rcpts[1], ",") != "eve@attacker.test" || len(a3.core.approvals.Pending("")) != 0 {
+		t.Fatalf("after a third start: SMTP %v, cards %+v", sink.rcpts, a3.core.approvals.Pending(""))
 	}
 }

@@ -1,0 +1,355 @@
+// Package heldcall keeps background tool calls that wait for the user's
+// approval durable across daemon restarts.
+//
+// A user job's gated call and a watch's call outside its grants wait for
+// the user with no expiry. The approval broker keeps requests in memory, so
+// without this package a restart lost them. Here every such call is a row
+// (heldcalls.db) written before the card is shown: waiting → running →
+// done / failed, or denied; a call caught running when the daemon stopped
+// becomes unknown and is never retried (it may have happened). At start the
+// waiting calls are asked again; approved, a call moves waiting → running
+// in one conditional update before it runs, so two approvals (the turn's
+// card and a re-asked one, or two daemons' worth of retries) can never run
+// it twice.
+package heldcall
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/hestia-dev/hestia/internal/approval"
+	"github.com/hestia-dev/hestia/internal/store"
+	"github.com/hestia-dev/hestia/internal/tools"
+)
+
+// Schema is the held-calls database.
+var Schema = store.Schema{
+	Name: "heldcalls",
+	Migrations: []string{`
+CREATE TABLE calls (
+	key        TEXT PRIMARY KEY,
+	origin     TEXT NOT NULL,
+	chat_id    TEXT NOT NULL DEFAULT '',
+	tool       TEXT NOT NULL,
+	args       TEXT NOT NULL,
+	reason     TEXT NOT NULL DEFAULT '',
+	state      TEXT NOT NULL,
+	result     TEXT NOT NULL DEFAULT '',
+	created_at INTEGER NOT NULL,
+	updated_at INTEGER NOT NULL
+);
+CREATE INDEX calls_state ON calls(state);
+`},
+}
+
+// States of a held call.
+const (
+	StateWaiting = "waiting"
+	StateRunning = "running"
+	StateDone    = "done"
+	StateFailed  = "failed"
+	StateDenied  = "denied"
+	StateUnknown = "unknown" // running when the daemon stopped: maybe done
+)
+
+// Call is one held call.
+type Call struct {
+	Key string `json:"key"`
+	// Origin says what proposed it: "job:NAME", "watch:ID".
+	Origin    string          `json:"origin"`
+	ChatID    string          `json:"chat_id,omitempty"`
+	Tool      string          `json:"tool"`
+	Args      json.RawMessage `json:"args"`
+	Reason    string          `json:"reason,omitempty"`
+	State     string          `json:"state"`
+	Result    string          `json:"result,omitempty"`
+	CreatedAt time.Time       `json:"created_at"`
+	UpdatedAt time.Time       `json:"updated_at"`
+}
+
+// Options configure a Queue.
+type Options struct {
+	Log       *slog.Logger
+	Now       func() time.Time
+	Tools     *tools.Registry
+	Approvals *approval.Broker
+	// Check runs just before an approved call: the policy as it is now (a
+	// deny rule added while the call waited wins). nil: no check.
+	Check func(ctx context.Context, tool string, args json.RawMessage, chatID string) error
+	// Finished is told about a call this queue ran or closed after asking
+	// again (the turn that proposed it is gone): the app notes it in the
+	// call's chat.
+	Finished func(ctx context.Context, c Call)
+	// ToolTimeout bounds one run (default 2 minutes).
+	ToolTimeout time.Duration
+}
+
+// Queue is the durable store of held calls and the asker of the ones no
+// turn waits for any more.
+type Queue struct {
+	db   *store.DB
+	opts Options
+	log  *slog.Logger
+
+	mu     sync.Mutex // guards the fields below
+	life   context.Context
+	asking map[string]bool
+	wg     sync.WaitGroup
+}
+
+// Open opens (creating) the database at path.
+func Open(ctx context.Context, path string, o Options) (*Queue, error) {
+	db, err := store.Open(ctx, path, Schema)
+	if err != nil {
+		return nil, err
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.ToolTimeout <= 0 {
+		o.ToolTimeout = 2 * time.Minute
+	}
+	return &Queue{db: db, opts: o, log: o.Log, asking: map[string]bool{}}, nil
+}
+
+// Close waits for calls in flight and closes the database.
+func (q *Queue) Close() error {
+	q.wg.Wait()
+	return q.db.Close()
+}
+
+func ms(t time.Time) int64 { return t.UnixMilli() }
+
+// Hold records a call waiting for approval before its card is shown. A key
+// seen before is not recorded again (inserted is false): the first record
+// and its state stand.
+func (q *Queue) Hold(ctx context.Context, c Call) (inserted bool, err error) {
+	if c.Key == "" || c.Tool == "" {
+		return false, errors.New("a held call needs a key and a tool")
+	}
+	if len(c.Args) == 0 {
+		c.Args = json.RawMessage(`{}`)
+	}
+	now := ms(q.opts.Now())
+	res, err := q.db.ExecContext(ctx, `INSERT INTO calls (key, origin, chat_id, tool, args, reason, state, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (key) DO NOTHING`,
+		c.Key, c.Origin, c.ChatID, c.Tool, string(c.Args), clip(c.Reason, 1000), StateWaiting, now, now)
+	if err != nil {
+		return false, fmt.Errorf("holding %s: %w", c.Tool, err)
+	}
+	n, _ := res.RowsAffected()
+	return n == 1, nil
+}
+
+// Begin moves a waiting call to running. It is the single gate before a
+// held call runs: false means it is not waiting any more (it ran, was
+// denied, or another approval took it) and must not run.
+func (q *Queue) Begin(ctx context.Context, key string) (bool, error) {
+	res, err := q.db.ExecContext(ctx, `UPDATE calls SET state = ?, updated_at = ? WHERE key = ? AND state = ?`, StateRunning, ms(q.opts.Now()), key, StateWaiting)
+	if err != nil {
+		return false, fmt.Errorf("starting held call %s: %w", key, err)
+	}
+	n, _ := res.RowsAffected()
+	return n == 1, nil
+}
+
+// Finish records how a call ended (done, failed or denied).
+func (q *Queue) Finish(ctx context.Context, key, state, result string) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if _, err := q.db.ExecContext(ctx, `UPDATE calls SET state = ?, result = ?, updated_at = ? WHERE key = ? AND state IN (?, ?)`,
+		state, clip(result, 2000), ms(q.opts.Now()), key, StateWaiting, StateRunning); err != nil {
+		return fmt.Errorf("finishing held call %s: %w", key, err)
+	}
+	return nil
+}
+
+// Get returns one call.
+func (q *Queue) Get(ctx context.Context, key string) (Call, error) {
+	row := q.db.QueryRowContext(ctx, `SELECT key, origin, chat_id, tool, args, reason, state, result, created_at, updated_at FROM calls WHERE key = ?`, key)
+	c, err := scan(row)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Call{}, fmt.Errorf("held call %s: %w", key, store.ErrNotFound)
+	}
+	return c, err
+}
+
+// List returns calls in one state ("" for all), newest first, at most 200.
+func (q *Queue) List(ctx context.Context, state string) ([]Call, error) {
+	rows, err := q.db.QueryContext(ctx, `SELECT key, origin, chat_id, tool, args, reason, state, result, created_at, updated_at FROM calls
+		WHERE ? = '' OR state = ? ORDER BY created_at DESC, key LIMIT 200`, state, state)
+	if err != nil {
+		return nil, fmt.Errorf("listing held calls: %w", err)
+	}
+	defer rows.Close()
+	out := []Call{}
+	for rows.Next() {
+		c, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+func scan(sc interface{ Scan(...any) error }) (Call, error) {
+	var c Call
+	var args string
+	var created, updated int64
+	if err := sc.Scan(&c.Key, &c.Origin, &c.ChatID, &c.Tool, &args, &c.Reason, &c.State, &c.Result, &created, &updated); err != nil {
+		return Call{}, err
+	}
+	c.Args = json.RawMessage(args)
+	c.CreatedAt, c.UpdatedAt = time.UnixMilli(created).UTC(), time.UnixMilli(updated).UTC()
+	return c, nil
+}
+
+// Run is the daemon worker: calls a previous process left running are
+// marked unknown (never retried), the waiting ones are asked again, and
+// asks started later (Adopt) live until ctx ends.
+func (q *Queue) Run(ctx context.Context) error {
+	q.mu.Lock()
+	q.life = ctx
+	q.mu.Unlock()
+	if err := q.Resume(ctx); err != nil {
+		q.log.Error("heldResume", "err", err)
+	}
+	<-ctx.Done()
+	q.wg.Wait()
+	return nil
+}
+
+// Resume closes calls caught running and asks the waiting ones again.
+func (q *Queue) Resume(ctx context.Context) error {
+	if _, err := q.db.ExecContext(ctx, `UPDATE calls SET state = ?, result = 'the daemon stopped while it ran: it may or may not have happened, so it is not run again', updated_at = ? WHERE state = ?`,
+		StateUnknown, ms(q.opts.Now()), StateRunning); err != nil {
+		return fmt.Errorf("closing held calls left running: %w", err)
+	}
+	waiting, err := q.List(ctx, StateWaiting)
+	if err != nil {
+		return err
+	}
+	for i := len(waiting) - 1; i >= 0; i-- { // oldest card first
+		q.Adopt(waiting[i].Key)
+	}
+	return nil
+}
+
+// Adopt asks the user about a waiting call no turn waits for any more
+// (the turn ended, or the daemon restarted). It does nothing when the
+// queue is not running or the call is already being asked.
+func (q *Queue) Adopt(key string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.life == nil || q.life.Err() != nil || q.asking[key] {
+		return
+	}
+	q.asking[key] = true
+	q.wg.Add(1)
+	go func(ctx context.Context) {
+		defer func() {
+			q.mu.Lock()
+			delete(q.asking, key)
+			q.mu.Unlock()
+			q.wg.Done()
+		}()
+		if err := q.ask(ctx, key); err != nil && ctx.Err() == nil {
+			q.log.Warn("heldAsk", "key", key, "err", err)
+		}
+	}(q.life)
+}
+
+func (q *Queue) ask(ctx context.Context, key string) error {
+	c, err := q.Get(ctx, key)
+	if err != nil || c.State != StateWaiting {
+		return err
+	}
+	if q.opts.Approvals == nil || q.opts.Tools == nil {
+		return errors.New("held calls need the approval broker and the tools")
+	}
+	t, err := q.opts.Tools.Get(c.Tool)
+	if err != nil {
+		return q.close(ctx, c, StateFailed, fmt.Sprintf("%s is no longer available: not run", c.Tool))
+	}
+	s := t.Spec()
+	req := approval.Request{Kind: approval.KindApproval, ChatID: c.ChatID, TurnID: c.Origin, CallID: c.Key, Tool: c.Tool, Args: c.Args,
+		Risk: s.Risk.String(), Schema: s.Schema, NoExpiry: true,
+		Reason: fmt.Sprintf("%s (waiting since %s)", c.Reason, c.CreatedAt.Local().Format("Mon 2 Jan 15:04")),
+		Validate: func(edited json.RawMessage) (json.RawMessage, error) {
+			_, canon, err := tools.DecodeArgs(c.Tool, string(edited), s.Schema)
+			return canon, err
+		}}
+	if p, ok := t.(tools.Previewer); ok {
+		req.Preview = p.Preview(ctx, c.Args)
+	}
+	_, d := q.opts.Approvals.Ask(ctx, req, false)
+	switch d.Outcome {
+	case approval.Approve, approval.Edit:
+	case approval.Deny, approval.Revise:
+		msg := "the user denied it: not run"
+		if d.Note != "" {
+			msg += " (" + d.Note + ")"
+		}
+		return q.close(ctx, c, StateDenied, msg)
+	default:
+		return nil // cancelled (the daemon is stopping): asked again at the next start
+	}
+	args := c.Args
+	if d.Outcome == approval.Edit && len(d.Args) > 0 {
+		args = d.Args
+	}
+	if q.opts.Check != nil {
+		if err := q.opts.Check(ctx, c.Tool, args, c.ChatID); err != nil {
+			return q.close(ctx, c, StateDenied, "refused by the policy now in force: "+err.Error())
+		}
+	}
+	ok, err := q.Begin(ctx, c.Key)
+	if err != nil || !ok {
+		return err
+	}
+	rctx, cancel := context.WithTimeout(ctx, q.opts.ToolTimeout)
+	out, rerr := t.Run(rctx, tools.Call{ID: c.Key, ChatID: c.ChatID, Args: args})
+	cancel()
+	if rerr != nil && ctx.Err() != nil {
+		// The daemon is stopping mid-run: it stays running, so the next
+		// start marks it unknown instead of guessing.
+		return nil
+	}
+	state, result := StateDone, tools.Cap(out.Content, s.MaxResultChars())
+	switch {
+	case rerr != nil:
+		state, result = StateFailed, rerr.Error()
+	case out.IsError:
+		state = StateFailed
+	}
+	c.Args = args
+	return q.close(ctx, c, state, result)
+}
+
+func (q *Queue) close(ctx context.Context, c Call, state, result string) error {
+	if err := q.Finish(ctx, c.Key, state, result); err != nil {
+		return err
+	}
+	c.State, c.Result = state, clip(result, 2000)
+	if q.opts.Finished != nil {
+		q.opts.Finished(context.WithoutCancel(ctx), c)
+	}
+	return nil
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
