@@ -195,7 +195,9 @@ func TestDaemonKilledMidJob(t *testing.T) {
 	}
 	// The note lands in the chat the held call came from (the killed run's).
 	chatID := heldCalls()[0].ChatID
-	var ch struct{ Messages []struct{ Role, Content string } }
+	var ch struct {
+		Messages []struct{ Role, Content string }
+	}
 	get(base, tok, "/api/chats/"+chatID, &ch)
 	if last := ch.Messages[len(ch.Messages)-1]; !strings.Contains(last.Content, "write_file call that waited for your approval (job:briefing) is now done") {
 		t.Fatalf("the job's chat does not say the held call ran: %+v", ch.Messages)
