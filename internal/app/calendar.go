@@ -218,6 +218,9 @@ func (a *App) registerCalendar(ctx context.Context, reg *tools.Registry) error {
 	if err != nil {
 		return err
 	}
+	// The daemon answers agenda and availability from the horizon held in
+	// memory (rebuilt in the background after each change).
+	c.Store.KeepSnapshot()
 	for _, t := range append(caltools.Tools(c.Deps), calwrite.Tools(c.Writer)...) {
 		if err := reg.Register(t); err != nil {
 			return err

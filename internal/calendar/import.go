@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // Source is one vdir collection: a folder whose .ics files each hold one
@@ -79,6 +81,9 @@ func (s *Store) Sync(ctx context.Context, src Source) (SyncStats, error) {
 	ents, err := os.ReadDir(src.Path)
 	if err != nil {
 		return st, fmt.Errorf("reading calendar folder %s: %w", src.Path, err)
+	}
+	if _, err := s.RefreshHorizon(ctx); err != nil {
+		return st, err
 	}
 	calID, err := s.ensureCalendar(ctx, src.Name, src.Path, src.ReadOnly, src.Color)
 	if err != nil {
@@ -155,17 +160,38 @@ func (s *Store) Sync(ctx context.Context, src Source) (SyncStats, error) {
 			evs []Event
 			err error
 		}
+		// Reading and parsing are independent per file and dominate an
+		// import; they run on every core while writes stay serial.
 		ps := make([]parsed, len(chunk))
-		for i, t := range chunk {
-			ps[i].t = t
-			data, err := readBounded(filepath.Join(src.Path, t.name))
-			if err != nil {
-				ps[i].err = err
-				continue
-			}
-			ps[i].evs, ps[i].err = ParseICS(bytes.NewReader(data), s.floating)
+		var wg sync.WaitGroup
+		next := make(chan int)
+		for range min(runtime.GOMAXPROCS(0), len(chunk)) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range next {
+					t := chunk[i]
+					ps[i].t = t
+					data, err := readBounded(filepath.Join(src.Path, t.name))
+					if err != nil {
+						ps[i].err = err
+						continue
+					}
+					ps[i].evs, ps[i].err = ParseICS(bytes.NewReader(data), s.floating)
+				}
+			}()
 		}
+		for i := range chunk {
+			next <- i
+		}
+		close(next)
+		wg.Wait()
 		err := s.db.Tx(ctx, func(tx *sql.Tx) error {
+			ix, err := s.newIndexer(ctx, tx)
+			if err != nil {
+				return err
+			}
+			defer ix.close()
 			for _, id := range gone {
 				if _, err := tx.ExecContext(ctx, `DELETE FROM files WHERE id = ?`, id); err != nil {
 					return fmt.Errorf("dropping removed file: %w", err)
@@ -180,15 +206,15 @@ func (s *Store) Sync(ctx context.Context, src Source) (SyncStats, error) {
 					}
 				}
 				var fileID int64
-				if err := tx.QueryRowContext(ctx, `INSERT INTO files(calendar_id, name, mtime, size, error) VALUES (?, ?, ?, ?, ?)
-					ON CONFLICT(calendar_id, name) DO UPDATE SET mtime = excluded.mtime, size = excluded.size, error = excluded.error
-					RETURNING id`, calID, p.t.name, p.t.mtime, p.t.size, reason).Scan(&fileID); err != nil {
+				if err := ix.upsertFile.QueryRowContext(ctx, calID, p.t.name, p.t.mtime, p.t.size, reason).Scan(&fileID); err != nil {
 					return fmt.Errorf("recording file %s: %w", p.t.name, err)
 				}
-				if _, err := tx.ExecContext(ctx, `DELETE FROM events WHERE file_id = ?`, fileID); err != nil {
-					return fmt.Errorf("replacing events of %s: %w", p.t.name, err)
+				if p.t.old != 0 {
+					if _, err := ix.dropEvents.ExecContext(ctx, fileID); err != nil {
+						return fmt.Errorf("replacing events of %s: %w", p.t.name, err)
+					}
 				}
-				if err := insertEvents(ctx, tx, calID, fileID, p.evs); err != nil {
+				if err := ix.insertEvents(ctx, calID, fileID, p.evs); err != nil {
 					return fmt.Errorf("%s: %w", p.t.name, err)
 				}
 				st.Events += len(p.evs)

@@ -26,15 +26,18 @@ const DefaultMaxResults = 500
 // Instance is one occurrence on the calendar: a single event, one expanded
 // instance of a series, or an override.
 type Instance struct {
-	ID           int64      `json:"id"`
-	Calendar     string     `json:"calendar"`
-	UID          string     `json:"uid"`
-	Summary      string     `json:"summary"`
-	Location     string     `json:"location,omitempty"`
-	Description  string     `json:"description,omitempty"`
-	Start        time.Time  `json:"start"`
-	End          time.Time  `json:"end"`
-	AllDay       bool       `json:"all_day,omitempty"`
+	ID          int64     `json:"id"`
+	Calendar    string    `json:"calendar"`
+	UID         string    `json:"uid"`
+	Summary     string    `json:"summary"`
+	Location    string    `json:"location,omitempty"`
+	Description string    `json:"description,omitempty"`
+	Start       time.Time `json:"start"`
+	End         time.Time `json:"end"`
+	AllDay      bool      `json:"all_day,omitempty"`
+	// Zone is the event's own IANA zone when it has one (not floating or
+	// all-day), so a viewer elsewhere can show its local time too.
+	Zone         string     `json:"zone,omitempty"`
 	Recurring    bool       `json:"recurring,omitempty"`
 	RecurrenceID *time.Time `json:"recurrence_id,omitempty"`
 	Status       string     `json:"status,omitempty"`
@@ -59,7 +62,18 @@ type Query struct {
 	// (DefaultMaxInstances when <= 0).
 	MaxPerSeries     int
 	IncludeCancelled bool
+	// path forces one way of answering (tests and the benchmark compare
+	// them); zero picks the fastest available.
+	path queryPath
 }
+
+type queryPath int
+
+const (
+	pathAuto queryPath = iota
+	pathSQL            // materialized instances in SQL, no snapshot
+	pathLazy           // every series expanded per query
+)
 
 // Agenda is the result of a window query.
 type Agenda struct {
@@ -107,6 +121,9 @@ func (s *Store) instance(r *row) Instance {
 	in := Instance{ID: r.id, Calendar: r.cal, UID: r.uid, Summary: r.summary, Location: r.location, Description: r.desc,
 		Start: time.Unix(r.start, 0).In(loc), End: time.Unix(r.end, 0).In(loc), AllDay: r.allDay, Recurring: r.recurring,
 		Status: r.status, Transp: r.transp, Organizer: r.organizer, Rule: r.rule}
+	if !r.allDay && r.zone != "" && r.zone != "floating" {
+		in.Zone = loc.String()
+	}
 	if r.recID.Valid {
 		t := time.Unix(r.recID.Int64, 0).In(loc)
 		in.RecurrenceID = &t
@@ -178,6 +195,18 @@ func (s *Store) Agenda(ctx context.Context, q Query) (Agenda, error) {
 		e, st := in.End.Unix(), in.Start.Unix()
 		return st < to && (e > from || (e == st && st >= from))
 	}
+	if sn := s.freshSnapshot(ctx, from, to); sn != nil && q.path == pathAuto {
+		var cals map[int64]bool
+		if len(fargs) > 0 {
+			cals = map[int64]bool{}
+			for _, id := range fargs {
+				cals[id.(int64)] = true
+			}
+		}
+		all, trunc := sn.agenda(s, q, from, to, cals, keep)
+		out.Truncated = trunc
+		return s.finish(out, all, q.Max), nil
+	}
 	var all []Instance
 	query := func(sqlText string, args []any, fn func(r *row) error) error {
 		rows, err := s.db.QueryContext(ctx, sqlText, append(args, fargs...)...)
@@ -223,54 +252,134 @@ func (s *Store) Agenda(ctx context.Context, q Query) (Agenda, error) {
 		}); err != nil {
 		return out, err
 	}
-	if err := query(sel+`e.recurring = 1 AND e.start < ? AND (e.range_end IS NULL OR e.range_end > ?)`+filter,
-		[]any{to, from}, func(r *row) error {
-			occ, trunc, err := s.series(r).Expand(q.From, q.To, q.MaxPerSeries)
-			if err != nil {
-				// Indexed rules parsed once already; a failure here is named
-				// on the instance rather than hiding the whole agenda.
-				s.log.Warn("calendarExpand", "uid", r.uid, "err", err)
-				return nil
+	// Inside the horizon, series read their materialized instances; the
+	// rest (and every series outside it) expand lazily.
+	hz, err := readHorizon(ctx, s.db)
+	if err != nil {
+		return out, err
+	}
+	lazy := ""
+	if hz.covers(from, to) && q.path != pathLazy {
+		lazy = " AND e.materialized = 0"
+		bases := map[int64]Instance{}
+		perSeries := map[int64]int{}
+		maxPer := q.MaxPerSeries
+		if maxPer <= 0 {
+			maxPer = DefaultMaxInstances
+		}
+		rows, err := s.db.QueryContext(ctx, `SELECT `+rowCols+`, i.start, i.end FROM instances i JOIN events e ON e.id = i.event_id
+			JOIN calendars c ON c.id = e.calendar_id WHERE i.start >= ? AND i.start < ? AND i.end >= ?`+filter+` ORDER BY i.start`,
+			append([]any{from - longEvent - 86400, to, from}, fargs...)...)
+		if err != nil {
+			return out, fmt.Errorf("querying calendar instances: %w", err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var r row
+			var st, en int64
+			if err := rows.Scan(&r.id, &r.calID, &r.cal, &r.uid, &r.recID, &r.summary, &r.desc, &r.location, &r.attJSON, &r.organizer,
+				&r.start, &r.end, &r.allDay, &r.zone, &r.status, &r.transp, &r.rule, &r.rdates, &r.exdates, &r.recurring, &r.warnings,
+				&st, &en); err != nil {
+				return out, fmt.Errorf("reading calendar instances: %w", err)
 			}
-			out.Truncated = out.Truncated || trunc
-			base := s.instance(r)
-			dur := base.End.Sub(base.Start)
-			for _, o := range occ {
-				if overridden[overrideKey{r.calID, r.uid, o.Original.Unix()}] {
-					continue
-				}
-				in := base
-				in.Start = o.Start
-				in.End = Series{AllDay: r.allDay, Duration: dur}.end(o.Start)
-				if keep(in) {
-					all = append(all, in)
-				}
+			// Rows come by start, so the cap keeps the earliest, as
+			// the lazy expansion does.
+			if perSeries[r.id]++; perSeries[r.id] > maxPer {
+				out.Truncated = true
+				continue
+			}
+			if overridden[overrideKey{r.calID, r.uid, st}] {
+				continue
+			}
+			base, ok := bases[r.id]
+			if !ok {
+				base = s.instance(&r)
+				bases[r.id] = base
+			}
+			in := base
+			in.Start, in.End = time.Unix(st, 0).In(base.Start.Location()), time.Unix(en, 0).In(base.Start.Location())
+			if keep(in) {
+				all = append(all, in)
+			}
+		}
+		if err := rows.Err(); err != nil {
+			return out, fmt.Errorf("reading calendar instances: %w", err)
+		}
+		rows.Close()
+	}
+	if err := query(sel+`e.recurring = 1 AND e.start < ? AND (e.range_end IS NULL OR e.range_end > ?)`+lazy+filter,
+		[]any{to, from}, func(r *row) error {
+			if s.expandInto(r, q, overridden, keep, &all) {
+				out.Truncated = true
 			}
 			return nil
 		}); err != nil {
 		return out, err
 	}
-	// Sort an index rather than the (large) Instance values.
-	order := make([]int, len(all))
-	for i := range order {
-		order[i] = i
+	return s.finish(out, all, q.Max), nil
+}
+
+// expandInto expands one master lazily over the query window, skipping
+// overridden instances; it reports whether the per-series cap cut it.
+func (s *Store) expandInto(r *row, q Query, overridden map[overrideKey]bool, keep func(Instance) bool, all *[]Instance) bool {
+	occ, trunc, err := s.series(r).Expand(q.From, q.To, q.MaxPerSeries)
+	if err != nil {
+		// Indexed rules parsed once already; a failure here is logged
+		// rather than hiding the whole agenda.
+		s.log.Warn("calendarExpand", "uid", r.uid, "err", err)
+		return false
 	}
-	slices.SortStableFunc(order, func(i, j int) int {
-		if c := all[i].Start.Compare(all[j].Start); c != 0 {
-			return c
+	base := s.instance(r)
+	dur := base.End.Sub(base.Start)
+	for _, o := range occ {
+		if overridden[overrideKey{r.calID, r.uid, o.Original.Unix()}] {
+			continue
 		}
-		return strings.Compare(all[i].Summary, all[j].Summary)
-	})
-	sorted := make([]Instance, len(all))
-	for i, k := range order {
-		sorted[i] = all[k]
+		in := base
+		in.Start = o.Start
+		in.End = Series{AllDay: r.allDay, Duration: dur}.end(o.Start)
+		if keep(in) {
+			*all = append(*all, in)
+		}
 	}
-	all = sorted
-	if len(all) > q.Max {
-		all, out.Truncated = all[:q.Max], true
+	return trunc
+}
+
+// finish sorts the instances by start (then summary, calendar and UID, so
+// both query paths give one order) and applies the cap.
+func (s *Store) finish(out Agenda, all []Instance, max int) Agenda {
+	// The snapshot yields instances nearly in order; sort only when needed,
+	// and an index rather than the (large) Instance values.
+	if !slices.IsSortedFunc(all, compareInstances) {
+		order := make([]int, len(all))
+		for i := range order {
+			order[i] = i
+		}
+		slices.SortStableFunc(order, func(i, j int) int { return compareInstances(all[i], all[j]) })
+		sorted := make([]Instance, len(all))
+		for i, k := range order {
+			sorted[i] = all[k]
+		}
+		all = sorted
+	}
+	if len(all) > max {
+		all, out.Truncated = all[:max], true
 	}
 	out.Instances = all
-	return out, nil
+	return out
+}
+
+func compareInstances(a, b Instance) int {
+	if c := a.Start.Compare(b.Start); c != 0 {
+		return c
+	}
+	if c := strings.Compare(a.Summary, b.Summary); c != 0 {
+		return c
+	}
+	if c := strings.Compare(a.Calendar, b.Calendar); c != 0 {
+		return c
+	}
+	return strings.Compare(a.UID, b.UID)
 }
 
 // SearchQuery selects events by text, window, calendar and attendee.

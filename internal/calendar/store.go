@@ -86,6 +86,31 @@ END;
 	// Events longer than a week are found by their end, so an agenda does
 	// not scan every earlier event for them.
 	`CREATE INDEX events_long ON events(end) WHERE recurring = 0 AND recurrence_id IS NULL AND end - start > 604800;`,
+	// Recurring instances inside the horizon, materialized at index time
+	// (see horizon.go); materialized marks the series whose instances there
+	// are all stored.
+	`CREATE TABLE horizon (
+	id      INTEGER PRIMARY KEY CHECK (id = 1),
+	from_ts INTEGER NOT NULL,
+	to_ts   INTEGER NOT NULL
+);
+CREATE TABLE instances (
+	event_id INTEGER NOT NULL REFERENCES events(id) ON DELETE CASCADE,
+	start    INTEGER NOT NULL,
+	end      INTEGER NOT NULL,
+	PRIMARY KEY (event_id, start)
+) WITHOUT ROWID;
+CREATE INDEX instances_span ON instances(start, end);
+ALTER TABLE events ADD COLUMN materialized INTEGER NOT NULL DEFAULT 0;
+-- gen counts changes to events and the horizon, by any process, so an
+-- in-memory snapshot knows when it is stale.
+CREATE TABLE gen (id INTEGER PRIMARY KEY CHECK (id = 1), n INTEGER NOT NULL);
+INSERT INTO gen(id, n) VALUES (1, 0);
+CREATE TRIGGER events_gen_i AFTER INSERT ON events BEGIN UPDATE gen SET n = n + 1 WHERE id = 1; END;
+CREATE TRIGGER events_gen_u AFTER UPDATE ON events BEGIN UPDATE gen SET n = n + 1 WHERE id = 1; END;
+CREATE TRIGGER events_gen_d AFTER DELETE ON events BEGIN UPDATE gen SET n = n + 1 WHERE id = 1; END;
+CREATE TRIGGER horizon_gen_i AFTER INSERT ON horizon BEGIN UPDATE gen SET n = n + 1 WHERE id = 1; END;
+CREATE TRIGGER horizon_gen_u AFTER UPDATE ON horizon BEGIN UPDATE gen SET n = n + 1 WHERE id = 1; END;`,
 }}
 
 // Options configure a Store.
@@ -109,6 +134,8 @@ type Store struct {
 	// reads the zoneinfo file on every call, which dominated agenda time.
 	zmu   sync.Mutex
 	zones map[string]*time.Location
+
+	snap snapState
 }
 
 // zone returns the location of an event's Zone, cached.
@@ -147,7 +174,10 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 }
 
 // Close closes the database.
-func (s *Store) Close() error { return s.db.Close() }
+func (s *Store) Close() error {
+	s.stopSnapshot()
+	return s.db.Close()
+}
 
 // Floating is the zone used for floating times and all-day events.
 func (s *Store) Floating() *time.Location { return s.floating }
@@ -212,16 +242,57 @@ func (s *Store) ensureCalendar(ctx context.Context, name, path string, readOnly 
 	return id, nil
 }
 
-// insertEvents writes one file's events. Times are stored as Unix seconds;
-// all-day and floating events use the store's floating zone.
-func insertEvents(ctx context.Context, tx *sql.Tx, calID, fileID int64, evs []Event) error {
-	stmt, err := tx.PrepareContext(ctx, `INSERT INTO events(file_id, calendar_id, uid, recurrence_id, summary, description, location,
-		attendees, attendee_json, organizer, start, end, all_day, zone, status, transp, rrule, rdates, exdates, recurring, range_end, warnings)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
-	if err != nil {
-		return fmt.Errorf("preparing event insert: %w", err)
+// indexer holds one write transaction's prepared statements: a batch of
+// files is indexed with each statement prepared once, not once per file.
+type indexer struct {
+	s                              *Store
+	upsertFile, dropEvents, insert *sql.Stmt
+	insertInstance                 *sql.Stmt
+	horizon                        horizon
+}
+
+func (s *Store) newIndexer(ctx context.Context, tx *sql.Tx) (*indexer, error) {
+	ix := &indexer{s: s}
+	var err error
+	prep := func(q string) *sql.Stmt {
+		if err != nil {
+			return nil
+		}
+		var st *sql.Stmt
+		st, err = tx.PrepareContext(ctx, q)
+		return st
 	}
-	defer stmt.Close()
+	ix.upsertFile = prep(`INSERT INTO files(calendar_id, name, mtime, size, error) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT(calendar_id, name) DO UPDATE SET mtime = excluded.mtime, size = excluded.size, error = excluded.error
+		RETURNING id`)
+	ix.dropEvents = prep(`DELETE FROM events WHERE file_id = ?`)
+	ix.insert = prep(`INSERT INTO events(file_id, calendar_id, uid, recurrence_id, summary, description, location,
+		attendees, attendee_json, organizer, start, end, all_day, zone, status, transp, rrule, rdates, exdates, recurring, range_end, warnings, materialized)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`)
+	ix.insertInstance = prep(`INSERT OR IGNORE INTO instances(event_id, start, end) VALUES (?, ?, ?)`)
+	if err != nil {
+		ix.close()
+		return nil, fmt.Errorf("preparing calendar index statements: %w", err)
+	}
+	if ix.horizon, err = readHorizon(ctx, tx); err != nil {
+		ix.close()
+		return nil, err
+	}
+	return ix, nil
+}
+
+func (ix *indexer) close() {
+	for _, st := range []*sql.Stmt{ix.upsertFile, ix.dropEvents, ix.insert, ix.insertInstance} {
+		if st != nil {
+			st.Close()
+		}
+	}
+}
+
+// insertEvents writes one file's events. Times are stored as Unix seconds;
+// all-day and floating events use the store's floating zone. Recurring
+// masters get their instances inside the horizon materialized.
+func (ix *indexer) insertEvents(ctx context.Context, calID, fileID int64, evs []Event) error {
 	for i := range evs {
 		e := &evs[i]
 		var recID any
@@ -249,10 +320,20 @@ func insertEvents(ctx context.Context, tx *sql.Tx, calID, fileID int64, evs []Ev
 		if len(e.Warnings) == 0 {
 			warn = nil
 		}
-		if _, err := stmt.ExecContext(ctx, fileID, calID, e.UID, recID, e.Summary, e.Description, e.Location,
-			attText, string(att), org, e.Start.Unix(), e.End.Unix(), e.AllDay, e.Zone, e.Status, e.Transp,
-			e.RRule, unixList(e.RDates), unixList(e.ExDates), recurring, rangeEnd, string(warn)); err != nil {
+		r := row{calID: calID, uid: e.UID, start: e.Start.Unix(), end: e.End.Unix(), allDay: e.AllDay, zone: e.Zone,
+			rule: e.RRule, rdates: unixList(e.RDates), exdates: unixList(e.ExDates), recurring: recurring}
+		var occ []Interval
+		materialized := false
+		if recurring {
+			occ, materialized = ix.expand(&r)
+		}
+		if err := ix.insert.QueryRowContext(ctx, fileID, calID, e.UID, recID, e.Summary, e.Description, e.Location,
+			attText, string(att), org, r.start, r.end, e.AllDay, e.Zone, e.Status, e.Transp,
+			e.RRule, r.rdates, r.exdates, recurring, rangeEnd, string(warn), materialized).Scan(&r.id); err != nil {
 			return fmt.Errorf("inserting event %s: %w", e.UID, err)
+		}
+		if err := ix.store(ctx, r.id, occ); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -7,6 +7,8 @@ import { ActionsPage } from './pages/Actions';
 import { JobsPage } from './pages/Jobs';
 import { MailPage } from './pages/Mail';
 import { MemoryPage } from './pages/Memory';
+import { AgendaPage } from './pages/Agenda';
+import { ContactsPage } from './pages/Contacts';
 import { SettingsPage } from './pages/Settings';
 import { PairPage } from './pages/Pair';
 import { SystemPage } from './pages/System';
@@ -56,6 +58,12 @@ export function Root({ app }: { app: AppCtl }) {
       break;
     case 'memory':
       page = <MemoryPage />;
+      break;
+    case 'agenda':
+      page = <AgendaPage />;
+      break;
+    case 'contacts':
+      page = <ContactsPage />;
       break;
     case 'chat':
       page = <ChatPage key={route.id} id={route.id} />;

@@ -13,6 +13,8 @@ export type Route =
   | { name: 'jobs' }
   | { name: 'actions' }
   | { name: 'memory' }
+  | { name: 'agenda' }
+  | { name: 'contacts' }
   | { name: 'pair'; code?: string };
 
 export function parseRoute(pathname: string, hash = ''): Route {
@@ -35,6 +37,10 @@ export function parseRoute(pathname: string, hash = ''): Route {
       return { name: 'actions' };
     case 'memory':
       return { name: 'memory' };
+    case 'agenda':
+      return { name: 'agenda' };
+    case 'contacts':
+      return { name: 'contacts' };
     case 'mail': {
       const id = Number(parts[1]);
       return parts[1] && Number.isSafeInteger(id) && id > 0 ? { name: 'mail', id } : { name: 'mail' };

@@ -8,7 +8,7 @@ import { hrefFor, type Route } from '../router';
 import type { State } from '../state/reduce';
 import type { UIState } from '../state/app';
 import { useSelect } from '../state/store';
-import { Check, Chart, Flame, Gear, List, Mail, Menu, Plus, Pulse, Refresh, Search, X } from './icons';
+import { CalendarIcon, Check, Chart, Flame, Gear, List, Mail, Menu, Person, Plus, Pulse, Refresh, Search, X } from './icons';
 
 export function Shell({ route, children }: { route: Route; children: ComponentChildren }) {
   const [open, setOpen] = useState(false);
@@ -122,6 +122,8 @@ function Sidebar({ route, onClose }: { route: Route; onClose: () => void }) {
       </nav>
       <nav class="side-nav" aria-label="Pages">
         <NavLink route={route} to="mail" icon={<Mail size={17} />} label="Mail" />
+        <NavLink route={route} to="agenda" icon={<CalendarIcon size={17} />} label="Agenda" />
+        <NavLink route={route} to="contacts" icon={<Person size={17} />} label="Contacts" />
         <NavLink route={route} to="actions" icon={<Check size={17} />} label="Actions" />
         <NavLink route={route} to="jobs" icon={<Refresh size={17} />} label="Jobs" />
         <NavLink route={route} to="memory" icon={<List size={17} />} label="Memory" />

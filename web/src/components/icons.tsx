@@ -152,3 +152,15 @@ export const Refresh = (p: P) => (
     <path d="M19 8a7.5 7.5 0 1 0 .8 6M19 4v4h-4" />
   </Svg>
 );
+export const CalendarIcon = (p: P) => (
+  <Svg {...p}>
+    <rect x="4" y="5" width="16" height="15" rx="2" />
+    <path d="M4 10h16M9 3v4M15 3v4" />
+  </Svg>
+);
+export const Person = (p: P) => (
+  <Svg {...p}>
+    <circle cx="12" cy="8.5" r="3.5" />
+    <path d="M5 20c.8-3.6 3.6-5.5 7-5.5s6.2 1.9 7 5.5" />
+  </Svg>
+);
