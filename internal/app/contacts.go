@@ -26,6 +26,9 @@ type Contacts struct {
 	Deps  contacttools.Deps
 	srcs  []contacts.Source
 	dav   []config.DAVAccount
+	// recent lists the mail mirror's correspondents for the stored
+	// "seen in mail" people.
+	recent func(ctx context.Context) ([]contacts.Correspondent, error)
 	// davRoot holds the CardDAV mirrors (DATA/contacts/carddav).
 	davRoot string
 	getenv  func(string) string
@@ -53,15 +56,27 @@ func (a *App) OpenContacts(ctx context.Context) (*Contacts, error) {
 	for _, s := range a.Config.Contacts.Sources {
 		c.srcs = append(c.srcs, contacts.Source{Name: s.Name, Path: s.Path, ReadOnly: s.ReadOnly})
 	}
+	c.recent = func(ctx context.Context) ([]contacts.Correspondent, error) {
+		cs, err := mailStore.RecentCorrespondents(ctx, seenScan, contacts.MaxCorrespondents)
+		return toContacts(cs), err
+	}
 	c.Deps.Mail = func(ctx context.Context, q string, limit int) ([]contacts.Correspondent, error) {
 		cs, err := mailStore.Correspondents(ctx, q, limit)
-		out := make([]contacts.Correspondent, len(cs))
-		for i, m := range cs {
-			out[i] = contacts.Correspondent{Address: m.Address, Name: m.Name, Sent: m.Sent, Received: m.Received, Last: m.Last}
-		}
-		return out, err
+		return toContacts(cs), err
 	}
 	return c, nil
+}
+
+// seenScan is how many of the newest messages the "seen in mail" people
+// are counted from.
+const seenScan = 20000
+
+func toContacts(cs []mail.Correspondent) []contacts.Correspondent {
+	out := make([]contacts.Correspondent, len(cs))
+	for i, m := range cs {
+		out[i] = contacts.Correspondent{Address: m.Address, Name: m.Name, Sent: m.Sent, Received: m.Received, Last: m.Last}
+	}
+	return out
 }
 
 // MirrorDAV brings every CardDAV address book's mirror folder
@@ -144,6 +159,12 @@ func (c *Contacts) SyncAll(ctx context.Context) ([]contacts.SyncStats, error) {
 			continue
 		}
 		out = append(out, st)
+	}
+	// People seen in mail, copied into contacts.db for contacts_search.
+	if cs, err := c.recent(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("reading mail correspondents: %w", err))
+	} else if _, err := c.Store.RefreshCorrespondents(ctx, cs); err != nil {
+		errs = append(errs, err)
 	}
 	return out, errors.Join(errs...)
 }

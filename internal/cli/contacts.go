@@ -66,7 +66,18 @@ func contactsSearch(ctx context.Context, env *Env, c *app.Contacts, args []strin
 		if p.Org != "" {
 			org = " (" + p.Org + ")"
 		}
-		fmt.Fprintf(env.Stdout, "%s%s  %s  %s  [%s]\n", p.Name, org, strings.Join(p.Emails, ", "), strings.Join(p.Phones, ", "), strings.Join(p.Books, ","))
+		where := "[" + strings.Join(p.Books, ",") + "]"
+		if p.SeenInMail {
+			where = "[seen in mail]"
+		}
+		if m := p.Mail; m != nil {
+			last := "never"
+			if m.Last != nil {
+				last = m.Last.Format("2006-01-02")
+			}
+			where += fmt.Sprintf(" mailed %d, received %d, last %s", m.Sent, m.Received, last)
+		}
+		fmt.Fprintf(env.Stdout, "%s%s  %s  %s  %s\n", p.Name, org, strings.Join(p.Emails, ", "), strings.Join(p.Phones, ", "), where)
 	}
 	if len(res.People) == 0 {
 		fmt.Fprintln(env.Stdout, "no contacts")
@@ -149,8 +160,17 @@ func contactsSync(ctx context.Context, env *Env, c *app.Contacts, args []string)
 		return err
 	}
 	all, err := c.SyncAll(ctx)
-	if perr := printContactsSync(env, all, *asJSON); perr != nil {
+	if *asJSON {
+		if perr := printContactsSync(env, all, true); perr != nil {
+			return perr
+		}
+		return err
+	}
+	if perr := printContactsSync(env, all, false); perr != nil {
 		return perr
+	}
+	if n, cerr := c.Store.CountCorrespondents(ctx); cerr == nil {
+		fmt.Fprintf(env.Stdout, "seen in mail: %d addresses\n", n)
 	}
 	return err
 }

@@ -20,6 +20,8 @@ func TestContactsCommands(t *testing.T) {
 		os.MkdirAll(filepath.Join(md, d), 0o755)
 	}
 	os.WriteFile(filepath.Join(md, ".Sent", "cur", "1:2,S"), []byte("Message-ID: <1@x>\nFrom: me@x.org\nTo: Marco Rossi <marco@acme.example>\nSubject: hi\nDate: Mon, 5 Jan 2026 10:00:00 +0000\n\nhello\n"), 0o644)
+	os.WriteFile(filepath.Join(md, ".Sent", "cur", "2:2,S"), []byte("Message-ID: <2@x>\nFrom: me@x.org\nTo: Giulia Neri <giulia@x.example>\nSubject: hi\nDate: Tue, 6 Jan 2026 10:00:00 +0000\n\nhello\n"), 0o644)
+	os.WriteFile(filepath.Join(md, "cur", "3:2,S"), []byte("Message-ID: <3@x>\nFrom: Giulia Shop <noreply@giulia-shop.example>\nTo: me@x.org\nSubject: sale\nDate: Wed, 7 Jan 2026 10:00:00 +0000\n\nbuy\n"), 0o644)
 	if r := run(t, home, nil, "mail", "import", "--quiet", md); r.code != 0 {
 		t.Fatalf("mail import: %+v", r)
 	}
@@ -38,6 +40,23 @@ func TestContactsCommands(t *testing.T) {
 	r = run(t, home, nil, "contacts", "resolve", "Marco", "from", "polimi", "--json")
 	if r.code != 0 || !strings.Contains(r.stdout, `"status": "unique"`) || !strings.Contains(r.stdout, "mv@example.net") {
 		t.Fatalf("resolve with hint: %+v", r)
+	}
+	// People seen in mail: stored by sync, found after the cards, never
+	// added to a book; machine senders left out.
+	r = run(t, home, nil, "contacts", "sync")
+	if r.code != 0 || !strings.Contains(r.stdout, "seen in mail: 3 addresses") {
+		t.Fatalf("sync: %+v", r)
+	}
+	r = run(t, home, nil, "contacts", "search", "giulia")
+	if r.code != 0 || strings.TrimSpace(r.stdout) != "Giulia Neri  giulia@x.example    [seen in mail] mailed 1, received 0, last 2026-01-06" {
+		t.Fatalf("search seen in mail: %+v", r)
+	}
+	r = run(t, home, nil, "contacts", "search", "marco", "rossi")
+	if r.code != 0 || !strings.Contains(r.stdout, "[friends] mailed 1, received 0, last 2026-01-05") {
+		t.Fatalf("search card with mail stats: %+v", r)
+	}
+	if b, _ := os.ReadDir(book); len(b) != 3 {
+		t.Fatalf("the address book changed: %v", b)
 	}
 	for _, bad := range [][]string{{"contacts"}, {"contacts", "frob"}, {"contacts", "search"}, {"contacts", "resolve"}} {
 		if r := run(t, home, nil, bad...); r.code != 2 || r.stderr == "" {

@@ -248,3 +248,70 @@ func FuzzParseVCF(f *testing.F) {
 		}
 	})
 }
+
+// TestSeenInMail: correspondents copied from mail are found by Search
+// after the address books' people, never as cards; one whose address is
+// on a card brings that card's person; machine senders are left out.
+func TestSeenInMail(t *testing.T) {
+	t.Parallel()
+	s := fixture(t)
+	ctx := context.Background()
+	now := time.Date(2026, 3, 20, 0, 0, 0, 0, time.UTC)
+	n, err := s.RefreshCorrespondents(ctx, []Correspondent{
+		{Address: "Marco.Bruno@Uni.example", Name: "Marco Bruno", Sent: 1, Received: 2, Last: now.AddDate(0, -1, 0)},
+		{Address: "marco.bruno@uni.example", Received: 1, Last: now.AddDate(0, 0, -3)}, // same address, summed
+		{Address: "marco@home.example", Name: "Il Marchese", Sent: 12, Received: 30, Last: now.AddDate(0, 0, -2)},
+		{Address: "noreply@marco-shop.example", Name: "Marco Shop", Received: 40, Last: now},
+		{Address: "giulia@x.example", Name: "Giulia Neri", Sent: 3, Last: now.AddDate(0, 0, -1)},
+		{Address: "not an address", Name: "Marco Broken", Sent: 5},
+	})
+	if err != nil || n != 4 {
+		t.Fatalf("refresh %d %v", n, err)
+	}
+	ps, err := s.Search(ctx, "marco", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range ps {
+		got = append(got, p.Name)
+	}
+	// Cards first (Rossi merged across books, Verdi), then Bruno from mail.
+	if len(ps) != 3 || ps[2].Name != "Marco Bruno" || !ps[2].SeenInMail || ps[2].Cards != 0 || len(ps[2].Books) != 0 {
+		t.Fatalf("marco: %v %+v", got, ps)
+	}
+	if m := ps[2].Mail; m == nil || m.Sent != 1 || m.Received != 3 || m.Last == nil || !m.Last.Equal(now.AddDate(0, 0, -3)) {
+		t.Fatalf("bruno's mail stats %+v", ps[2].Mail)
+	}
+	for _, p := range ps[:2] {
+		if p.SeenInMail || p.Cards == 0 {
+			t.Fatalf("card person marked as mail-only: %+v", p)
+		}
+		if p.Name == "Marco Rossi" && (p.Mail == nil || p.Mail.Sent != 12) {
+			t.Fatalf("rossi's mail stats %+v", p.Mail)
+		}
+	}
+	// A mail name that matches no card brings the card holding its address.
+	if ps, _ := s.Search(ctx, "marchese", 10); len(ps) != 1 || ps[0].SeenInMail || ps[0].Cards != 2 {
+		t.Fatalf("marchese: %+v", ps)
+	}
+	if ps, _ := s.Search(ctx, "giulia", 10); len(ps) != 1 || ps[0].Emails[0] != "giulia@x.example" || !ps[0].SeenInMail {
+		t.Fatalf("giulia: %+v", ps)
+	}
+	// Without the mail mirror, Resolve reads the stored copy; a person seen
+	// only in mail ranks below one with a card and the same mail.
+	r, err := s.Resolve(ctx, "Giulia", nil, now)
+	if err != nil || r.Status != Unique || r.Candidates[0].Email != "giulia@x.example" || r.Candidates[0].Evidence.Card || r.Candidates[0].Evidence.Mailed != 3 {
+		t.Fatalf("resolve giulia %+v %v", r, err)
+	}
+	// A refresh replaces the copy: Giulia is gone, the books are untouched.
+	if _, err := s.RefreshCorrespondents(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if ps, _ := s.Search(ctx, "giulia", 10); len(ps) != 0 {
+		t.Fatalf("stale correspondent %+v", ps)
+	}
+	if ps, _ := s.Search(ctx, "marco", 10); len(ps) != 2 || ps[0].Mail != nil {
+		t.Fatalf("cards after clearing mail %+v", ps)
+	}
+}

@@ -78,15 +78,16 @@ func (s *Store) Resolve(ctx context.Context, query string, mail CorrespondentFin
 	if e := NormEmail(q); e != "" {
 		// Already an address: report what is known about it.
 		c := Candidate{Email: e, Name: e, Evidence: Evidence{Matched: "address"}, Score: 1}
-		if ps, err := s.Search(ctx, e, 1); err == nil && len(ps) > 0 {
+		if ps, err := s.searchCards(ctx, e, 1); err == nil && len(ps) > 0 {
 			c.Name, c.Org, c.Evidence.Card, c.Evidence.Books = ps[0].Name, ps[0].Org, true, ps[0].Books
 		}
-		if mail != nil {
-			if cs, err := mail(ctx, e, 5); err == nil {
-				for _, m := range cs {
-					if m.Address == e {
-						addMail(&c, m)
-					}
+		if mail == nil {
+			mail = s.StoredCorrespondents
+		}
+		if cs, err := mail(ctx, e, 5); err == nil {
+			for _, m := range cs {
+				if m.Address == e {
+					addMail(&c, m)
 				}
 			}
 		}
@@ -104,7 +105,10 @@ func (s *Store) Resolve(ctx context.Context, query string, mail CorrespondentFin
 	}
 	byEmail := map[string]*Candidate{}
 	var cands []*Candidate
-	people, err := s.Search(ctx, name, MaxResults)
+	if mail == nil {
+		mail = s.StoredCorrespondents // no mail mirror at hand: its copy
+	}
+	people, err := s.searchCards(ctx, name, MaxResults)
 	if err != nil {
 		return res, err
 	}

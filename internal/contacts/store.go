@@ -68,6 +68,27 @@ END;
 CREATE TRIGGER cards_ad AFTER DELETE ON cards BEGIN
 	INSERT INTO cards_fts(cards_fts, rowid, names, nicknames, org, emails) VALUES ('delete', old.id, old.names, old.nicknames, old.org, old.emails);
 END;
+`, `
+-- People seen in mail (copied from the mail mirror by RefreshCorrespondents;
+-- never written to an address book).
+CREATE TABLE correspondents (
+	id       INTEGER PRIMARY KEY,
+	address  TEXT NOT NULL UNIQUE,
+	name     TEXT NOT NULL DEFAULT '',
+	sent     INTEGER NOT NULL DEFAULT 0,
+	received INTEGER NOT NULL DEFAULT 0,
+	last     INTEGER NOT NULL DEFAULT 0
+);
+CREATE VIRTUAL TABLE correspondents_fts USING fts5(
+	name, address,
+	content='correspondents', content_rowid='id', tokenize='unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER correspondents_ai AFTER INSERT ON correspondents BEGIN
+	INSERT INTO correspondents_fts(rowid, name, address) VALUES (new.id, new.name, new.address);
+END;
+CREATE TRIGGER correspondents_ad AFTER DELETE ON correspondents BEGIN
+	INSERT INTO correspondents_fts(correspondents_fts, rowid, name, address) VALUES ('delete', old.id, old.name, old.address);
+END;
 `}}
 
 // Store is the contacts index.
@@ -294,17 +315,43 @@ type Person struct {
 	Nicknames []string `json:"nicknames,omitempty"`
 	Books     []string `json:"books"`
 	Cards     int      `json:"cards"`
+	// SeenInMail marks a person known only from mail headers (no card):
+	// ranked after the address books' people.
+	SeenInMail bool `json:"seen_in_mail,omitempty"`
+	// Mail is how often and how recently the person's addresses were
+	// mailed (from the stored correspondents), when they were.
+	Mail *MailStats `json:"mail,omitempty"`
 }
 
 // MaxResults caps Search.
 const MaxResults = 50
 
 // Search finds people whose names, nicknames, organisation or addresses
-// start with every word of text (so "mar ros" finds Marco Rossi).
+// start with every word of text (so "mar ros" finds Marco Rossi): first
+// the address books' people, then people seen in mail (SeenInMail).
 func (s *Store) Search(ctx context.Context, text string, limit int) ([]Person, error) {
 	if limit <= 0 || limit > MaxResults {
 		limit = 20
 	}
+	people, err := s.searchCards(ctx, text, limit)
+	if err != nil {
+		return nil, err
+	}
+	if people, err = s.seenInMail(ctx, text, people, limit); err != nil {
+		return nil, err
+	}
+	for i := range people {
+		if !people[i].SeenInMail {
+			if people[i].Mail, err = s.mailStats(ctx, people[i].Emails); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return people, nil
+}
+
+// searchCards is Search over the address books only.
+func (s *Store) searchCards(ctx context.Context, text string, limit int) ([]Person, error) {
 	match := prefixMatch(text)
 	if match == "" {
 		return nil, fmt.Errorf("%w: give a name, an address or an organisation", ErrBadQuery)

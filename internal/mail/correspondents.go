@@ -51,18 +51,31 @@ func (s *Store) Correspondents(ctx context.Context, query string, limit int) ([]
 	if limit <= 0 || limit > 100 {
 		limit = 20
 	}
+	return s.correspondents(ctx, q, correspondentScan, limit)
+}
+
+// RecentCorrespondents lists every address in the newest scan messages
+// (sent to, from the sent mailboxes; received from, elsewhere) for the
+// contacts index's "seen in mail" people, newest contact first.
+func (s *Store) RecentCorrespondents(ctx context.Context, scan, limit int) ([]Correspondent, error) {
+	return s.correspondents(ctx, "", scan, limit)
+}
+
+// correspondents counts addresses in the newest scan messages whose
+// headers contain q (every message when q is empty).
+func (s *Store) correspondents(ctx context.Context, q string, scan, limit int) ([]Correspondent, error) {
 	like := "%" + strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(q) + "%"
 	rows, err := s.db.QueryContext(ctx, `SELECT m.from_addr, m.to_addr, m.cc_addr, m.date, coalesce(b.role, '')
 		FROM messages m LEFT JOIN mailboxes b ON b.id = m.mailbox_id
-		WHERE m.deleted_at IS NULL AND (m.from_addr LIKE ?1 ESCAPE '\' OR m.to_addr LIKE ?1 ESCAPE '\' OR m.cc_addr LIKE ?1 ESCAPE '\')
-		ORDER BY m.date DESC LIMIT ?2`, like, correspondentScan)
+		WHERE m.deleted_at IS NULL AND (?1 = '%%' OR m.from_addr LIKE ?1 ESCAPE '\' OR m.to_addr LIKE ?1 ESCAPE '\' OR m.cc_addr LIKE ?1 ESCAPE '\')
+		ORDER BY m.date DESC LIMIT ?2`, like, scan)
 	if err != nil {
 		return nil, fmt.Errorf("finding correspondents: %w", err)
 	}
 	defer rows.Close()
 	byAddr := map[string]*Correspondent{}
 	note := func(name, addr string, date int64, sent bool) {
-		if !strings.Contains(strings.ToLower(name), q) && !strings.Contains(addr, q) {
+		if q != "" && !strings.Contains(strings.ToLower(name), q) && !strings.Contains(addr, q) {
 			return
 		}
 		c := byAddr[addr]
@@ -111,7 +124,7 @@ func (s *Store) Correspondents(ctx context.Context, query string, limit int) ([]
 		}
 		return out[i].Address < out[j].Address
 	})
-	if len(out) > limit {
+	if limit > 0 && len(out) > limit {
 		out = out[:limit]
 	}
 	return out, nil

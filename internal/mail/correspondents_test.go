@@ -45,4 +45,14 @@ func TestCorrespondents(t *testing.T) {
 	if _, err := s.Correspondents(ctx, " ", 10); err == nil {
 		t.Fatal("empty query accepted")
 	}
+	// Every address, for the contacts index; the scan bound keeps to the
+	// newest messages (the two Sent ones: Rossi twice, Anna once).
+	all, err := s.RecentCorrespondents(ctx, 100, 0)
+	if err != nil || len(all) != 3 || all[0].Address != "marco@acme.example" || all[0].Sent != 2 || all[0].Received != 1 {
+		t.Fatalf("all %+v %v", all, err)
+	}
+	recent, err := s.RecentCorrespondents(ctx, 2, 0)
+	if err != nil || len(recent) != 2 || recent[0].Received != 0 || recent[1].Address != "anna@polimi.it" {
+		t.Fatalf("newest two messages %+v %v", recent, err)
+	}
 }

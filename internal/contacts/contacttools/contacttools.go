@@ -54,7 +54,7 @@ func (d Deps) Resolve(ctx context.Context, a ResolveArgs) (contacts.Resolution, 
 func Tools(d Deps) []tools.Tool {
 	read := tools.Spec{Risk: tools.RiskLow, ReadOnly: true, ParallelSafe: true, UntrustedOutput: true, MaxResult: 20000}
 	return []tools.Tool{
-		tool(spec(read, "contacts_search", "Search the user's address books by name, nickname, organisation or address (word prefixes). Cards of one person in several books are merged.", searchSchema), d.Search),
+		tool(spec(read, "contacts_search", "Search the user's address books by name, nickname, organisation or address (word prefixes). Cards of one person in several books are merged. People the user only exchanged mail with (no card) come after them, marked seen_in_mail; mail counts and last contact are under mail.", searchSchema), d.Search),
 		tool(spec(read, "resolve_recipient", "Turn a name as the user said it (\"Marco\", \"Anna from Polimi\") into email candidates ranked by address-book cards and how often and recently they were mailed, with that evidence. Call it before mail_send when the user names a person instead of giving an address. If status is ambiguous, show the candidates and ask the user which one; never pick one yourself. If none, ask for the address.", resolveSchema), d.Resolve),
 	}
 }
