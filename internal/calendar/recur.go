@@ -253,11 +253,10 @@ func (s Series) Expand(from, to time.Time, max int) (occ []Occurrence, truncated
 		if opt.Until.IsZero() || opt.Until.After(to) {
 			opt.Until = to
 		}
-		r, err := rrule.NewRRule(opt)
+		next, err := iterator(opt, s.Start)
 		if err != nil {
 			return nil, false, err
 		}
-		next := r.Iterator()
 		for i := 0; ; i++ {
 			if i == maxIterations {
 				truncated = true
@@ -367,4 +366,92 @@ func fastForward(o rrule.ROption, start, lower time.Time) time.Time {
 		return start.AddDate(k*iv, 0, 0)
 	}
 	return start
+}
+
+// iterator returns the rule's instances in order. WEEKLY rules with
+// BYSETPOS are generated here rather than by rrule-go, which orders each
+// week's set from DTSTART's weekday instead of from WKST (RFC 5545
+// §3.3.10): the set of a week starts on WKST, positions are taken from it,
+// and only then are instances before DTSTART dropped and COUNT applied.
+func iterator(opt rrule.ROption, start time.Time) (func() (time.Time, bool), error) {
+	if opt.Freq != rrule.WEEKLY || len(opt.Bysetpos) == 0 {
+		r, err := rrule.NewRRule(opt)
+		if err != nil {
+			return nil, err
+		}
+		return r.Iterator(), nil
+	}
+	pos, count, first := opt.Bysetpos, opt.Count, opt.Dtstart
+	weekStart := func(t time.Time) time.Time {
+		back := (int(t.Weekday()) - (opt.Wkst.Day()+1)%7 + 7) % 7
+		y, m, d := t.AddDate(0, 0, -back).Date()
+		return time.Date(y, m, d, 0, 0, 0, 0, t.Location())
+	}
+	ws := weekStart(first)
+	opt.Bysetpos, opt.Count = nil, 0
+	opt.Dtstart = time.Date(ws.Year(), ws.Month(), ws.Day(), first.Hour(), first.Minute(), first.Second(), 0, first.Location())
+	r, err := rrule.NewRRule(opt)
+	if err != nil {
+		return nil, err
+	}
+	all := r.Iterator()
+	var (
+		queue   []time.Time // the current week's selected instances
+		pending *time.Time  // the first instance of the next week
+		done    bool
+		emitted int
+	)
+	fill := func() {
+		for len(queue) == 0 && !done {
+			var week []time.Time
+			if pending != nil {
+				week, pending = append(week, *pending), nil
+			}
+			for {
+				t, ok := all()
+				if !ok {
+					done = true
+					break
+				}
+				if len(week) > 0 && !weekStart(t).Equal(weekStart(week[0])) {
+					pending = &t
+					break
+				}
+				week = append(week, t)
+			}
+			if len(week) == 0 {
+				done = true
+				return
+			}
+			var pick []time.Time
+			for _, p := range pos {
+				i := p - 1
+				if p < 0 {
+					i = len(week) + p
+				}
+				if i >= 0 && i < len(week) && !slices.ContainsFunc(pick, week[i].Equal) {
+					pick = append(pick, week[i])
+				}
+			}
+			slices.SortFunc(pick, time.Time.Compare)
+			for _, t := range pick {
+				if !t.Before(start) {
+					queue = append(queue, t)
+				}
+			}
+		}
+	}
+	return func() (time.Time, bool) {
+		if count > 0 && emitted >= count {
+			return time.Time{}, false
+		}
+		fill()
+		if len(queue) == 0 {
+			return time.Time{}, false
+		}
+		t := queue[0]
+		queue = queue[1:]
+		emitted++
+		return t, true
+	}, nil
 }

@@ -83,12 +83,9 @@ func parseVecTime(t *testing.T, s string) time.Time {
 
 // knownDeviations are libical vectors where the generator (rrule-go, a
 // python-dateutil port) differs from libical, keyed by RRULE@DTSTART (not by line, so a
-// refreshed icalrecur_test.txt keeps them). Each is a rare construction: BYSETPOS inside a
-// WEEKLY period whose days do not start on WKST, and BYWEEKNO whose week
+// refreshed icalrecur_test.txt keeps them). Each is a rare construction: BYWEEKNO whose week
 // belongs to the neighbouring year combined with INTERVAL.
 var knownDeviations = map[string]string{
-	"FREQ=WEEKLY;BYDAY=MO,TU,SU,SA,TH;BYSETPOS=3,2;COUNT=4@20240102T120000":                 "WEEKLY BYSETPOS orders the week from DTSTART, not WKST",
-	"FREQ=WEEKLY;BYDAY=MO,TU,WE,TH,FR;BYSETPOS=1,3;COUNT=3@20241023":                        "WEEKLY BYSETPOS orders the week from DTSTART, not WKST",
 	"FREQ=YEARLY;BYWEEKNO=53;BYDAY=TU,SA;INTERVAL=6;UNTIL=20170101T000000Z@20100102T000000": "BYWEEKNO=53 with INTERVAL counts years by calendar year, not ISO week-year",
 	"FREQ=YEARLY;BYWEEKNO=1;BYDAY=MO,TU;INTERVAL=3;UNTIL=20320101@20241231":                 "BYWEEKNO=1 with INTERVAL counts years by calendar year, not ISO week-year",
 }
@@ -142,5 +139,38 @@ func TestLibicalVectors(t *testing.T) {
 	}
 	if pass < 130 {
 		t.Errorf("only %d vectors passed", pass)
+	}
+}
+
+// BYSETPOS in a WEEKLY rule picks from the week as WKST starts it, and
+// instances before DTSTART are dropped after the pick (RFC 5545 §3.3.10).
+func TestWeeklySetPosFollowsWKST(t *testing.T) {
+	t.Parallel()
+	start := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC) // a Monday
+	for _, tc := range []struct{ rule, want string }{
+		{"FREQ=WEEKLY;BYDAY=SU,MO,TU;BYSETPOS=1;WKST=SU;COUNT=3", "03-08 03-15 03-22"},
+		{"FREQ=WEEKLY;BYDAY=SU,MO,TU;BYSETPOS=1;WKST=MO;COUNT=3", "03-02 03-09 03-16"},
+		{"FREQ=WEEKLY;BYDAY=SU,MO,TU;BYSETPOS=-1;WKST=MO", "03-08 03-15 03-22 03-29"},
+		{"FREQ=WEEKLY;INTERVAL=2;BYDAY=MO,WE,FR;BYSETPOS=2,-1", "03-04 03-06 03-18 03-20"},
+	} {
+		rule, _ := cleanRRule(tc.rule)
+		occ, _, err := Series{Start: start, Duration: time.Hour, Rule: rule}.Expand(start, time.Date(2026, 3, 30, 0, 0, 0, 0, time.UTC), 10)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.rule, err)
+		}
+		var got []string
+		for _, o := range occ {
+			got = append(got, o.Start.Format("01-02"))
+		}
+		if strings.Join(got, " ") != tc.want {
+			t.Errorf("%s: %s, want %s", tc.rule, strings.Join(got, " "), tc.want)
+		}
+	}
+	// A window a year on: the rule is fast-forwarded by whole weeks and
+	// keeps picking the week's last day.
+	rule, _ := cleanRRule("FREQ=WEEKLY;BYDAY=SU,MO,TU;BYSETPOS=-1;WKST=MO")
+	occ, _, err := Series{Start: start, Duration: time.Hour, Rule: rule}.Expand(time.Date(2027, 1, 4, 0, 0, 0, 0, time.UTC), time.Date(2027, 1, 18, 0, 0, 0, 0, time.UTC), 10)
+	if err != nil || len(occ) != 2 || occ[0].Start.Format("2006-01-02") != "2027-01-10" || occ[1].Start.Format("2006-01-02") != "2027-01-17" {
+		t.Errorf("a year on: %v %v", occ, err)
 	}
 }
