@@ -136,6 +136,10 @@ type Options struct {
 	RunStep func(ctx context.Context, it Item, idx int, s Step, awaiting func()) (state, result string)
 	// OnNew is told about created and reopened items (notifications).
 	OnNew func(Item)
+	// ScanElsewhere, when set, means scans are run by someone else (the
+	// daemon's built-in job actions.scan calls Scan): Run then only
+	// resumes executions, and Kick calls ScanElsewhere to ask for a scan.
+	ScanElsewhere func()
 }
 
 // Center owns the Action Center store.

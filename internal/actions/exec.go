@@ -204,6 +204,10 @@ func (c *Center) Run(ctx context.Context) error {
 	if err := c.Resume(ctx); err != nil && ctx.Err() == nil {
 		c.log.Warn("actionResume", "err", err)
 	}
+	if c.opts.ScanElsewhere != nil {
+		<-ctx.Done()
+		return nil
+	}
 	for {
 		if r, err := c.Scan(ctx); err != nil && ctx.Err() == nil {
 			c.log.Warn("actionScan", "err", err)
@@ -224,6 +228,10 @@ func (c *Center) Run(ctx context.Context) error {
 
 // Kick asks for a scan now.
 func (c *Center) Kick() {
+	if c.opts.ScanElsewhere != nil {
+		c.opts.ScanElsewhere()
+		return
+	}
 	select {
 	case c.kick <- struct{}{}:
 	default:

@@ -16,6 +16,7 @@ import (
 	"github.com/hestia-dev/hestia/internal/mail"
 	"github.com/hestia-dev/hestia/internal/notify"
 	"github.com/hestia-dev/hestia/internal/policy"
+	"github.com/hestia-dev/hestia/internal/scheduler"
 	"github.com/hestia-dev/hestia/internal/tools"
 	"github.com/hestia-dev/hestia/internal/untrusted"
 )
@@ -35,6 +36,13 @@ func (a *App) initActions(ctx context.Context) error {
 	c, err := actions.Open(ctx, a.Paths.DB(actions.Schema.Name), actions.Options{
 		Log: a.Log.With("component", "actions"), Now: a.Now,
 		Source: mailSource{m.Store}, Planner: a.planActions, CheckStep: a.checkActionStep, RunStep: a.runActionStep,
+		ScanElsewhere: func() {
+			if a.Jobs != nil {
+				if _, err := a.Jobs.RunNow(context.Background(), "actions.scan"); err != nil && !errors.Is(err, scheduler.ErrRunning) {
+					a.Log.Warn("actionScanKick", "err", err)
+				}
+			}
+		},
 		OnNew: func(it actions.Item) {
 			a.core.bus.Publish("action.created", "", map[string]any{"action": it})
 			if a.Notify != nil {
@@ -57,7 +65,15 @@ func (a *App) initActions(ctx context.Context) error {
 	}
 	c.Routes(a.Server.API())
 	a.AddWorker("actions", c.Run)
-	return nil
+	// Scans are the built-in job actions.scan (every 5 minutes, journaled,
+	// `hestia jobs run actions.scan`); enabling the center runs one now.
+	return a.builtinJob(ctx, "actions.scan", 5*time.Minute, 30*time.Minute, func(ctx context.Context) error {
+		r, err := c.Scan(ctx)
+		if err == nil && r.Created+r.Updated > 0 {
+			a.Log.Info("actionScan", "messages", r.Messages, "threads", r.Threads, "created", r.Created, "updated", r.Updated)
+		}
+		return err
+	})
 }
 
 // mailSource reads the mail mirror for the Action Center.

@@ -42,9 +42,18 @@ func (a *App) initScheduler(ctx context.Context) error {
 	s, err := scheduler.Open(ctx, a.Paths.DB(scheduler.Schema.Name), scheduler.Options{
 		Log: a.Log.With("component", "scheduler"), Now: a.Now,
 		OnRunEnd: func(r scheduler.Run) {
-			if a.core.bus != nil {
-				a.core.bus.Publish("job.finished", "", map[string]any{"run": r})
+			if a.core.bus == nil {
+				return
 			}
+			// A failing built-in job (an IMAP server down overnight) is
+			// notified once a day, not once a run (notify.go).
+			builtin := false
+			if r.Status == scheduler.StatusError || r.Status == scheduler.StatusTimeout {
+				if j, err := a.Jobs.Get(context.Background(), r.Job); err == nil {
+					builtin = j.Builtin
+				}
+			}
+			a.core.bus.Publish("job.finished", "", map[string]any{"run": r, "builtin": builtin})
 		},
 	})
 	if err != nil {

@@ -17,7 +17,6 @@ import (
 	"github.com/hestia-dev/hestia/internal/mail/journal"
 	"github.com/hestia-dev/hestia/internal/mail/mailtools"
 	"github.com/hestia-dev/hestia/internal/pathpolicy"
-	"github.com/hestia-dev/hestia/internal/scheduler"
 	"github.com/hestia-dev/hestia/internal/search"
 	"github.com/hestia-dev/hestia/internal/tools"
 )
@@ -240,27 +239,24 @@ func (a *App) registerMail(ctx context.Context, reg *tools.Registry, paths *path
 	}
 	cfg := a.Config.Mail
 	log := a.Log.With("component", "mail")
-	every := func(ctx context.Context, d time.Duration, fn func(context.Context)) error {
-		for {
-			fn(ctx)
-			t := time.NewTimer(d)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return nil
-			case <-t.C:
+	// Periodic mail work runs as built-in scheduler jobs (builtinjobs.go):
+	// journaled, no overlap, `hestia jobs run NAME` for a run now. Only
+	// the filesystem watcher stays a worker (it reacts to events).
+	if len(cfg.Sources) > 0 {
+		if err := a.builtinJob(ctx, "mail.reconcile", cfg.ReconcileInterval.D(), 30*time.Minute, func(ctx context.Context) error {
+			var errs []error
+			for _, src := range cfg.Sources {
+				if _, err := m.Store.Reconcile(ctx, src, mail.ImportOptions{}); err != nil {
+					errs = append(errs, fmt.Errorf("reconciling %s: %w", src, err))
+				}
 			}
+			return errors.Join(errs...)
+		}); err != nil {
+			return err
 		}
 	}
-	for _, src := range cfg.Sources {
-		a.AddWorker("mail.reconcile", func(ctx context.Context) error {
-			return every(ctx, cfg.ReconcileInterval.D(), func(ctx context.Context) {
-				if _, err := m.Store.Reconcile(ctx, src, mail.ImportOptions{}); err != nil && ctx.Err() == nil {
-					log.Warn("mailReconcile", "source", src, "err", err)
-				}
-			})
-		})
-		if cfg.Watch {
+	if cfg.Watch {
+		for _, src := range cfg.Sources {
 			a.AddWorker("mail.watch", func(ctx context.Context) error { return m.Store.Watch(ctx, src, mail.ImportOptions{}, 0) })
 		}
 	}
@@ -272,22 +268,34 @@ func (a *App) registerMail(ctx context.Context, reg *tools.Registry, paths *path
 		if interval == 0 {
 			interval = 5 * time.Minute
 		}
-		a.AddWorker("mail.imap."+acc.Name, func(ctx context.Context) error {
-			return every(ctx, interval, func(ctx context.Context) {
-				ia, err := m.IMAPAccount(acc.Name)
-				if err == nil {
-					_, err = (&imapsync.Syncer{Store: m.Store, Log: log}).Sync(ctx, ia)
-				}
-				if err != nil && ctx.Err() == nil {
-					log.Warn("mailIMAPSync", "account", acc.Name, "err", err)
-				}
-			})
-		})
+		if err := a.builtinJob(ctx, "mail.imap."+jobName(acc.Name), interval, 30*time.Minute, func(ctx context.Context) error {
+			ia, err := m.IMAPAccount(acc.Name)
+			if err != nil {
+				return err
+			}
+			if _, err := (&imapsync.Syncer{Store: m.Store, Log: log}).Sync(ctx, ia); err != nil {
+				return fmt.Errorf("syncing %s: %w", acc.Name, err)
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
 	}
-	a.AddWorker("mail.embed", func(ctx context.Context) error { return m.Store.RunEmbedder(ctx, cfg.EmbedBatch, nil) })
-	// Scheduled sends and Sent-mailbox confirmation run as the built-in
-	// job mail.ops (jobs.go): journaled runs, no overlap, a run missed
-	// while the daemon was down runs once at start.
+	// Embedding drains the backlog a chunk at a time for up to five
+	// minutes a run; the next run (a minute later) goes on.
+	if err := a.builtinJob(ctx, "mail.embed", time.Minute, 10*time.Minute, func(ctx context.Context) error {
+		start := time.Now()
+		for time.Since(start) < 5*time.Minute {
+			n, err := m.Store.EmbedPending(ctx, cfg.EmbedBatch, cfg.EmbedBatch*8)
+			if err != nil || n == 0 {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	// Scheduled sends and Sent-mailbox confirmation.
 	ops := func(ctx context.Context) error {
 		var errs []error
 		if m.Sender != nil {
@@ -300,18 +308,5 @@ func (a *App) registerMail(ctx context.Context, reg *tools.Registry, paths *path
 		}
 		return errors.Join(errs...)
 	}
-	if a.Jobs != nil {
-		if err := a.schedule(ctx, scheduler.Def{Name: "mail.ops", Schedule: scheduler.Schedule{Every: scheduler.Duration(cfg.ConfirmInterval.D())}, Timeout: 10 * time.Minute, Run: ops}); err != nil {
-			return err
-		}
-	} else {
-		a.AddWorker("mail.ops", func(ctx context.Context) error {
-			return every(ctx, cfg.ConfirmInterval.D(), func(ctx context.Context) {
-				if err := ops(ctx); err != nil && ctx.Err() == nil {
-					log.Warn("mailOps", "err", err)
-				}
-			})
-		})
-	}
-	return nil
+	return a.builtinJob(ctx, "mail.ops", cfg.ConfirmInterval.D(), 10*time.Minute, ops)
 }

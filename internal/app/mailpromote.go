@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"path/filepath"
+	"time"
 
 	"github.com/hestia-dev/hestia/internal/llm"
 	"github.com/hestia-dev/hestia/internal/mail"
@@ -29,6 +30,12 @@ func (a *App) registerMailPromoter(ctx context.Context, w *wiki.Wiki) error {
 		return err
 	}
 	p := &mailpromote.Promoter{Mail: ms, Wiki: w, DB: db, LLM: a.Chat, Tier: llm.Tier3, Log: a.Log.With("component", "mail-promoter"), Now: a.Now}
-	a.AddWorker("wiki.promote", func(ctx context.Context) error { return p.Run(ctx, cfg.PromoteInterval.D(), cfg.PromoteBatch) })
-	return nil
+	// A built-in job: `hestia jobs run wiki.promote` promotes a batch now.
+	return a.builtinJob(ctx, "wiki.promote", cfg.PromoteInterval.D(), 30*time.Minute, func(ctx context.Context) error {
+		st, err := p.RunBatch(ctx, cfg.PromoteBatch)
+		if err == nil && st.Considered > 0 {
+			p.Log.Info("mailPromoted", "promoted", st.Promoted, "skipped", st.Skipped, "filtered", st.Filtered, "deferred", st.Deferred, "unchanged", st.Unchanged)
+		}
+		return err
+	})
 }

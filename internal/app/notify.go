@@ -95,7 +95,11 @@ func notificationFor(ev *events.Event) (notify.Notification, bool) {
 		if !ok || r.Status == scheduler.StatusOK || r.Status == scheduler.StatusSkipped || r.Status == scheduler.StatusInterrupted {
 			return notify.Notification{}, false
 		}
-		return notify.Notification{Kind: notify.KindJob, Key: fmt.Sprintf("job-run:%d", r.ID), Title: "Job " + r.Job + " " + r.Status, Body: r.Error, URL: "/jobs"}, true
+		key := fmt.Sprintf("job-run:%d", r.ID)
+		if b, _ := data["builtin"].(bool); b {
+			key = "job-failed:" + r.Job + ":" + ev.TS.Format("2006-01-02")
+		}
+		return notify.Notification{Kind: notify.KindJob, Key: key, Title: "Job " + r.Job + " " + r.Status, Body: r.Error, URL: "/jobs"}, true
 	case "budget.warning", "budget.exceeded":
 		title := "Model budget at 80%"
 		if ev.Type == "budget.exceeded" {

@@ -168,7 +168,7 @@ func jobsRun(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	if fs.NArg() != 1 {
-		return usagef("usage: hestia jobs run NAME [--wait] [--json]")
+		return usagef("usage: hestia jobs run NAME [--wait] [--json] (a user job or a built-in one: mail.reconcile, mail.imap.ACCOUNT, mail.embed, mail.ops, actions.scan, wiki.promote)")
 	}
 	name := fs.Arg(0)
 	c, err := env.daemon()
