@@ -185,6 +185,9 @@ type Subscription struct {
 	OldestSeq int64
 	// Shed is set (before C is closed) when the bus dropped a slow consumer.
 	Shed bool
+	// Start is the newest seq when the subscription began; C delivers
+	// only later events (besides any replay asked for).
+	Start int64
 	bus  *Bus
 }
 
@@ -210,7 +213,7 @@ type SubscribeOptions struct {
 func (b *Bus) Subscribe(o SubscribeOptions) *Subscription {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	s := &Subscription{ch: make(chan *Event, b.bufN), chatID: o.ChatID, approver: o.Approver, bus: b}
+	s := &Subscription{ch: make(chan *Event, b.bufN), chatID: o.ChatID, approver: o.Approver, bus: b, Start: b.seq}
 	if len(b.ring) > b.start {
 		s.OldestSeq = b.ring[b.start].Seq
 	} else {
@@ -273,4 +276,43 @@ func (b *Bus) Close() {
 		close(s.ch)
 	}
 	b.nAppr = 0
+}
+
+// Catchup subscribes to new events and returns, as a slice rather than
+// through the bounded channel, the ring's events after o.After that the
+// subscription would match. Both happen under one lock, so nothing is
+// missed or repeated between them. A subscriber that was shed resumes this
+// way however much it missed (a burst of thousands of deltas replays in
+// full). Gap is set when the ring no longer holds o.After+1.
+func (b *Bus) Catchup(o SubscribeOptions) (*Subscription, []*Event) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := &Subscription{ch: make(chan *Event, b.bufN), chatID: o.ChatID, approver: o.Approver, bus: b, Start: b.seq}
+	s.OldestSeq = b.seq + 1
+	if len(b.ring) > b.start {
+		s.OldestSeq = b.ring[b.start].Seq
+	}
+	var missed []*Event
+	switch {
+	case o.After > b.seq:
+		s.Gap = true
+	case o.After < b.seq:
+		if o.After+1 < s.OldestSeq {
+			s.Gap = true
+		}
+		for _, ev := range b.ring[b.start:] {
+			if ev.Seq > o.After && s.wants(ev) {
+				missed = append(missed, ev)
+			}
+		}
+	}
+	if b.closed {
+		close(s.ch)
+		return s, missed
+	}
+	b.subs[s] = struct{}{}
+	if s.approver {
+		b.nAppr++
+	}
+	return s, missed
 }

@@ -100,24 +100,7 @@ func (s *Service) handleSpeech(w http.ResponseWriter, r *http.Request) {
 		httpjson.Error(w, http.StatusBadRequest, "bad_request", "response_format must be opus, mp3, aac, flac, wav or pcm")
 		return
 	}
-	now := time.Now
-	if s.Now != nil {
-		now = s.Now
-	}
-	start := now()
-	audio, ct, err := s.TTS.Speak(r.Context(), b.Input, b.Voice, b.ResponseFormat)
-	if s.Usage != nil {
-		outcome := "ok"
-		if err != nil {
-			outcome = "error"
-		}
-		service := r.Header.Get("x-usage-service")
-		if service == "" {
-			service = "unknown"
-		}
-		s.Usage.RecordCall(context.WithoutCancel(r.Context()), llm.CallRecord{Start: start, Service: service, Action: r.Header.Get("x-usage-action"), Kind: "tts",
-			Tier: "tts", Provider: "tts", Model: s.TTS.Model, Duration: now().Sub(start), Outcome: outcome, Attempts: 1})
-	}
+	audio, ct, err := s.Speak(r.Context(), b.Input, b.Voice, b.ResponseFormat, r.Header.Get("x-usage-service"), r.Header.Get("x-usage-action"))
 	if err != nil {
 		httpjson.Error(w, http.StatusBadGateway, "tts_failed", err.Error())
 		return
@@ -125,4 +108,50 @@ func (s *Service) handleSpeech(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", ct)
 	w.Header().Set("Cache-Control", "no-store")
 	w.Write(audio)
+}
+
+// Speak is Client.Speak with a usage row for service/action.
+func (s *Service) Speak(ctx context.Context, text, voice, format, service, action string) ([]byte, string, error) {
+	if s.TTS == nil {
+		return nil, "", ErrTTSNotConfigured
+	}
+	now := time.Now
+	if s.Now != nil {
+		now = s.Now
+	}
+	start := now()
+	audio, ct, err := s.TTS.Speak(ctx, text, voice, format)
+	if s.Usage != nil {
+		outcome := "ok"
+		if err != nil {
+			outcome = "error"
+		}
+		if service == "" {
+			service = "unknown"
+		}
+		s.Usage.RecordCall(context.WithoutCancel(ctx), llm.CallRecord{Start: start, Service: service, Action: action, Kind: "tts",
+			Tier: "tts", Provider: "tts", Model: s.TTS.Model, Duration: now().Sub(start), Outcome: outcome, Attempts: 1})
+	}
+	return audio, ct, err
+}
+
+// SpeakerFor returns a speaker (Ogg/Opus voice) that records its calls
+// under service/action, or nil when the tts tier is not mapped.
+func (s *Service) SpeakerFor(service, action string) *MeteredSpeaker {
+	if s == nil || s.TTS == nil {
+		return nil
+	}
+	return &MeteredSpeaker{s: s, service: service, action: action}
+}
+
+// MeteredSpeaker is a Service's text-to-speech bound to one attribution.
+type MeteredSpeaker struct {
+	s               *Service
+	service, action string
+}
+
+// Speak implements the channels' Speaker: Opus audio in an Ogg container,
+// which Telegram shows as a voice note.
+func (m *MeteredSpeaker) Speak(ctx context.Context, text string) ([]byte, string, error) {
+	return m.s.Speak(ctx, text, "", "opus", m.service, m.action)
 }

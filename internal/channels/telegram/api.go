@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime/multipart"
 	"net/http"
 	"net/url"
 	"strings"
@@ -98,17 +99,62 @@ func (e *APIError) Error() string {
 	return fmt.Sprintf("telegram %s: %d %s", e.Method, e.Code, e.Description)
 }
 
+// Flooded reports whether err is Telegram's flood control (HTTP 429) and
+// how long it asks to wait.
+func Flooded(err error) (time.Duration, bool) {
+	var ae *APIError
+	if !errors.As(err, &ae) || ae.Code != http.StatusTooManyRequests {
+		return 0, false
+	}
+	return time.Duration(max(ae.RetryAfter, 1)) * time.Second, true
+}
+
 // Client calls the Bot API. The token is part of every URL, so no error
 // this client returns contains a URL.
 type Client struct {
 	base  string // API root, e.g. https://api.telegram.org
 	token string
 	http  *http.Client
+	// Flood control: a send or edit answered 429 is retried after the
+	// retry_after Telegram names, at most maxRetries times and only when
+	// the wait is at most maxWait; anything longer fails at once rather
+	// than stall a reply for minutes.
+	maxRetries int
+	maxWait    time.Duration
 }
+
+// Retry defaults.
+const (
+	DefaultMaxRetries = 3
+	DefaultMaxWait    = 60 * time.Second
+)
 
 // NewClient returns a client for the bot token at the API root apiURL.
 func NewClient(apiURL, token string) *Client {
-	return &Client{base: strings.TrimSuffix(apiURL, "/"), token: token, http: &http.Client{}}
+	return &Client{base: strings.TrimSuffix(apiURL, "/"), token: token, http: &http.Client{}, maxRetries: DefaultMaxRetries, maxWait: DefaultMaxWait}
+}
+
+// retry runs fn again while it is answered 429 within the bounds.
+func (c *Client) retry(ctx context.Context, fn func() error) error {
+	for attempt := 0; ; attempt++ {
+		err := fn()
+		wait, flooded := Flooded(err)
+		if !flooded || attempt >= c.maxRetries || wait > c.maxWait {
+			return err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+	}
+}
+
+// callRetry is call with flood-control retries.
+func (c *Client) callRetry(ctx context.Context, method string, params, out any) error {
+	return c.retry(ctx, func() error { return c.call(ctx, method, params, out) })
 }
 
 // maxAnswer bounds a Bot API answer; updates batches are at most 100.
@@ -124,6 +170,11 @@ func (c *Client) call(ctx context.Context, method string, params, out any) error
 		return fmt.Errorf("telegram %s: building request: %w", method, redact(err))
 	}
 	req.Header.Set("Content-Type", "application/json")
+	return c.do(req, method, out)
+}
+
+// do sends a prepared request and decodes the Bot API envelope.
+func (c *Client) do(req *http.Request, method string, out any) error {
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return fmt.Errorf("telegram %s: %w", method, redact(err))
@@ -185,13 +236,21 @@ func (c *Client) SendMessage(ctx context.Context, chatID int64, html string, kb 
 		p["reply_markup"] = kb
 	}
 	var m Message
-	err := c.call(ctx, "sendMessage", p, &m)
+	err := c.callRetry(ctx, "sendMessage", p, &m)
 	return m, err
 }
 
 // EditMessageText replaces a message's text; a nil keyboard removes its
-// buttons. An edit to identical text is not an error.
+// buttons. An edit to identical text is not an error. Flood control is
+// waited out (within bounds) and retried.
 func (c *Client) EditMessageText(ctx context.Context, chatID, messageID int64, html string, kb *InlineKeyboard) error {
+	return c.retry(ctx, func() error { return c.TryEditMessageText(ctx, chatID, messageID, html, kb) })
+}
+
+// TryEditMessageText is EditMessageText without waiting out flood
+// control: a streaming edit answered 429 is dropped (the caller holds its
+// edits back for the named time; the next or final edit shows the text).
+func (c *Client) TryEditMessageText(ctx context.Context, chatID, messageID int64, html string, kb *InlineKeyboard) error {
 	p := map[string]any{"chat_id": chatID, "message_id": messageID, "text": html, "parse_mode": "HTML", "link_preview_options": map[string]bool{"is_disabled": true}}
 	if kb != nil {
 		p["reply_markup"] = kb
@@ -206,13 +265,58 @@ func (c *Client) EditMessageText(ctx context.Context, chatID, messageID int64, h
 
 // AnswerCallbackQuery acknowledges a button press with a short notice.
 func (c *Client) AnswerCallbackQuery(ctx context.Context, id, text string) error {
-	return c.call(ctx, "answerCallbackQuery", map[string]any{"callback_query_id": id, "text": text}, nil)
+	return c.callRetry(ctx, "answerCallbackQuery", map[string]any{"callback_query_id": id, "text": text}, nil)
+}
+
+// SetWebhook asks Telegram to POST updates to url, each carrying secret
+// in the X-Telegram-Bot-Api-Secret-Token header. Pending updates are kept.
+func (c *Client) SetWebhook(ctx context.Context, url, secret string) error {
+	return c.callRetry(ctx, "setWebhook", map[string]any{
+		"url": url, "secret_token": secret, "allowed_updates": []string{"message", "callback_query"}, "drop_pending_updates": false,
+	}, nil)
+}
+
+// DeleteWebhook turns webhook delivery off so getUpdates works again;
+// pending updates are kept for polling.
+func (c *Client) DeleteWebhook(ctx context.Context) error {
+	return c.callRetry(ctx, "deleteWebhook", map[string]any{"drop_pending_updates": false}, nil)
+}
+
+// SendVoice uploads audio as a voice note (Ogg/Opus shows as one) or, with
+// asAudio, as an audio file (other formats).
+func (c *Client) SendVoice(ctx context.Context, chatID int64, audio []byte, filename, mime string, asAudio bool) (Message, error) {
+	method, field := "sendVoice", "voice"
+	if asAudio {
+		method, field = "sendAudio", "audio"
+	}
+	var m Message
+	err := c.retry(ctx, func() error {
+		var body bytes.Buffer
+		mw := multipart.NewWriter(&body)
+		_ = mw.WriteField("chat_id", fmt.Sprint(chatID))
+		h := make(map[string][]string)
+		h["Content-Disposition"] = []string{fmt.Sprintf(`form-data; name=%q; filename=%q`, field, filename)}
+		h["Content-Type"] = []string{mime}
+		fw, err := mw.CreatePart(h)
+		if err != nil {
+			return fmt.Errorf("telegram %s: building upload: %w", method, err)
+		}
+		fw.Write(audio)
+		mw.Close()
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+"/bot"+c.token+"/"+method, &body)
+		if err != nil {
+			return fmt.Errorf("telegram %s: building request: %w", method, redact(err))
+		}
+		req.Header.Set("Content-Type", mw.FormDataContentType())
+		return c.do(req, method, &m)
+	})
+	return m, err
 }
 
 // GetFile resolves a file id to a download path.
 func (c *Client) GetFile(ctx context.Context, fileID string) (File, error) {
 	var f File
-	err := c.call(ctx, "getFile", map[string]any{"file_id": fileID}, &f)
+	err := c.callRetry(ctx, "getFile", map[string]any{"file_id": fileID}, &f)
 	return f, err
 }
 

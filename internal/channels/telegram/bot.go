@@ -1,5 +1,5 @@
 // Package telegram is the Telegram channel: a bot that long-polls the Bot
-// API, serves only allow-listed Telegram users, maps each Telegram chat to
+// API (or receives a webhook), serves only allow-listed Telegram users, maps each Telegram chat to
 // a Hestia chat, streams replies by editing a message at a bounded rate,
 // and brings approval cards into the chat as messages with inline buttons.
 //
@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"strings"
 	"sync"
 	"time"
@@ -47,6 +48,12 @@ type Transcriber interface {
 	Transcribe(ctx context.Context, audio []byte, filename, mime string) (string, error)
 }
 
+// Speaker turns a reply into audio (the tts tier); it returns the audio
+// and its content type.
+type Speaker interface {
+	Speak(ctx context.Context, text string) ([]byte, string, error)
+}
+
 // AuditFunc records an audit event.
 type AuditFunc func(ctx context.Context, typ, chatID, summary string, data any)
 
@@ -65,7 +72,22 @@ type Config struct {
 	PublicURL string
 	// MaxVoiceBytes refuses larger voice notes before downloading them.
 	MaxVoiceBytes int64
+	// WebhookURL, when set, switches from long polling to a webhook:
+	// Telegram POSTs updates there (the daemon serves WebhookPath) with
+	// a secret token checked on every request. Empty polls; switching
+	// back deletes the webhook.
+	WebhookURL string
+	// VoiceReplies says when a reply is also spoken (sendVoice through
+	// the Speaker): VoiceWhenVoice (default), VoiceAlways or VoiceOff.
+	VoiceReplies string
 }
+
+// Voice reply modes.
+const (
+	VoiceWhenVoice = "voice" // when the user's message was a voice note
+	VoiceAlways    = "always"
+	VoiceOff       = "off"
+)
 
 // Deps are the components the bot drives.
 type Deps struct {
@@ -77,6 +99,7 @@ type Deps struct {
 	Bus         *events.Bus
 	Audit       AuditFunc
 	Transcriber Transcriber // nil: voice notes are refused as not configured
+	Speaker     Speaker     // nil: replies are text only
 	Log         *slog.Logger
 	Clock       func() time.Time
 }
@@ -101,6 +124,11 @@ type Bot struct {
 	// and write-held by a button press before it looks the card up, so a
 	// press that beats the store write waits instead of being refused.
 	cards sync.RWMutex
+
+	// hookMu serializes webhook deliveries and guards hook, which is set
+	// while Run is receiving by webhook.
+	hookMu sync.Mutex
+	hook   *hookState
 }
 
 // New builds a bot.
@@ -114,6 +142,9 @@ func New(cfg Config, d Deps) *Bot {
 	if cfg.MaxVoiceBytes <= 0 {
 		cfg.MaxVoiceBytes = DefaultMaxVoiceBytes
 	}
+	if cfg.VoiceReplies == "" {
+		cfg.VoiceReplies = VoiceWhenVoice
+	}
 	if d.Log == nil {
 		d.Log = slog.New(slog.DiscardHandler)
 	}
@@ -126,9 +157,11 @@ func New(cfg Config, d Deps) *Bot {
 	return &Bot{cfg: cfg, d: d, followers: map[string]*follower{}}
 }
 
-// Run polls for updates until ctx ends. Transport errors back off and
-// retry; the offset is stored after each update, so a restart resumes
-// exactly after the last handled one.
+// Run receives updates until ctx ends: by webhook when WebhookURL is set,
+// by long polling otherwise. Either way an update is handled once: its id
+// is recorded after handling, and one seen before (a webhook delivery
+// Telegram retries, an update polled again after switching modes or
+// restarting) is skipped.
 func (b *Bot) Run(ctx context.Context) error {
 	defer b.wg.Wait()
 	maps, err := b.d.Store.Mappings(ctx)
@@ -138,6 +171,31 @@ func (b *Bot) Run(ctx context.Context) error {
 	for _, m := range maps {
 		if b.allowed(m.UserID, devices.Chat) {
 			b.follow(ctx, m)
+		}
+	}
+	if b.cfg.WebhookURL != "" {
+		return b.runWebhook(ctx)
+	}
+	return b.poll(ctx)
+}
+
+// poll long-polls getUpdates. Transport errors back off and retry; the
+// offset is stored after each update, so a restart resumes exactly after
+// the last handled one.
+func (b *Bot) poll(ctx context.Context) error {
+	mode, err := b.d.Store.Mode(ctx)
+	if err != nil {
+		return err
+	}
+	if mode == "webhook" {
+		// Telegram refuses getUpdates while a webhook is set.
+		if !b.untilDone(ctx, "deleting the telegram webhook", b.d.API.DeleteWebhook) {
+			return nil
+		}
+	}
+	if mode != "polling" {
+		if err := b.d.Store.SetMode(ctx, "polling"); err != nil {
+			return err
 		}
 	}
 	offset, err := b.d.Store.Offset(ctx)
@@ -156,6 +214,12 @@ func (b *Bot) Run(ctx context.Context) error {
 			if errors.As(err, &ae) && ae.RetryAfter > 0 {
 				wait = time.Duration(ae.RetryAfter) * time.Second
 			}
+			if errors.As(err, &ae) && ae.Code == http.StatusConflict {
+				// A webhook set elsewhere (or by an older run): take over.
+				if err := b.d.API.DeleteWebhook(ctx); err == nil {
+					continue
+				}
+			}
 			b.d.Log.Warn("telegram polling failed", "err", err, "retryIn", wait)
 			select {
 			case <-ctx.Done():
@@ -169,7 +233,9 @@ func (b *Bot) Run(ctx context.Context) error {
 			if u.UpdateID < offset {
 				continue // already handled (a server repeating itself)
 			}
-			b.handle(ctx, u)
+			if err := b.handleOnce(ctx, u); err != nil {
+				return err
+			}
 			offset = u.UpdateID + 1
 			// Stored even when shutdown began during the update: it was handled.
 			if err := b.d.Store.SetOffset(context.WithoutCancel(ctx), offset); err != nil {
@@ -178,6 +244,42 @@ func (b *Bot) Run(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// handleOnce handles u unless its id was handled before, then records it.
+func (b *Bot) handleOnce(ctx context.Context, u Update) error {
+	seen, err := b.d.Store.Seen(ctx, u.UpdateID)
+	if err != nil {
+		return err
+	}
+	if seen {
+		b.d.Log.Info("telegram update already handled; skipped", "update", u.UpdateID)
+		return nil
+	}
+	b.handle(ctx, u)
+	_, err = b.d.Store.MarkSeen(context.WithoutCancel(ctx), u.UpdateID)
+	return err
+}
+
+// untilDone retries fn with backoff until it succeeds (true) or ctx ends.
+func (b *Bot) untilDone(ctx context.Context, what string, fn func(context.Context) error) bool {
+	backoff := time.Second
+	for {
+		err := fn(ctx)
+		if err == nil {
+			return true
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		b.d.Log.Warn(what+" failed", "err", err, "retryIn", backoff)
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, time.Minute)
+	}
 }
 
 func (b *Bot) handle(ctx context.Context, u Update) {
@@ -238,6 +340,7 @@ func (b *Bot) handleMessage(ctx context.Context, msg *Message) {
 		return
 	}
 	text := strings.TrimSpace(msg.Text)
+	voice := msg.Voice != nil || msg.Audio != nil
 	switch {
 	case msg.Voice != nil || msg.Audio != nil:
 		media := msg.Voice
@@ -275,6 +378,7 @@ func (b *Bot) handleMessage(ctx context.Context, msg *Message) {
 			return
 		}
 	}
+	f.setVoice(voice)
 	if err := b.d.Agent.Submit(ctx, m.ChatID, text); err != nil {
 		b.d.Log.Warn("starting turn from telegram", "chat", m.ChatID, "err", err)
 		b.send(ctx, msg.Chat.ID, Escape("I could not start on that: "+err.Error()), nil)

@@ -27,6 +27,7 @@ type fakeAgent struct {
 	gate    bool
 	ask     bool // ask a question instead of an approval
 	writes  atomic.Int32
+	burst   int // publish this many one-character deltas in a tight loop
 	mu      sync.Mutex
 	texts   []string
 	decided chan approval.Decision
@@ -57,6 +58,18 @@ func (f *fakeAgent) Submit(ctx context.Context, chatID, text string) error {
 				reply = "Not written: " + string(d.Outcome)
 				final = reply
 			}
+		}
+		if f.burst > 0 {
+			// Thousands of deltas in a tight loop: more than any reader
+			// keeps up with, so the bus sheds the follower mid-turn.
+			reply = ""
+			for i := 0; i < f.burst; i++ {
+				c := string(rune('a' + i%26))
+				reply += c
+				f.bus.Publish("message.delta", chatID, map[string]any{"turn_id": turn, "step": 0, "text": c})
+			}
+			final = reply
+			reply = ""
 		}
 		// A few dozen deltas, as a model streams; far fewer than the
 		// bus buffers for one subscriber.
@@ -91,6 +104,7 @@ func (s *fakeSTT) Transcribe(ctx context.Context, audio []byte, filename, mime s
 }
 
 type harness struct {
+	bus    *events.Bus
 	tg     *tgtest.Server
 	agent  *fakeAgent
 	broker *approval.Broker
@@ -102,19 +116,41 @@ type harness struct {
 
 func newHarness(t *testing.T, dbPath string, tg *tgtest.Server, withSTT bool) *harness {
 	t.Helper()
+	return newHarnessWith(t, dbPath, tg, hopts{stt: withSTT})
+}
+
+// hopts vary the harness: the subscriber buffer of the bus, and the
+// bot's config and dependencies.
+type hopts struct {
+	stt  bool
+	bufN int
+	cfg  func(*Config)
+	deps func(*Deps)
+}
+
+func newHarnessWith(t *testing.T, dbPath string, tg *tgtest.Server, o hopts) *harness {
+	t.Helper()
+	withSTT := o.stt
 	db, err := store.Open(context.Background(), dbPath, Schema)
 	if err != nil {
 		t.Fatal(err)
 	}
-	bus := events.NewBus(nil, 0, 0)
+	bus := events.NewBus(nil, 0, o.bufN)
 	broker := approval.New(approval.Options{Timeout: time.Minute, ApproversFor: bus.ApproversFor, Notify: notifier{bus}})
-	h := &harness{tg: tg, broker: broker, store: NewStore(db, nil), stt: &fakeSTT{}}
+	h := &harness{bus: bus, tg: tg, broker: broker, store: NewStore(db, nil), stt: &fakeSTT{}}
 	h.agent = &fakeAgent{bus: bus, broker: broker}
 	d := Deps{API: NewClient(tg.URL, tgtest.Token), Store: h.store, Agent: h.agent, Chats: &fakeChats{}, Approvals: broker, Bus: bus}
 	if withSTT {
 		d.Transcriber = h.stt
 	}
-	h.bot = New(Config{Users: map[int64][]devices.Scope{owner: {devices.Chat, devices.Approve, devices.Read}}, PollTimeout: time.Second, EditInterval: 20 * time.Millisecond, MaxVoiceBytes: 1 << 20}, d)
+	cfg := Config{Users: map[int64][]devices.Scope{owner: {devices.Chat, devices.Approve, devices.Read}}, PollTimeout: time.Second, EditInterval: 20 * time.Millisecond, MaxVoiceBytes: 1 << 20}
+	if o.cfg != nil {
+		o.cfg(&cfg)
+	}
+	if o.deps != nil {
+		o.deps(&d)
+	}
+	h.bot = New(cfg, d)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- h.bot.Run(ctx) }()

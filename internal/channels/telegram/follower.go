@@ -24,8 +24,9 @@ type follower struct {
 	sub    *events.Subscription
 	cancel context.CancelFunc
 
-	mu       sync.Mutex // guards question
+	mu       sync.Mutex // guards question and voice
 	question string     // pending ask_user request id
+	voice    bool       // the latest message was a voice note: speak the reply
 
 	// Streaming state, touched only by run.
 	turnID   string
@@ -34,6 +35,25 @@ type follower struct {
 	buf      strings.Builder
 	shown    string
 	lastEdit time.Time
+	// holdUntil is flood control: after a 429, no streaming edit is tried
+	// before this (the final reply still is, waiting the time out).
+	holdUntil time.Time
+	// finished is the last turn whose final reply was written, so a
+	// turn.finished seen twice (a replay after a shed) writes once.
+	finished string
+}
+
+// setVoice records whether the message just submitted was a voice note.
+func (f *follower) setVoice(v bool) {
+	f.mu.Lock()
+	f.voice = v
+	f.mu.Unlock()
+}
+
+func (f *follower) wantsVoice() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.voice
 }
 
 func newFollower(b *Bot, m Mapping, cancel context.CancelFunc) *follower {
@@ -96,8 +116,13 @@ func (in *inbox) drain() []item {
 }
 
 // read moves the subscription's events into the inbox until ctx ends.
+// A subscription the bus shed anyway (a burst of thousands of deltas in a
+// tight loop can outrun any reader) is resumed with Catchup: everything
+// after the last event read is replayed from the bus's ring, so a turn's
+// final text and approval cards are never lost to a resubscription.
 func (f *follower) read(ctx context.Context, in *inbox) {
 	sub := f.sub
+	last := sub.Start
 	defer func() { sub.Close() }()
 	for {
 		select {
@@ -108,24 +133,36 @@ func (f *follower) read(ctx context.Context, in *inbox) {
 				if !sub.Shed || ctx.Err() != nil {
 					return
 				}
-				// Fell behind anyway: follow again from now.
-				sub = f.b.d.Bus.Subscribe(events.SubscribeOptions{ChatID: f.m.ChatID, Approver: f.b.allowed(f.m.UserID, devices.Approve)})
-				continue
-			}
-			if ev.ChatID != f.m.ChatID {
-				continue
-			}
-			it := item{ev: ev}
-			if ev.Type == "message.delta" {
-				var d delta
-				if decodeData(ev, &d) != nil {
-					continue
+				var missed []*events.Event
+				sub, missed = f.b.d.Bus.Catchup(events.SubscribeOptions{ChatID: f.m.ChatID, After: last, Approver: f.b.allowed(f.m.UserID, devices.Approve)})
+				if sub.Gap {
+					f.b.d.Log.Warn("telegram follower fell behind the event ring; some updates may be missing", "chat", f.m.ChatID)
 				}
-				it.delta = &d
+				for _, ev := range missed {
+					f.enqueue(in, ev)
+				}
+				last = sub.Start
+				continue
 			}
-			in.push(it)
+			last = ev.Seq
+			f.enqueue(in, ev)
 		}
 	}
+}
+
+func (f *follower) enqueue(in *inbox, ev *events.Event) {
+	if ev.ChatID != f.m.ChatID {
+		return
+	}
+	it := item{ev: ev}
+	if ev.Type == "message.delta" {
+		var d delta
+		if decodeData(ev, &d) != nil {
+			return
+		}
+		it.delta = &d
+	}
+	in.push(it)
 }
 
 func (f *follower) run(ctx context.Context) {
@@ -144,7 +181,10 @@ func (f *follower) run(ctx context.Context) {
 			return
 		case <-flushC:
 			flushC = nil
-			f.edit(ctx)
+			if wait := f.edit(ctx, false); wait > 0 {
+				flush.Reset(wait)
+				flushC = flush.C
+			}
 		case <-in.wake:
 			for _, it := range in.drain() {
 				if wait := f.event(ctx, it); wait > 0 && flushC == nil {
@@ -166,22 +206,30 @@ func (f *follower) event(ctx context.Context, it item) time.Duration {
 	switch ev.Type {
 	case "message.delta":
 		d := it.delta
+		if d.TurnID == f.finished {
+			return 0 // a late delta of a turn already written in full
+		}
 		if d.TurnID != f.turnID || d.Step != f.step {
 			if f.msgID != 0 && d.TurnID == f.turnID {
-				f.edit(ctx) // close the previous step's message as it stands
+				f.edit(ctx, true) // close the previous step's message as it stands
 			}
 			f.turnID, f.step, f.msgID, f.shown = d.TurnID, d.Step, 0, ""
 			f.buf.Reset()
 		}
 		f.buf.WriteString(d.Text)
 		if f.msgID == 0 {
-			f.edit(ctx)
+			f.edit(ctx, true)
 			return 0
 		}
-		if since := f.b.d.Clock().Sub(f.lastEdit); since < f.b.cfg.EditInterval {
-			return f.b.cfg.EditInterval - since
+		now := f.b.d.Clock()
+		next := f.lastEdit.Add(f.b.cfg.EditInterval)
+		if f.holdUntil.After(next) {
+			next = f.holdUntil
 		}
-		f.edit(ctx)
+		if now.Before(next) {
+			return next.Sub(now)
+		}
+		return f.edit(ctx, false)
 	case "turn.finished":
 		var d struct {
 			Result struct {
@@ -234,31 +282,55 @@ func errMessage(e *struct {
 }
 
 // edit shows the streaming text: a new message the first time, an edit
-// after, never the same text twice.
-func (f *follower) edit(ctx context.Context) {
+// after, never the same text twice. A streaming edit (final false) is not
+// retried: under flood control it holds further edits back and returns
+// how long to wait before trying again.
+func (f *follower) edit(ctx context.Context, final bool) time.Duration {
 	text := Truncate(f.buf.String(), chunkRunes)
 	if strings.TrimSpace(text) == "" || text == f.shown {
-		return
+		return 0
+	}
+	now := f.b.d.Clock()
+	if !final && now.Before(f.holdUntil) {
+		return f.holdUntil.Sub(now)
 	}
 	html := Render(text)
-	f.lastEdit = f.b.d.Clock()
+	f.lastEdit = now
 	if f.msgID == 0 {
 		m, err := f.b.send(ctx, f.m.TGChatID, html, nil)
 		if err == nil {
 			f.msgID = m.MessageID
 			f.shown = text
 		}
-		return
+		return 0
 	}
-	if err := f.b.d.API.EditMessageText(ctx, f.m.TGChatID, f.msgID, html, nil); err != nil {
+	var err error
+	if final {
+		err = f.b.d.API.EditMessageText(ctx, f.m.TGChatID, f.msgID, html, nil)
+	} else {
+		err = f.b.d.API.TryEditMessageText(ctx, f.m.TGChatID, f.msgID, html, nil)
+	}
+	if err != nil {
+		if wait, flooded := Flooded(err); flooded && !final {
+			f.holdUntil = f.b.d.Clock().Add(wait)
+			f.b.d.Log.Info("telegram flood control: holding edits", "chat", f.m.TGChatID, "for", wait)
+			return wait
+		}
 		f.b.d.Log.Warn("telegram edit failed", "err", err)
-		return
+		return 0
 	}
 	f.shown = text
+	return 0
 }
 
-// finish writes a turn's final reply, split into messages that fit.
+// finish writes a turn's final reply, split into messages that fit. It
+// always reaches the chat: the final edit waits out flood control, and a
+// final edit that still fails is sent as a new message instead.
 func (f *follower) finish(ctx context.Context, turnID string, ok bool, text string, aborted, failed bool, errMsg string) {
+	if turnID != "" && turnID == f.finished {
+		return
+	}
+	f.finished = turnID
 	streaming := turnID == f.turnID && f.msgID != 0
 	msgID := f.msgID
 	f.turnID, f.msgID, f.shown = "", 0, ""
@@ -278,12 +350,16 @@ func (f *follower) finish(ctx context.Context, turnID string, ok bool, text stri
 	parts := Split(text)
 	for i, p := range parts {
 		if i == 0 && streaming {
-			if err := f.b.d.API.EditMessageText(ctx, f.m.TGChatID, msgID, Render(p), nil); err != nil {
-				f.b.d.Log.Warn("telegram final edit failed", "err", err)
+			err := f.b.d.API.EditMessageText(ctx, f.m.TGChatID, msgID, Render(p), nil)
+			if err == nil {
+				continue
 			}
-			continue
+			f.b.d.Log.Warn("telegram final edit failed; sending the reply anew", "err", err)
 		}
 		f.b.send(ctx, f.m.TGChatID, Render(p), nil)
+	}
+	if f.b.speaks(f.wantsVoice()) {
+		f.b.speakReply(ctx, f.m.TGChatID, text)
 	}
 }
 

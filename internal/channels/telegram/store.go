@@ -34,7 +34,11 @@ CREATE TABLE refused (
 	user_id INTEGER PRIMARY KEY,
 	first_at TEXT NOT NULL,
 	count INTEGER NOT NULL
-);`}}
+);`, `
+-- Update ids already handled, in either mode: a webhook delivery Telegram
+-- retries, or an update polled again after switching modes, is skipped.
+-- The rowid orders them by arrival; only the newest keepSeen are kept.
+CREATE TABLE seen (update_id INTEGER NOT NULL UNIQUE, at TEXT NOT NULL);`}}
 
 // Store is the channel's state on disk.
 type Store struct {
@@ -193,4 +197,56 @@ func (s *Store) Refused(ctx context.Context, userID int64) (first bool, err erro
 		return false, fmt.Errorf("recording refused user: %w", err)
 	}
 	return false, nil
+}
+
+// keepSeen is how many handled update ids are remembered. Telegram
+// redelivers within minutes, far fewer updates than this.
+const keepSeen = 5000
+
+// Seen reports whether an update was already handled.
+func (s *Store) Seen(ctx context.Context, updateID int64) (bool, error) {
+	var n int
+	err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM seen WHERE update_id = ?`, updateID).Scan(&n)
+	if err != nil {
+		return false, fmt.Errorf("reading handled telegram updates: %w", err)
+	}
+	return n > 0, nil
+}
+
+// MarkSeen records an update as handled; it reports false when it already
+// was. Old entries beyond keepSeen are dropped.
+func (s *Store) MarkSeen(ctx context.Context, updateID int64) (bool, error) {
+	res, err := s.db.ExecContext(ctx, `INSERT INTO seen (update_id, at) VALUES (?, ?) ON CONFLICT(update_id) DO NOTHING`, updateID, s.now())
+	if err != nil {
+		return false, fmt.Errorf("recording handled telegram update: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	if n == 1 && updateID%100 == 0 {
+		if _, err := s.db.ExecContext(ctx, `DELETE FROM seen WHERE rowid <= (SELECT max(rowid) FROM seen) - ?`, keepSeen); err != nil {
+			return true, fmt.Errorf("pruning handled telegram updates: %w", err)
+		}
+	}
+	return n == 1, nil
+}
+
+// Mode is how updates were last received: "polling", "webhook" or "".
+func (s *Store) Mode(ctx context.Context) (string, error) {
+	var v string
+	err := s.db.QueryRowContext(ctx, `SELECT value FROM state WHERE key = 'mode'`).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("reading telegram mode: %w", err)
+	}
+	return v, nil
+}
+
+// SetMode records how updates are received now.
+func (s *Store) SetMode(ctx context.Context, mode string) error {
+	_, err := s.db.ExecContext(ctx, `INSERT INTO state (key, value) VALUES ('mode', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`, mode)
+	if err != nil {
+		return fmt.Errorf("storing telegram mode: %w", err)
+	}
+	return nil
 }

@@ -2,11 +2,16 @@
 // long-polled getUpdates fed by the test, sendMessage/editMessageText that
 // record what a user would see (and reject what Telegram rejects: broken
 // HTML, over-long text, over-long callback data, unchanged edits),
-// answerCallbackQuery, getFile and file downloads. No network is used.
+// answerCallbackQuery, getFile and file downloads, sendVoice/sendAudio
+// uploads, setWebhook/deleteWebhook with deliveries POSTed to a target the
+// test names, and flood control (429 with retry_after) on demand. No
+// network beyond loopback is used.
 package tgtest
 
 import (
+	"bytes"
 	"encoding/json"
+	"io"
 	"fmt"
 	"html"
 	"net/http"
@@ -53,15 +58,237 @@ type Server struct {
 	files    map[string][]byte
 	wake     chan struct{}
 	calls    map[string]int
+	throttle map[string][]int // per method: retry_after of the next 429s
+	voices   []Voice
+
+	// Webhook: set by setWebhook, cleared by deleteWebhook. While set,
+	// getUpdates answers 409 like Telegram and pushed updates are POSTed
+	// to target (the daemon's route standing in for the public URL).
+	hookURL    string
+	hookSecret string
+	target     string
+	delivered  []int64
+	hookKick   chan struct{}
+}
+
+// Voice is an uploaded voice note or audio file.
+type Voice struct {
+	ChatID int64
+	Method string // sendVoice or sendAudio
+	Name   string // the upload's file name
+	Type   string // the upload's content type
+	Data   []byte
 }
 
 // New starts a fake server closed with the test.
 func New(t testing.TB) *Server {
-	s := &Server{t: t, nextID: 1, nextMsg: 100, answers: map[string]string{}, files: map[string][]byte{}, wake: make(chan struct{}), calls: map[string]int{}}
+	s := &Server{t: t, nextID: 1, nextMsg: 100, answers: map[string]string{}, files: map[string][]byte{}, wake: make(chan struct{}), calls: map[string]int{},
+		throttle: map[string][]int{}, hookKick: make(chan struct{}, 1)}
 	ts := httptest.NewServer(http.HandlerFunc(s.serve))
-	t.Cleanup(ts.Close)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.deliverLoop(stop)
+	}()
+	t.Cleanup(func() {
+		close(stop)
+		<-done
+		ts.Close()
+	})
 	s.URL = ts.URL
 	return s
+}
+
+// Throttle makes the next len(retryAfter) calls of method fail with 429
+// "Too Many Requests: retry after N", N taken in turn from retryAfter.
+func (s *Server) Throttle(method string, retryAfter ...int) {
+	s.mu.Lock()
+	s.throttle[method] = append(s.throttle[method], retryAfter...)
+	s.mu.Unlock()
+}
+
+// throttled answers 429 when method is due to be throttled.
+func (s *Server) throttled(w http.ResponseWriter, method string) bool {
+	s.mu.Lock()
+	q := s.throttle[method]
+	if len(q) == 0 {
+		s.mu.Unlock()
+		return false
+	}
+	after := q[0]
+	s.throttle[method] = q[1:]
+	s.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(429)
+	json.NewEncoder(w).Encode(map[string]any{"ok": false, "error_code": 429,
+		"description": fmt.Sprintf("Too Many Requests: retry after %d", after), "parameters": map[string]int{"retry_after": after}})
+	return true
+}
+
+// SetWebhookTarget names where deliveries go while a webhook is set: the
+// daemon's route, standing in for the public URL given to setWebhook.
+func (s *Server) SetWebhookTarget(url string) {
+	s.mu.Lock()
+	s.target = url
+	s.mu.Unlock()
+	s.kick()
+}
+
+// Webhook returns the webhook URL and secret set now ("" when none).
+func (s *Server) Webhook() (url, secret string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.hookURL, s.hookSecret
+}
+
+// Delivered returns the update ids the webhook target accepted (200).
+func (s *Server) Delivered() []int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]int64(nil), s.delivered...)
+}
+
+func (s *Server) kick() {
+	select {
+	case s.hookKick <- struct{}{}:
+	default:
+	}
+}
+
+// deliverLoop POSTs pending updates, oldest first, to the webhook target
+// while a webhook is set; an update leaves the queue once answered 200,
+// anything else is retried, as Telegram does.
+func (s *Server) deliverLoop(stop chan struct{}) {
+	client := &http.Client{Timeout: 30 * time.Second}
+	for {
+		s.mu.Lock()
+		var next map[string]any
+		target, secret := s.target, s.hookSecret
+		if s.hookURL != "" && target != "" && len(s.updates) > 0 {
+			next = s.updates[0]
+		}
+		s.mu.Unlock()
+		if next == nil {
+			select {
+			case <-stop:
+				return
+			case <-s.hookKick:
+			case <-time.After(100 * time.Millisecond):
+			}
+			continue
+		}
+		code := s.post(client, target, secret, next)
+		if code == http.StatusOK {
+			s.mu.Lock()
+			if len(s.updates) > 0 && s.updates[0]["update_id"] == next["update_id"] {
+				s.updates = s.updates[1:]
+			}
+			s.delivered = append(s.delivered, next["update_id"].(int64))
+			s.mu.Unlock()
+			continue
+		}
+		select {
+		case <-stop:
+			return
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func (s *Server) post(client *http.Client, target, secret string, u map[string]any) int {
+	body, _ := json.Marshal(u)
+	req, err := http.NewRequest(http.MethodPost, target, bytes.NewReader(body))
+	if err != nil {
+		return 0
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if secret != "" {
+		req.Header.Set("X-Telegram-Bot-Api-Secret-Token", secret)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// PostWebhook POSTs a text message update with the given id and secret
+// straight to the webhook target (a redelivery, or a forger) and returns
+// the HTTP status.
+func (s *Server) PostWebhook(updateID int64, secret string, userID int64, text string) int {
+	s.mu.Lock()
+	target := s.target
+	s.mu.Unlock()
+	return s.post(http.DefaultClient, target, secret, textUpdate(updateID, userID, text))
+}
+
+// Requeue offers an update again under an id already used (Telegram
+// repeating an update after a mode switch).
+func (s *Server) Requeue(updateID int64, userID int64, text string) {
+	s.mu.Lock()
+	s.updates = append(s.updates, textUpdate(updateID, userID, text))
+	close(s.wake)
+	s.wake = make(chan struct{})
+	s.mu.Unlock()
+	s.kick()
+}
+
+func textUpdate(id, userID int64, text string) map[string]any {
+	return map[string]any{"update_id": id, "message": map[string]any{
+		"message_id": 1, "from": user(userID, fmt.Sprintf("User%d", userID)), "chat": map[string]any{"id": userID, "type": "private"}, "date": 1, "text": text,
+	}}
+}
+
+// Voices returns the voice notes and audio files sent to chat.
+func (s *Server) Voices(chat int64) []Voice {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Voice
+	for _, v := range s.voices {
+		if v.ChatID == chat {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func (s *Server) sendVoice(w http.ResponseWriter, r *http.Request, method string) {
+	field := "voice"
+	if method == "sendAudio" {
+		field = "audio"
+	}
+	if err := r.ParseMultipartForm(8 << 20); err != nil {
+		fail(w, 400, "Bad Request: the body is not multipart/form-data")
+		return
+	}
+	var chat int64
+	fmt.Sscan(r.FormValue("chat_id"), &chat)
+	f, hdr, err := r.FormFile(field)
+	if err != nil || chat == 0 {
+		fail(w, 400, "Bad Request: there is no "+field+" in the request")
+		return
+	}
+	data, _ := io.ReadAll(f)
+	f.Close()
+	if len(data) == 0 {
+		fail(w, 400, "Bad Request: file is empty")
+		return
+	}
+	if method == "sendVoice" && !bytes.HasPrefix(data, []byte("OggS")) {
+		// Telegram shows only OGG/Opus (and MP3/M4A) as voice notes.
+		fail(w, 400, "Bad Request: VOICE_MESSAGES_FORBIDDEN or wrong file type")
+		return
+	}
+	s.mu.Lock()
+	s.calls[method]++
+	s.voices = append(s.voices, Voice{ChatID: chat, Method: method, Name: hdr.Filename, Type: hdr.Header.Get("Content-Type"), Data: data})
+	s.nextMsg++
+	id := s.nextMsg
+	s.mu.Unlock()
+	ok200(w, map[string]any{"message_id": id, "chat": map[string]any{"id": chat, "type": "private"}})
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
@@ -81,6 +308,16 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		fail(w, 401, "Unauthorized")
 		return
 	}
+	if s.throttled(w, method) {
+		s.mu.Lock()
+		s.calls[method+":429"]++
+		s.mu.Unlock()
+		return
+	}
+	if method == "sendVoice" || method == "sendAudio" {
+		s.sendVoice(w, r, method)
+		return
+	}
 	var p map[string]json.RawMessage
 	if err := json.NewDecoder(r.Body).Decode(&p); err != nil {
 		fail(w, 400, "Bad Request: body is not JSON")
@@ -91,7 +328,36 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	switch method {
 	case "getUpdates":
+		s.mu.Lock()
+		hooked := s.hookURL != ""
+		s.mu.Unlock()
+		if hooked {
+			fail(w, 409, "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first")
+			return
+		}
 		s.getUpdates(w, r, p)
+	case "setWebhook":
+		var url, secret string
+		json.Unmarshal(p["url"], &url)
+		json.Unmarshal(p["secret_token"], &secret)
+		if !strings.HasPrefix(url, "https://") {
+			fail(w, 400, "Bad Request: bad webhook: An HTTPS URL must be provided for webhook")
+			return
+		}
+		if !regexp.MustCompile(`^[A-Za-z0-9_-]{1,256}$`).MatchString(secret) {
+			fail(w, 400, "Bad Request: secret token contains unallowed characters")
+			return
+		}
+		s.mu.Lock()
+		s.hookURL, s.hookSecret = url, secret
+		s.mu.Unlock()
+		s.kick()
+		ok200(w, true)
+	case "deleteWebhook":
+		s.mu.Lock()
+		s.hookURL, s.hookSecret = "", ""
+		s.mu.Unlock()
+		ok200(w, true)
 	case "sendMessage":
 		s.sendMessage(w, p)
 	case "editMessageText":
@@ -309,6 +575,7 @@ func (s *Server) push(u map[string]any) int64 {
 	s.updates = append(s.updates, u)
 	close(s.wake)
 	s.wake = make(chan struct{})
+	s.kick()
 	return u["update_id"].(int64)
 }
 
