@@ -188,7 +188,7 @@ type Subscription struct {
 	// Start is the newest seq when the subscription began; C delivers
 	// only later events (besides any replay asked for).
 	Start int64
-	bus  *Bus
+	bus   *Bus
 }
 
 // C delivers events; it is closed when the subscription ends or is shed.

@@ -11,9 +11,9 @@ package tgtest
 import (
 	"bytes"
 	"encoding/json"
-	"io"
 	"fmt"
 	"html"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
