@@ -46,22 +46,33 @@ func (a *App) initTelegram(ctx context.Context) error {
 	if m := svc.For("telegram", "voice"); m != nil {
 		tr = m
 	}
+	var sp telegram.Speaker
+	if m := svc.SpeakerFor("telegram", "speak"); m != nil {
+		sp = m
+	}
 	api := telegram.NewClient(cfg.APIURL, token)
 	bot := telegram.New(telegram.Config{
 		Users: users, PollTimeout: cfg.PollTimeout.D(), EditInterval: cfg.EditInterval.D(),
 		PublicURL: cfg.PublicURL, MaxVoiceBytes: int64(cfg.MaxVoiceMB) << 20,
+		WebhookURL: cfg.WebhookURL, VoiceReplies: cfg.VoiceReplies,
 	}, telegram.Deps{
 		API: api, Store: telegram.NewStore(db, a.Now),
 		Agent: tgAgent{core.agent}, Chats: tgChats{core}, Approvals: core.approvals, Bus: core.bus,
 		Audit: func(ctx context.Context, typ, chatID, summary string, data any) {
 			core.audit.Record(ctx, audit.Entry{Type: typ, ChatID: chatID, Summary: summary, Data: data})
 		},
-		Transcriber: tr,
+		Transcriber: tr, Speaker: sp,
 		Log:         a.Log.With("component", "telegram"), Clock: a.Now,
 	})
+	// The route exists in both modes; while polling it answers 503.
+	a.Server.HandlePublic("POST "+telegram.WebhookPath, bot.WebhookHandler())
 	a.AddWorker("telegram", bot.Run)
+	mode := "long polling"
+	if cfg.WebhookURL != "" {
+		mode = "webhook at " + cfg.WebhookURL
+	}
 	a.AddCheck(doctor.Check{Name: "telegram", Run: func(ctx context.Context) (doctor.Status, string) {
-		return doctor.OK, fmt.Sprintf("bot configured; %d allowed user(s)", len(users))
+		return doctor.OK, fmt.Sprintf("bot configured (%s); %d allowed user(s)", mode, len(users))
 	}})
 	return nil
 }

@@ -29,6 +29,14 @@ type TelegramConfig struct {
 	PublicURL string `toml:"public_url"`
 	// MaxVoiceMB refuses larger voice notes.
 	MaxVoiceMB int `toml:"max_voice_mb"`
+	// WebhookURL, when set, receives updates by webhook instead of long
+	// polling: the public https address that reaches the daemon's
+	// /telegram/webhook route. Empty polls (and deletes a webhook set
+	// before).
+	WebhookURL string `toml:"webhook_url"`
+	// VoiceReplies: "voice" speaks the reply to a voice note (through the
+	// tts tier, when mapped), "always" speaks every reply, "off" never.
+	VoiceReplies string `toml:"voice_replies"`
 }
 
 // Enabled reports whether a bot token is configured.
@@ -40,6 +48,7 @@ func defaultTelegram() TelegramConfig {
 		PollTimeout:  Duration(25 * time.Second),
 		EditInterval: Duration(1500 * time.Millisecond),
 		MaxVoiceMB:   20,
+		VoiceReplies: "voice",
 	}
 }
 
@@ -82,6 +91,16 @@ func (t TelegramConfig) validate() []error {
 		if u, err := url.Parse(t.PublicURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 			errs = append(errs, &Error{Key: "telegram.public_url", Value: t.PublicURL, Allowed: "an http(s) URL where the web app is reachable"})
 		}
+	}
+	if t.WebhookURL != "" {
+		if u, err := url.Parse(t.WebhookURL); err != nil || u.Scheme != "https" || u.Host == "" {
+			errs = append(errs, &Error{Key: "telegram.webhook_url", Value: t.WebhookURL, Allowed: "an https URL reaching the daemon's /telegram/webhook route (Telegram delivers webhooks over https only)"})
+		}
+	}
+	switch t.VoiceReplies {
+	case "", "voice", "always", "off":
+	default:
+		errs = append(errs, &Error{Key: "telegram.voice_replies", Value: t.VoiceReplies, Allowed: "voice, always or off"})
 	}
 	if d := t.PollTimeout.D(); d < time.Second || d > 50*time.Second {
 		errs = append(errs, &Error{Key: "telegram.poll_timeout", Value: d.String(), Allowed: "a duration between 1s and 50s"})
