@@ -62,7 +62,7 @@ func (a *App) initTelegram(ctx context.Context) error {
 			core.audit.Record(ctx, audit.Entry{Type: typ, ChatID: chatID, Summary: summary, Data: data})
 		},
 		Transcriber: tr, Speaker: sp,
-		Log:         a.Log.With("component", "telegram"), Clock: a.Now,
+		Log: a.Log.With("component", "telegram"), Clock: a.Now,
 	})
 	// The route exists in both modes; while polling it answers 503.
 	a.Server.HandlePublic("POST "+telegram.WebhookPath, bot.WebhookHandler())
