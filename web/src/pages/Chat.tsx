@@ -7,6 +7,7 @@ import { ApprovalCard, QuestionCard } from '../components/ApprovalCard';
 import { Alert, Copy, Download, Flame, Menu, Pencil, Send, Shield, Stop, Trash } from '../components/icons';
 import { Markdown } from '../components/Markdown';
 import { NoModelBanner } from '../components/NoModelBanner';
+import { SpeakButton } from '../components/SpeakButton';
 import { ToolCard } from '../components/ToolCard';
 import { useApp } from '../context';
 import { turnsWithNotDone } from '../lib/toolstatus';
@@ -96,6 +97,7 @@ function Transcript({
       out.push(
         <div class="msg assistant" key={m.id} data-id={m.id}>
           {m.content && <Markdown text={m.content} />}
+          {m.content && <SpeakButton text={m.content} />}
           {m.content && !m.tool_calls?.length && m.turn_id && notDoneTurns.has(m.turn_id) && (
             <div class="reply-notdone muted small" role="note">
               A tool call in this turn did not run — check the cards above before relying on this reply.
