@@ -27,7 +27,8 @@ type fakeAgent struct {
 	gate    bool
 	ask     bool // ask a question instead of an approval
 	writes  atomic.Int32
-	burst   int // publish this many one-character deltas in a tight loop
+	burst   int           // publish this many one-character deltas in a tight loop
+	pace    time.Duration // pause between deltas (a model streaming slowly)
 	mu      sync.Mutex
 	texts   []string
 	decided chan approval.Decision
@@ -77,6 +78,9 @@ func (f *fakeAgent) Submit(ctx context.Context, chatID, text string) error {
 			n := min(len(reply), 200)
 			f.bus.Publish("message.delta", chatID, map[string]any{"turn_id": turn, "step": 0, "text": reply[:n]})
 			reply = reply[n:]
+			if f.pace > 0 {
+				time.Sleep(f.pace)
+			}
 		}
 		f.bus.Publish("turn.finished", chatID, map[string]any{"result": map[string]any{"turn_id": turn, "ok": true, "text": final}})
 	}()
