@@ -6,10 +6,12 @@ import (
 	"os"
 
 	"github.com/hestia-dev/hestia/internal/docs"
+	"github.com/hestia-dev/hestia/internal/doctor"
 	"github.com/hestia-dev/hestia/internal/fetch"
 	"github.com/hestia-dev/hestia/internal/files"
 	"github.com/hestia-dev/hestia/internal/llm"
 	"github.com/hestia-dev/hestia/internal/pathpolicy"
+	"github.com/hestia-dev/hestia/internal/sandbox"
 	"github.com/hestia-dev/hestia/internal/shell"
 	"github.com/hestia-dev/hestia/internal/tools"
 )
@@ -55,7 +57,11 @@ func (a *App) registerLocalTools(_ context.Context, reg *tools.Registry, paths *
 	if err != nil {
 		return fmt.Errorf("finding the home directory for the shell tools: %w", err)
 	}
-	sh := &shell.Runner{Paths: paths, Home: home, TZ: os.Getenv("TZ")}
+	sh := &shell.Runner{Paths: paths, Home: home, TZ: os.Getenv("TZ"), Sandbox: ShellSandbox(exe), Read: paths.Roots(), Hide: paths.Hidden()}
+	if len(sh.Read) == 0 {
+		sh.Read = []string{home}
+	}
+	a.AddCheck(SandboxCheck(sh.Sandbox))
 	all := append(svc.Tools(), files.FindTool(paths, a.Now))
 	all = append(all, sh.Tools()...)
 	web := fetch.New(fetch.Fetcher{Guard: &fetch.Guard{Allow: a.Config.Web.AllowHosts}, PDF: extractor})
@@ -66,4 +72,21 @@ func (a *App) registerLocalTools(_ context.Context, reg *tools.Registry, paths *
 		}
 	}
 	return nil
+}
+
+// ShellSandbox is the OS confinement of the shell tools' programs:
+// bubblewrap, or this binary's `sandbox-exec` helper (Landlock, rlimits).
+func ShellSandbox(exe string) *sandbox.Sandbox {
+	return &sandbox.Sandbox{Helper: []string{exe, "sandbox-exec"}}
+}
+
+// SandboxCheck reports which confinement the shell tools get here.
+func SandboxCheck(sb *sandbox.Sandbox) doctor.Check {
+	return doctor.Check{Name: "shell.sandbox", Run: func(ctx context.Context) (doctor.Status, string) {
+		st := sb.Status(ctx)
+		if st.Mode == sandbox.Bubblewrap || st.Mode == sandbox.Landlock {
+			return doctor.OK, st.String()
+		}
+		return doctor.Warn, st.String() + "; shell_run relies on its argument checks alone"
+	}}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/hestia-dev/hestia/internal/app"
 	"github.com/hestia-dev/hestia/internal/config"
 	"github.com/hestia-dev/hestia/internal/logging"
+	"github.com/hestia-dev/hestia/internal/sandbox"
 )
 
 // Env is what a command runs with. Tests pass their own.
@@ -105,6 +106,9 @@ func Main(ctx context.Context, args []string, env *Env) int {
 			return 2
 		}
 		return 0
+	}
+	if rest[0] == "sandbox-exec" { // hidden: the shell tools' confinement helper
+		return sandbox.Main(rest[1:], env.Stderr)
 	}
 	for _, c := range commands() {
 		if c.name != rest[0] {

@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/hestia-dev/hestia/internal/app"
 	"github.com/hestia-dev/hestia/internal/backup"
 	"github.com/hestia-dev/hestia/internal/daemonaddr"
 	"github.com/hestia-dev/hestia/internal/doctor"
@@ -56,6 +58,9 @@ func runDoctor(ctx context.Context, env *Env, args []string) error {
 		base = rec.BaseURL()
 	}
 	checks = append(checks, doctor.Daemon(a.Paths.LockFile(), base+"/health", &http.Client{}))
+	if exe, err := os.Executable(); err == nil {
+		checks = append(checks, app.SandboxCheck(app.ShellSandbox(exe)))
+	}
 	results := doctor.Run(ctx, checks, 3*time.Second)
 	results = append(results, env.daemonChecks(ctx, results)...)
 	sort.SliceStable(results, func(i, j int) bool { return results[i].Name < results[j].Name })

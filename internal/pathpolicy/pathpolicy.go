@@ -16,6 +16,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -276,4 +277,30 @@ func (p *Policy) sensitive(abs string) string {
 		}
 	}
 	return ""
+}
+
+// Roots returns the resolved allowed roots (empty: anywhere not sensitive).
+func (p *Policy) Roots() []string { return append([]string(nil), p.roots...) }
+
+// Home returns the user's home directory the policy was built with.
+func (p *Policy) Home() string { return p.home }
+
+// Hidden lists the concrete paths an OS sandbox should make unreadable:
+// Hestia's own directories, the credential folders under the home, and
+// the sensitive files directly in the home (.bashrc, .env, …). The
+// pattern rules (any .env, any *.pem) cannot be listed ahead of time and
+// stay with the per-argument checks.
+func (p *Policy) Hidden() []string {
+	out := append([]string(nil), p.protected...)
+	for _, d := range homeDirs {
+		out = append(out, filepath.Join(p.home, d))
+	}
+	entries, _ := os.ReadDir(p.home)
+	for _, e := range entries {
+		full := filepath.Join(p.home, e.Name())
+		if p.sensitive(full) != "" && !slices.Contains(out, full) {
+			out = append(out, full)
+		}
+	}
+	return out
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/hestia-dev/hestia/internal/pathpolicy"
+	"github.com/hestia-dev/hestia/internal/sandbox"
 )
 
 // Runner runs parsed pipelines.
@@ -35,6 +36,17 @@ type Runner struct {
 	SearchPath []string
 	// TZ is passed on so date and ls show local time.
 	TZ string
+	// Sandbox confines every program (nil: none, only the clean
+	// environment). shell_run programs get a read-only view and no
+	// network; shell_exec's may write the working folder and use the
+	// network (the user approved them).
+	Sandbox *sandbox.Sandbox
+	// Read are the folders programs may read (the path policy's roots, or
+	// the home); Hide are the paths they may not (credentials, Hestia's
+	// data). Both feed the sandbox.
+	Read, Hide []string
+	// Limits bound each sandboxed program (zero: the sandbox defaults).
+	Limits sandbox.Limits
 }
 
 func (r *Runner) defaults() {
@@ -64,6 +76,8 @@ type Prepared struct {
 	Argv [][]string
 	cmds []Command
 	Dir  string
+	// exec marks shell_exec: a writable working folder and the network.
+	exec bool
 }
 
 // Prepare checks a parsed pipeline against the allow-list and the path
@@ -285,6 +299,7 @@ func (r *Runner) walk(name, root string) error {
 
 // Result is what a pipeline did.
 type Result struct {
+	Sandbox   sandbox.Mode
 	Exit      []string // per command: "0", "1", "signal: killed"
 	Stdout    string
 	Stderr    string
@@ -308,9 +323,28 @@ func (r *Runner) Run(ctx context.Context, p *Prepared) (*Result, error) {
 	stderr := &capWriter{show: 8 << 10, limit: 1 << 20}
 	cmds := make([]*exec.Cmd, len(p.Argv))
 	var closeAfterStart []*os.File
+	mode := sandbox.None
+	if r.Sandbox != nil {
+		mode = r.Sandbox.Status(ctx).Mode
+	}
+	spec := sandbox.Spec{Dir: p.Dir, Writable: p.exec, Net: p.exec, Read: r.Read, Hide: r.Hide, Limits: r.Limits}
+	if spec.Limits.CPUSeconds == 0 {
+		spec.Limits.CPUSeconds = uint64(r.Timeout/time.Second) + 1
+	}
 	for i, argv := range p.Argv {
+		name := filepath.Base(argv[0])
+		if r.Sandbox != nil {
+			wrapped, cleanup, err := r.Sandbox.Wrap(ctx, spec, argv)
+			if err != nil {
+				return nil, fmt.Errorf("confining %s: %w", name, err)
+			}
+			defer cleanup()
+			argv = wrapped
+		}
 		c := exec.CommandContext(ctx, argv[0], argv[1:]...)
-		c.Args[0] = filepath.Base(argv[0])
+		if r.Sandbox == nil {
+			c.Args[0] = name
+		}
 		c.Env, c.Dir = env, p.Dir
 		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		c.Cancel = func() error {
@@ -357,7 +391,7 @@ func (r *Runner) Run(ctx context.Context, p *Prepared) (*Result, error) {
 	for _, f := range closeAfterStart {
 		f.Close()
 	}
-	res := &Result{}
+	res := &Result{Sandbox: mode}
 	for _, c := range cmds[:started] {
 		err := c.Wait()
 		var ee *exec.ExitError

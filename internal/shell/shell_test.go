@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hestia-dev/hestia/internal/pathpolicy"
+	"github.com/hestia-dev/hestia/internal/sandbox"
 	"github.com/hestia-dev/hestia/internal/tools"
 )
 
@@ -36,7 +37,16 @@ func newRunner(t testing.TB) (*Runner, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Runner{Paths: pp, Home: home, Timeout: 20 * time.Second}, home
+	sb := &sandbox.Sandbox{Helper: []string{os.Args[0], "sandbox-exec"}}
+	return &Runner{Paths: pp, Home: home, Timeout: 20 * time.Second, Sandbox: sb, Read: []string{home}, Hide: pp.Hidden()}, home
+}
+
+// TestMain lets the test binary stand in for `hestia sandbox-exec`.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == "sandbox-exec" {
+		os.Exit(sandbox.Main(os.Args[2:], os.Stderr))
+	}
+	os.Exit(m.Run())
 }
 
 func run(t *testing.T, r *Runner, line string) (string, bool) {

@@ -82,6 +82,9 @@ func format(res *Result, timeout fmt.Stringer) string {
 	if res.Stderr != "" {
 		fmt.Fprintf(&b, "[stderr]\n%s\n", strings.TrimRight(res.Stderr, "\n"))
 	}
+	if res.Sandbox != "" {
+		fmt.Fprintf(&b, "[sandbox: %s]\n", res.Sandbox)
+	}
 	return b.String()
 }
 
@@ -161,7 +164,7 @@ func (t *execTool) Run(ctx context.Context, c tools.Call) (tools.Result, error) 
 		}
 	}
 	dir, _ := t.r.Paths.Expand(".")
-	res, err := t.r.Run(ctx, &Prepared{Argv: [][]string{append([]string{exe}, argv[1:]...)}, cmds: []Command{{}}, Dir: dir})
+	res, err := t.r.Run(ctx, &Prepared{Argv: [][]string{append([]string{exe}, argv[1:]...)}, cmds: []Command{{}}, Dir: dir, exec: true})
 	if err != nil {
 		return tools.Result{Content: err.Error(), IsError: true}, nil
 	}

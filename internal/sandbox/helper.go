@@ -1,0 +1,55 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"syscall"
+)
+
+// Main is `hestia sandbox-exec --spec JSON -- PROGRAM ARGS…`: it confines
+// its own process (limits, then Landlock and seccomp where the spec's
+// mode asks for them) and executes the program in its place, so the
+// confinement holds for the program and everything it starts. It returns
+// only on failure, with the exit status to use (126: could not confine or
+// start; the program never ran).
+func Main(args []string, stderr io.Writer) int {
+	// Landlock's restrict_self and the seccomp filter apply to the calling
+	// thread; exec must happen on that same thread.
+	runtime.LockOSThread()
+	fail := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "hestia sandbox-exec: "+format+"\n", a...)
+		return 126
+	}
+	if len(args) < 4 || args[0] != "--spec" || args[2] != "--" {
+		return fail("usage: sandbox-exec --spec JSON -- PROGRAM [ARGS…]")
+	}
+	var hs helperSpec
+	if err := json.Unmarshal([]byte(args[1]), &hs); err != nil {
+		return fail("malformed spec: %v", err)
+	}
+	argv := args[3:]
+	if !filepath.IsAbs(argv[0]) {
+		return fail("program %q must be an absolute path", argv[0])
+	}
+	if hs.Mode != Landlock && hs.Mode != RlimitOnly {
+		return fail("unknown mode %q", hs.Mode)
+	}
+	env := CleanEnv(os.Environ())
+	if hs.Tmp != "" {
+		env = append(env, "TMPDIR="+hs.Tmp)
+	}
+	if err := setLimits(hs.Limits.withDefaults()); err != nil {
+		return fail("setting limits: %v", err)
+	}
+	if hs.Mode == Landlock {
+		if err := restrict(hs.Spec); err != nil {
+			return fail("confining: %v", err)
+		}
+	}
+	err := syscall.Exec(argv[0], argv, env)
+	return fail("starting %s: %v", argv[0], err)
+}

@@ -1,0 +1,11 @@
+//go:build !linux
+
+package sandbox
+
+import "errors"
+
+func landlockABI() int { return 0 }
+
+func restrict(Spec) error { return errors.New("Landlock is Linux only") }
+
+func setProcLimit(uint64) error { return nil }

@@ -1,0 +1,5 @@
+//go:build !unix
+
+package sandbox
+
+func setLimits(Limits) error { return nil }

@@ -1,0 +1,408 @@
+// Package sandbox confines the programs the shell tools start with what the
+// operating system offers, as a second wall behind the argument checks in
+// internal/shell.
+//
+// Three mechanisms are tried in order, each only when a trial run shows it
+// works on this machine:
+//
+//   - bubblewrap (bwrap): new user, mount, pid, ipc, uts and network
+//     namespaces; system folders and the allowed roots bound read-only,
+//     the working folder writable only when asked, credential folders and
+//     Hestia's data covered by empty mounts, a private /tmp. Resource
+//     limits are set inside by prlimit(1).
+//   - Landlock: `hestia sandbox-exec` (a hidden subcommand of this binary)
+//     sets the limits, restricts itself with a Landlock ruleset (read-only
+//     except the working folder and a private temp folder, TCP bind and
+//     connect denied without network, signals and abstract sockets scoped),
+//     adds a seccomp filter refusing new sockets without network, then
+//     executes the program. Nothing in the daemon itself is restricted.
+//   - rlimits only: the same helper, without Landlock (another kernel or
+//     operating system); the argument checks remain the boundary.
+//
+// Every mechanism clears the environment down to a safe list and applies
+// the resource limits (CPU time, address space, file size, open files,
+// processes).
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Mode names the mechanism in use.
+type Mode string
+
+// The mechanisms, strongest first.
+const (
+	Bubblewrap Mode = "bubblewrap"
+	Landlock   Mode = "landlock"
+	RlimitOnly Mode = "rlimits"
+	None       Mode = "none"
+)
+
+// Limits bound one sandboxed program. Zero fields take the defaults.
+type Limits struct {
+	CPUSeconds  uint64 `json:"cpu,omitempty"`
+	MemoryBytes uint64 `json:"mem,omitempty"`
+	FileBytes   uint64 `json:"fsize,omitempty"`
+	OpenFiles   uint64 `json:"nofile,omitempty"`
+	Procs       uint64 `json:"nproc,omitempty"`
+}
+
+func (l Limits) withDefaults() Limits {
+	if l.CPUSeconds == 0 {
+		l.CPUSeconds = 60
+	}
+	if l.MemoryBytes == 0 {
+		l.MemoryBytes = 4 << 30
+	}
+	if l.FileBytes == 0 {
+		l.FileBytes = 256 << 20
+	}
+	if l.OpenFiles == 0 {
+		l.OpenFiles = 1024
+	}
+	if l.Procs == 0 {
+		l.Procs = 128
+	}
+	return l
+}
+
+// Spec is what one program may do.
+type Spec struct {
+	// Dir is the working folder.
+	Dir string `json:"dir"`
+	// Writable makes Dir writable (shell_exec); otherwise everything is
+	// read-only.
+	Writable bool `json:"rw,omitempty"`
+	// Read are the folders the program may read besides the system ones
+	// (the file roots). Empty means the home folder.
+	Read []string `json:"read,omitempty"`
+	// Hide are paths inside Read (or Dir) that stay unreadable:
+	// credentials and Hestia's own data.
+	Hide []string `json:"hide,omitempty"`
+	// Net allows the network.
+	Net bool `json:"net,omitempty"`
+	// Tmp is the private temporary folder (set by Wrap for the helper).
+	Tmp    string `json:"tmp,omitempty"`
+	Limits Limits `json:"limits"`
+}
+
+// Status says which mechanism is active and why stronger ones are not.
+type Status struct {
+	Mode   Mode
+	Detail string // what it enforces
+	Why    string // why a stronger mechanism is unavailable; empty for bubblewrap
+}
+
+func (s Status) String() string {
+	if s.Why == "" {
+		return fmt.Sprintf("%s (%s)", s.Mode, s.Detail)
+	}
+	return fmt.Sprintf("%s (%s; %s)", s.Mode, s.Detail, s.Why)
+}
+
+// Sandbox wraps commands in the best mechanism this machine offers. The
+// zero value detects lazily with the defaults; set fields to force or
+// rule out a mechanism (tests use that to exercise the fallbacks).
+type Sandbox struct {
+	// Helper starts `hestia sandbox-exec`: the binary and the arguments
+	// before the helper's own ([exe, "sandbox-exec"]). Empty: no helper,
+	// so neither Landlock nor rlimits.
+	Helper []string
+	// Bwrap is bubblewrap's path; empty looks in the system folders, "-"
+	// rules it out.
+	Bwrap string
+	// NoLandlock rules Landlock out.
+	NoLandlock bool
+
+	once   sync.Once
+	status Status
+	bwrap  string
+	prlim  string
+	abi    int
+}
+
+// ErrSetup is wrapped when a sandboxed command could not be prepared.
+var ErrSetup = errors.New("sandbox setup failed")
+
+// binDirs are where bwrap, prlimit and trial programs are looked up; never
+// the daemon's PATH.
+var binDirs = []string{"/usr/bin", "/bin", "/usr/local/bin"}
+
+func findBin(name string) string {
+	for _, d := range binDirs {
+		p := filepath.Join(d, name)
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+			return p
+		}
+	}
+	return ""
+}
+
+// Status detects (once) and reports the active mechanism.
+func (s *Sandbox) Status(ctx context.Context) Status {
+	s.once.Do(func() { s.status = s.detect(ctx) })
+	return s.status
+}
+
+func (s *Sandbox) detect(ctx context.Context) Status {
+	var why []string
+	trueBin := findBin("true")
+	if s.Bwrap != "-" {
+		s.bwrap = s.Bwrap
+		if s.bwrap == "" {
+			s.bwrap = findBin("bwrap")
+		}
+		s.prlim = findBin("prlimit")
+		switch {
+		case s.bwrap == "":
+			why = append(why, "bubblewrap is not installed")
+		case s.prlim == "":
+			why = append(why, "bubblewrap needs prlimit (util-linux) for the limits, which is missing")
+		case trueBin == "":
+			why = append(why, "no true(1) for the bubblewrap trial run")
+		default:
+			if err := s.trial(ctx, Bubblewrap, trueBin); err != nil {
+				why = append(why, fmt.Sprintf("bubblewrap does not run here (%v; unprivileged user namespaces may be off)", err))
+			} else {
+				return Status{Mode: Bubblewrap, Detail: "namespaces: read-only system and roots, credentials hidden, private /tmp, no network for shell_run, rlimits"}
+			}
+		}
+	} else {
+		why = append(why, "bubblewrap ruled out")
+	}
+	if len(s.Helper) == 0 {
+		why = append(why, "no sandbox helper")
+		return Status{Mode: None, Detail: "clean environment only", Why: strings.Join(why, "; ")}
+	}
+	abi := landlockABI()
+	switch {
+	case s.NoLandlock:
+		why = append(why, "Landlock ruled out")
+	case abi < 1:
+		why = append(why, "the kernel has no Landlock")
+	case trueBin == "":
+		why = append(why, "no true(1) for the Landlock trial run")
+	default:
+		s.abi = abi
+		if err := s.trial(ctx, Landlock, trueBin); err != nil {
+			why = append(why, fmt.Sprintf("the Landlock helper does not run (%v)", err))
+		} else {
+			net := "network: TCP denied, new sockets refused by seccomp"
+			if abi < 4 {
+				net = "network: new sockets refused by seccomp (Landlock ABI < 4 has no TCP rules)"
+			}
+			return Status{Mode: Landlock, Detail: fmt.Sprintf("Landlock ABI %d: read-only except the working folder and a private temp folder, credentials unreadable, %s, rlimits", abi, net), Why: strings.Join(why, "; ")}
+		}
+	}
+	s.abi = 0
+	if trueBin != "" {
+		if err := s.trial(ctx, RlimitOnly, trueBin); err != nil {
+			why = append(why, fmt.Sprintf("the helper does not run (%v)", err))
+			return Status{Mode: None, Detail: "clean environment only", Why: strings.Join(why, "; ")}
+		}
+	}
+	return Status{Mode: RlimitOnly, Detail: "resource limits and a clean environment; no filesystem or network isolation", Why: strings.Join(why, "; ")}
+}
+
+// trial runs true(1) under a mechanism with a minimal spec.
+func (s *Sandbox) trial(ctx context.Context, m Mode, trueBin string) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	dir, err := os.MkdirTemp("", "hestia-sandbox-trial-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	argv, cleanup, err := s.wrap(m, Spec{Dir: dir, Read: []string{dir}}, []string{trueBin})
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Dir = dir
+	cmd.Env = []string{"PATH=/usr/bin:/bin"}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		msg := strings.TrimSpace(string(out))
+		if len(msg) > 200 {
+			msg = msg[:200]
+		}
+		if msg != "" {
+			return fmt.Errorf("%w: %s", err, msg)
+		}
+		return err
+	}
+	return nil
+}
+
+// Wrap returns the argv that runs argv (argv[0] absolute) under the active
+// mechanism, and a cleanup to call once the program has ended.
+func (s *Sandbox) Wrap(ctx context.Context, spec Spec, argv []string) ([]string, func(), error) {
+	st := s.Status(ctx)
+	return s.wrap(st.Mode, spec, argv)
+}
+
+func (s *Sandbox) wrap(m Mode, spec Spec, argv []string) ([]string, func(), error) {
+	nothing := func() {}
+	if len(argv) == 0 || !filepath.IsAbs(argv[0]) {
+		return nil, nothing, fmt.Errorf("%w: the program path must be absolute", ErrSetup)
+	}
+	if spec.Dir == "" || !filepath.IsAbs(spec.Dir) {
+		return nil, nothing, fmt.Errorf("%w: the working folder must be absolute", ErrSetup)
+	}
+	spec.Limits = spec.Limits.withDefaults()
+	if len(spec.Read) == 0 {
+		if home, err := os.UserHomeDir(); err == nil {
+			spec.Read = []string{home}
+		}
+	}
+	for _, h := range spec.Hide {
+		if within(spec.Dir, h) {
+			return nil, nothing, fmt.Errorf("%w: the working folder %s lies in the protected %s", ErrSetup, spec.Dir, h)
+		}
+	}
+	switch m {
+	case Bubblewrap:
+		return s.bwrapArgs(spec, argv), nothing, nil
+	case Landlock, RlimitOnly:
+		tmp, err := os.MkdirTemp("", "hestia-sh-")
+		if err != nil {
+			return nil, nothing, fmt.Errorf("%w: private temp folder: %w", ErrSetup, err)
+		}
+		spec.Tmp = tmp
+		js, err := json.Marshal(helperSpec{Mode: m, Spec: spec})
+		if err != nil {
+			os.RemoveAll(tmp)
+			return nil, nothing, fmt.Errorf("%w: %w", ErrSetup, err)
+		}
+		out := append(append([]string(nil), s.Helper...), "--spec", string(js), "--")
+		return append(out, argv...), func() { os.RemoveAll(tmp) }, nil
+	default:
+		return argv, nothing, nil
+	}
+}
+
+// helperSpec is what the parent hands `hestia sandbox-exec`.
+type helperSpec struct {
+	Mode Mode `json:"mode"`
+	Spec
+}
+
+// systemRead are the folders programs need to start (libraries, locale,
+// time zones, the passwd file for ls -l).
+var systemRead = []string{"/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32", "/etc", "/opt/homebrew"}
+
+// safeEnv are the variables that survive into the program.
+var safeEnv = map[string]bool{"PATH": true, "HOME": true, "LANG": true, "LC_ALL": true, "LC_CTYPE": true, "TERM": true, "NO_COLOR": true, "TZ": true, "USER": true, "LOGNAME": true}
+
+// CleanEnv keeps only the safe variables of env.
+func CleanEnv(env []string) []string {
+	var out []string
+	for _, kv := range env {
+		k, _, ok := strings.Cut(kv, "=")
+		if ok && safeEnv[k] {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+func within(path, dir string) bool {
+	return path == dir || dir == "/" || strings.HasPrefix(path, dir+"/")
+}
+
+func (s *Sandbox) bwrapArgs(spec Spec, argv []string) []string {
+	a := []string{s.bwrap, "--die-with-parent", "--new-session", "--unshare-all"}
+	if spec.Net {
+		a = append(a, "--share-net")
+	}
+	for _, d := range systemRead {
+		a = append(a, "--ro-bind-try", d, d)
+	}
+	a = append(a, "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp")
+	for _, r := range spec.Read {
+		a = append(a, "--ro-bind-try", r, r)
+	}
+	a = append(a, "--ro-bind-try", spec.Dir, spec.Dir)
+	if spec.Writable {
+		grant(spec.Dir, resolveAll(spec.Hide), func(p string) error {
+			a = append(a, "--bind", p, p)
+			return nil
+		}, func(string) error { return nil })
+	}
+	for _, h := range spec.Hide {
+		st, err := os.Stat(h)
+		switch {
+		case err != nil:
+			continue
+		case st.IsDir():
+			a = append(a, "--tmpfs", h, "--remount-ro", h)
+		default:
+			a = append(a, "--ro-bind", "/dev/null", h)
+		}
+	}
+	l := spec.Limits
+	a = append(a, "--chdir", spec.Dir, "--", s.prlim,
+		fmt.Sprintf("--cpu=%d", l.CPUSeconds), fmt.Sprintf("--as=%d", l.MemoryBytes),
+		fmt.Sprintf("--fsize=%d", l.FileBytes), fmt.Sprintf("--nofile=%d", l.OpenFiles),
+		fmt.Sprintf("--nproc=%d", l.Procs), "--")
+	return append(a, argv...)
+}
+
+// grant applies whole to root, except beneath the hidden paths: a folder
+// holding a hidden path gets listOnly (its names may be listed) and each
+// of its entries is granted the same way. Landlock can only add rights,
+// and a writable bind mount cannot leave holes, so both mechanisms need
+// the split; new entries directly in a split folder cannot be created.
+func grant(root string, hide []string, whole, listOnly func(string) error) error {
+	root = filepath.Clean(root)
+	if r, err := filepath.EvalSymlinks(root); err == nil {
+		root = r
+	}
+	inside := false
+	for _, h := range hide {
+		if within(root, h) {
+			return nil // the whole root is hidden
+		}
+		if within(h, root) {
+			inside = true
+		}
+	}
+	if !inside {
+		return whole(root)
+	}
+	if err := listOnly(root); err != nil {
+		return err
+	}
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		return nil
+	}
+	for _, e := range entries {
+		if err := grant(filepath.Join(root, e.Name()), hide, whole, listOnly); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func resolveAll(paths []string) []string {
+	out := make([]string, 0, len(paths)*2)
+	for _, p := range paths {
+		out = append(out, filepath.Clean(p))
+		if r, err := filepath.EvalSymlinks(p); err == nil && r != p {
+			out = append(out, r)
+		}
+	}
+	return out
+}
