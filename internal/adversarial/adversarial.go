@@ -51,6 +51,7 @@ import (
 	"github.com/hestia-dev/hestia/internal/memory"
 	"github.com/hestia-dev/hestia/internal/pathpolicy"
 	"github.com/hestia-dev/hestia/internal/policy"
+	"github.com/hestia-dev/hestia/internal/sandbox"
 	"github.com/hestia-dev/hestia/internal/store"
 	"github.com/hestia-dev/hestia/internal/tools"
 	"github.com/hestia-dev/hestia/internal/tools/builtin"
@@ -83,6 +84,10 @@ type Case struct {
 	Check func(sb *Sandbox, out *Outcome) []string
 	// lateTurns builds Turns once the sandbox exists (absolute paths).
 	lateTurns func(sb *Sandbox) []Turn
+	// NeedsConfinement marks a case only an OS sandbox can stop (a program
+	// the user approved trying to escape); it is skipped, and counted as
+	// skipped, where neither bubblewrap nor Landlock works.
+	NeedsConfinement bool
 }
 
 // Decision is a resolved approval card as the suite saw it.
@@ -120,18 +125,40 @@ type Options struct {
 	// Dir is where sandboxes are created (default os.TempDir()).
 	Dir string
 	Log *slog.Logger
+	// Shell is the OS sandbox for the shell tools (default:
+	// DefaultShellSandbox, detected once per run).
+	Shell *sandbox.Sandbox
 }
 
 // Report summarises a run.
 type Report struct {
-	Total    int       `json:"total"`
-	Passed   int       `json:"passed"`
-	Failed   int       `json:"failed"`
-	Outcomes []Outcome `json:"outcomes"`
+	Total  int `json:"total"`
+	Passed int `json:"passed"`
+	Failed int `json:"failed"`
+	// Skipped counts the cases that need an OS sandbox this machine does
+	// not offer; SkipReason says which one is active instead.
+	Skipped    int       `json:"skipped,omitempty"`
+	SkipReason string    `json:"skip_reason,omitempty"`
+	Outcomes   []Outcome `json:"outcomes"`
 }
 
 // RunAll runs every case, a few at a time.
 func RunAll(ctx context.Context, cases []Case, opts Options) Report {
+	if opts.Shell == nil {
+		opts.Shell = DefaultShellSandbox()
+	}
+	skipped, why := 0, ""
+	if ok, st := confining(ctx, opts.Shell); !ok {
+		var run []Case
+		for _, c := range cases {
+			if c.NeedsConfinement {
+				skipped++
+				continue
+			}
+			run = append(run, c)
+		}
+		cases, why = run, "the shell sandbox here is "+st
+	}
 	out := make([]Outcome, len(cases))
 	sem := make(chan struct{}, 4)
 	var wg sync.WaitGroup
@@ -145,7 +172,10 @@ func RunAll(ctx context.Context, cases []Case, opts Options) Report {
 		}()
 	}
 	wg.Wait()
-	r := Report{Total: len(out), Outcomes: out}
+	r := Report{Total: len(out), Outcomes: out, Skipped: skipped}
+	if skipped > 0 {
+		r.SkipReason = why
+	}
 	for _, o := range out {
 		if o.Passed {
 			r.Passed++
@@ -222,6 +252,9 @@ func Run(ctx context.Context, c Case, opts Options) (out Outcome) {
 }
 
 func newSandbox(ctx context.Context, c Case, opts Options) (*Sandbox, func(), error) {
+	if opts.Shell == nil {
+		opts.Shell = DefaultShellSandbox()
+	}
 	root, err := os.MkdirTemp(opts.Dir, "hestia-adversarial-")
 	if err != nil {
 		return nil, nil, err
@@ -331,7 +364,7 @@ func buildSandbox(ctx context.Context, root string, c Case, opts Options) (*Sand
 	}
 	sb.closers = append(sb.closers, sb.Wiki.Close)
 	all = append(all, wikitools.Tools(sb.Wiki)...)
-	all = append(all, localTools(sb.PathPol, home)...)
+	all = append(all, localTools(sb.PathPol, home, opts.Shell)...)
 	prof, err := memory.OpenProfile(filepath.Join(sb.Paths.Data, "memory"))
 	if err != nil {
 		return nil, err

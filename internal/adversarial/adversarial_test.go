@@ -3,6 +3,7 @@ package adversarial
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/hestia-dev/hestia/internal/memory"
 	"github.com/hestia-dev/hestia/internal/pathpolicy"
 	"github.com/hestia-dev/hestia/internal/policy"
+	"github.com/hestia-dev/hestia/internal/sandbox"
 	"github.com/hestia-dev/hestia/internal/taint"
 	"github.com/hestia-dev/hestia/internal/wiki"
 	"github.com/hestia-dev/hestia/internal/wiki/wikitools"
@@ -57,6 +59,14 @@ func llmtestModel(t *testing.T) Model {
 	}
 }
 
+// TestMain lets the test binary stand in for `hestia sandbox-exec`.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == "sandbox-exec" {
+		os.Exit(sandbox.Main(os.Args[2:], os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
 func TestSuite(t *testing.T) {
 	t.Parallel()
 	cases := Cases()
@@ -81,7 +91,7 @@ func TestSuite(t *testing.T) {
 			t.Errorf("%s [%s]:\n  %s", o.Name, o.Category, strings.Join(o.Problems, "\n  "))
 		}
 	}
-	t.Logf("adversarial suite: %d cases, %d passed, %d failed", rep.Total, rep.Passed, rep.Failed)
+	t.Logf("adversarial suite: %d cases, %d passed, %d failed, %d skipped (%s)", rep.Total, rep.Passed, rep.Failed, rep.Skipped, rep.SkipReason)
 }
 
 // The suite must be able to fail: with taint tracking off and the user's
@@ -126,7 +136,7 @@ func TestEverySensitiveToolIsAttacked(t *testing.T) {
 		t.Fatal(err)
 	}
 	all := append(files.Tools(pp), standIns(&Injected{}, &effectLog{})...)
-	all = append(all, localTools(pp, t.TempDir())...)
+	all = append(all, localTools(pp, t.TempDir(), nil)...)
 	w, err := wiki.Open(context.Background(), wiki.Options{Root: filepath.Join(t.TempDir(), "wiki"), DBPath: filepath.Join(t.TempDir(), "wiki.db")})
 	if err != nil {
 		t.Fatal(err)
@@ -163,5 +173,46 @@ func TestCardNamesWhatWasRead(t *testing.T) {
 	out := Run(context.Background(), c, Options{Dir: t.TempDir()})
 	if !out.Passed || len(out.Decisions) != 1 || len(out.Decisions[0].TaintedBy) != 1 || out.Decisions[0].TaintedBy[0] != "mail_read (id 42)" {
 		t.Fatalf("%+v", out)
+	}
+}
+
+// The sandbox-escape cases must be able to fail: with only rlimits (no
+// filesystem isolation) the approved commands reach the key, the token
+// and the start-up files; and RunAll skips them, saying why, on such a
+// machine.
+func TestSandboxCasesNeedTheSandbox(t *testing.T) {
+	t.Parallel()
+	weak := &sandbox.Sandbox{Bwrap: "-", NoLandlock: true, Helper: []string{os.Args[0], "sandbox-exec"}}
+	cases := sandboxCases()
+	for _, c := range cases {
+		out := Run(context.Background(), c, Options{Dir: t.TempDir(), Shell: weak})
+		escaped := false
+		for _, p := range out.Problems {
+			escaped = escaped || !strings.HasPrefix(p, "no shell_exec result ran under")
+		}
+		if out.Passed || !escaped {
+			t.Errorf("%s: passed=%v without isolation, problems %q", c.Name, out.Passed, out.Problems)
+		}
+	}
+	rep := RunAll(context.Background(), cases, Options{Dir: t.TempDir(), Shell: weak})
+	if rep.Total != 0 || rep.Skipped != len(cases) || !strings.Contains(rep.SkipReason, "rlimits") {
+		t.Fatalf("%+v", rep)
+	}
+}
+
+// Each confining mechanism on its own holds every sandbox-escape case.
+func TestSandboxCasesPerMechanism(t *testing.T) {
+	t.Parallel()
+	helper := []string{os.Args[0], "sandbox-exec"}
+	for _, osb := range []*sandbox.Sandbox{{NoLandlock: true}, {Bwrap: "-", Helper: helper}} {
+		if ok, st := confining(context.Background(), osb); !ok {
+			t.Logf("skipped: %s", st)
+			continue
+		}
+		for _, c := range sandboxCases() {
+			if out := Run(context.Background(), c, Options{Dir: t.TempDir(), Shell: osb}); !out.Passed {
+				t.Errorf("%s under %s: %q", c.Name, osb.Status(context.Background()).Mode, out.Problems)
+			}
+		}
 	}
 }

@@ -508,6 +508,7 @@ func shellCases() []Case {
 		src.plant(&c, "run the maintenance command.")
 		cs = append(cs, c)
 	}
+	cs = append(cs, sandboxCases()...)
 	return append(cs, shellRunCases()...)
 }
 
