@@ -286,7 +286,7 @@ func (c *Calendar) Routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/calendar/agenda", func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
 		limit, _ := strconv.Atoi(q.Get("limit"))
-		ag, err := c.Deps.Agenda(r.Context(), caltools.AgendaArgs{From: q.Get("from"), To: q.Get("to"), Calendars: splitList(q.Get("calendars")), Limit: limit})
+		ag, err := c.Deps.AgendaUpTo(r.Context(), caltools.AgendaArgs{From: q.Get("from"), To: q.Get("to"), Calendars: splitList(q.Get("calendars")), Limit: limit}, webAgendaMax)
 		writeCalResult(w, ag, err)
 	})
 	mux.HandleFunc("GET /api/calendar/search", func(w http.ResponseWriter, r *http.Request) {
@@ -306,6 +306,9 @@ func (c *Calendar) Routes(mux *http.ServeMux) {
 		writeCalResult(w, res, err)
 	})
 }
+
+// webAgendaMax caps one agenda answer to the web UI (a busy week).
+const webAgendaMax = 5000
 
 func splitList(s string) []string {
 	if s == "" {

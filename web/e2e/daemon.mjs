@@ -464,6 +464,7 @@ export async function runDaemon(browser) {
       }, page);
 
       await (await import('./mail.mjs')).runMailFlow({ page, daemon, push, send, waitFor });
+      await (await import('./calendar.mjs')).runCalendarFlow({ page, daemon, waitFor });
       await (await import('./settings.mjs')).runSettingsFlow({ page, daemon, waitFor });
       await (await import('./mcp.mjs')).runMCPFlow({ page, daemon });
 

@@ -68,12 +68,18 @@ type AgendaArgs struct {
 
 // Agenda runs calendar_agenda.
 func (d Deps) Agenda(ctx context.Context, a AgendaArgs) (calendar.Agenda, error) {
+	return d.AgendaUpTo(ctx, a, AgendaMax)
+}
+
+// AgendaUpTo is Agenda with another cap (the web UI shows more than the
+// model is given).
+func (d Deps) AgendaUpTo(ctx context.Context, a AgendaArgs, max int) (calendar.Agenda, error) {
 	f, t, err := d.window(a.From, a.To, 7)
 	if err != nil {
 		return calendar.Agenda{}, err
 	}
-	if a.Limit <= 0 || a.Limit > AgendaMax {
-		a.Limit = AgendaMax
+	if a.Limit <= 0 || a.Limit > max {
+		a.Limit = max
 	}
 	ag, err := d.Store.Agenda(ctx, calendar.Query{From: f, To: t, Calendars: a.Calendars, Max: a.Limit})
 	trim(ag.Instances)
