@@ -23,8 +23,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
+	"github.com/hestia-dev/hestia/internal/search"
 	"github.com/hestia-dev/hestia/internal/store"
 )
 
@@ -74,6 +76,19 @@ CREATE TABLE flows (
 	procedure  TEXT NOT NULL,
 	created_at INTEGER NOT NULL
 );
+`, `
+CREATE VIRTUAL TABLE flows_fts USING fts5(name, trigger, content='flows', content_rowid='id', tokenize='unicode61 remove_diacritics 2');
+INSERT INTO flows_fts (rowid, name, trigger) SELECT id, name, trigger FROM flows;
+CREATE TRIGGER flows_ai AFTER INSERT ON flows BEGIN
+	INSERT INTO flows_fts (rowid, name, trigger) VALUES (new.id, new.name, new.trigger);
+END;
+CREATE TRIGGER flows_ad AFTER DELETE ON flows BEGIN
+	INSERT INTO flows_fts (flows_fts, rowid, name, trigger) VALUES ('delete', old.id, old.name, old.trigger);
+END;
+CREATE TRIGGER flows_au AFTER UPDATE ON flows BEGIN
+	INSERT INTO flows_fts (flows_fts, rowid, name, trigger) VALUES ('delete', old.id, old.name, old.trigger);
+	INSERT INTO flows_fts (rowid, name, trigger) VALUES (new.id, new.name, new.trigger);
+END;
 `},
 }
 
@@ -140,6 +155,12 @@ type Options struct {
 	// daemon's built-in job actions.scan calls Scan): Run then only
 	// resumes executions, and Kick calls ScanElsewhere to ask for a scan.
 	ScanElsewhere func()
+	// Embedder, when set, adds semantic candidates to flow retrieval
+	// (fused with the FTS5 ranking by RRF); nil or failing: lexical only.
+	Embedder search.Embedder
+	// FlowSimilarity is the cosine a flow needs to be retrieved without a
+	// shared word (default DefaultFlowSimilarity; models differ).
+	FlowSimilarity float64
 }
 
 // Center owns the Action Center store.
@@ -150,6 +171,11 @@ type Center struct {
 	opts Options
 	kick chan struct{}
 	run  runner
+	// flowVecs caches flow embeddings by their text.
+	flowVecs struct {
+		mu sync.Mutex
+		m  map[string][]float32
+	}
 }
 
 // Open opens (creating) the Action Center database.

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/hestia-dev/hestia/internal/search"
 )
 
 // Message is one mail message as the Action Center sees it.
@@ -382,49 +384,132 @@ func (c *Center) Flows(ctx context.Context) ([]Flow, error) {
 
 var wordRE = regexp.MustCompile(`\p{L}[\p{L}\p{N}]{2,}`)
 
-// RetrieveFlows returns at most k flows whose trigger shares words with
-// text, best first (word overlap weighted by rarity across flows).
+// stopwords are function words that say nothing about which flow applies
+// ("the" in a trigger must not match every English message).
+var stopwords = func() map[string]bool {
+	m := map[string]bool{}
+	for _, w := range strings.Fields(`the and for you your with from about when this that these those are was were has have had
+		will would can could should our out all any but not its into than then them they their there what which who whom
+		why how per por con del della dei delle che una uno gli nel nella sul sulla dal dalla alle agli sono come anche
+		der die das und ein eine les des une pour avec dans sur est`) {
+		m[w] = true
+	}
+	return m
+}()
+
+// DefaultFlowSimilarity is the cosine a flow needs to be retrieved on
+// meaning alone, without sharing a word with the mail. The offline
+// embedder scores unrelated short texts below 0.2 and a flow whose words
+// the mail repeats around 0.2–0.4.
+const DefaultFlowSimilarity = 0.3
+
+// RetrieveFlows returns at most k flows for text, best first: hybrid
+// retrieval fusing the FTS5 (BM25) ranking of the flows' names and
+// triggers with their embedding similarity by reciprocal rank fusion
+// (internal/search). A flow is a candidate when it shares a meaningful
+// word with text or, with an embedder, when its similarity reaches the
+// threshold; without an embedder (or when it fails) retrieval is lexical.
 func (c *Center) RetrieveFlows(ctx context.Context, text string, k int) ([]Flow, error) {
 	fs, err := c.Flows(ctx)
-	if err != nil || len(fs) == 0 {
+	if err != nil || len(fs) == 0 || k <= 0 {
 		return nil, err
 	}
-	words := func(s string) map[string]bool {
-		m := map[string]bool{}
-		for _, w := range wordRE.FindAllString(strings.ToLower(s), -1) {
-			m[w] = true
-		}
-		return m
+	byID := make(map[int64]Flow, len(fs))
+	for _, f := range fs {
+		byID[f.ID] = f
 	}
-	q := words(text)
-	df := map[string]int{}
-	fw := make([]map[string]bool, len(fs))
-	for i, f := range fs {
-		fw[i] = words(f.Name + " " + f.Trigger)
-		for w := range fw[i] {
-			df[w]++
+	candidate := map[int64]bool{}
+	var lex []int64
+	var words []string
+	for _, w := range wordRE.FindAllString(strings.ToLower(text), -1) {
+		if !stopwords[w] {
+			words = append(words, w)
 		}
 	}
-	type scored struct {
-		f Flow
-		s float64
-	}
-	var hits []scored
-	for i, f := range fs {
-		var s float64
-		for w := range fw[i] {
-			if q[w] {
-				s += 1 / float64(df[w])
+	if q := search.MatchAny(strings.Join(words, " ")); q != "" {
+		rows, err := c.db.QueryContext(ctx, `SELECT rowid FROM flows_fts WHERE flows_fts MATCH ? ORDER BY rank LIMIT 50`, q)
+		if err != nil {
+			return nil, fmt.Errorf("searching flows: %w", err)
+		}
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return nil, err
 			}
+			lex = append(lex, id)
+			candidate[id] = true
 		}
-		if s > 0 {
-			hits = append(hits, scored{f, s})
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
 		}
 	}
-	sort.SliceStable(hits, func(a, b int) bool { return hits[a].s > hits[b].s })
+	vec := c.semanticFlows(ctx, text, fs, candidate)
 	var out []Flow
-	for i := 0; i < len(hits) && i < k; i++ {
-		out = append(out, hits[i].f)
+	for _, h := range search.RRF(search.K, lex, vec) {
+		if candidate[h.ID] && len(out) < k {
+			out = append(out, byID[h.ID])
+		}
 	}
 	return out, nil
+}
+
+// semanticFlows ranks every flow by the cosine similarity of its name and
+// trigger to text and marks those at the threshold as candidates. Flow
+// vectors are cached by their text. nil when there is no embedder or it
+// failed (logged): retrieval is then lexical.
+func (c *Center) semanticFlows(ctx context.Context, text string, fs []Flow, candidate map[int64]bool) []int64 {
+	if c.opts.Embedder == nil || strings.TrimSpace(text) == "" {
+		return nil
+	}
+	c.flowVecs.mu.Lock()
+	defer c.flowVecs.mu.Unlock()
+	if c.flowVecs.m == nil {
+		c.flowVecs.m = map[string][]float32{}
+	}
+	inputs := []string{text}
+	for _, f := range fs {
+		if key := f.Name + "\n" + f.Trigger; c.flowVecs.m[key] == nil {
+			inputs = append(inputs, key)
+		}
+	}
+	vs, err := c.opts.Embedder.Embed(ctx, inputs)
+	if err != nil || len(vs) != len(inputs) {
+		c.log.Warn("flowEmbed", "err", err)
+		return nil
+	}
+	for i, in := range inputs[1:] {
+		c.flowVecs.m[in] = search.Normalize(append([]float32(nil), vs[i+1]...))
+	}
+	q := search.Normalize(append([]float32(nil), vs[0]...))
+	threshold := c.opts.FlowSimilarity
+	if threshold == 0 {
+		threshold = DefaultFlowSimilarity
+	}
+	type scored struct {
+		id  int64
+		sim float64
+	}
+	var ranked []scored
+	for _, f := range fs {
+		v := c.flowVecs.m[f.Name+"\n"+f.Trigger]
+		if len(v) != len(q) {
+			continue // another embedding model's vector
+		}
+		var sim float64
+		for i := range q {
+			sim += float64(q[i]) * float64(v[i])
+		}
+		ranked = append(ranked, scored{f.ID, sim})
+		if sim >= threshold {
+			candidate[f.ID] = true
+		}
+	}
+	sort.SliceStable(ranked, func(a, b int) bool { return ranked[a].sim > ranked[b].sim })
+	out := make([]int64, len(ranked))
+	for i, r := range ranked {
+		out[i] = r.id
+	}
+	return out
 }

@@ -36,6 +36,7 @@ func (a *App) initActions(ctx context.Context) error {
 	c, err := actions.Open(ctx, a.Paths.DB(actions.Schema.Name), actions.Options{
 		Log: a.Log.With("component", "actions"), Now: a.Now,
 		Source: mailSource{m.Store}, Planner: a.planActions, CheckStep: a.checkActionStep, RunStep: a.runActionStep,
+		Embedder: flowEmbedder{a.LLM},
 		ScanElsewhere: func() {
 			if a.Jobs != nil {
 				if _, err := a.Jobs.RunNow(context.Background(), "actions.scan"); err != nil && !errors.Is(err, scheduler.ErrRunning) {
@@ -240,3 +241,25 @@ func (a *App) runActionStep(ctx context.Context, it actions.Item, idx int, s act
 	}
 	return actions.StepDone, res.Content
 }
+
+// flowEmbedder embeds mail and flow triggers for the Action Center's
+// hybrid flow retrieval through the local-embed tier.
+type flowEmbedder struct{ r *llm.Router }
+
+func (f flowEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	if f.r == nil {
+		return nil, errors.New("no embedder")
+	}
+	res, err := f.r.Embed(ctx, llm.EmbedRequest{Tier: llm.LocalEmbed, Inputs: texts, Service: "actions", Action: "flow-retrieval"})
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range res.Errors {
+		if e != nil {
+			return nil, e
+		}
+	}
+	return res.Vectors, nil
+}
+
+func (flowEmbedder) Dimension() int { return 0 }
