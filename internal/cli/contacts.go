@@ -149,6 +149,9 @@ func printContactsSync(env *Env, all []contacts.SyncStats, asJSON bool) error {
 		for _, sk := range st.Skipped {
 			fmt.Fprintf(env.Stdout, "  skipped %s: %s\n", sk.File, sk.Reason)
 		}
+		if st.Kept > 0 {
+			fmt.Fprintf(env.Stdout, "  %d cards of broken files kept from their last good version\n", st.Kept)
+		}
 	}
 	return nil
 }

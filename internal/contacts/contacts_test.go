@@ -229,6 +229,13 @@ func FuzzParseVCF(f *testing.F) {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
+		// The 2.1 rewriting is stable: rewritten cards rewrite to
+		// themselves.
+		if norm, err := checkVCF(data); err == nil {
+			if again, err := checkVCF(norm); err != nil || !bytes.Equal(again, norm) {
+				t.Fatalf("rewrite not stable: %q → %q → %q (%v)", data, norm, again, err)
+			}
+		}
 		cs, err := ParseVCF(bytes.NewReader(data))
 		if err != nil {
 			if !errors.Is(err, ErrMalformed) {
@@ -313,5 +320,101 @@ func TestSeenInMail(t *testing.T) {
 	}
 	if ps, _ := s.Search(ctx, "marco", 10); len(ps) != 2 || ps[0].Mail != nil {
 		t.Fatalf("cards after clearing mail %+v", ps)
+	}
+}
+
+// TestBadVCF: broken files are refused with the line and what is wrong;
+// real-world oddities (vCard 2.1 quoted-printable, a BOM, folded lines,
+// an unreadable property) still give their cards.
+func TestBadVCF(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ file, want string }{
+		{"broken-nested.vcf", "line 4: BEGIN:VCARD inside the card begun on line 1 (its END:VCARD is missing)"},
+		{"broken-truncated.vcf", "the card begun on line 1 has no END:VCARD"},
+		{"broken-outside.vcf", `line 1: "junk before" is outside any BEGIN:VCARD`},
+	} {
+		data, err := os.ReadFile(filepath.Join("testdata", tc.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = ParseVCF(bytes.NewReader(data))
+		if !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.file, err, tc.want)
+		}
+	}
+	for in, want := range map[string]string{
+		"":                                     "no BEGIN:VCARD",
+		"BEGIN:VCALENDAR\r\nEND:VCALENDAR\r\n": "line 1: BEGIN:VCALENDAR is not a vCard",
+		"BEGIN:VCARD\r\nFN:a\r\nEND:VCALENDAR\r\n":          "line 3: END:VCALENDAR closes the card begun on line 1",
+		"\xff\xfeB\x00E\x00":                                "UTF-16",
+		"BEGIN:VCARD\r\nFN:a\r\nEND:VCARD\r\nEND:VCARD\r\n": `line 4: "END:VCARD" is outside any`,
+	} {
+		if _, err := ParseVCF(strings.NewReader(in)); !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", in, err, want)
+		}
+	}
+	for file, want := range map[string]string{
+		"v21-quoted-printable.vcf": "José Núñez <jose@example.es>",
+		"bom-folded.vcf":           "Long Folded Name <a@b.example>",
+		"odd-quote.vcf":            "Unix Lines <>",
+	} {
+		data, _ := os.ReadFile(filepath.Join("testdata", file))
+		cs, err := ParseVCF(bytes.NewReader(data))
+		if err != nil || len(cs) != 1 {
+			t.Errorf("%s: %+v %v", file, cs, err)
+			continue
+		}
+		if got := cs[0].Name + " <" + strings.Join(cs[0].Emails, ",") + ">"; got != want {
+			t.Errorf("%s: %q, want %q", file, got, want)
+		}
+	}
+}
+
+// TestBrokenFileKeepsCards: a card file that breaks after it was indexed
+// is reported with its reason and its last good cards stay searchable;
+// fixed, it is read again; removed, its cards go.
+func TestBrokenFileKeepsCards(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "contacts.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	dir := t.TempDir()
+	src := Source{Name: "b", Path: dir}
+	writeVCF(t, dir, "p.vcf", "BEGIN:VCARD\nVERSION:3.0\nFN:Paola Bruni\nEMAIL:paola@example.org\nEND:VCARD")
+	if st, err := s.Sync(ctx, src); err != nil || st.Cards != 1 {
+		t.Fatalf("first sync %+v %v", st, err)
+	}
+	// An editor crashed half-way through a save.
+	os.WriteFile(filepath.Join(dir, "p.vcf"), []byte("BEGIN:VCARD\r\nVERSION:3.0\r\nFN:Paola Br"), 0o644)
+	st, err := s.Sync(ctx, src)
+	if err != nil || st.Updated != 1 || st.Kept != 1 || len(st.Skipped) != 1 || st.Skipped[0].File != "p.vcf" ||
+		!strings.Contains(st.Skipped[0].Reason, "the card begun on line 1 has no END:VCARD") {
+		t.Fatalf("broken sync %+v %v", st, err)
+	}
+	if ps, err := s.Search(ctx, "paola", 5); err != nil || len(ps) != 1 || ps[0].Emails[0] != "paola@example.org" {
+		t.Fatalf("card lost: %+v %v", ps, err)
+	}
+	// Unchanged since: not re-read, still kept.
+	if st, _ := s.Sync(ctx, src); st.Unchanged != 1 || st.Kept != 0 {
+		t.Fatalf("unchanged sync %+v", st)
+	}
+	writeVCF(t, dir, "p.vcf", "BEGIN:VCARD\nVERSION:3.0\nFN:Paola Bruni-Neri\nEMAIL:paola@example.org\nEND:VCARD")
+	if st, _ := s.Sync(ctx, src); st.Updated != 1 || st.Cards != 1 || len(st.Skipped) != 0 {
+		t.Fatalf("fixed sync %+v", st)
+	}
+	if ps, _ := s.Search(ctx, "neri", 5); len(ps) != 1 || ps[0].Name != "Paola Bruni-Neri" {
+		t.Fatalf("fixed card %+v", ps)
+	}
+	os.WriteFile(filepath.Join(dir, "p.vcf"), []byte("garbage"), 0o644)
+	s.Sync(ctx, src)
+	os.Remove(filepath.Join(dir, "p.vcf"))
+	if st, _ := s.Sync(ctx, src); st.Removed != 1 {
+		t.Fatalf("removed sync %+v", st)
+	}
+	if ps, _ := s.Search(ctx, "paola", 5); len(ps) != 0 {
+		t.Fatalf("removed file's card still found %+v", ps)
 	}
 }

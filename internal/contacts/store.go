@@ -138,6 +138,9 @@ type SyncStats struct {
 	Unchanged int    `json:"unchanged"`
 	Cards     int    `json:"cards"`
 	Skipped   []Skip `json:"skipped,omitempty"`
+	// Kept counts cards of files that broke since they were indexed:
+	// their last good version stays searchable until the file is fixed.
+	Kept int `json:"kept,omitempty"`
 }
 
 // Books lists known address books (name → path) for re-syncs.
@@ -160,7 +163,8 @@ func (s *Store) Books(ctx context.Context) ([]Source, error) {
 
 // Sync reconciles the index with a vdir folder of .vcf files: changed
 // files are re-read, removed ones dropped, broken ones skipped with a named
-// reason (and their earlier cards dropped, never half-kept).
+// reason. A file that breaks after it was indexed keeps its last good
+// cards (never a half-read version) until it is fixed or removed.
 func (s *Store) Sync(ctx context.Context, src Source) (SyncStats, error) {
 	st := SyncStats{Book: src.Name}
 	if src.Name == "" {
@@ -257,6 +261,14 @@ func (s *Store) Sync(ctx context.Context, src Source) (SyncStats, error) {
 				ON CONFLICT(book_id, name) DO UPDATE SET mtime = excluded.mtime, size = excluded.size, error = excluded.error RETURNING id`,
 				bookID, t.name, t.mtime, t.size, reason).Scan(&fileID); err != nil {
 				return fmt.Errorf("recording file %s: %w", t.name, err)
+			}
+			if t.err != nil {
+				var kept int
+				if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM cards WHERE file_id = ?`, fileID).Scan(&kept); err != nil {
+					return fmt.Errorf("counting cards of %s: %w", t.name, err)
+				}
+				st.Kept += kept
+				continue
 			}
 			if _, err := tx.ExecContext(ctx, `DELETE FROM cards WHERE file_id = ?`, fileID); err != nil {
 				return fmt.Errorf("replacing cards of %s: %w", t.name, err)

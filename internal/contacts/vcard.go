@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime/quotedprintable"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/emersion/go-vcard"
+	"golang.org/x/text/encoding/charmap"
 	"golang.org/x/text/runes"
 	"golang.org/x/text/transform"
 	"golang.org/x/text/unicode/norm"
@@ -46,6 +49,10 @@ func ParseVCF(r io.Reader) ([]Card, error) {
 	if len(data) > MaxFileBytes {
 		return nil, fmt.Errorf("%w: larger than %d bytes", ErrMalformed, MaxFileBytes)
 	}
+	data, err = checkVCF(data)
+	if err != nil {
+		return nil, err
+	}
 	dec := vcard.NewDecoder(bytes.NewReader(data))
 	var out []Card
 	n := 0
@@ -55,7 +62,7 @@ func ParseVCF(r io.Reader) ([]Card, error) {
 			break
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrMalformed, err)
+			return nil, fmt.Errorf("%w: card %d: %v", ErrMalformed, n+1, err)
 		}
 		n++
 		if c, ok := fromVCard(vc); ok {
@@ -66,6 +73,209 @@ func ParseVCF(r io.Reader) ([]Card, error) {
 		return nil, fmt.Errorf("%w: no BEGIN:VCARD", ErrMalformed)
 	}
 	return out, nil
+}
+
+// checkVCF checks a file's card structure (go-vcard reports structural
+// errors without a place, and reads text outside a card as nothing), so
+// that a broken file is refused with the line and what is wrong. It
+// returns the cards as unfolded lines go-vcard reads well: without a
+// UTF-8 byte order mark, and with vCard 2.1 habits (Android and Outlook
+// exports) rewritten — quoted-printable values decoded, bare parameters
+// ("EMAIL;INTERNET:") made TYPE= parameters, which go-vcard would
+// otherwise read as the value.
+func checkVCF(data []byte) ([]byte, error) {
+	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
+	if bytes.HasPrefix(data, []byte("\xff\xfe")) || bytes.HasPrefix(data, []byte("\xfe\xff")) {
+		return nil, fmt.Errorf("%w: the file is UTF-16; vCard files must be UTF-8", ErrMalformed)
+	}
+	var out bytes.Buffer
+	out.Grow(len(data))
+	begun := 0 // line of the open card's BEGIN, 0 outside a card
+	cards := 0
+	lines := bytes.Split(data, []byte("\n"))
+	for i := 0; i < len(lines); i++ {
+		n := i + 1
+		l := string(bytes.TrimRight(lines[i], "\r"))
+		// Unfold (RFC 6350 §3.2): continuation lines start with a space
+		// or a tab.
+		for i+1 < len(lines) && len(lines[i+1]) > 0 && (lines[i+1][0] == ' ' || lines[i+1][0] == '\t') {
+			i++
+			l += string(bytes.TrimRight(lines[i][1:], "\r"))
+		}
+		// A continuation after a blank line has nothing to continue.
+		if l = strings.TrimLeft(l, " \t"); strings.TrimSpace(l) == "" {
+			continue
+		}
+		key, value, _ := cutProp(l)
+		if isQP(key) {
+			// A quoted-printable soft line break ("=" at the end)
+			// continues the value on the next line.
+			for strings.HasSuffix(l, "=") && i+1 < len(lines) && !isEnd(lines[i+1]) {
+				i++
+				l = l[:len(l)-1] + string(bytes.TrimRight(lines[i], "\r"))
+			}
+			key, value, _ = cutProp(l)
+		}
+		name := strings.ToUpper(strings.TrimSpace(key))
+		if g, rest, ok := strings.Cut(name, "."); ok && !strings.Contains(g, ";") {
+			name = rest
+		}
+		name, _, _ = strings.Cut(name, ";")
+		uv := strings.ToUpper(strings.TrimSpace(value))
+		switch {
+		case begun == 0 && name == "BEGIN" && uv == "VCARD":
+			begun = n
+			cards++
+		case begun == 0 && name == "BEGIN":
+			return nil, fmt.Errorf("%w: line %d: BEGIN:%s is not a vCard", ErrMalformed, n, short(uv))
+		case begun == 0:
+			return nil, fmt.Errorf("%w: line %d: %q is outside any BEGIN:VCARD … END:VCARD", ErrMalformed, n, short(l))
+		case name == "BEGIN" && uv == "VCARD":
+			return nil, fmt.Errorf("%w: line %d: BEGIN:VCARD inside the card begun on line %d (its END:VCARD is missing)", ErrMalformed, n, begun)
+		case name == "END" && uv == "VCARD":
+			begun = 0
+		case name == "END":
+			return nil, fmt.Errorf("%w: line %d: END:%s closes the card begun on line %d", ErrMalformed, n, short(uv), begun)
+		default:
+			// Lines inside a card that are not properties (a bare
+			// "FN", an Outlook note's stray text) are left to go-vcard,
+			// which drops them: real address books have them, and the
+			// rest of the card is good.
+			l = rewriteProp(key, value, l)
+		}
+		out.WriteString(l)
+		out.WriteString("\r\n")
+	}
+	if begun != 0 {
+		return nil, fmt.Errorf("%w: the card begun on line %d has no END:VCARD (file truncated?)", ErrMalformed, begun)
+	}
+	if cards == 0 {
+		return nil, fmt.Errorf("%w: no BEGIN:VCARD", ErrMalformed)
+	}
+	return out.Bytes(), nil
+}
+
+// isQP reports whether a property's parameters say its value is
+// quoted-printable (vCard 2.1: "ENCODING=QUOTED-PRINTABLE" or a bare
+// "QUOTED-PRINTABLE").
+func isQP(key string) bool {
+	for _, p := range splitParams(key)[1:] {
+		k, v, hasEq := strings.Cut(p, "=")
+		k = strings.TrimSpace(k)
+		if !hasEq && strings.EqualFold(k, "QUOTED-PRINTABLE") || hasEq && strings.EqualFold(k, "ENCODING") && strings.EqualFold(v, "QUOTED-PRINTABLE") {
+			return true
+		}
+	}
+	return false
+}
+
+func isEnd(l []byte) bool {
+	return strings.EqualFold(strings.TrimSpace(string(l)), "END:VCARD")
+}
+
+// cutProp splits a content line at the first ':' outside a quoted
+// parameter value.
+func cutProp(l string) (key, value string, ok bool) {
+	quoted := false
+	for i := 0; i < len(l); i++ {
+		switch l[i] {
+		case '"':
+			quoted = !quoted
+		case ':':
+			if !quoted {
+				return l[:i], l[i+1:], true
+			}
+		}
+	}
+	return l, "", false
+}
+
+// splitParams splits "NAME;P1;P2=x" at ';' outside quotes.
+func splitParams(key string) []string {
+	var out []string
+	quoted, start := false, 0
+	for i := 0; i < len(key); i++ {
+		switch key[i] {
+		case '"':
+			quoted = !quoted
+		case ';':
+			if !quoted {
+				out = append(out, key[start:i])
+				start = i + 1
+			}
+		}
+	}
+	return append(out, key[start:])
+}
+
+// rewriteProp rewrites one property line's vCard 2.1 parameters (see
+// checkVCF); other lines come back unchanged.
+func rewriteProp(key, value, line string) string {
+	params := splitParams(key)
+	if len(params) == 1 {
+		return line
+	}
+	qp, charset, changed := false, "", false
+	kept := params[:1]
+	for _, p := range params[1:] {
+		k, v, hasEq := strings.Cut(p, "=")
+		switch uk := strings.ToUpper(strings.TrimSpace(k)); {
+		case p == "":
+			changed = true
+		case !hasEq && uk == "QUOTED-PRINTABLE", hasEq && uk == "ENCODING" && strings.EqualFold(v, "QUOTED-PRINTABLE"):
+			qp, changed = true, true
+		case hasEq && uk == "CHARSET":
+			charset = v
+			kept = append(kept, p)
+		case !hasEq && (uk == "BASE64" || uk == "B"):
+			kept, changed = append(kept, "ENCODING="+k), true
+		case !hasEq:
+			kept, changed = append(kept, "TYPE="+k), true
+		default:
+			kept = append(kept, p)
+		}
+	}
+	if !changed {
+		return line
+	}
+	if qp {
+		value = decodeQP(value, charset)
+		// The charset no longer applies: the value is UTF-8 now.
+		var noCharset []string
+		for _, p := range kept {
+			if k, _, ok := strings.Cut(p, "="); !ok || !strings.EqualFold(strings.TrimSpace(k), "CHARSET") {
+				noCharset = append(noCharset, p)
+			}
+		}
+		kept = noCharset
+	}
+	return strings.Join(kept, ";") + ":" + value
+}
+
+// decodeQP decodes a quoted-printable value (RFC 2045 §6.7) to UTF-8,
+// reading non-UTF-8 bytes as Windows-1252 (what Outlook writes), and
+// escapes line breaks as vCard text does. A value that does not decode is
+// kept as it was.
+func decodeQP(v, charset string) string {
+	b, err := io.ReadAll(quotedprintable.NewReader(strings.NewReader(v)))
+	if err != nil {
+		return v
+	}
+	if !utf8.Valid(b) && !strings.EqualFold(charset, "UTF-8") {
+		if d, err := charmap.Windows1252.NewDecoder().Bytes(b); err == nil {
+			b = d
+		}
+	}
+	s := strings.ReplaceAll(string(b), "\r\n", "\n")
+	return strings.ReplaceAll(s, "\n", `\n`)
+}
+
+// short bounds text quoted in an error.
+func short(s string) string {
+	if r := []rune(s); len(r) > 40 {
+		return string(r[:40]) + "…"
+	}
+	return s
 }
 
 func decodeSafe(dec *vcard.Decoder) (c vcard.Card, err error) {
