@@ -163,6 +163,14 @@ func New(cfg Config, d Deps) *Bot {
 // Telegram retries, an update polled again after switching modes or
 // restarting) is skipped.
 func (b *Bot) Run(ctx context.Context) error {
+	err := b.run(ctx)
+	if ctx.Err() != nil {
+		return nil // shutdown, not a failure (a store call may have seen it)
+	}
+	return err
+}
+
+func (b *Bot) run(ctx context.Context) error {
 	defer b.wg.Wait()
 	maps, err := b.d.Store.Mappings(ctx)
 	if err != nil {
@@ -194,7 +202,7 @@ func (b *Bot) poll(ctx context.Context) error {
 		}
 	}
 	if mode != "polling" {
-		if err := b.d.Store.SetMode(ctx, "polling"); err != nil {
+		if err := b.d.Store.SetMode(context.WithoutCancel(ctx), "polling"); err != nil {
 			return err
 		}
 	}
@@ -248,7 +256,7 @@ func (b *Bot) poll(ctx context.Context) error {
 
 // handleOnce handles u unless its id was handled before, then records it.
 func (b *Bot) handleOnce(ctx context.Context, u Update) error {
-	seen, err := b.d.Store.Seen(ctx, u.UpdateID)
+	seen, err := b.d.Store.Seen(context.WithoutCancel(ctx), u.UpdateID)
 	if err != nil {
 		return err
 	}

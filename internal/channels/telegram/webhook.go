@@ -55,7 +55,8 @@ func (b *Bot) runWebhook(ctx context.Context) error {
 	}) {
 		return nil
 	}
-	if err := b.d.Store.SetMode(ctx, "webhook"); err != nil {
+	// Recorded even when shutdown began meanwhile: the webhook is set.
+	if err := b.d.Store.SetMode(context.WithoutCancel(ctx), "webhook"); err != nil {
 		return err
 	}
 	b.d.Log.Info("telegram webhook set", "url", b.cfg.WebhookURL)
