@@ -11,6 +11,7 @@ import (
 	"github.com/hestia-dev/hestia/internal/doctor"
 	"github.com/hestia-dev/hestia/internal/httpjson"
 	"github.com/hestia-dev/hestia/internal/llm"
+	"github.com/hestia-dev/hestia/internal/search"
 	"github.com/hestia-dev/hestia/internal/tools"
 	"github.com/hestia-dev/hestia/internal/wiki"
 	"github.com/hestia-dev/hestia/internal/wiki/wikitools"
@@ -57,8 +58,20 @@ func (a *App) OpenWiki(ctx context.Context) (*wiki.Wiki, error) {
 		}
 		emb = r
 	}
+	return a.openWiki(ctx, serviceEmbedder{emb, "wiki"})
+}
+
+// OpenWikiLexical opens the wiki without an embedder, for a one-shot CLI
+// search: meaning search needs every page vector in memory, which the
+// daemon keeps loaded; a process that answers one query must not load
+// them all (seconds on a large wiki), so it searches words and substrings.
+func (a *App) OpenWikiLexical(ctx context.Context) (*wiki.Wiki, error) {
+	return a.openWiki(ctx, nil)
+}
+
+func (a *App) openWiki(ctx context.Context, emb search.Embedder) (*wiki.Wiki, error) {
 	w, err := wiki.Open(ctx, wiki.Options{Root: a.WikiPath(), DBPath: a.Paths.DB(wiki.Schema.Name), Logger: a.Log.With("component", "wiki"), Now: a.Now,
-		Embedder: serviceEmbedder{emb, "wiki"}})
+		Embedder: emb})
 	if err != nil {
 		return nil, err
 	}

@@ -3,8 +3,11 @@ package cli
 import (
 	"context"
 	"fmt"
+	"net/url"
+	"strconv"
 	"strings"
 
+	"github.com/hestia-dev/hestia/internal/lock"
 	"github.com/hestia-dev/hestia/internal/wiki"
 )
 
@@ -30,6 +33,9 @@ func runWiki(ctx context.Context, env *Env, args []string) error {
 	if !ok {
 		return usagef("unknown wiki command %q\n%s", sub, wikiUsage)
 	}
+	if sub == "search" {
+		return wikiSearch(ctx, env, nil, rest)
+	}
 	a, err := env.openApp()
 	if err != nil {
 		return err
@@ -42,7 +48,11 @@ func runWiki(ctx context.Context, env *Env, args []string) error {
 	return fn(ctx, env, w, rest)
 }
 
-func wikiSearch(ctx context.Context, env *Env, w *wiki.Wiki, args []string) error {
+// wikiSearch asks the running daemon when there is one (its index is warm
+// and its page vectors are loaded, so the answer includes meaning search);
+// otherwise it opens the index itself without an embedder: loading every
+// page vector to answer one query costs seconds on a large wiki.
+func wikiSearch(ctx context.Context, env *Env, _ *wiki.Wiki, args []string) error {
 	fs := env.flags("wiki search")
 	asJSON := fs.Bool("json", false, "print results as JSON")
 	limit := fs.Int("limit", 10, "most pages to show (1-50)")
@@ -53,9 +63,21 @@ func wikiSearch(ctx context.Context, env *Env, w *wiki.Wiki, args []string) erro
 	if strings.TrimSpace(q) == "" {
 		return usagef("usage: hestia wiki search QUERY [--json]")
 	}
-	res, err := w.Search(ctx, q, *limit)
-	if err != nil {
-		return err
+	res, ok := wikiSearchViaDaemon(ctx, env, q, *limit)
+	if !ok {
+		a, err := env.openApp()
+		if err != nil {
+			return err
+		}
+		defer a.Close()
+		w, err := a.OpenWikiLexical(ctx)
+		if err != nil {
+			return err
+		}
+		if res, err = w.Search(ctx, q, *limit); err != nil {
+			return err
+		}
+		res.VectorNote = "meaning search runs in the daemon, which is not running"
 	}
 	if *asJSON {
 		return printJSON(env.Stdout, res)
@@ -209,4 +231,30 @@ func wikiImport(ctx context.Context, env *Env, w *wiki.Wiki, args []string) erro
 		fmt.Fprintln(env.Stdout, line)
 	}
 	return nil
+}
+
+// wikiSearchViaDaemon runs the search on this home's running daemon. It
+// reports false when no daemon runs or it could not answer; the caller
+// then searches the index itself.
+func wikiSearchViaDaemon(ctx context.Context, env *Env, q string, limit int) (wiki.SearchResult, bool) {
+	paths, _, err := env.load()
+	if err != nil {
+		return wiki.SearchResult{}, false
+	}
+	if held, _ := lock.Held(paths.LockFile()); !held {
+		return wiki.SearchResult{}, false
+	}
+	c, err := env.daemon()
+	if err != nil {
+		return wiki.SearchResult{}, false
+	}
+	var res wiki.SearchResult
+	v := url.Values{"q": {q}, "limit": {strconv.Itoa(limit)}}
+	if err := c.Do(ctx, "GET", "/api/wiki/search?"+v.Encode(), nil, &res); err != nil {
+		return wiki.SearchResult{}, false
+	}
+	if res.Hits == nil {
+		res.Hits = []wiki.Hit{}
+	}
+	return res, true
 }

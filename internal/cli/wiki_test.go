@@ -56,3 +56,43 @@ func TestWikiCommands(t *testing.T) {
 		}
 	}
 }
+
+// A search asks the running daemon (which has the page vectors loaded);
+// without one the CLI searches the index itself, words only, and says so.
+func TestWikiSearchAsksTheRunningDaemon(t *testing.T) {
+	t.Parallel()
+	src := t.TempDir()
+	os.WriteFile(filepath.Join(src, "Heat pump.md"), []byte("---\ntitle: Heat pump\n---\nThe installer said the compressor warranty runs ten years.\n"), 0o644)
+	type answer struct {
+		Hits       []struct{ Title string }
+		VectorNote string `json:"vector_note"`
+	}
+	search := func(home string, env map[string]string) (answer, result) {
+		r := run(t, home, env, "wiki", "search", "compressor", "--json")
+		var a answer
+		if r.code == 0 {
+			if err := json.Unmarshal([]byte(r.stdout), &a); err != nil {
+				t.Fatalf("search output: %v\n%s", err, r.stdout)
+			}
+		}
+		return a, r
+	}
+
+	alone := t.TempDir()
+	if r := run(t, alone, nil, "wiki", "import", src); r.code != 0 {
+		t.Fatalf("import: %+v", r)
+	}
+	a, r := search(alone, nil)
+	if r.code != 0 || len(a.Hits) != 1 || a.Hits[0].Title != "Heat pump" || !strings.Contains(a.VectorNote, "daemon") {
+		t.Errorf("without a daemon: %+v %+v", a, r)
+	}
+
+	home, env, _ := daemonEnvWith(t, false)
+	if r := run(t, home, env, "wiki", "import", src); r.code != 0 {
+		t.Fatalf("import: %+v", r)
+	}
+	a, r = search(home, env)
+	if r.code != 0 || len(a.Hits) != 1 || a.Hits[0].Title != "Heat pump" || strings.Contains(a.VectorNote, "daemon") {
+		t.Errorf("with the daemon: %+v %+v", a, r)
+	}
+}
