@@ -6,13 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/hestia-dev/hestia/internal/lazyre"
 	"github.com/hestia-dev/hestia/internal/search"
 )
 
@@ -62,8 +62,8 @@ type PlanInput struct {
 type Planner func(ctx context.Context, in PlanInput) (Plan, error)
 
 var (
-	noReplyRE = regexp.MustCompile(`(?i)\b(no[-_.]?reply|do[-_.]?not[-_.]?reply|mailer-daemon|postmaster|bounce[s]?|notifications?)@`)
-	surveyRE  = regexp.MustCompile(`(?i)\b(survey|questionnaire|rate your|how did we do|feedback request|your opinion)\b`)
+	noReplyRE = lazyre.New(`(?i)\b(no[-_.]?reply|do[-_.]?not[-_.]?reply|mailer-daemon|postmaster|bounce[s]?|notifications?)@`)
+	surveyRE  = lazyre.New(`(?i)\b(survey|questionnaire|rate your|how did we do|feedback request|your opinion)\b`)
 )
 
 // Prefilter says why a message is not work ("" when it may be).
@@ -382,7 +382,7 @@ func (c *Center) Flows(ctx context.Context) ([]Flow, error) {
 	return out, rows.Err()
 }
 
-var wordRE = regexp.MustCompile(`\p{L}[\p{L}\p{N}]{2,}`)
+var wordRE = lazyre.New(`\p{L}[\p{L}\p{N}]{2,}`)
 
 // stopwords are function words that say nothing about which flow applies
 // ("the" in a trigger must not match every English message).

@@ -5,13 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/hestia-dev/hestia/internal/actions"
 	"github.com/hestia-dev/hestia/internal/approval"
+	"github.com/hestia-dev/hestia/internal/lazyre"
 	"github.com/hestia-dev/hestia/internal/llm"
 	"github.com/hestia-dev/hestia/internal/mail"
 	"github.com/hestia-dev/hestia/internal/notify"
@@ -135,7 +135,7 @@ Decide whether the thread needs the user to do something. Answer with ONE JSON o
 Use only tools you are told exist, with concrete arguments; otherwise make the step manual. Newsletters, notifications and FYI messages are not needed.
 `
 
-var jsonObjRE = regexp.MustCompile(`(?s)\{.*\}`)
+var jsonObjRE = lazyre.New(`(?s)\{.*\}`)
 
 // planActions makes the one planner call for a thread.
 func (a *App) planActions(ctx context.Context, in actions.PlanInput) (actions.Plan, error) {

@@ -2,10 +2,11 @@ package audit
 
 import (
 	"fmt"
-	"regexp"
 	"sort"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/hestia-dev/hestia/internal/lazyre"
 )
 
 // Redaction bounds. Audit rows describe what happened; they are not a copy
@@ -18,25 +19,25 @@ const (
 	Mask       = "[redacted]"
 )
 
-var secretKeyRE = regexp.MustCompile(`(?i)(pass(word|wd|phrase)?|secret|token|api[_-]?key|apikey|auth(orization)?|cookie|session[_-]?id|private[_-]?key|credential|bearer|client[_-]?secret|access[_-]?key|signature)`)
+var secretKeyRE = lazyre.New(`(?i)(pass(word|wd|phrase)?|secret|token|api[_-]?key|apikey|auth(orization)?|cookie|session[_-]?id|private[_-]?key|credential|bearer|client[_-]?secret|access[_-]?key|signature)`)
 
-var bodyKeyRE = regexp.MustCompile(`(?i)^(body|content|text|html|raw|output|data|message_body|new_text|old_text)$`)
+var bodyKeyRE = lazyre.New(`(?i)^(body|content|text|html|raw|output|data|message_body|new_text|old_text)$`)
 
-var valueREs = []*regexp.Regexp{
-	regexp.MustCompile(`-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----[\s\S]*?(-----END [A-Z0-9 ]*PRIVATE KEY-----|$)`),
-	regexp.MustCompile(`(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{8,}`),
-	regexp.MustCompile(`\bsk-[A-Za-z0-9_-]{8,}`),
-	regexp.MustCompile(`\b(ghp|gho|ghu|ghs|github_pat|xox[abpr]|glpat)[-_][A-Za-z0-9_-]{8,}`),
-	regexp.MustCompile(`\bAKIA[0-9A-Z]{16}\b`),
-	regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}`), // JWT
+var valueREs = []*lazyre.Regexp{
+	lazyre.New(`-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----[\s\S]*?(-----END [A-Z0-9 ]*PRIVATE KEY-----|$)`),
+	lazyre.New(`(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{8,}`),
+	lazyre.New(`\bsk-[A-Za-z0-9_-]{8,}`),
+	lazyre.New(`\b(ghp|gho|ghu|ghs|github_pat|xox[abpr]|glpat)[-_][A-Za-z0-9_-]{8,}`),
+	lazyre.New(`\bAKIA[0-9A-Z]{16}\b`),
+	lazyre.New(`\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}`), // JWT
 }
 
 // urlCredRE matches user:password@ in URLs.
-var urlCredRE = regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://)[^/\s:@]+:[^/\s@]+@`)
+var urlCredRE = lazyre.New(`([a-zA-Z][a-zA-Z0-9+.-]*://)[^/\s:@]+:[^/\s@]+@`)
 
 // kvSecretRE matches key=value / key: value pairs with secret-like keys in
 // free text ("password=hunter2", "api_key: abc").
-var kvSecretRE = regexp.MustCompile(`(?i)\b(password|passwd|secret|token|api[_-]?key|access[_-]?key)\b(\s*[=:]\s*)("[^"]*"|'[^']*'|[^\s,;&]+)`)
+var kvSecretRE = lazyre.New(`(?i)\b(password|passwd|secret|token|api[_-]?key|access[_-]?key)\b(\s*[=:]\s*)("[^"]*"|'[^']*'|[^\s,;&]+)`)
 
 // RedactString masks secrets inside free text and bounds its length.
 func RedactString(s string, max int) string {

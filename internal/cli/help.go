@@ -7,16 +7,17 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"regexp"
 	"strings"
 
 	"golang.org/x/term"
+
+	"github.com/hestia-dev/hestia/internal/lazyre"
 )
 
 func isHelpArg(s string) bool { return s == "-h" || s == "--help" || s == "-help" || s == "help" }
 
 // unknownHelp matches what a command with subcommands says about "-h".
-var unknownHelp = regexp.MustCompile(`(?m)^.*unknown (?:[a-z]+ )?(?:sub)?command "-h"[:.]?\s*`)
+var unknownHelp = lazyre.New(`(?m)^.*unknown (?:[a-z]+ )?(?:sub)?command "-h"[:.]?\s*`)
 
 // commandHelp answers `hestia COMMAND -h` for every command, including the
 // ones with subcommands that have no flag set of their own: the command

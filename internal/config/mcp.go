@@ -4,10 +4,11 @@ import (
 	"fmt"
 	"net/url"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/hestia-dev/hestia/internal/lazyre"
 )
 
 // MCPConfig configures Model Context Protocol servers whose tools the
@@ -40,9 +41,9 @@ type MCPServer struct {
 }
 
 var (
-	mcpNameRE   = regexp.MustCompile(`^[a-z][a-z0-9_]{0,23}$`)
-	envNameRE   = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-	headerKeyRE = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+	mcpNameRE   = lazyre.New(`^[a-z][a-z0-9_]{0,23}$`)
+	envNameRE   = lazyre.New(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	headerKeyRE = lazyre.New("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 )
 
 // MCPServerNames returns the configured server names, sorted.

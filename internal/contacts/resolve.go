@@ -4,10 +4,11 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/hestia-dev/hestia/internal/lazyre"
 )
 
 // Correspondent is an address seen in mail (filled by the mail mirror).
@@ -62,7 +63,7 @@ type Resolution struct {
 // MaxCandidates caps a resolution.
 const MaxCandidates = 10
 
-var hintRE = regexp.MustCompile(`(?i)\s+(?:from|at|of|@)\s+`)
+var hintRE = lazyre.New(`(?i)\s+(?:from|at|of|@)\s+`)
 
 // Resolve turns a name as a person would say it ("Marco", "Anna from
 // Polimi") into ranked candidate addresses. Contacts and mail

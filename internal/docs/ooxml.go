@@ -5,10 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/hestia-dev/hestia/internal/lazyre"
 )
 
 // Office Open XML (ECMA-376): DOCX body text with headings and tables,
@@ -131,7 +132,7 @@ func writeRow(b *builder, cells []string) {
 	b.write(strings.Join(cells, " | ") + "\n")
 }
 
-var numRE = regexp.MustCompile(`(\d+)`)
+var numRE = lazyre.New(`(\d+)`)
 
 // byNumber sorts part names like slide2.xml, slide10.xml by their number.
 func byNumber(names []string) {

@@ -7,12 +7,13 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 	"unicode/utf8"
+
+	"github.com/hestia-dev/hestia/internal/lazyre"
 )
 
 // MaxErrorBody bounds the provider error text kept in Error.Body (after
@@ -26,11 +27,11 @@ const readErrorBodyLimit = 16 << 10
 var (
 	// Secrets a provider might echo back: API keys, bearer tokens,
 	// key=value credentials, and long opaque tokens.
-	redactKeyed  = regexp.MustCompile(`(?i)("?(?:api[_-]?key|access[_-]?token|token|secret|password|authorization)"?\s*[:=]\s*"?)([^\s",}]+)`)
-	redactBearer = regexp.MustCompile(`(?i)(bearer\s+)\S+`)
-	redactSK     = regexp.MustCompile(`\b(sk|pk|rk|key)-[A-Za-z0-9_\-]{6,}`)
-	redactLong   = regexp.MustCompile(`[A-Za-z0-9_\-+/]{40,}={0,2}`)
-	spaces       = regexp.MustCompile(`\s+`)
+	redactKeyed  = lazyre.New(`(?i)("?(?:api[_-]?key|access[_-]?token|token|secret|password|authorization)"?\s*[:=]\s*"?)([^\s",}]+)`)
+	redactBearer = lazyre.New(`(?i)(bearer\s+)\S+`)
+	redactSK     = lazyre.New(`\b(sk|pk|rk|key)-[A-Za-z0-9_\-]{6,}`)
+	redactLong   = lazyre.New(`[A-Za-z0-9_\-+/]{40,}={0,2}`)
+	spaces       = lazyre.New(`\s+`)
 )
 
 // Redact removes credentials from provider text and bounds it to
@@ -58,9 +59,9 @@ func Redact(body string, secrets ...string) string {
 }
 
 var (
-	reContext = regexp.MustCompile(`(?i)context[_ ]length|context window|maximum context|prompt is too long|too many tokens|reduce the length|input is too long|exceeds the (?:model'?s? )?(?:context|maximum)|max_tokens.*exceed|n_ctx`)
-	reModel   = regexp.MustCompile(`(?i)model[^.]{0,80}(?:not found|does not exist|not available|unknown|not loaded|no such)|no (?:such|endpoints? found for) model|unknown model|model_not_found`)
-	reBilling = regexp.MustCompile(`(?i)insufficient[_ ]quota|insufficient (?:balance|credit|funds)|billing|credit balance|payment required|exceeded your current quota|out of credits`)
+	reContext = lazyre.New(`(?i)context[_ ]length|context window|maximum context|prompt is too long|too many tokens|reduce the length|input is too long|exceeds the (?:model'?s? )?(?:context|maximum)|max_tokens.*exceed|n_ctx`)
+	reModel   = lazyre.New(`(?i)model[^.]{0,80}(?:not found|does not exist|not available|unknown|not loaded|no such)|no (?:such|endpoints? found for) model|unknown model|model_not_found`)
+	reBilling = lazyre.New(`(?i)insufficient[_ ]quota|insufficient (?:balance|credit|funds)|billing|credit balance|payment required|exceeded your current quota|out of credits`)
 )
 
 // classifyHTTP turns a non-2xx provider answer into an *Error.

@@ -6,14 +6,15 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
+
+	"github.com/hestia-dev/hestia/internal/lazyre"
 )
 
 // blobStore keeps attachment bytes once per SHA-256, so the same file sent
 // in many messages (or under many names) is stored once.
 type blobStore struct{ dir string }
 
-var hexSHA = regexp.MustCompile(`^[0-9a-f]{64}$`)
+var hexSHA = lazyre.New(`^[0-9a-f]{64}$`)
 
 func (b *blobStore) path(sum string) (string, error) {
 	if !hexSHA.MatchString(sum) {

@@ -2,15 +2,15 @@ package mail
 
 import (
 	"context"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/hestia-dev/hestia/internal/lazyre"
 	"github.com/hestia-dev/hestia/internal/mail/journal"
 )
 
-var addrInList = regexp.MustCompile(`[^\s<>,;:"()]+@[^\s<>,;:"()]+`)
+var addrInList = lazyre.New(`[^\s<>,;:"()]+@[^\s<>,;:"()]+`)
 
 // addrSet extracts the normalised set of addresses from a stored address
 // header ("Ann <ann@x.org>, bob@y.org").

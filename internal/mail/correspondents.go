@@ -3,10 +3,11 @@ package mail
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/hestia-dev/hestia/internal/lazyre"
 )
 
 // Correspondent is one address seen in the mirrored mail with how often
@@ -22,7 +23,7 @@ type Correspondent struct {
 // correspondentScan bounds how many recent messages one lookup reads.
 const correspondentScan = 5000
 
-var addrRE = regexp.MustCompile(`([^<>]*?)\s*<([^<>\s]+@[^<>\s]+)>|([^\s,<>]+@[^\s,<>]+)`)
+var addrRE = lazyre.New(`([^<>]*?)\s*<([^<>\s]+@[^<>\s]+)>|([^\s,<>]+@[^\s,<>]+)`)
 
 // splitAddrs reverses joinAddrs ("Name <a@b>, c@d"); a name may itself
 // contain a comma, so the list is cut at the addresses, not the commas.

@@ -5,10 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 	"unicode"
 
+	"github.com/hestia-dev/hestia/internal/lazyre"
 	"github.com/hestia-dev/hestia/internal/mail/parse"
 )
 
@@ -20,7 +20,7 @@ const maxRefs = 50
 // may join an existing thread.
 const subjectWindow = 14 * 24 * 3600
 
-var subjectPrefix = regexp.MustCompile(`(?i)^\s*((re|fwd?|aw|wg|sv|vs|antw|rif|r|tr|odp|res)(\[\d+\])?\s*[:：]|\[[^\]]{1,40}\])\s*`)
+var subjectPrefix = lazyre.New(`(?i)^\s*((re|fwd?|aw|wg|sv|vs|antw|rif|r|tr|odp|res)(\[\d+\])?\s*[:：]|\[[^\]]{1,40}\])\s*`)
 
 // NormalizeSubject strips reply/forward prefixes (in several languages) and
 // mailing-list tags, lower-cases and collapses spaces, so "Re: [list] Fwd:

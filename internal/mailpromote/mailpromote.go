@@ -25,13 +25,13 @@ import (
 	"fmt"
 	"log/slog"
 	"path"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/hestia-dev/hestia/internal/lazyre"
 	"github.com/hestia-dev/hestia/internal/llm"
 	"github.com/hestia-dev/hestia/internal/mail"
 	"github.com/hestia-dev/hestia/internal/store"
@@ -230,8 +230,8 @@ func (p *Promoter) Thread(ctx context.Context, r mail.ThreadRef) (string, error)
 }
 
 var (
-	noReplyRE     = regexp.MustCompile(`(?i)(no[-_.]?reply|do[-_.]?not[-_.]?reply|mailer-daemon|postmaster|bounce[s]?[-+@]|notifications?@|newsletter|news@|marketing@|mailing[-_.]?list|list[-_.]?(admin|owner|bounces)|-request@|digest@|updates@)`)
-	listSubjectRE = regexp.MustCompile(`^\s*(re:\s*)*\[[^\]]{2,40}\]`)
+	noReplyRE     = lazyre.New(`(?i)(no[-_.]?reply|do[-_.]?not[-_.]?reply|mailer-daemon|postmaster|bounce[s]?[-+@]|notifications?@|newsletter|news@|marketing@|mailing[-_.]?list|list[-_.]?(admin|owner|bounces)|-request@|digest@|updates@)`)
+	listSubjectRE = lazyre.New(`^\s*(re:\s*)*\[[^\]]{2,40}\]`)
 )
 
 // Prefilter returns why a thread is noise, or "" for a candidate. It looks
@@ -424,7 +424,7 @@ type noteFrontMatter struct {
 	Attachments []string `yaml:"attachments,omitempty"`
 }
 
-var unsafeName = regexp.MustCompile(`[^\p{L}\p{N} ._()-]+`)
+var unsafeName = lazyre.New(`[^\p{L}\p{N} ._()-]+`)
 
 // NotePath is a thread's canonical note.
 func NotePath(threadID int64) string {

@@ -9,11 +9,11 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"regexp"
 	"strings"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/hestia-dev/hestia/internal/lazyre"
 	"github.com/hestia-dev/hestia/internal/tools"
 	"github.com/hestia-dev/hestia/internal/untrusted"
 )
@@ -26,7 +26,7 @@ const (
 	maxDescription = 1000
 )
 
-var unsafeName = regexp.MustCompile(`[^a-z0-9_]+`)
+var unsafeName = lazyre.New(`[^a-z0-9_]+`)
 
 // ToolName is the registry name of a server's tool: mcp__SERVER__TOOL,
 // lower-cased, other characters replaced by _, at most 64 characters (a

@@ -3,12 +3,12 @@ package memory
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 	"unicode"
 
 	"golang.org/x/text/unicode/norm"
 
+	"github.com/hestia-dev/hestia/internal/lazyre"
 	"github.com/hestia-dev/hestia/internal/untrusted"
 )
 
@@ -89,7 +89,7 @@ func FindDuplicate(text string, existing []string) string {
 	return ""
 }
 
-var injectionRE = regexp.MustCompile(`(?i)(ignore (all |any )?(previous|prior|above) (instructions|rules)|disregard (the |all )?(previous|prior|system)|you are now|new instructions:|system prompt|<\|im_(start|end)\|>|\[/?inst\]|do not (tell|ask) the user|without (asking|telling) the user|curl [^ ]+\s*\|\s*(sh|bash)|authorized_keys|api[_-]?key\s*[:=]|password\s*[:=]|BEGIN [A-Z ]*PRIVATE KEY)`)
+var injectionRE = lazyre.New(`(?i)(ignore (all |any )?(previous|prior|above) (instructions|rules)|disregard (the |all )?(previous|prior|system)|you are now|new instructions:|system prompt|<\|im_(start|end)\|>|\[/?inst\]|do not (tell|ask) the user|without (asking|telling) the user|curl [^ ]+\s*\|\s*(sh|bash)|authorized_keys|api[_-]?key\s*[:=]|password\s*[:=]|BEGIN [A-Z ]*PRIVATE KEY)`)
 
 // Scan refuses text that would be dangerous in every future system prompt:
 // hidden or bidirectional control characters, chat-template tokens and
@@ -105,7 +105,7 @@ func Scan(text string) error {
 }
 
 // transientRE spots session state that does not belong in durable memory.
-var transientRE = regexp.MustCompile(`(?i)(\bchat[_ ]?id\b|\bsession[_ ]?id\b|\bturn[_ ]?id\b|\d{4}-\d{2}-\d{2}t\d{2}:\d{2}|\b(today|right now|currently|this (morning|afternoon|evening))\b)`)
+var transientRE = lazyre.New(`(?i)(\bchat[_ ]?id\b|\bsession[_ ]?id\b|\bturn[_ ]?id\b|\d{4}-\d{2}-\d{2}t\d{2}:\d{2}|\b(today|right now|currently|this (morning|afternoon|evening))\b)`)
 
 // Warnings lists non-blocking concerns about a candidate fact for the
 // review card: duplicate of an existing entry, transient state, or a

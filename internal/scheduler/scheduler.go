@@ -17,11 +17,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"regexp"
 	"runtime/debug"
 	"sync"
 	"time"
 
+	"github.com/hestia-dev/hestia/internal/lazyre"
 	"github.com/hestia-dev/hestia/internal/store"
 )
 
@@ -116,7 +116,7 @@ type Def struct {
 	Run      Func
 }
 
-var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
+var nameRE = lazyre.New(`^[a-z0-9][a-z0-9._-]{0,63}$`)
 
 func checkName(name string) error {
 	if !nameRE.MatchString(name) {

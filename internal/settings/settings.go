@@ -13,12 +13,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"sync"
 
 	"github.com/hestia-dev/hestia/internal/config"
+	"github.com/hestia-dev/hestia/internal/lazyre"
 )
 
 // Service reads and writes one home's config.toml.
@@ -221,7 +221,7 @@ type Change struct {
 var ErrInvalid = errors.New("invalid settings change")
 
 var (
-	nameRE     = regexp.MustCompile(`^[A-Za-z0-9_-]{1,40}$`)
+	nameRE     = lazyre.New(`^[A-Za-z0-9_-]{1,40}$`)
 	scalarKeys = map[string]bool{
 		"llm.base_url": true, "llm.api_key": true, "llm.model": true,
 		"agent.file_roots": true, "agent.tier": true, "policy.auto_approve": true,

@@ -5,11 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"regexp"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/hestia-dev/hestia/internal/lazyre"
 )
 
 // The editor works on lines, not on a parsed tree, so that everything it
@@ -18,10 +19,10 @@ import (
 // [[array]] headers, `key = value` lines, and arrays spanning lines.
 
 var (
-	headerRE = regexp.MustCompile(`^\s*(\[\[?)\s*([^\]]+?)\s*\]\]?\s*(#.*)?$`)
-	keyRE    = regexp.MustCompile(`^\s*("[^"]*"|[A-Za-z0-9_-]+)\s*=`)
+	headerRE = lazyre.New(`^\s*(\[\[?)\s*([^\]]+?)\s*\]\]?\s*(#.*)?$`)
+	keyRE    = lazyre.New(`^\s*("[^"]*"|[A-Za-z0-9_-]+)\s*=`)
 	// BareKey is what a table or key name may be without quoting.
-	bareKey = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+	bareKey = lazyre.New(`^[A-Za-z0-9_-]+$`)
 )
 
 type doc struct{ lines []string }

@@ -25,6 +25,8 @@ import (
 	"regexp"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/hestia-dev/hestia/internal/lazyre"
 )
 
 // Limits on what a skill may contain.
@@ -37,7 +39,7 @@ const (
 	maxPatternLn = 500
 )
 
-var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,47}$`)
+var nameRE = lazyre.New(`^[a-z0-9][a-z0-9-]{0,47}$`)
 
 // Meta is SKILL.md's front matter.
 type Meta struct {
@@ -146,7 +148,7 @@ type Constraint struct {
 	re *regexp.Regexp
 }
 
-var toolNameRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}\*?$`)
+var toolNameRE = lazyre.New(`^[a-z][a-z0-9_]{0,63}\*?$`)
 
 // ParseManifest decodes and checks TOOLS.json strictly: unknown fields,
 // bad tool names and bad patterns are errors naming what is wrong.

@@ -14,11 +14,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"sort"
 	"strings"
 	"sync"
 	"unicode/utf8"
+
+	"github.com/hestia-dev/hestia/internal/lazyre"
 )
 
 // Risk is how much harm a call can do. The zero value means the tool did not
@@ -180,7 +181,7 @@ func (f *Func) Preview(ctx context.Context, args json.RawMessage) string {
 	return f.PreviewF(ctx, args)
 }
 
-var nameRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
+var nameRE = lazyre.New(`^[a-z][a-z0-9_]{0,63}$`)
 
 // ErrUnknownTool is returned for names the registry does not hold.
 var ErrUnknownTool = errors.New("unknown tool")

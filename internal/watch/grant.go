@@ -3,12 +3,13 @@ package watch
 import (
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/hestia-dev/hestia/internal/lazyre"
 )
 
-var placeholderRE = regexp.MustCompile(`\{\{\s*([a-zA-Z0-9_.]+)\s*\}\}`)
+var placeholderRE = lazyre.New(`\{\{\s*([a-zA-Z0-9_.]+)\s*\}\}`)
 
 // renderTemplate fills {{event.<path>}} and {{watch.<field>}} from vars.
 // With check set, every placeholder must resolve; without it (creation

@@ -7,9 +7,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"regexp"
 	"strings"
 	"time"
+
+	"github.com/hestia-dev/hestia/internal/lazyre"
 )
 
 // TrainAdapter watches one Italian train run through ViaggiaTreno's JSON
@@ -27,7 +28,7 @@ type TrainAdapter struct {
 // DefaultTrainBaseURL is ViaggiaTreno's public JSON root.
 const DefaultTrainBaseURL = "http://www.viaggiatreno.it/infomobilita/resteasy/viaggiatreno"
 
-var trainRefRE = regexp.MustCompile(`^(S\d{5})/(\d{1,6})/(\d{13})$`)
+var trainRefRE = lazyre.New(`^(S\d{5})/(\d{1,6})/(\d{13})$`)
 
 // TrainSnapshot is the normalized state of a run.
 type TrainSnapshot struct {

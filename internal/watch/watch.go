@@ -21,9 +21,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"strings"
 	"time"
+
+	"github.com/hestia-dev/hestia/internal/lazyre"
 )
 
 // States of a watch.
@@ -143,7 +144,7 @@ const (
 	MaxInvocations = 20
 )
 
-var ruleIDRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
+var ruleIDRE = lazyre.New(`^[A-Za-z0-9_.-]{1,64}$`)
 
 // ToolSchemas resolves a tool name to its argument schema; ok is false for
 // a tool that does not exist.

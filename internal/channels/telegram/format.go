@@ -2,9 +2,10 @@ package telegram
 
 import (
 	"html"
-	"regexp"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/hestia-dev/hestia/internal/lazyre"
 )
 
 // MaxMessage is Telegram's limit on a message's text (characters after
@@ -57,12 +58,12 @@ func Render(md string) string {
 }
 
 var (
-	headingRe = regexp.MustCompile(`^#{1,6}\s+(.+)$`)
-	bulletRe  = regexp.MustCompile(`^(\s*)[-*+]\s+`)
-	linkRe    = regexp.MustCompile(`\[([^\[\]<>]+)\]\((https?://[^\s()<>"*~]+)\)`)
-	boldRe    = regexp.MustCompile(`\*\*([^*<>\n]+?)\*\*`)
-	italicRe  = regexp.MustCompile(`(^|[\s(])\*([^*<>\s][^*<>\n]*?)\*`)
-	strikeRe  = regexp.MustCompile(`~~([^~<>\n]+?)~~`)
+	headingRe = lazyre.New(`^#{1,6}\s+(.+)$`)
+	bulletRe  = lazyre.New(`^(\s*)[-*+]\s+`)
+	linkRe    = lazyre.New(`\[([^\[\]<>]+)\]\((https?://[^\s()<>"*~]+)\)`)
+	boldRe    = lazyre.New(`\*\*([^*<>\n]+?)\*\*`)
+	italicRe  = lazyre.New(`(^|[\s(])\*([^*<>\s][^*<>\n]*?)\*`)
+	strikeRe  = lazyre.New(`~~([^~<>\n]+?)~~`)
 )
 
 func renderLine(line string) string {

@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"strconv"
 
 	"github.com/emersion/go-imap/v2"
+
+	"github.com/hestia-dev/hestia/internal/lazyre"
 )
 
-var pathRE = regexp.MustCompile(`^imap://([^/]+)/(.+);UIDVALIDITY=(\d+)/;UID=(\d+)$`)
+var pathRE = lazyre.New(`^imap://([^/]+)/(.+);UIDVALIDITY=(\d+)/;UID=(\d+)$`)
 
 // ParsePath splits a PathOf key into its parts.
 func ParsePath(p string) (account, mailbox string, uidValidity, uid uint32, err error) {

@@ -15,10 +15,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
 
+	"github.com/hestia-dev/hestia/internal/lazyre"
 	"github.com/hestia-dev/hestia/internal/mail"
 	"github.com/hestia-dev/hestia/internal/mail/journal"
 	"github.com/hestia-dev/hestia/internal/mail/parse"
@@ -198,7 +198,7 @@ type SaveResult struct {
 	Size int64  `json:"size"`
 }
 
-var unsafeName = regexp.MustCompile(`[^\p{L}\p{N}._ -]+`)
+var unsafeName = lazyre.New(`[^\p{L}\p{N}._ -]+`)
 
 // SafeFilename reduces an attachment's declared name to one harmless path
 // component: no directories, no leading dots, bounded length.

@@ -6,9 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/hestia-dev/hestia/internal/lazyre"
 )
 
 // Flags are the per-copy message flags the mirror tracks.
@@ -73,7 +74,7 @@ type Emlx struct {
 // ErrNotEmlx is returned for input without the leading byte count line.
 var ErrNotEmlx = errors.New("not an emlx file: missing byte count line")
 
-var plistInt = regexp.MustCompile(`<key>([^<]+)</key>\s*<integer>(-?\d+)</integer>`)
+var plistInt = lazyre.New(`<key>([^<]+)</key>\s*<integer>(-?\d+)</integer>`)
 
 // ParseEmlx splits an .emlx file: a decimal byte count line, that many bytes
 // of message, then an XML property list with Mail's flags. A count larger
@@ -316,7 +317,7 @@ func (m *MboxReader) peek() (mboxLine, error) {
 	return l, err
 }
 
-var envelopeDate = regexp.MustCompile(`\d{1,2}:\d{2}.*\d{4}|\d{4}.*\d{1,2}:\d{2}`)
+var envelopeDate = lazyre.New(`\d{1,2}:\d{2}.*\d{4}|\d{4}.*\d{1,2}:\d{2}`)
 
 // isEnvelope reports whether line is shaped like an mbox envelope line:
 // "From " and then an address, "-" (Netscape, Mozilla) or a date.

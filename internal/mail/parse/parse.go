@@ -19,7 +19,6 @@ import (
 	"io"
 	"mime"
 	"net/mail"
-	"regexp"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -28,6 +27,8 @@ import (
 	_ "github.com/emersion/go-message/charset" // registers every charset go-message can decode
 	gomail "github.com/emersion/go-message/mail"
 	"golang.org/x/text/encoding/charmap"
+
+	"github.com/hestia-dev/hestia/internal/lazyre"
 )
 
 // Address is one mailbox from an address header.
@@ -305,8 +306,8 @@ func looksBinary(b []byte) bool {
 }
 
 var (
-	mediaTypePattern = regexp.MustCompile(`^[a-z0-9!#$&^_.+-]+/[a-z0-9!#$&^_.+-]+$`)
-	paramPattern     = regexp.MustCompile(`(?i);\s*([a-z0-9*_-]+)\s*=\s*("[^"]*"?|[^;]*)`)
+	mediaTypePattern = lazyre.New(`^[a-z0-9!#$&^_.+-]+/[a-z0-9!#$&^_.+-]+$`)
+	paramPattern     = lazyre.New(`(?i);\s*([a-z0-9*_-]+)\s*=\s*("[^"]*"?|[^;]*)`)
 )
 
 // salvageParams reads a Content-Type or Content-Disposition value that
@@ -330,7 +331,7 @@ func salvageParams(v string) (string, map[string]string) {
 	return head, params
 }
 
-var charsetPattern = regexp.MustCompile(`(?i)charset\s*=\s*"?([a-z0-9_.:-]+)`)
+var charsetPattern = lazyre.New(`(?i)charset\s*=\s*"?([a-z0-9_.:-]+)`)
 
 // declaredCharset is the first charset a message declares anywhere (its
 // own Content-Type or a body part's): the best guess for raw 8-bit header
@@ -445,7 +446,7 @@ func msgIDs(h gomail.Header, key string) []string {
 	return out
 }
 
-var anglePattern = regexp.MustCompile(`<([^<>\s]+)>`)
+var anglePattern = lazyre.New(`<([^<>\s]+)>`)
 
 func (m *Message) addresses(h gomail.Header, key string) []Address {
 	v := h.Get(key)
@@ -470,7 +471,7 @@ func (m *Message) addresses(h gomail.Header, key string) []Address {
 	return lenientAddresses(decodeWord(v))
 }
 
-var addrPattern = regexp.MustCompile(`[^\s<>,;:"()\[\]]+@[^\s<>,;:"()\[\]]+`)
+var addrPattern = lazyre.New(`[^\s<>,;:"()\[\]]+@[^\s<>,;:"()\[\]]+`)
 
 // lenientAddresses salvages addresses from a header the RFC 5322 parser
 // rejected (unquoted commas, missing brackets, stray junk).
@@ -618,12 +619,12 @@ func validFieldName(s string) bool {
 }
 
 var (
-	scriptStyle = regexp.MustCompile(`(?is)<(script|style|head)\b.*?</(script|style|head)\s*>`)
-	blockTag    = regexp.MustCompile(`(?i)<\s*(br|/p|/div|/tr|/li|/h[1-6]|/table|hr)\b[^>]*>`)
-	anyTag      = regexp.MustCompile(`(?s)<[^>]*>`)
-	comment     = regexp.MustCompile(`(?s)<!--.*?-->`)
-	spaces      = regexp.MustCompile(`[ \t\x{00a0}]+`)
-	blankLines  = regexp.MustCompile(`\n\s*\n\s*\n+`)
+	scriptStyle = lazyre.New(`(?is)<(script|style|head)\b.*?</(script|style|head)\s*>`)
+	blockTag    = lazyre.New(`(?i)<\s*(br|/p|/div|/tr|/li|/h[1-6]|/table|hr)\b[^>]*>`)
+	anyTag      = lazyre.New(`(?s)<[^>]*>`)
+	comment     = lazyre.New(`(?s)<!--.*?-->`)
+	spaces      = lazyre.New(`[ \t\x{00a0}]+`)
+	blankLines  = lazyre.New(`\n\s*\n\s*\n+`)
 )
 
 // HTMLToText renders an HTML body to readable text: scripts and styles
