@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -28,12 +29,6 @@ func daemonEnvWith(t *testing.T, withModel bool, turns ...llmtest.Turn) (home st
 	t.Helper()
 	home = t.TempDir()
 	srv = llmtest.New(t, turns...)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
 	files := filepath.Join(t.TempDir(), "files")
 	if err := os.MkdirAll(files, 0o700); err != nil {
 		t.Fatal(err)
@@ -43,7 +38,10 @@ func daemonEnvWith(t *testing.T, withModel bool, turns ...llmtest.Turn) (home st
 		t.Fatal(err)
 	}
 	env = map[string]string{
-		"HESTIA_SERVER_ADDR":  "127.0.0.1:" + strconv.Itoa(port),
+		// The daemon takes a free port itself (a port picked by the test
+		// and freed again can be taken by any connection meanwhile); its
+		// address is read back from the record it writes.
+		"HESTIA_SERVER_ADDR":  "127.0.0.1:0",
 		"HESTIA_LLM_BASE_URL": srv.URL, "HESTIA_LLM_API_KEY": "k", "HESTIA_LLM_MODEL": "llmtest-model",
 		"HOME": files,
 	}
@@ -54,13 +52,14 @@ func daemonEnvWith(t *testing.T, withModel bool, turns ...llmtest.Turn) (home st
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan result, 1)
+	serveEnv := maps.Clone(env)
 	go func() {
 		var out, errb bytes.Buffer
 		e := &Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Version: "test", Getenv: func(k string) string {
 			if k == "HESTIA_HOME" {
 				return home
 			}
-			return env[k]
+			return serveEnv[k]
 		}}
 		code := Main(ctx, []string{"--log-level", "warn", "serve"}, e)
 		done <- result{code, out.String(), errb.String()}
@@ -76,16 +75,15 @@ func daemonEnvWith(t *testing.T, withModel bool, turns ...llmtest.Turn) (home st
 			t.Error("daemon did not stop")
 		}
 	})
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
-		conn, err := net.Dial("tcp", env["HESTIA_SERVER_ADDR"])
-		if err == nil {
-			conn.Close()
-			// The CLI dials the address the daemon records, written just
-			// after the listener is up: wait for it too.
-			_, terr := os.Stat(filepath.Join(home, "auth-token"))
-			_, aerr := os.Stat(filepath.Join(home, daemonaddr.FileName))
-			if terr == nil && aerr == nil {
+		// The record is written once the listener is up.
+		rec, rerr := daemonaddr.Read(filepath.Join(home, daemonaddr.FileName))
+		_, terr := os.Stat(filepath.Join(home, "auth-token"))
+		if rerr == nil && terr == nil {
+			if conn, err := net.Dial("tcp", rec.Addr); err == nil {
+				conn.Close()
+				env["HESTIA_SERVER_ADDR"] = rec.Addr
 				break
 			}
 		}
