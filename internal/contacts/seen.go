@@ -4,10 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/hestia-dev/hestia/internal/lazyre"
 )
 
 // MailStats is what the mail mirror shows of a person's addresses.
@@ -145,7 +146,7 @@ func (s *Store) mailStats(ctx context.Context, addrs []string) (*MailStats, erro
 }
 
 // automatedRE matches local parts of senders nobody writes to.
-var automatedRE = regexp.MustCompile(`^(no-?reply|do-?not-?reply|mailer-daemon|postmaster|bounces?|notifications?|notify|newsletter|news|alerts?|updates?|info|marketing)([+._-].*)?$`)
+var automatedRE = lazyre.New(`^(no-?reply|do-?not-?reply|mailer-daemon|postmaster|bounces?|notifications?|notify|newsletter|news|alerts?|updates?|info|marketing)([+._-].*)?$`)
 
 // automated reports whether an address only ever wrote to the user from a
 // machine (a no-reply or notification sender): such senders are not

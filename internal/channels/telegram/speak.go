@@ -2,9 +2,9 @@ package telegram
 
 import (
 	"context"
-	"regexp"
 	"strings"
 
+	"github.com/hestia-dev/hestia/internal/lazyre"
 	"github.com/hestia-dev/hestia/internal/speech"
 )
 
@@ -55,10 +55,10 @@ func (b *Bot) speakReply(ctx context.Context, chat int64, text string) {
 }
 
 var (
-	mdLink    = regexp.MustCompile(`\[([^\]]*)\]\([^)]*\)`)
-	mdFence   = regexp.MustCompile("(?m)^```.*$")
-	mdHeading = regexp.MustCompile(`(?m)^#{1,6}\s+`)
-	mdBullet  = regexp.MustCompile(`(?m)^\s*[-*+]\s+`)
+	mdLink    = lazyre.New(`\[([^\]]*)\]\([^)]*\)`)
+	mdFence   = lazyre.New("(?m)^```.*$")
+	mdHeading = lazyre.New(`(?m)^#{1,6}\s+`)
+	mdBullet  = lazyre.New(`(?m)^\s*[-*+]\s+`)
 	mdMarks   = strings.NewReplacer("**", "", "__", "", "`", "", "~~", "")
 )
 
