@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hestia-dev/hestia/internal/config"
@@ -15,6 +16,7 @@ import (
 	"github.com/hestia-dev/hestia/internal/contacts/cardsync"
 	"github.com/hestia-dev/hestia/internal/contacts/contacttools"
 	"github.com/hestia-dev/hestia/internal/davmirror"
+	"github.com/hestia-dev/hestia/internal/doctor"
 	"github.com/hestia-dev/hestia/internal/httpjson"
 	"github.com/hestia-dev/hestia/internal/mail"
 	"github.com/hestia-dev/hestia/internal/tools"
@@ -193,11 +195,21 @@ func (a *App) registerContacts(ctx context.Context, reg *tools.Registry) error {
 		})
 	}
 	log := a.Log.With("component", "contacts")
+	var last struct {
+		mu    sync.Mutex // guards the fields below
+		err   error
+		stats []contacts.SyncStats
+		at    time.Time
+	}
 	a.AddWorker("contacts.reconcile", func(ctx context.Context) error {
 		for {
-			if _, err := c.SyncAll(ctx); err != nil && ctx.Err() == nil {
+			stats, err := c.SyncAll(ctx)
+			if err != nil && ctx.Err() == nil {
 				log.Warn("contactsSync", "err", err)
 			}
+			last.mu.Lock()
+			last.err, last.stats, last.at = err, stats, a.Now()
+			last.mu.Unlock()
 			t := time.NewTimer(a.Config.Calendar.ReconcileInterval.D())
 			select {
 			case <-ctx.Done():
@@ -207,6 +219,23 @@ func (a *App) registerContacts(ctx context.Context, reg *tools.Registry) error {
 			}
 		}
 	})
+	a.AddCheck(doctor.Check{Name: "contacts.sources", Run: func(ctx context.Context) (doctor.Status, string) {
+		last.mu.Lock()
+		err, stats, at := last.err, last.stats, last.at
+		last.mu.Unlock()
+		if at.IsZero() {
+			return doctor.OK, "first sync pending"
+		}
+		if err != nil {
+			return doctor.Warn, err.Error()
+		}
+		skipped, kept := 0, 0
+		for _, s := range stats {
+			skipped += len(s.Skipped)
+			kept += s.Kept
+		}
+		return doctor.OK, fmt.Sprintf("%d address books synced at %s, %d files skipped (%d cards kept from earlier versions)", len(stats), at.Format(time.RFC3339), skipped, kept)
+	}})
 	return nil
 }
 
