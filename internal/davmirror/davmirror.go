@@ -414,7 +414,7 @@ func SyncCollection(ctx context.Context, a Account, colPath, token string) (Chan
 	body := `<?xml version="1.0" encoding="utf-8"?>` +
 		`<d:sync-collection xmlns:d="DAV:"><d:sync-token>` + esc.String() + `</d:sync-token>` +
 		`<d:sync-level>1</d:sync-level><d:prop><d:getetag/></d:prop></d:sync-collection>`
-	ms, err := xmlRequest(ctx, a, "REPORT", colPath, "", body)
+	ms, err := xmlRequest(ctx, a, "REPORT", colPath, "0", body) // RFC 6578 §3.2: Depth 0
 	if err != nil {
 		return Changes{}, err
 	}

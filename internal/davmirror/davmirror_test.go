@@ -2,7 +2,9 @@ package davmirror
 
 import (
 	"context"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"sort"
@@ -168,5 +170,55 @@ func TestLocalName(t *testing.T) {
 		if got := LocalName(in, ICalendar); got != want {
 			t.Errorf("LocalName(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestSyncCollectionAnswers reads sync-collection and PROPFIND answers as
+// other servers write them: other namespace prefixes, absolute and
+// percent-encoded hrefs, a deleted member, the collection itself listed;
+// a refused token is an error (the caller then lists the collection).
+func TestSyncCollectionAnswers(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		switch {
+		case r.Method == "PROPFIND" && r.Header.Get("Depth") == "0":
+			w.WriteHeader(http.StatusMultiStatus)
+			io.WriteString(w, `<?xml version="1.0"?><multistatus xmlns="DAV:" xmlns:x1="http://calendarserver.org/ns/">
+<response><href>/dav/books/b1/</href><propstat><prop><x1:getctag>"c-42"</x1:getctag><sync-token>tok-2</sync-token></prop><status>HTTP/1.1 200 OK</status></propstat></response></multistatus>`)
+		case r.Method == "REPORT" && strings.Contains(string(body), "<d:sync-token>tok-1</d:sync-token>"):
+			w.WriteHeader(http.StatusMultiStatus)
+			io.WriteString(w, `<?xml version="1.0"?><D:multistatus xmlns:D="DAV:">
+<D:response><D:href>/dav/books/b1/</D:href><D:propstat><D:prop><D:getetag>"col"</D:getetag></D:prop><D:status>HTTP/1.1 200 OK</D:status></D:propstat></D:response>
+<D:response><D:href>`+"http://"+r.Host+`/dav/books/b1/a%20b.vcf</D:href><D:propstat><D:prop><D:getetag>"e1"</D:getetag></D:prop><D:status>HTTP/1.1 200 OK</D:status></D:propstat></D:response>
+<D:response><D:href>/dav/books/b1/gone.vcf</D:href><D:status>HTTP/1.1 404 Not Found</D:status></D:response>
+<D:sync-token>tok-2</D:sync-token></D:multistatus>`)
+		case r.Method == "REPORT":
+			w.WriteHeader(http.StatusForbidden)
+			io.WriteString(w, `<?xml version="1.0"?><error xmlns="DAV:"><valid-sync-token/></error>`)
+		default:
+			http.Error(w, "unexpected", http.StatusBadRequest)
+		}
+	}))
+	defer srv.Close()
+	ctx := context.Background()
+	acc := Account{Name: "t", URL: srv.URL}
+	p, err := CollectionProps(ctx, acc, "/dav/books/b1/")
+	if err != nil || p.CTag != `"c-42"` || p.SyncToken != "tok-2" {
+		t.Fatalf("props %+v %v", p, err)
+	}
+	ch, err := SyncCollection(ctx, acc, "/dav/books/b1/", "tok-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ch.SyncToken != "tok-2" || len(ch.Updated) != 1 || ch.Updated[0].Href != "/dav/books/b1/a b.vcf" || ch.Updated[0].ETag != `"e1"` ||
+		len(ch.Deleted) != 1 || ch.Deleted[0] != "/dav/books/b1/gone.vcf" {
+		t.Fatalf("changes %+v", ch)
+	}
+	if LocalName(ch.Updated[0].Href, VCard) != "a b.vcf" {
+		t.Fatalf("local name %q", LocalName(ch.Updated[0].Href, VCard))
+	}
+	if _, err := SyncCollection(ctx, acc, "/dav/books/b1/", "expired"); err == nil || !strings.Contains(err.Error(), "403") {
+		t.Fatalf("refused token: %v", err)
 	}
 }
