@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -42,46 +43,9 @@ func TestDaemonKilledMidJob(t *testing.T) {
 		llmtest.Text("Here is the briefing I missed."),
 	)
 	env := map[string]string{"HOME": files, "HESTIA_LLM_BASE_URL": srv.URL, "HESTIA_LLM_API_KEY": "k", "HESTIA_LLM_MODEL": "llmtest-model"}
-	start := func() (*exec.Cmd, string, authtoken.Token) {
-		t.Helper()
-		os.Remove(filepath.Join(home, daemonaddr.FileName))
-		cmd := exec.Command(os.Args[0], "-test.run=^TestHelperServe$")
-		cmd.Env = append(os.Environ(), "HESTIA_HELPER_SERVE=1", "HESTIA_HOME="+home, "HESTIA_SERVER_ADDR=127.0.0.1:0")
-		for k, v := range env {
-			cmd.Env = append(cmd.Env, k+"="+v)
-		}
-		cmd.Stderr = os.Stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-			rec, err := daemonaddr.Read(filepath.Join(home, daemonaddr.FileName))
-			if err == nil {
-				tok, err := authtoken.Load(filepath.Join(home, "auth-token"))
-				if err != nil {
-					t.Fatal(err)
-				}
-				return cmd, rec.BaseURL(), tok
-			}
-			if time.Now().After(deadline) {
-				t.Fatal("daemon did not start")
-			}
-		}
-	}
+	start := func() (*exec.Cmd, string, authtoken.Token) { return startDaemonProc(t, home, env) }
 	get := func(base string, tok authtoken.Token, path string, out any) {
-		t.Helper()
-		req, _ := http.NewRequest("GET", base+path, nil)
-		req.Header.Set("Authorization", "Bearer "+tok.Value())
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		if resp.StatusCode != 200 {
-			t.Fatalf("GET %s: %s", path, resp.Status)
-		}
-		json.NewDecoder(resp.Body).Decode(out)
+		apiCall(t, base, tok, "GET", path, "", out)
 	}
 	type card struct {
 		ID       string `json:"id"`
@@ -195,12 +159,18 @@ func TestDaemonKilledMidJob(t *testing.T) {
 	}
 	// The note lands in the chat the held call came from (the killed run's).
 	chatID := heldCalls()[0].ChatID
-	var ch struct {
-		Messages []struct{ Role, Content string }
-	}
-	get(base, tok, "/api/chats/"+chatID, &ch)
-	if last := ch.Messages[len(ch.Messages)-1]; !strings.Contains(last.Content, "write_file call that waited for your approval (job:briefing) is now done") {
-		t.Fatalf("the job's chat does not say the held call ran: %+v", ch.Messages)
+	// The note is appended just after the call is marked done: poll.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(25 * time.Millisecond) {
+		var ch struct {
+			Messages []struct{ Role, Content string }
+		}
+		get(base, tok, "/api/chats/"+chatID, &ch)
+		if last := ch.Messages[len(ch.Messages)-1]; strings.Contains(last.Content, "write_file call that waited for your approval (job:briefing) is now done") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the job's chat does not say the held call ran: %+v", ch.Messages)
+		}
 	}
 	cmd.Process.Signal(syscall.SIGTERM)
 	cmd.Wait()
@@ -218,6 +188,145 @@ func TestDaemonKilledMidJob(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(files, "brief.md")); err == nil {
 		t.Fatal("the approved write ran twice")
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	cmd.Wait()
+}
+
+// startDaemonProc starts a real daemon process (the test binary re-run as
+// TestHelperServe) on home and waits until it listens.
+func startDaemonProc(t *testing.T, home string, env map[string]string) (*exec.Cmd, string, authtoken.Token) {
+	t.Helper()
+	os.Remove(filepath.Join(home, daemonaddr.FileName))
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperServe$")
+	cmd.Env = append(os.Environ(), "HESTIA_HELPER_SERVE=1", "HESTIA_HOME="+home, "HESTIA_SERVER_ADDR=127.0.0.1:0")
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		rec, err := daemonaddr.Read(filepath.Join(home, daemonaddr.FileName))
+		if err == nil {
+			tok, err := authtoken.Load(filepath.Join(home, "auth-token"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return cmd, rec.BaseURL(), tok
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("daemon did not start")
+		}
+	}
+}
+
+// apiCall sends one authenticated request and decodes a 2xx answer.
+func apiCall(t *testing.T, base string, tok authtoken.Token, method, path, body string, out any) {
+	t.Helper()
+	req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+tok.Value())
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode >= 300 {
+		t.Fatalf("%s %s: %s %s", method, path, resp.Status, b)
+	}
+	if out != nil {
+		if err := json.Unmarshal(b, out); err != nil {
+			t.Fatalf("%s %s: %v in %s", method, path, err, b)
+		}
+	}
+}
+
+// TestDaemonKilledMidWatchDelivery kills a real daemon (kill -9) while a
+// fired watch event is being delivered: its granted call has run (claimed
+// first) and the model is composing the message. After the restart the
+// event is delivered exactly once, the model's repeat of the granted call
+// is refused as claimed before, and a further restart changes nothing.
+func TestDaemonKilledMidWatchDelivery(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts daemon processes")
+	}
+	home := t.TempDir()
+	files := filepath.Join(t.TempDir(), "files")
+	os.MkdirAll(files, 0o700)
+	watched, out := filepath.Join(files, "watched.txt"), filepath.Join(files, "out.txt")
+	os.WriteFile(watched, []byte("v1"), 0o600)
+	os.WriteFile(filepath.Join(home, "config.toml"), []byte("[agent]\nfile_roots = ["+strconv.Quote(files)+"]\n[watch]\ninterval = \"1s\"\n"), 0o600)
+	write := llmtest.Call("g1", "write_file", `{"path":`+strconv.Quote(out)+`,"content":"seen"}`)
+	srv := llmtest.New(t,
+		llmtest.ToolCalls(write),
+		// The composed message never comes: the daemon is killed first.
+		llmtest.Turn{Text: []string{"too late"}, FirstByteDelay: time.Minute},
+		// After the restart the model tries the granted call again.
+		llmtest.ToolCalls(write),
+		llmtest.Text("The file changed; I noted it."),
+	)
+	env := map[string]string{"HOME": files, "HESTIA_LLM_BASE_URL": srv.URL, "HESTIA_LLM_API_KEY": "k", "HESTIA_LLM_MODEL": "llmtest-model"}
+	cmd, base, tok := startDaemonProc(t, home, env)
+	var w struct{ ID string }
+	apiCall(t, base, tok, "POST", "/api/watches", `{"source":"file","ref":`+strconv.Quote(watched)+`,"instruction":"when it changes, write seen to out.txt","expires_at":"`+time.Now().Add(24*time.Hour).UTC().Format(time.RFC3339)+`",
+		"rules":[{"id":"chg","event":"file.changed","grants":[{"tool":"write_file","args":{"path":{"exact":`+strconv.Quote(out)+`},"content":{"exact":"seen"}}}]}]}`, &w)
+	os.WriteFile(watched, []byte("v2, longer"), 0o600)
+	// Wait until the granted write ran and the model is composing.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		_, err := os.Stat(out)
+		if err == nil && len(srv.Requests()) >= 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the granted call did not run (%d model requests)", len(srv.Requests()))
+		}
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	os.Remove(out) // a repeated call would write it again
+
+	type detail struct {
+		Events       int
+		Claims       []struct{ Tool, State string }
+		RecentEvents []struct{ Type, State, Message string } `json:"recent_events"`
+	}
+	cmd, base, tok = startDaemonProc(t, home, env)
+	var d detail
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(25 * time.Millisecond) {
+		apiCall(t, base, tok, "GET", "/api/watches/"+w.ID, "", &d)
+		if len(d.RecentEvents) == 1 && d.RecentEvents[0].Message != "" && d.RecentEvents[0].State == "delivered" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the event was not delivered after the restart: %+v", d)
+		}
+	}
+	if d.RecentEvents[0].Message != "The file changed; I noted it." || len(d.Claims) != 1 || d.Claims[0].Tool != "write_file" {
+		t.Fatalf("after the restart: %+v", d)
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Fatal("the granted call ran twice")
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 4 {
+		t.Fatalf("model requests %d, want 4", len(reqs))
+	}
+	last := reqs[3].Messages[len(reqs[3].Messages)-1]
+	if !strings.Contains(last.Content, "NOT run again") {
+		t.Fatalf("the repeated granted call was not refused: %+v", last)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	cmd.Wait()
+
+	// A clean restart delivers and runs nothing more.
+	cmd, base, tok = startDaemonProc(t, home, env)
+	apiCall(t, base, tok, "GET", "/api/watches/"+w.ID, "", &d)
+	if len(d.RecentEvents) != 1 || len(d.Claims) != 1 || len(srv.Requests()) != 4 {
+		t.Fatalf("after a clean restart: %+v, %d model requests", d, len(srv.Requests()))
 	}
 	cmd.Process.Signal(syscall.SIGTERM)
 	cmd.Wait()

@@ -221,7 +221,7 @@ func (q *Queue) Run(ctx context.Context) error {
 	q.mu.Lock()
 	q.life = ctx
 	q.mu.Unlock()
-	if err := q.Resume(ctx); err != nil {
+	if err := q.Resume(ctx); err != nil && ctx.Err() == nil {
 		q.log.Error("heldResume", "err", err)
 	}
 	<-ctx.Done()
