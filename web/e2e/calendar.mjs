@@ -80,7 +80,10 @@ export async function runCalendarFlow({ page, daemon, waitFor }) {
     const card = page.getByRole('article', { name: 'Contact Ana Lima' });
     await card.getByText('Lisbon Travel').waitFor();
     assert((await card.getByRole('link', { name: 'ana@example.org' }).getAttribute('href')) === 'mailto:ana@example.org', 'email link');
-    await card.getByRole('button', { name: 'Show mail history' }).click();
+    // The search answer carries the mail counts when the contacts index
+    // has stored the correspondents; otherwise the page asks resolve.
+    const ask = card.getByRole('button', { name: 'Show mail history' });
+    if (await ask.count()) await ask.click();
     // The mail flow imported one message from Ana.
     await card.getByText(/\d+ sent to, [1-9]\d* received from/).waitFor();
     await shot(page, 'e2e-contacts');

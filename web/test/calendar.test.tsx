@@ -135,7 +135,16 @@ describe('Contacts page', () => {
     const marco = { name: 'Marco Rossi', emails: ['marco@example.org', 'm.rossi@polimi.it'], phones: ['+39 02 1234 5678'], org: 'Polimi', title: 'Researcher', nicknames: ['Marchino'], books: ['personal', 'work'], cards: 2 };
     const ff = fakeFetch({
       'GET /api/contacts/search': (req) =>
-        json({ people: new URL(req.url).searchParams.get('q') === 'zz' ? [] : [marco, { name: 'Marta Bianchi', emails: ['marta@example.net'], books: ['personal'], cards: 1 }] }),
+        json({
+          people:
+            new URL(req.url).searchParams.get('q') === 'zz'
+              ? []
+              : [
+                  marco,
+                  { name: 'Marta Bianchi', emails: ['marta@example.net'], books: ['personal'], cards: 1 },
+                  { name: 'Giulia Neri', emails: ['giulia@example.com'], books: [], cards: 0, seen_in_mail: true, mail: { sent: 2, received: 5 } },
+                ],
+        }),
       'GET /api/contacts/resolve': () =>
         json({
           query: 'Marco Rossi',
@@ -166,6 +175,15 @@ describe('Contacts page', () => {
     // The candidate with one of this person's addresses, not the other Marco.
     await screen.findByText(/4 sent to, 7 received from; last 3 d ago/);
     expect(new URL(ff.calls.at(-1)!.url).searchParams.get('name')).toBe('Marco Rossi');
+
+    // A correspondent known only from mail: marked, counts from the search.
+    const calls = ff.calls.length;
+    fireEvent.click(screen.getByText('Giulia Neri'));
+    const giulia = screen.getByRole('article', { name: 'Contact Giulia Neri' });
+    expect(giulia.textContent).toContain('none: seen in mail only');
+    expect(giulia.textContent).toContain('2 sent to, 5 received from');
+    expect(screen.getAllByText('seen in mail')).toHaveLength(1);
+    expect(ff.calls.length).toBe(calls);
 
     fireEvent.input(screen.getByLabelText('Search contacts'), { target: { value: 'zz' } });
     fireEvent.click(screen.getByText('Search'));

@@ -58,6 +58,10 @@ export interface Person {
   nicknames?: string[];
   books: string[];
   cards: number;
+  /** Known only from mail headers (no address-book card). */
+  seen_in_mail?: boolean;
+  /** How often and how recently the person's addresses were mailed. */
+  mail?: { sent: number; received: number; last_contact?: string };
 }
 
 export interface Candidate {

@@ -48,7 +48,10 @@ export function ContactsPage() {
             {people.map((p, i) => (
               <li key={`${p.name}|${p.emails?.[0] ?? ''}|${i}`}>
                 <button class={'contact-row' + (sel === p ? ' active' : '')} aria-current={sel === p ? 'true' : undefined} onClick={() => setSel(p)}>
-                  <span class="contact-name">{p.name || p.emails?.[0] || '(no name)'}</span>
+                  <span class="contact-name">
+                    {p.name || p.emails?.[0] || '(no name)'}
+                    {p.seen_in_mail && <span class="cal-badge">seen in mail</span>}
+                  </span>
                   <span class="muted small">{[p.org, p.emails?.[0]].filter(Boolean).join(' · ')}</span>
                 </button>
               </li>
@@ -63,6 +66,9 @@ export function ContactsPage() {
 
 function ContactDetail({ person }: { person: Person }) {
   const app = useApp();
+  // The search answer carries the mail counts when the index has them;
+  // otherwise resolve_recipient's evidence is asked for on demand.
+  const known = person.mail ? { sent: person.mail.sent, received: person.mail.received, last: person.mail.last_contact } : undefined;
   const [mail, setMail] = useState<Candidate | null | undefined>(undefined);
   const [err, setErr] = useState<unknown>(null);
   const lookup = () => {
@@ -115,12 +121,17 @@ function ContactDetail({ person }: { person: Person }) {
         ) : null}
         <dt>Address books</dt>
         <dd>
-          {(person.books ?? []).join(', ') || '—'}
+          {(person.books ?? []).join(', ') || (person.seen_in_mail ? 'none: seen in mail only' : '—')}
           {person.cards > 1 ? ` (${person.cards} cards merged)` : ''}
         </dd>
         <dt>Mail</dt>
         <dd>
-          {mail === undefined ? (
+          {known ? (
+            <span>
+              {known.sent} sent to, {known.received} received from
+              {known.last ? `; last ${relTime(known.last)}` : ''}
+            </span>
+          ) : mail === undefined ? (
             <button class="btn small" onClick={lookup}>
               Show mail history
             </button>
