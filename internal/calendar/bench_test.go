@@ -71,11 +71,13 @@ func benchStore(b *testing.B) (*Store, *time.Location, time.Duration) {
 	}
 	b.Cleanup(func() { s.Close() })
 	start := time.Now()
+	c0 := cpuTime()
 	for _, src := range srcs {
 		if _, err := s.Sync(context.Background(), src); err != nil {
 			b.Fatal(err)
 		}
 	}
+	b.ReportMetric((cpuTime() - c0).Seconds(), "index-cpu-s")
 	return s, loc, time.Since(start)
 }
 
@@ -97,6 +99,7 @@ func BenchmarkCalendar(b *testing.B) {
 	months := 24
 	lat := make([]time.Duration, 0, months*5)
 	events := 0
+	c0 := cpuTime()
 	for r := 0; r < 5; r++ {
 		for m := 0; m < months; m++ {
 			from := time.Date(2025, time.Month(1+m), 1, 0, 0, 0, 0, loc)
@@ -109,6 +112,9 @@ func BenchmarkCalendar(b *testing.B) {
 			events += len(ag.Instances)
 		}
 	}
+	// CPU per query (all threads, GC included): what the wall figure
+	// would be on an idle core.
+	b.ReportMetric(float64((cpuTime()-c0).Microseconds())/1000/float64(len(lat)), "agenda-month-cpu-ms/op")
 	b.ReportMetric(p50(lat), "agenda-month-p50-ms")
 	b.ReportMetric(float64(events)/float64(len(lat)), "instances/month")
 	// The same months expanded lazily (what a window outside the horizon
@@ -124,6 +130,7 @@ func BenchmarkCalendar(b *testing.B) {
 	}
 	b.ReportMetric(p50(lazy), "agenda-month-lazy-p50-ms")
 	sqlLat := make([]time.Duration, 0, months)
+	c0 = cpuTime()
 	for m := 0; m < months; m++ {
 		from := time.Date(2025, time.Month(1+m), 1, 0, 0, 0, 0, loc)
 		t0 := time.Now()
@@ -132,8 +139,10 @@ func BenchmarkCalendar(b *testing.B) {
 		}
 		sqlLat = append(sqlLat, time.Since(t0))
 	}
+	b.ReportMetric(float64((cpuTime()-c0).Microseconds())/1000/float64(len(sqlLat)), "agenda-month-sql-cpu-ms/op")
 	b.ReportMetric(p50(sqlLat), "agenda-month-sql-p50-ms")
 	flat := make([]time.Duration, 0, 50)
+	c0 = cpuTime()
 	for w := 0; w < 50; w++ {
 		from := time.Date(2025, 3, 3, 0, 0, 0, 0, loc).AddDate(0, 0, 7*w)
 		t0 := time.Now()
@@ -142,6 +151,7 @@ func BenchmarkCalendar(b *testing.B) {
 		}
 		flat = append(flat, time.Since(t0))
 	}
+	b.ReportMetric(float64((cpuTime()-c0).Microseconds())/1000/float64(len(flat)), "free-week-cpu-ms/op")
 	b.ReportMetric(p50(flat), "free-week-p50-ms")
 }
 

@@ -350,12 +350,12 @@ func (s *Store) expandInto(r *row, q Query, overridden map[overrideKey]bool, kee
 func (s *Store) finish(out Agenda, all []Instance, max int) Agenda {
 	// The snapshot yields instances nearly in order; sort only when needed,
 	// and an index rather than the (large) Instance values.
-	if !slices.IsSortedFunc(all, compareInstances) {
+	if !isSorted(all) {
 		order := make([]int, len(all))
 		for i := range order {
 			order[i] = i
 		}
-		slices.SortStableFunc(order, func(i, j int) int { return compareInstances(all[i], all[j]) })
+		slices.SortStableFunc(order, func(i, j int) int { return compareInstances(&all[i], &all[j]) })
 		sorted := make([]Instance, len(all))
 		for i, k := range order {
 			sorted[i] = all[k]
@@ -369,7 +369,18 @@ func (s *Store) finish(out Agenda, all []Instance, max int) Agenda {
 	return out
 }
 
-func compareInstances(a, b Instance) int {
+func isSorted(all []Instance) bool {
+	for i := 1; i < len(all); i++ {
+		if compareInstances(&all[i-1], &all[i]) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// compareInstances orders by start, summary, calendar and UID (pointers:
+// an Instance is a few hundred bytes).
+func compareInstances(a, b *Instance) int {
 	if c := a.Start.Compare(b.Start); c != 0 {
 		return c
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -50,6 +51,8 @@ type lazyRow struct {
 	row
 	rangeEnd sql.NullInt64
 }
+
+var errChangedMeanwhile = errors.New("calendar changed while the snapshot was read")
 
 // snapState is a Store's snapshot machinery; the zero value is off.
 type snapState struct {
@@ -125,7 +128,10 @@ func (s *Store) freshSnapshot(ctx context.Context, from, to int64) *snapshot {
 			t0 := time.Now()
 			sn, err := s.buildSnapshot(s.snap.ctx)
 			if err != nil {
-				if s.snap.ctx.Err() == nil {
+				switch {
+				case errors.Is(err, errChangedMeanwhile):
+					s.log.Debug("calendarSnapshot", "err", err) // the next query tries again
+				case s.snap.ctx.Err() == nil:
 					s.log.Warn("calendarSnapshot", "err", err)
 				}
 				return
@@ -245,9 +251,16 @@ func (s *Store) buildSnapshot(ctx context.Context) (*snapshot, error) {
 			sn.occ = append(sn.occ, o)
 		}
 	}
-	slices.SortFunc(sn.occ, func(a, b socc) int { return cmp.Compare(a.start, b.start) })
+	// In the agenda's own order, so a window from occ alone needs no sort.
+	slices.SortFunc(sn.occ, func(a, b socc) int {
+		if c := cmp.Compare(a.start, b.start); c != 0 {
+			return c
+		}
+		x, y := &sn.evs[a.ev].base, &sn.evs[b.ev].base
+		return cmp.Or(strings.Compare(x.Summary, y.Summary), strings.Compare(x.Calendar, y.Calendar), strings.Compare(x.UID, y.UID))
+	})
 	if after, err := s.generation(ctx); err != nil || after != gen {
-		return nil, errors.Join(err, errors.New("calendar changed while the snapshot was read"))
+		return nil, errors.Join(err, errChangedMeanwhile)
 	}
 	return sn, nil
 }
