@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 
+	"github.com/hestia-dev/hestia/internal/audit"
 	"github.com/hestia-dev/hestia/internal/devices"
 )
 
@@ -22,6 +23,14 @@ func (a *App) initDevices(ctx context.Context) error {
 		return err
 	}
 	a.Devices = reg
+	// Write requests of paired devices are audited with who made them.
+	// The audit log opens with the agent, after this; until then (and in
+	// builds without it) nothing is recorded.
+	reg.SetAudit(func(ctx context.Context, typ, summary string, data any) {
+		if a.core.audit != nil {
+			a.core.audit.Record(ctx, audit.Entry{Type: typ, Summary: summary, Data: data})
+		}
+	})
 	a.Server.SetAuthenticator(reg)
 	reg.Routes(a.Server.API())
 	return nil

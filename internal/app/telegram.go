@@ -64,6 +64,9 @@ func (a *App) initTelegram(ctx context.Context) error {
 		Transcriber: tr, Speaker: sp,
 		Log: a.Log.With("component", "telegram"), Clock: a.Now,
 	})
+	if a.Devices != nil {
+		a.Devices.AddSource(bot.Devices)
+	}
 	// The route exists in both modes; while polling it answers 503.
 	a.Server.HandlePublic("POST "+telegram.WebhookPath, bot.WebhookHandler())
 	a.AddWorker("telegram", bot.Run)

@@ -1,16 +1,20 @@
 package app
 
 import (
+	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/hestia-dev/hestia/internal/authtoken"
 	"github.com/hestia-dev/hestia/internal/channels/telegram"
 	"github.com/hestia-dev/hestia/internal/channels/telegram/tgtest"
 	"github.com/hestia-dev/hestia/internal/config"
+	"github.com/hestia-dev/hestia/internal/devices"
 	"github.com/hestia-dev/hestia/internal/llm/llmtest"
 )
 
@@ -92,4 +96,75 @@ func TestTelegramConfigRefusesBadWebhookAndVoiceModes(t *testing.T) {
 			t.Errorf("%+v: %v", c, err)
 		}
 	}
+}
+
+// Telegram users show in the devices list with their scopes (managed in
+// config, not revocable there), and a paired device's write request is
+// audited with the device's name.
+func TestTelegramUsersAsDevicesAndDeviceAudit(t *testing.T) {
+	t.Parallel()
+	up := llmtest.New(t, llmtest.Text("hello"))
+	tg := tgtest.New(t)
+	a := telegramApp(t, up, tg, t.TempDir())
+	base, stop := start(t, a)
+	defer stop()
+	tg.SendText(tgOwner, "hi")
+	tgtest.WaitFor(t, "the reply", func() bool { _, ok := lastWith(tg, tgOwner, "hello"); return ok })
+
+	tok, _ := authtoken.Load(a.Paths.TokenFile())
+	do := func(cred, method, path string, body string) (int, string) {
+		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+cred)
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	_, body := do(tok.Value(), "GET", "/api/devices", "")
+	var list struct {
+		Devices []struct {
+			ID, Name, Kind, Managed string
+			Scopes                  []string
+			LastSeen                *string `json:"last_seen_at"`
+		}
+	}
+	if err := json.Unmarshal([]byte(body), &list); err != nil {
+		t.Fatal(err)
+	}
+	byID := map[string]int{}
+	for i, d := range list.Devices {
+		byID[d.ID] = i
+	}
+	owner, ok1 := byID["tg_4242"]
+	contact, ok2 := byID["tg_777"]
+	if !ok1 || !ok2 {
+		t.Fatalf("devices %s", body)
+	}
+	if d := list.Devices[owner]; d.Kind != "telegram" || d.Managed != "config" || strings.Join(d.Scopes, ",") != "chat,approve,read" || d.LastSeen == nil {
+		t.Fatalf("owner %+v", d)
+	}
+	if d := list.Devices[contact]; strings.Join(d.Scopes, ",") != "chat,read" || d.LastSeen != nil {
+		t.Fatalf("contact %+v", d)
+	}
+	if code, body := do(tok.Value(), "DELETE", "/api/devices/tg_777", ""); code != http.StatusConflict || !strings.Contains(body, "config.toml") {
+		t.Fatalf("revoking a Telegram user: %d %s", code, body)
+	}
+
+	_, devTok, err := a.Devices.Create(context.Background(), "Kitchen tablet", "browser", []devices.Scope{devices.Chat, devices.Read})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, body := do(devTok, "POST", "/api/chats", `{"title":"from the tablet"}`); code >= 300 {
+		t.Fatalf("create chat: %d %s", code, body)
+	}
+	tgtest.WaitFor(t, "the device's request in the audit log", func() bool {
+		_, body := do(tok.Value(), "GET", "/api/audit?limit=200", "")
+		return strings.Contains(body, `"device.request"`) && strings.Contains(body, "Kitchen tablet") && strings.Contains(body, "POST /api/chats")
+	})
 }

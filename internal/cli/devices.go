@@ -22,6 +22,7 @@ type deviceJSON struct {
 	CreatedAt  time.Time  `json:"created_at"`
 	LastSeenAt *time.Time `json:"last_seen_at,omitempty"`
 	RevokedAt  *time.Time `json:"revoked_at,omitempty"`
+	Managed    string     `json:"managed,omitempty"`
 }
 
 func runDevices(ctx context.Context, env *Env, args []string) error {
@@ -61,6 +62,9 @@ func runDevices(ctx context.Context, env *Env, args []string) error {
 				seen = d.LastSeenAt.Local().Format("2006-01-02 15:04")
 			}
 			state := "active"
+			if d.Managed != "" {
+				state = "allowed in " + d.Managed // Telegram users: config.toml
+			}
 			if d.RevokedAt != nil {
 				state = "revoked " + d.RevokedAt.Local().Format("2006-01-02 15:04")
 			}

@@ -104,7 +104,21 @@ type Device struct {
 	CreatedAt  time.Time  `json:"created_at"`
 	LastSeenAt *time.Time `json:"last_seen_at,omitempty"`
 	RevokedAt  *time.Time `json:"revoked_at,omitempty"`
+	// Managed names where a device listed from a Source is configured
+	// ("config" for Telegram users); such a device has no token here and
+	// is not revoked through the registry.
+	Managed string `json:"managed,omitempty"`
 }
+
+// Source lists clients that reach the assistant without a device token
+// (Telegram users, allowed in config), so they show beside paired devices.
+type Source func(ctx context.Context) ([]Device, error)
+
+// ErrManaged is returned when revoking a device that a Source lists.
+var ErrManaged = errors.New("device is managed in config")
+
+// AuditFunc records an audit event (the daemon's audit log).
+type AuditFunc func(ctx context.Context, typ, summary string, data any)
 
 // Identity is who made a request; handlers read it with FromContext.
 type Identity struct {
@@ -159,6 +173,8 @@ type Registry struct {
 	log   *slog.Logger
 
 	mu      sync.Mutex // guards the fields below
+	sources []Source
+	audit   AuditFunc
 	byHash  map[string]*Device
 	live    map[string]map[*liveReq]struct{} // device id → open requests
 	intents map[string]pairIntent            // pairing code → device to create
@@ -178,6 +194,9 @@ type Options struct {
 	Local  authtoken.Token
 	Clock  func() time.Time
 	Logger *slog.Logger
+	// Audit, when set, records every write request a paired device makes
+	// (device.request: who, method, path), attributing HTTP actions.
+	Audit AuditFunc
 }
 
 // Open loads the active devices.
@@ -188,7 +207,7 @@ func Open(ctx context.Context, o Options) (*Registry, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	r := &Registry{db: o.DB, local: o.Local, clock: o.Clock, log: o.Logger,
+	r := &Registry{db: o.DB, local: o.Local, clock: o.Clock, log: o.Logger, audit: o.Audit,
 		byHash: map[string]*Device{}, live: map[string]map[*liveReq]struct{}{}, intents: map[string]pairIntent{}}
 	rows, err := o.DB.QueryContext(ctx, `SELECT id, name, kind, token_hash, scopes, created_at, last_seen_at, revoked_at FROM devices WHERE revoked_at IS NULL`)
 	if err != nil {
@@ -309,8 +328,61 @@ func (r *Registry) Create(ctx context.Context, name, kind string, scopes []Scope
 	return d, tok, nil
 }
 
-// List returns every device, revoked ones included, newest first.
+// AddSource lists the devices of src after the paired ones.
+func (r *Registry) AddSource(src Source) {
+	r.mu.Lock()
+	r.sources = append(r.sources, src)
+	r.mu.Unlock()
+}
+
+// SetAudit installs the audit recorder (the audit log opens after the
+// registry).
+func (r *Registry) SetAudit(fn AuditFunc) {
+	r.mu.Lock()
+	r.audit = fn
+	r.mu.Unlock()
+}
+
+// managed returns the Source-listed device with id, if any.
+func (r *Registry) managed(ctx context.Context, id string) (Device, bool, error) {
+	r.mu.Lock()
+	srcs := append([]Source(nil), r.sources...)
+	r.mu.Unlock()
+	for _, src := range srcs {
+		list, err := src(ctx)
+		if err != nil {
+			return Device{}, false, err
+		}
+		for _, d := range list {
+			if d.ID == id {
+				return d, true, nil
+			}
+		}
+	}
+	return Device{}, false, nil
+}
+
+// List returns every paired device, revoked ones included, newest first,
+// then the devices of each Source.
 func (r *Registry) List(ctx context.Context) ([]Device, error) {
+	out, err := r.listPaired(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	srcs := append([]Source(nil), r.sources...)
+	r.mu.Unlock()
+	for _, src := range srcs {
+		list, err := src(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("listing channel devices: %w", err)
+		}
+		out = append(out, list...)
+	}
+	return out, nil
+}
+
+func (r *Registry) listPaired(ctx context.Context) ([]Device, error) {
 	rows, err := r.db.QueryContext(ctx, `SELECT id, name, kind, token_hash, scopes, created_at, last_seen_at, revoked_at FROM devices ORDER BY created_at DESC, id`)
 	if err != nil {
 		return nil, fmt.Errorf("listing devices: %w", err)
@@ -351,6 +423,11 @@ func (r *Registry) Get(ctx context.Context, id string) (Device, error) {
 // Revoking an already revoked device returns it unchanged.
 func (r *Registry) Revoke(ctx context.Context, id string) (Device, error) {
 	d, err := r.Get(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		if m, ok, merr := r.managed(ctx, id); merr == nil && ok {
+			return m, fmt.Errorf("%w: %s (%s) is allowed by config.toml; remove it there and restart", ErrManaged, m.Name, m.ID)
+		}
+	}
 	if err != nil {
 		return Device{}, err
 	}
@@ -418,6 +495,7 @@ func (r *Registry) Authenticate(req *http.Request, cred string) (context.Context
 		return nil, nil, fmt.Errorf("%w: device %q lacks the %s scope for %s %s", server.ErrForbidden, dev.Name, need, req.Method, req.URL.Path)
 	}
 	ctx, cancel := context.WithCancelCause(WithIdentity(req.Context(), Identity{DeviceID: dev.ID, Name: dev.Name, Scopes: dev.Scopes}))
+	audit := r.audit
 	lr := &liveReq{cancel: cancel}
 	if r.live[dev.ID] == nil {
 		r.live[dev.ID] = map[*liveReq]struct{}{}
@@ -428,6 +506,11 @@ func (r *Registry) Authenticate(req *http.Request, cred string) (context.Context
 		if _, err := r.db.ExecContext(req.Context(), `UPDATE devices SET last_seen_at = ? WHERE id = ?`, ts(now), dev.ID); err != nil {
 			r.log.Warn("recording device last-seen", "device", dev.ID, "err", err)
 		}
+	}
+	if audit != nil && writeMethod(req.Method) {
+		// The path only: ids, never the query string or the body.
+		audit(ctx, "device.request", fmt.Sprintf("%s %s by device %q", req.Method, req.URL.Path, dev.Name),
+			map[string]any{"device_id": dev.ID, "device_name": dev.Name, "method": req.Method, "path": req.URL.Path})
 	}
 	release := func() {
 		r.mu.Lock()
@@ -491,3 +574,12 @@ func (r *Registry) Paired(ctx context.Context, code string) (string, error) {
 }
 
 var _ server.Authenticator = (*Registry)(nil)
+
+// writeMethod reports whether method changes state (and so is audited).
+func writeMethod(method string) bool {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		return false
+	}
+	return true
+}

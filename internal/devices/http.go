@@ -40,6 +40,8 @@ func (r *Registry) handleRevoke(w http.ResponseWriter, req *http.Request) {
 	id := req.PathValue("id")
 	d, err := r.Revoke(req.Context(), id)
 	switch {
+	case errors.Is(err, ErrManaged):
+		httpjson.Error(w, http.StatusConflict, "managed", err.Error())
 	case errors.Is(err, store.ErrNotFound):
 		httpjson.Error(w, http.StatusNotFound, "not_found", "device "+id+" does not exist")
 	case err != nil:

@@ -14,6 +14,7 @@ function withApp(routes: Parameters<typeof fakeFetch>[0]) {
 }
 
 const phone = { id: 'd_1', name: 'Anna phone', kind: 'browser', scopes: ['chat', 'read'], created_at: '2026-12-03T08:00:00Z', last_seen_at: '2026-12-03T09:00:00Z' };
+const tgUser = { id: 'tg_4242', name: 'Telegram @anna (4242)', kind: 'telegram', scopes: ['chat', 'approve', 'read'], created_at: '2026-12-03T08:00:00Z', managed: 'config' };
 const old = { id: 'd_0', name: 'Old tablet', kind: 'browser', scopes: ['read'], created_at: '2026-11-01T08:00:00Z', revoked_at: '2026-11-02T08:00:00Z' };
 
 describe('pairing QR code', () => {
@@ -30,6 +31,16 @@ describe('pairing QR code', () => {
 });
 
 describe('DevicesPanel', () => {
+  it('shows Telegram users with their scopes, managed in config', async () => {
+    const { wrap } = withApp({ 'GET /api/devices': () => json({ devices: [phone, tgUser] }) });
+    wrap(<DevicesPanel />);
+    await screen.findByText('Telegram @anna (4242)');
+    expect(screen.getByText('chat, approve, read')).toBeTruthy();
+    expect(screen.getByText('Allowed in config.toml')).toBeTruthy();
+    expect(screen.queryByRole('button', { name: 'Revoke Telegram @anna (4242)' })).toBeNull();
+    expect(screen.getByRole('button', { name: 'Revoke Anna phone' })).toBeTruthy();
+  });
+
   it('lists devices and revokes one', async () => {
     let revoked = false;
     const { wrap, calls } = withApp({

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -296,6 +297,17 @@ func (b *Bot) handle(ctx context.Context, u Update) {
 			b.d.Log.Error("telegram update panicked", "update", u.UpdateID, "panic", fmt.Sprint(p))
 		}
 	}()
+	var from *User
+	if u.CallbackQuery != nil {
+		from = &u.CallbackQuery.From
+	} else if u.Message != nil {
+		from = u.Message.From
+	}
+	if from != nil && b.scopes(from.ID) != nil {
+		if err := b.d.Store.TouchUser(context.WithoutCancel(ctx), from.ID, from.Username); err != nil {
+			b.d.Log.Warn("recording telegram user", "err", err)
+		}
+	}
 	switch {
 	case u.CallbackQuery != nil:
 		b.handleCallback(ctx, u.CallbackQuery)
@@ -470,4 +482,34 @@ func decodeData(ev *events.Event, v any) error {
 		return err
 	}
 	return json.Unmarshal(env.Data, v)
+}
+
+// Devices lists the allowed Telegram users as devices (kind telegram,
+// managed in config) with their scopes and when they last wrote, so they
+// show beside paired devices.
+func (b *Bot) Devices(ctx context.Context) ([]devices.Device, error) {
+	seen, err := b.d.Store.Users(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]int64, 0, len(b.cfg.Users))
+	for id := range b.cfg.Users {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	out := make([]devices.Device, 0, len(ids))
+	for _, id := range ids {
+		d := devices.Device{ID: fmt.Sprintf("tg_%d", id), Name: fmt.Sprintf("Telegram user %d", id), Kind: "telegram",
+			Scopes: append([]devices.Scope(nil), b.cfg.Users[id]...), Managed: "config"}
+		if u, ok := seen[id]; ok {
+			if u.Username != "" {
+				d.Name = fmt.Sprintf("Telegram @%s (%d)", u.Username, id)
+			}
+			d.CreatedAt = u.FirstSeen
+			last := u.LastSeen
+			d.LastSeenAt = &last
+		}
+		out = append(out, d)
+	}
+	return out, nil
 }

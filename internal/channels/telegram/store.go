@@ -38,7 +38,14 @@ CREATE TABLE refused (
 -- Update ids already handled, in either mode: a webhook delivery Telegram
 -- retries, or an update polled again after switching modes, is skipped.
 -- The rowid orders them by arrival; only the newest keepSeen are kept.
-CREATE TABLE seen (update_id INTEGER NOT NULL UNIQUE, at TEXT NOT NULL);`}}
+CREATE TABLE seen (update_id INTEGER NOT NULL UNIQUE, at TEXT NOT NULL);`, `
+-- Allowed users as the devices list shows them: name and when last seen.
+CREATE TABLE users (
+	user_id INTEGER PRIMARY KEY,
+	username TEXT NOT NULL DEFAULT '',
+	first_seen_at TEXT NOT NULL,
+	last_seen_at TEXT NOT NULL
+);`}}
 
 // Store is the channel's state on disk.
 type Store struct {
@@ -249,4 +256,45 @@ func (s *Store) SetMode(ctx context.Context, mode string) error {
 		return fmt.Errorf("storing telegram mode: %w", err)
 	}
 	return nil
+}
+
+// SeenUser is an allowed user's record for the devices list.
+type SeenUser struct {
+	UserID    int64
+	Username  string
+	FirstSeen time.Time
+	LastSeen  time.Time
+}
+
+// TouchUser records that an allowed user just wrote or pressed a button.
+func (s *Store) TouchUser(ctx context.Context, userID int64, username string) error {
+	now := s.now()
+	_, err := s.db.ExecContext(ctx, `INSERT INTO users (user_id, username, first_seen_at, last_seen_at) VALUES (?,?,?,?)
+		ON CONFLICT(user_id) DO UPDATE SET last_seen_at = excluded.last_seen_at, username = CASE WHEN excluded.username != '' THEN excluded.username ELSE users.username END`,
+		userID, username, now, now)
+	if err != nil {
+		return fmt.Errorf("recording telegram user: %w", err)
+	}
+	return nil
+}
+
+// Users returns the recorded allowed users by id.
+func (s *Store) Users(ctx context.Context) (map[int64]SeenUser, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT user_id, username, first_seen_at, last_seen_at FROM users`)
+	if err != nil {
+		return nil, fmt.Errorf("listing telegram users: %w", err)
+	}
+	defer rows.Close()
+	out := map[int64]SeenUser{}
+	for rows.Next() {
+		var u SeenUser
+		var first, last string
+		if err := rows.Scan(&u.UserID, &u.Username, &first, &last); err != nil {
+			return nil, fmt.Errorf("listing telegram users: %w", err)
+		}
+		u.FirstSeen, _ = time.Parse(time.RFC3339Nano, first)
+		u.LastSeen, _ = time.Parse(time.RFC3339Nano, last)
+		out[u.UserID] = u
+	}
+	return out, rows.Err()
 }

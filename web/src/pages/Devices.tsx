@@ -16,6 +16,8 @@ export type Device = {
   created_at: string;
   last_seen_at?: string;
   revoked_at?: string;
+  /** Where a device without a token is allowed ("config" for Telegram users). */
+  managed?: string;
 };
 
 export const SCOPES: { id: string; label: string }[] = [
@@ -103,6 +105,10 @@ export function DevicesPanel() {
                   <td>
                     {d.revoked_at ? (
                       <span class="muted small">Revoked {when(d.revoked_at)}</span>
+                    ) : d.managed ? (
+                      <span class="muted small" title="Remove it from [telegram] in config.toml to revoke it">
+                        Allowed in config.toml
+                      </span>
                     ) : (
                       <button class="btn small" onClick={() => revoke(d)} aria-label={`Revoke ${d.name}`}>
                         Revoke
