@@ -34,6 +34,7 @@ type Calendar struct {
 	davRoot string
 	davMu   sync.Mutex                 // guards dav
 	dav     map[string]davsync.Backend // mirror folder → server
+	getenv  func(string) string        // for password_env
 }
 
 // OpenCalendar opens the calendar index (closed with the App).
@@ -52,7 +53,10 @@ func (a *App) OpenCalendar(ctx context.Context) (*Calendar, error) {
 	hours.End, _ = calendar.ParseClock(cfg.DayEnd)
 	hours.Days, _ = calendar.ParseWeekdays(cfg.WorkDays)
 	c := &Calendar{Store: st, cfg: cfg, Deps: caltools.Deps{Store: st, Now: a.Now, Loc: loc, Hours: hours},
-		davRoot: filepath.Join(a.Paths.Data, "calendar", "caldav"), dav: map[string]davsync.Backend{}}
+		davRoot: filepath.Join(a.Paths.Data, "calendar", "caldav"), dav: map[string]davsync.Backend{}, getenv: a.Getenv}
+	if c.getenv == nil {
+		c.getenv = os.Getenv
+	}
 	w, err := calwrite.Open(ctx, calwrite.Options{DBPath: a.Paths.DB(calwrite.Schema.Name), Index: st, Targets: c.targets,
 		Loc: loc, Now: a.Now, Logger: a.Log.With("component", "calendar")})
 	if err != nil {
@@ -144,7 +148,7 @@ func (c *Calendar) davDir(account string) string { return filepath.Join(c.davRoo
 func (c *Calendar) davAccount(acc config.DAVAccount) (davsync.Account, error) {
 	a := davsync.Account{Name: acc.Name, URL: acc.URL, Username: acc.Username, HTTP: &http.Client{Timeout: 60 * time.Second}}
 	if acc.Username != "" {
-		pw, err := Password(config.MailAccount{Name: acc.Name, PasswordEnv: acc.PasswordEnv, PasswordFile: acc.PasswordFile}, os.Getenv)
+		pw, err := Password(config.MailAccount{Name: acc.Name, PasswordEnv: acc.PasswordEnv, PasswordFile: acc.PasswordFile}, c.getenv)
 		if err != nil {
 			return a, fmt.Errorf("caldav: %w", err)
 		}

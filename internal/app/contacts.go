@@ -83,7 +83,8 @@ func toContacts(cs []mail.Correspondent) []contacts.Correspondent {
 
 // MirrorDAV brings every CardDAV address book's mirror folder
 // (DATA/contacts/carddav/<account>/<book>) up to date.
-func (c *Contacts) MirrorDAV(ctx context.Context) error {
+func (c *Contacts) MirrorDAV(ctx context.Context) (map[string]davmirror.Stats, error) {
+	done := map[string]davmirror.Stats{} // source name → pass
 	var errs []error
 	for _, acc := range c.dav {
 		a := davmirror.Account{Name: acc.Name, URL: acc.URL, Username: acc.Username, HTTP: &http.Client{Timeout: 60 * time.Second}}
@@ -101,12 +102,23 @@ func (c *Contacts) MirrorDAV(ctx context.Context) error {
 			continue
 		}
 		for _, b := range books {
-			if _, err := cardsync.Mirror(ctx, a, b, filepath.Join(c.davRoot, acc.Name, cardsync.FolderName(b))); err != nil {
+			st, err := cardsync.Mirror(ctx, a, b, filepath.Join(c.davRoot, acc.Name, cardsync.FolderName(b)))
+			if err != nil {
 				errs = append(errs, err)
+				continue
 			}
+			done[acc.Name+"/"+cardsync.FolderName(b)] = st
 		}
 	}
-	return errors.Join(errs...)
+	return done, errors.Join(errs...)
+}
+
+// mirrorSummary says in words what a mirror pass did.
+func mirrorSummary(st davmirror.Stats) string {
+	if st.Mode == davmirror.ModeUnchanged {
+		return "unchanged"
+	}
+	return fmt.Sprintf("%s: %d fetched, %d removed", st.Mode, st.Fetched, st.Removed)
 }
 
 // sources lists the configured address books, the CardDAV mirrors, and
@@ -148,7 +160,8 @@ func (c *Contacts) sources(ctx context.Context) ([]contacts.Source, error) {
 // SyncAll mirrors the CardDAV accounts, then reconciles every address
 // book; a failing book or account does not stop the others.
 func (c *Contacts) SyncAll(ctx context.Context) ([]contacts.SyncStats, error) {
-	errs := []error{c.MirrorDAV(ctx)}
+	mirrored, merr := c.MirrorDAV(ctx)
+	errs := []error{merr}
 	srcs, err := c.sources(ctx)
 	if err != nil {
 		return nil, errors.Join(append(errs, err)...)
@@ -159,6 +172,9 @@ func (c *Contacts) SyncAll(ctx context.Context) ([]contacts.SyncStats, error) {
 		if err != nil {
 			errs = append(errs, fmt.Errorf("address book %s: %w", s.Name, err))
 			continue
+		}
+		if m, ok := mirrored[s.Name]; ok {
+			st.Mirror = mirrorSummary(m)
 		}
 		out = append(out, st)
 	}

@@ -37,4 +37,14 @@ func TestCalCalDAV(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, "18:00-19:00  Gym  [dav/home]") {
 		t.Fatalf("agenda: %+v", r)
 	}
+	// The password from the environment the command runs with; nothing
+	// changed on the server, so nothing changes in the index.
+	os.WriteFile(filepath.Join(home, "config.toml"), []byte("[calendar]\ntimezone = \"Europe/Rome\"\n[[calendar.caldav]]\nname = \"dav\"\nurl = \""+base+"\"\nusername = \"bob\"\npassword_env = \"BOB_PW\"\n"), 0o644)
+	r = run(t, home, map[string]string{"BOB_PW": "x"}, "cal", "sync")
+	if r.code != 0 || !strings.Contains(r.stdout, "dav/home: 1 files, 0 added") {
+		t.Fatalf("sync with password_env: %+v", r)
+	}
+	if r = run(t, home, nil, "cal", "sync"); r.code == 0 || !strings.Contains(r.stderr, "BOB_PW") {
+		t.Fatalf("sync without the password: %+v", r)
+	}
 }

@@ -144,8 +144,12 @@ func printContactsSync(env *Env, all []contacts.SyncStats, asJSON bool) error {
 		return printJSON(env.Stdout, map[string]any{"books": all})
 	}
 	for _, st := range all {
-		fmt.Fprintf(env.Stdout, "%s: %d files, %d added, %d updated, %d removed, %d unchanged, %d cards, %d skipped\n",
-			st.Book, st.Files, st.Added, st.Updated, st.Removed, st.Unchanged, st.Cards, len(st.Skipped))
+		mirror := ""
+		if st.Mirror != "" {
+			mirror = " (server: " + st.Mirror + ")"
+		}
+		fmt.Fprintf(env.Stdout, "%s: %d files, %d added, %d updated, %d removed, %d unchanged, %d cards, %d skipped%s\n",
+			st.Book, st.Files, st.Added, st.Updated, st.Removed, st.Unchanged, st.Cards, len(st.Skipped), mirror)
 		for _, sk := range st.Skipped {
 			fmt.Fprintf(env.Stdout, "  skipped %s: %s\n", sk.File, sk.Reason)
 		}

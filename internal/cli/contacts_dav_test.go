@@ -28,7 +28,7 @@ func TestContactsCardDAV(t *testing.T) {
 	os.WriteFile(filepath.Join(home, "config.toml"), []byte("[[contacts.carddav]]\nname = \"dav\"\nurl = \""+base+"\"\nusername = \"erin\"\npassword_env = \"ERIN_PW\"\n"), 0o644)
 	env := map[string]string{"ERIN_PW": "x"}
 	r := run(t, home, env, "contacts", "sync")
-	if r.code != 0 || !strings.Contains(r.stdout, "dav/friends: 1 files, 1 added") {
+	if r.code != 0 || !strings.Contains(r.stdout, "dav/friends: 1 files, 1 added") || !strings.Contains(r.stdout, "(server: full: 1 fetched, 0 removed)") {
 		t.Fatalf("sync: %+v", r)
 	}
 	r = run(t, home, env, "contacts", "search", "acme")
@@ -36,7 +36,7 @@ func TestContactsCardDAV(t *testing.T) {
 		t.Fatalf("search: %+v", r)
 	}
 	r = run(t, home, env, "contacts", "sync")
-	if r.code != 0 || !strings.Contains(r.stdout, "dav/friends: 1 files, 0 added, 0 updated, 0 removed, 1 unchanged") {
+	if r.code != 0 || !strings.Contains(r.stdout, "dav/friends: 1 files, 0 added, 0 updated, 0 removed, 1 unchanged, 0 cards, 0 skipped (server: unchanged)") {
 		t.Fatalf("second sync: %+v", r)
 	}
 	// Without the password the account fails with its name, and what was

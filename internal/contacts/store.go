@@ -138,6 +138,9 @@ type SyncStats struct {
 	Unchanged int    `json:"unchanged"`
 	Cards     int    `json:"cards"`
 	Skipped   []Skip `json:"skipped,omitempty"`
+	// Mirror says what the CardDAV mirror pass did for a book mirrored
+	// from a server ("unchanged", "incremental: 1 fetched, 0 removed").
+	Mirror string `json:"mirror,omitempty"`
 	// Kept counts cards of files that broke since they were indexed:
 	// their last good version stays searchable until the file is fixed.
 	Kept int `json:"kept,omitempty"`
