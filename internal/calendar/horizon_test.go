@@ -61,7 +61,7 @@ func TestMaterializedInstancesMatchLazyExpansion(t *testing.T) {
 	}
 	defer s.Close()
 	fx := fixture(t)
-	srcs := append([]Source{{Name: "work", Path: fx}}, genVdir(t, filepath.Join(t.TempDir(), "gen"), 1500, 2)...)
+	srcs := append([]Source{{Name: "work", Path: fx}}, genVdir(t, filepath.Join(t.TempDir(), "gen"), 600, 2)...)
 	for _, src := range srcs {
 		if _, err := s.Sync(ctx, src); err != nil {
 			t.Fatal(err)
@@ -77,7 +77,7 @@ func TestMaterializedInstancesMatchLazyExpansion(t *testing.T) {
 	if want := horizonFor(now); hz != want {
 		t.Fatalf("horizon %+v, want %+v", hz, want)
 	}
-	if n := assertSamePaths(t, s, time.Date(2025, 4, 1, 0, 0, 0, 0, loc), 24); n < 1000 {
+	if n := assertSamePaths(t, s, time.Date(2025, 4, 1, 0, 0, 0, 0, loc), 24); n < 500 {
 		t.Fatalf("only %d instances compared", n)
 	}
 	// The same with the horizon held in memory (the daemon's way).
@@ -85,7 +85,7 @@ func TestMaterializedInstancesMatchLazyExpansion(t *testing.T) {
 	if err := s.WarmSnapshot(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if sn := s.snap.cur.Load(); sn == nil || len(sn.occ) < 1000 {
+	if sn := s.snap.cur.Load(); sn == nil || len(sn.occ) < 500 {
 		t.Fatal("snapshot not built")
 	}
 	from := time.Date(2026, 3, 1, 0, 0, 0, 0, loc)
