@@ -26,6 +26,7 @@ import (
 	"github.com/hestia-dev/hestia/internal/llm"
 	"github.com/hestia-dev/hestia/internal/policy"
 	"github.com/hestia-dev/hestia/internal/store"
+	"github.com/hestia-dev/hestia/internal/taint"
 	"github.com/hestia-dev/hestia/internal/tools"
 	"github.com/hestia-dev/hestia/internal/usage"
 )
@@ -133,6 +134,7 @@ type Deps struct {
 type HeldCall struct {
 	Key, Origin, ChatID, Tool, Reason string
 	Args                              json.RawMessage
+	TaintedBy                         []taint.Source
 }
 
 // HeldCalls is the durable record of background calls waiting for the user.

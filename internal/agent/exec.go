@@ -399,7 +399,7 @@ func (a *Agent) hold(st *turnState, p *prepared, req approval.Request) string {
 	if origin == "" {
 		origin = "turn:" + st.t.ID
 	}
-	if err := a.d.Held.Hold(st.bg, HeldCall{Key: key, Origin: origin, ChatID: st.t.ChatID, Tool: p.name, Reason: req.Reason, Args: req.Args}); err != nil {
+	if err := a.d.Held.Hold(st.bg, HeldCall{Key: key, Origin: origin, ChatID: st.t.ChatID, Tool: p.name, Reason: req.Reason, Args: req.Args, TaintedBy: req.TaintedBy}); err != nil {
 		a.d.Log.Warn("holdCall", "tool", p.name, "err", err)
 		return ""
 	}

@@ -62,7 +62,7 @@ func (a *App) openHeldCalls(ctx context.Context, reg *tools.Registry, broker *ap
 type heldAdapter struct{ q *heldcall.Queue }
 
 func (h heldAdapter) Hold(ctx context.Context, c agent.HeldCall) error {
-	_, err := h.q.Hold(ctx, heldcall.Call{Key: c.Key, Origin: c.Origin, ChatID: c.ChatID, Tool: c.Tool, Args: c.Args, Reason: c.Reason})
+	_, err := h.q.Hold(ctx, heldcall.Call{Key: c.Key, Origin: c.Origin, ChatID: c.ChatID, Tool: c.Tool, Args: c.Args, Reason: c.Reason, TaintedBy: c.TaintedBy})
 	return err
 }
 func (h heldAdapter) Begin(ctx context.Context, key string) (bool, error) { return h.q.Begin(ctx, key) }

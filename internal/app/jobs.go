@@ -103,6 +103,9 @@ func (a *App) runJobPrompt(ctx context.Context, j scheduler.Job) (string, error)
 		}
 		c.bus.Publish("chat.created", ch.ID, map[string]any{"chat": ch})
 		chatID = ch.ID
+		if err := a.Jobs.SetChat(ctx, j.Name, chatID); err != nil {
+			a.Log.Warn("jobChat", "job", j.Name, "err", err)
+		}
 	}
 	text := fmt.Sprintf("[Scheduled job %q, %s, run at %s]\n%s", j.Name, j.Schedule, a.Now().Format(time.RFC1123), j.Prompt)
 	t, err := c.agent.Submit(ctx, chatID, text, agent.Options{NoInterrupt: true, Background: true, Origin: "job:" + j.Name})

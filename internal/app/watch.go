@@ -15,6 +15,7 @@ import (
 	"github.com/hestia-dev/hestia/internal/llm"
 	"github.com/hestia-dev/hestia/internal/notify"
 	"github.com/hestia-dev/hestia/internal/store"
+	"github.com/hestia-dev/hestia/internal/taint"
 	"github.com/hestia-dev/hestia/internal/untrusted"
 	"github.com/hestia-dev/hestia/internal/watch"
 )
@@ -175,9 +176,18 @@ func (a *App) gateWatchCall(ctx context.Context, d watch.Delivery, name string, 
 	sum := sha256.Sum256(args)
 	key := fmt.Sprintf("watch:%s:%d:%s:%s", d.Watch.ID, d.Event.ID, name, hex.EncodeToString(sum[:8]))
 	if _, err := c.held.Hold(ctx, heldcall.Call{Key: key, Origin: "watch:" + d.Watch.ID, ChatID: d.Watch.ChatID, Tool: name, Args: args,
-		Reason: "watch " + d.Watch.ID + ": " + reason}); err != nil {
+		Reason: "watch " + d.Watch.ID + ": " + reason,
+		// The model proposed it after reading the event, outside content.
+		TaintedBy: []taint.Source{{Tool: "watch:" + d.Watch.Source, Detail: clip(d.Watch.Ref+" "+d.Event.Key, 200), At: a.Now()}}}); err != nil {
 		a.Log.Warn("watchGate", "tool", name, "err", err)
 		return
 	}
 	c.held.Adopt(key)
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
 }

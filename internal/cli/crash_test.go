@@ -157,8 +157,17 @@ func TestDaemonKilledMidJob(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(files, "brief.md")); err != nil || string(b) != "today" {
 		t.Fatalf("approved write: %q %v", b, err)
 	}
-	// The note lands in the chat the held call came from (the killed run's).
+	// The note lands in the chat the held call came from, which is the
+	// job's chat: the killed run had recorded it, so the missed run used it too.
 	chatID := heldCalls()[0].ChatID
+	r := run(t, home, env, "jobs", "list", "--json")
+	var jobs struct{ Jobs []scheduler.Job }
+	json.Unmarshal([]byte(r.stdout), &jobs)
+	for _, j := range jobs.Jobs {
+		if j.Name == "briefing" && j.ChatID != chatID {
+			t.Fatalf("job chat %q, held call chat %q", j.ChatID, chatID)
+		}
+	}
 	// The note is appended just after the call is marked done: poll.
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(25 * time.Millisecond) {
 		var ch struct {

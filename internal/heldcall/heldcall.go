@@ -25,6 +25,7 @@ import (
 
 	"github.com/hestia-dev/hestia/internal/approval"
 	"github.com/hestia-dev/hestia/internal/store"
+	"github.com/hestia-dev/hestia/internal/taint"
 	"github.com/hestia-dev/hestia/internal/tools"
 )
 
@@ -45,6 +46,8 @@ CREATE TABLE calls (
 	updated_at INTEGER NOT NULL
 );
 CREATE INDEX calls_state ON calls(state);
+`, `
+ALTER TABLE calls ADD COLUMN tainted_by TEXT NOT NULL DEFAULT '';
 `},
 }
 
@@ -62,15 +65,18 @@ const (
 type Call struct {
 	Key string `json:"key"`
 	// Origin says what proposed it: "job:NAME", "watch:ID".
-	Origin    string          `json:"origin"`
-	ChatID    string          `json:"chat_id,omitempty"`
-	Tool      string          `json:"tool"`
-	Args      json.RawMessage `json:"args"`
-	Reason    string          `json:"reason,omitempty"`
-	State     string          `json:"state"`
-	Result    string          `json:"result,omitempty"`
-	CreatedAt time.Time       `json:"created_at"`
-	UpdatedAt time.Time       `json:"updated_at"`
+	Origin string          `json:"origin"`
+	ChatID string          `json:"chat_id,omitempty"`
+	Tool   string          `json:"tool"`
+	Args   json.RawMessage `json:"args"`
+	Reason string          `json:"reason,omitempty"`
+	// TaintedBy names the outside content the proposing turn had read; the
+	// re-asked card shows it as the first one did.
+	TaintedBy []taint.Source `json:"tainted_by,omitempty"`
+	State     string         `json:"state"`
+	Result    string         `json:"result,omitempty"`
+	CreatedAt time.Time      `json:"created_at"`
+	UpdatedAt time.Time      `json:"updated_at"`
 }
 
 // Options configure a Queue.
@@ -140,9 +146,14 @@ func (q *Queue) Hold(ctx context.Context, c Call) (inserted bool, err error) {
 		c.Args = json.RawMessage(`{}`)
 	}
 	now := ms(q.opts.Now())
-	res, err := q.db.ExecContext(ctx, `INSERT INTO calls (key, origin, chat_id, tool, args, reason, state, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (key) DO NOTHING`,
-		c.Key, c.Origin, c.ChatID, c.Tool, string(c.Args), clip(c.Reason, 1000), StateWaiting, now, now)
+	tainted := ""
+	if len(c.TaintedBy) > 0 {
+		b, _ := json.Marshal(c.TaintedBy)
+		tainted = string(b)
+	}
+	res, err := q.db.ExecContext(ctx, `INSERT INTO calls (key, origin, chat_id, tool, args, reason, tainted_by, state, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (key) DO NOTHING`,
+		c.Key, c.Origin, c.ChatID, c.Tool, string(c.Args), clip(c.Reason, 1000), tainted, StateWaiting, now, now)
 	if err != nil {
 		return false, fmt.Errorf("holding %s: %w", c.Tool, err)
 	}
@@ -175,7 +186,7 @@ func (q *Queue) Finish(ctx context.Context, key, state, result string) error {
 
 // Get returns one call.
 func (q *Queue) Get(ctx context.Context, key string) (Call, error) {
-	row := q.db.QueryRowContext(ctx, `SELECT key, origin, chat_id, tool, args, reason, state, result, created_at, updated_at FROM calls WHERE key = ?`, key)
+	row := q.db.QueryRowContext(ctx, `SELECT key, origin, chat_id, tool, args, reason, tainted_by, state, result, created_at, updated_at FROM calls WHERE key = ?`, key)
 	c, err := scan(row)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Call{}, fmt.Errorf("held call %s: %w", key, store.ErrNotFound)
@@ -185,7 +196,7 @@ func (q *Queue) Get(ctx context.Context, key string) (Call, error) {
 
 // List returns calls in one state ("" for all), newest first, at most 200.
 func (q *Queue) List(ctx context.Context, state string) ([]Call, error) {
-	rows, err := q.db.QueryContext(ctx, `SELECT key, origin, chat_id, tool, args, reason, state, result, created_at, updated_at FROM calls
+	rows, err := q.db.QueryContext(ctx, `SELECT key, origin, chat_id, tool, args, reason, tainted_by, state, result, created_at, updated_at FROM calls
 		WHERE ? = '' OR state = ? ORDER BY created_at DESC, key LIMIT 200`, state, state)
 	if err != nil {
 		return nil, fmt.Errorf("listing held calls: %w", err)
@@ -204,10 +215,13 @@ func (q *Queue) List(ctx context.Context, state string) ([]Call, error) {
 
 func scan(sc interface{ Scan(...any) error }) (Call, error) {
 	var c Call
-	var args string
+	var args, tainted string
 	var created, updated int64
-	if err := sc.Scan(&c.Key, &c.Origin, &c.ChatID, &c.Tool, &args, &c.Reason, &c.State, &c.Result, &created, &updated); err != nil {
+	if err := sc.Scan(&c.Key, &c.Origin, &c.ChatID, &c.Tool, &args, &c.Reason, &tainted, &c.State, &c.Result, &created, &updated); err != nil {
 		return Call{}, err
+	}
+	if tainted != "" {
+		json.Unmarshal([]byte(tainted), &c.TaintedBy)
 	}
 	c.Args = json.RawMessage(args)
 	c.CreatedAt, c.UpdatedAt = time.UnixMilli(created).UTC(), time.UnixMilli(updated).UTC()
@@ -283,7 +297,7 @@ func (q *Queue) ask(ctx context.Context, key string) error {
 	}
 	s := t.Spec()
 	req := approval.Request{Kind: approval.KindApproval, ChatID: c.ChatID, TurnID: c.Origin, CallID: c.Key, Tool: c.Tool, Args: c.Args,
-		Risk: s.Risk.String(), Schema: s.Schema, NoExpiry: true,
+		Risk: s.Risk.String(), Schema: s.Schema, NoExpiry: true, TaintedBy: c.TaintedBy,
 		Reason: fmt.Sprintf("%s (waiting since %s)", c.Reason, c.CreatedAt.Local().Format("Mon 2 Jan 15:04")),
 		Validate: func(edited json.RawMessage) (json.RawMessage, error) {
 			_, canon, err := tools.DecodeArgs(c.Tool, string(edited), s.Schema)

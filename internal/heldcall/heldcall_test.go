@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hestia-dev/hestia/internal/approval"
+	"github.com/hestia-dev/hestia/internal/taint"
 	"github.com/hestia-dev/hestia/internal/tools"
 )
 
@@ -116,7 +117,8 @@ func (d *daemon) state(t *testing.T, key, want string) Call {
 
 func hold(t *testing.T, d *daemon, key, to string) {
 	t.Helper()
-	ins, err := d.q.Hold(context.Background(), Call{Key: key, Origin: "watch:w1", ChatID: "c1", Tool: "send", Args: json.RawMessage(`{"to":"` + to + `"}`), Reason: "outside the grant"})
+	ins, err := d.q.Hold(context.Background(), Call{Key: key, Origin: "watch:w1", ChatID: "c1", Tool: "send", Args: json.RawMessage(`{"to":"` + to + `"}`), Reason: "outside the grant",
+		TaintedBy: []taint.Source{{Tool: "mail_read", Detail: "message 7"}}})
 	if err != nil || !ins {
 		t.Fatalf("hold %s: %v %v", key, ins, err)
 	}
@@ -140,7 +142,7 @@ func TestWaitingCallSurvivesRestartAndRunsOnce(t *testing.T) {
 
 	d2 := w.start(t)
 	c2 := d2.card(t)
-	if c2.CallID != "k1" || string(c2.Args) != `{"to":"ann@example.org"}` {
+	if c2.CallID != "k1" || string(c2.Args) != `{"to":"ann@example.org"}` || len(c2.TaintedBy) != 1 || c2.TaintedBy[0].Detail != "message 7" {
 		t.Fatalf("re-asked card %+v", c2)
 	}
 	if _, err := d2.b.Decide(c2.ID, approval.Decision{Outcome: approval.Approve}); err != nil {

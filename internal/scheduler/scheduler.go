@@ -557,5 +557,15 @@ func (s *Scheduler) execute(ctx context.Context, j Job, fn Func, prompt PromptRu
 	return err
 }
 
+// SetChat records the chat a user job's turns go to. The prompt runner
+// calls it as soon as it makes the chat, so a run the daemon dies in
+// leaves its chat to the next run instead of an orphan.
+func (s *Scheduler) SetChat(ctx context.Context, name, chatID string) error {
+	if _, err := s.db.ExecContext(ctx, `UPDATE jobs SET chat_id = ? WHERE name = ? AND builtin = 0`, chatID, name); err != nil {
+		return fmt.Errorf("remembering the chat of job %s: %w", name, err)
+	}
+	return nil
+}
+
 // Wait blocks until every run in flight has ended (tests).
 func (s *Scheduler) Wait() { s.wg.Wait() }
