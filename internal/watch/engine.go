@@ -200,14 +200,15 @@ func (e *Engine) schemaOf(name string) (json.RawMessage, bool) {
 	return t.Spec().Schema, true
 }
 
-// Stop moves an active watch to stopped; stopping again changes nothing.
+// Stop moves an active or paused watch to stopped; stopping again changes
+// nothing.
 func (e *Engine) Stop(ctx context.Context, id string) (Watch, error) {
 	w, err := e.Get(ctx, id)
 	if err != nil {
 		return Watch{}, err
 	}
-	if w.State == StateActive {
-		if _, err := e.db.ExecContext(ctx, `UPDATE watches SET state = ?, ended_at = ? WHERE id = ? AND state = ?`, StateStopped, ms(e.now()), id, StateActive); err != nil {
+	if w.State == StateActive || w.State == StatePaused {
+		if _, err := e.db.ExecContext(ctx, `UPDATE watches SET state = ?, ended_at = ? WHERE id = ? AND state IN (?, ?)`, StateStopped, ms(e.now()), id, StateActive, StatePaused); err != nil {
 			return Watch{}, fmt.Errorf("stopping watch %s: %w", id, err)
 		}
 	}
@@ -256,7 +257,7 @@ func (e *Engine) Pass(ctx context.Context) error {
 
 func (e *Engine) expire(ctx context.Context) error {
 	now := ms(e.now())
-	_, err := e.db.ExecContext(ctx, `UPDATE watches SET state = ?, ended_at = ? WHERE state = ? AND expires_at <= ?`, StateExpired, now, StateActive, now)
+	_, err := e.db.ExecContext(ctx, `UPDATE watches SET state = ?, ended_at = ? WHERE state IN (?, ?) AND expires_at <= ?`, StateExpired, now, StateActive, StatePaused, now)
 	if err != nil {
 		return fmt.Errorf("expiring watches: %w", err)
 	}

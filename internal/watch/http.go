@@ -17,11 +17,14 @@ func (e *Engine) Routes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /api/watches", e.handleCreate)
 	mux.HandleFunc("GET /api/watches/{id}", e.handleGet)
 	mux.HandleFunc("POST /api/watches/{id}/stop", e.handleStop)
+	mux.HandleFunc("POST /api/watches/{id}/pause", e.handleSetPaused(true))
+	mux.HandleFunc("POST /api/watches/{id}/resume", e.handleSetPaused(false))
+	mux.HandleFunc("DELETE /api/watches/{id}", e.handleDelete)
 }
 
 func (e *Engine) handleList(w http.ResponseWriter, r *http.Request) {
 	ws, err := e.List(r.Context(), r.URL.Query().Get("state"))
-	write(w, http.StatusOK, map[string]any{"watches": ws, "sources": e.Sources()}, err)
+	write(w, http.StatusOK, map[string]any{"watches": ws, "sources": e.Sources(), "events": e.SourceEvents()}, err)
 }
 
 // Detail is a watch with its recent events and claims.

@@ -89,15 +89,16 @@ func newID() string {
 }
 
 const watchCols = `id, source, ref, instruction, chat_id, rules, state, expires_at, created_at, ended_at, snapshot, last_poll, last_error,
-	(SELECT count(*) FROM events e WHERE e.watch_id = watches.id)`
+	(SELECT count(*) FROM events e WHERE e.watch_id = watches.id),
+	(SELECT max(created_at) FROM events e WHERE e.watch_id = watches.id)`
 
 func scanWatch(sc interface{ Scan(...any) error }) (Watch, error) {
 	var w Watch
 	var rules string
 	var snap sql.NullString
 	var exp, created int64
-	var ended, last sql.NullInt64
-	if err := sc.Scan(&w.ID, &w.Source, &w.Ref, &w.Instruction, &w.ChatID, &rules, &w.State, &exp, &created, &ended, &snap, &last, &w.LastError, &w.Events); err != nil {
+	var ended, last, lastEvent sql.NullInt64
+	if err := sc.Scan(&w.ID, &w.Source, &w.Ref, &w.Instruction, &w.ChatID, &rules, &w.State, &exp, &created, &ended, &snap, &last, &w.LastError, &w.Events, &lastEvent); err != nil {
 		return Watch{}, err
 	}
 	if err := json.Unmarshal([]byte(rules), &w.Rules); err != nil {
@@ -105,7 +106,7 @@ func scanWatch(sc interface{ Scan(...any) error }) (Watch, error) {
 	}
 	w.ExpiresAt = time.UnixMilli(exp).UTC()
 	w.CreatedAt = time.UnixMilli(created).UTC()
-	w.EndedAt, w.LastPoll = fromMS(ended), fromMS(last)
+	w.EndedAt, w.LastPoll, w.LastEvent = fromMS(ended), fromMS(last), fromMS(lastEvent)
 	if snap.Valid {
 		w.Snapshot = json.RawMessage(snap.String)
 	}

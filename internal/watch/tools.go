@@ -133,7 +133,7 @@ func Tools(e *Engine) []tools.Tool {
 		&tools.Func{S: tools.Spec{Name: "watch_create_agent", Description: "Like watch_create, but rules may carry grants: tools the watch may call later without asking, each argument constrained (exact, set, min/max range or a template filled from the event such as {{event.train}}), with a maximum number of calls. Needs the user's approval.",
 			Schema: createSchema(true), Risk: tools.RiskHigh, Egress: true}, Check: avail, Fn: create(true), PreviewF: preview},
 		&tools.Func{S: tools.Spec{Name: "watch_list", Description: "List the user's watches (active first) with their state and last poll.",
-			Schema: json.RawMessage(`{"type":"object","additionalProperties":false,"properties":{"state":{"type":"string","enum":["active","stopped","expired","completed"]}}}`),
+			Schema: json.RawMessage(`{"type":"object","additionalProperties":false,"properties":{"state":{"type":"string","enum":["active","paused","stopped","expired","completed"]}}}`),
 			Risk:   tools.RiskLow, ReadOnly: true, ParallelSafe: true}, Check: avail,
 			Fn: func(ctx context.Context, c tools.Call) (tools.Result, error) {
 				var a struct {

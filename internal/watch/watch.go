@@ -30,6 +30,7 @@ import (
 // States of a watch.
 const (
 	StateActive    = "active"
+	StatePaused    = "paused" // not polled until resumed; still expires
 	StateStopped   = "stopped"
 	StateExpired   = "expired"
 	StateCompleted = "completed"
@@ -49,6 +50,7 @@ type Watch struct {
 	EndedAt     *time.Time      `json:"ended_at,omitempty"`
 	LastPoll    *time.Time      `json:"last_poll,omitempty"`
 	LastError   string          `json:"last_error,omitempty"`
+	LastEvent   *time.Time      `json:"last_event_at,omitempty"`
 	Snapshot    json.RawMessage `json:"snapshot,omitempty"`
 	Events      int             `json:"events"`
 }
