@@ -59,6 +59,7 @@ func (a *App) registerMemory(ctx context.Context, reg *tools.Registry, chats *ch
 	a.AddWorker("memory.propose", func(ctx context.Context) error { return prop.Run(ctx, 5*time.Minute) })
 	if a.Server != nil {
 		memoryRoutes(a.Server.API(), q)
+		reviewRoute(a.Server.API(), prop, a.Chat != nil)
 	}
 	return memoryWiring{prompt: q.Profile().PromptParts, onCompact: prop.Kick}, nil
 }
@@ -113,6 +114,38 @@ func memoryRoutes(mux *http.ServeMux, q *memory.Queue) {
 	mux.HandleFunc("POST /api/memory/queue/{id}/reject", func(w http.ResponseWriter, r *http.Request) {
 		err := q.Reject(r.Context(), r.PathValue("id"))
 		writeMemory(w, map[string]any{"ok": err == nil}, err)
+	})
+}
+
+// reviewRoute lets the user ask for a review of one chat now instead of
+// waiting for it to go idle: the proposer's one model call, its candidates
+// queued for the user like any others (source "manual").
+func reviewRoute(mux *http.ServeMux, prop *memory.Proposer, haveModel bool) {
+	mux.HandleFunc("POST /api/memory/review", func(w http.ResponseWriter, r *http.Request) {
+		var b struct {
+			ChatID string `json:"chat_id"`
+		}
+		if err := httpjson.Decode(w, r, &b); err != nil {
+			httpjson.BadRequest(w, err)
+			return
+		}
+		if b.ChatID == "" {
+			httpjson.Error(w, http.StatusBadRequest, "bad_request", "chat_id: is required")
+			return
+		}
+		if !haveModel {
+			httpjson.Error(w, http.StatusServiceUnavailable, "no_model", "no model is configured to review chats")
+			return
+		}
+		cs, err := prop.Review(r.Context(), b.ChatID, "manual")
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			httpjson.Error(w, http.StatusBadGateway, "review_failed", err.Error())
+			return
+		}
+		if cs == nil {
+			cs = []memory.Candidate{}
+		}
+		writeMemory(w, map[string]any{"candidates": cs}, err)
 	})
 }
 
