@@ -9,6 +9,7 @@ import { MailPage } from './pages/Mail';
 import { MemoryPage } from './pages/Memory';
 import { AgendaPage } from './pages/Agenda';
 import { ContactsPage } from './pages/Contacts';
+import { NotificationsPage } from './pages/Notifications';
 import { SettingsPage } from './pages/Settings';
 import { PairPage } from './pages/Pair';
 import { SystemPage } from './pages/System';
@@ -64,6 +65,9 @@ export function Root({ app }: { app: AppCtl }) {
       break;
     case 'contacts':
       page = <ContactsPage />;
+      break;
+    case 'notifications':
+      page = <NotificationsPage />;
       break;
     case 'chat':
       page = <ChatPage key={route.id} id={route.id} />;

@@ -15,6 +15,7 @@ export type Route =
   | { name: 'memory' }
   | { name: 'agenda' }
   | { name: 'contacts' }
+  | { name: 'notifications' }
   | { name: 'pair'; code?: string };
 
 export function parseRoute(pathname: string, hash = ''): Route {
@@ -41,6 +42,8 @@ export function parseRoute(pathname: string, hash = ''): Route {
       return { name: 'agenda' };
     case 'contacts':
       return { name: 'contacts' };
+    case 'notifications':
+      return { name: 'notifications' };
     case 'mail': {
       const id = Number(parts[1]);
       return parts[1] && Number.isSafeInteger(id) && id > 0 ? { name: 'mail', id } : { name: 'mail' };

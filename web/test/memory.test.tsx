@@ -23,10 +23,23 @@ describe('Memory page', () => {
         json({ files: { 'USER.md': { content: 'Lives in Ghent.\n', limit: 3000 }, 'MEMORY.md': { content: '', limit: 5000 }, 'AGENT.md': { content: '', limit: 8000 } } }),
       'PUT /api/memory/user': () => json({ target: 'USER.md', content: 'Lives in Bruges.\n' }),
       'GET /api/wiki/search': () => json({ hits: [{ path: 'sources/mail/thread-4.md', title: 'Roof contract', snippet: 'Work starts…', untrusted: true }] }),
+      'GET /api/wiki/pages': () =>
+        json({ pages: [
+          { path: 'index.md', kind: 'special', title: 'Index' },
+          { path: 'pages/House.md', kind: 'page', title: 'House', tags: ['home'] },
+          { path: 'sources/mail/thread-4.md', kind: 'source', title: 'Roof contract', untrusted: true },
+        ] }),
+      'POST /api/memory/review': async (req) => {
+        const b = await req.json();
+        if (b.chat_id !== 'c_2') return json({ error: { code: 'not_found', message: `chat ${b.chat_id}: not found` } }, 404);
+        queue = [{ id: 'c2', target: 'USER.md', text: 'Has a dog named Pip.', confidence: 'normal', warnings: [], source: 'manual' }];
+        return json({ candidates: queue });
+      },
       'GET /api/wiki/page': () =>
         json({ path: 'sources/mail/thread-4.md', title: 'Roof contract', content: '# Roof contract\n\nPay **40%** upfront.', untrusted: true, backlinks: ['pages/House.md'] }),
     });
     const app = new App({ tokens: memTokens('tok'), fetch: ff.fetch });
+    app.data.set((s) => ({ ...s, chats: [{ id: 'c_1', title: 'Groceries' }, { id: 'c_2', title: 'About Pip' }] as any }));
     render(
       <AppContext.Provider value={app}>
         <MemoryPage />
@@ -47,6 +60,14 @@ describe('Memory page', () => {
     await waitFor(() => expect(ff.calls.some((c) => c.method === 'PUT')).toBe(true));
     expect(await ff.calls.find((c) => c.method === 'PUT')!.clone().json()).toEqual({ content: 'Lives in Bruges.\n' });
 
+    fireEvent.change(screen.getByLabelText('Chat to review'), { target: { value: 'c_2' } });
+    fireEvent.click(screen.getByText('Propose facts'));
+    await screen.findByText('1 fact proposed.');
+    expect(((await screen.findByLabelText('Proposed fact c2')) as HTMLTextAreaElement).value).toBe('Has a dog named Pip.');
+
+    const list = await screen.findByLabelText('Wiki pages');
+    expect(list.textContent).toContain('House');
+    expect(list.textContent).not.toContain('Index');
     fireEvent.input(screen.getByLabelText('Search the wiki'), { target: { value: 'roof' } });
     fireEvent.click(screen.getByText('Search'));
     fireEvent.click(await screen.findByText('Roof contract'));

@@ -8,7 +8,7 @@ import { hrefFor, type Route } from '../router';
 import type { State } from '../state/reduce';
 import type { UIState } from '../state/app';
 import { useSelect } from '../state/store';
-import { CalendarIcon, Check, Chart, Flame, Gear, List, Mail, Menu, Person, Plus, Pulse, Refresh, Search, X } from './icons';
+import { Bell, CalendarIcon, Check, Chart, Flame, Gear, List, Mail, Menu, Person, Plus, Pulse, Refresh, Search, X } from './icons';
 
 export function Shell({ route, children }: { route: Route; children: ComponentChildren }) {
   const [open, setOpen] = useState(false);
@@ -127,6 +127,7 @@ function Sidebar({ route, onClose }: { route: Route; onClose: () => void }) {
         <NavLink route={route} to="actions" icon={<Check size={17} />} label="Actions" />
         <NavLink route={route} to="jobs" icon={<Refresh size={17} />} label="Jobs" />
         <NavLink route={route} to="memory" icon={<List size={17} />} label="Memory" />
+        <NavLink route={route} to="notifications" icon={<Bell size={17} />} label="Notifications" />
         <NavLink route={route} to="usage" icon={<Chart size={17} />} label="Usage" />
         <NavLink route={route} to="audit" icon={<List size={17} />} label="Audit" />
         <NavLink route={route} to="system" icon={<Pulse size={17} />} label="System" />

@@ -2,8 +2,11 @@
 // backlinks), the profile files (USER.md, MEMORY.md, AGENT.md) and the
 // queue of proposed facts, which only the user accepts, edits or rejects.
 import { useEffect, useState } from 'preact/hooks';
+import { ApiError } from '../api/client';
 import { Markdown } from '../components/Markdown';
 import { useApp } from '../context';
+import type { State } from '../state/reduce';
+import { useSelect } from '../state/store';
 import { Failure, PageHeader } from './common';
 
 interface WikiHit {
@@ -22,6 +25,14 @@ interface WikiPage {
   untrusted?: boolean;
   backlinks?: string[];
   next_offset?: number;
+}
+interface WikiPageInfo {
+  path: string;
+  kind: string;
+  title: string;
+  tags?: string[];
+  untrusted?: boolean;
+  problems?: string[];
 }
 interface ProfileFile {
   content: string;
@@ -71,7 +82,9 @@ function Queue() {
   return (
     <section class="card" aria-label="Proposed facts">
       <h2>Proposed facts</h2>
+      <ReviewChat onDone={load} />
       {err ? <Failure err={err} /> : null}
+      {!cs && !err && <div class="skeleton" />}
       {cs && cs.length === 0 && <p class="muted">Nothing waiting for review.</p>}
       {cs?.map((c) => (
         <div class="candidate" key={c.id}>
@@ -101,6 +114,56 @@ function Queue() {
         </div>
       ))}
     </section>
+  );
+}
+
+/** Asks for one chat's review now rather than when it goes idle. */
+function ReviewChat({ onDone }: { onDone: () => void }) {
+  const app = useApp();
+  const chats = useSelect(app.data, (s: State) => s.chats);
+  const [pick, setPick] = useState('');
+  const [busy, setBusy] = useState(false);
+  const [msg, setMsg] = useState('');
+  if (chats.length === 0) return null;
+  const id = chats.some((c) => c.id === pick) ? pick : chats[0].id;
+  const review = (e: Event) => {
+    e.preventDefault();
+    setBusy(true);
+    setMsg('');
+    app.client
+      .request<{ candidates: unknown[] }>('POST', '/api/memory/review', { chat_id: id })
+      .then(
+        (r) => {
+          const n = r.candidates?.length ?? 0;
+          setMsg(n === 0 ? 'Nothing new worth remembering in that chat.' : `${n} fact${n === 1 ? '' : 's'} proposed.`);
+          onDone();
+        },
+        (x) => setMsg(x instanceof ApiError ? x.message : String(x)),
+      )
+      .finally(() => setBusy(false));
+  };
+  return (
+    <form class="review-chat" onSubmit={review}>
+      <label>
+        Review a chat now{' '}
+        <select aria-label="Chat to review" value={id} onChange={(e) => setPick((e.target as HTMLSelectElement).value)}>
+          {chats.map((c) => (
+            <option key={c.id} value={c.id}>
+              {c.title || 'New chat'}
+            </option>
+          ))}
+        </select>
+      </label>{' '}
+      <button class="btn" type="submit" disabled={busy}>
+        {busy ? 'Reviewing…' : 'Propose facts'}
+      </button>
+      {msg && (
+        <span class="muted" role="status">
+          {' '}
+          {msg}
+        </span>
+      )}
+    </form>
   );
 }
 
@@ -147,7 +210,14 @@ function Wiki() {
   const [q, setQ] = useState('');
   const [hits, setHits] = useState<WikiHit[] | null>(null);
   const [page, setPage] = useState<WikiPage | null>(null);
+  const [pages, setPages] = useState<WikiPageInfo[] | null>(null);
   const [err, setErr] = useState<unknown>(null);
+  const [listErr, setListErr] = useState<unknown>(null);
+  const loadPages = () => {
+    setListErr(null);
+    app.client.request<{ pages: WikiPageInfo[] }>('GET', '/api/wiki/pages').then((r) => setPages(r.pages ?? []), setListErr);
+  };
+  useEffect(loadPages, []);
   const search = (e: Event) => {
     e.preventDefault();
     setErr(null);
@@ -168,7 +238,21 @@ function Wiki() {
         </button>
       </form>
       {err ? <Failure err={err} /> : null}
-      {hits && hits.length === 0 && <p class="muted">No pages found.</p>}
+      {hits && (
+        <p class="muted small">
+          {hits.length === 0 ? 'No pages found.' : `${hits.length} found.`}{' '}
+          <a
+            href="#"
+            onClick={(e) => {
+              e.preventDefault();
+              setHits(null);
+              setQ('');
+            }}
+          >
+            Show all pages
+          </a>
+        </p>
+      )}
       <ul class="wiki-hits">
         {hits?.map((h) => (
           <li key={h.path}>
@@ -187,6 +271,35 @@ function Wiki() {
           </li>
         ))}
       </ul>
+      {!hits &&
+        (listErr ? (
+          <Failure err={listErr} retry={loadPages} />
+        ) : !pages ? (
+          <div class="skeleton" />
+        ) : pages.length === 0 ? (
+          <p class="muted">The wiki is empty. Pages you or the assistant write, and notes promoted from mail, appear here.</p>
+        ) : (
+          <ul class="wiki-pages" aria-label="Wiki pages">
+            {pages
+              .filter((p) => p.kind === 'page' || p.kind === 'source')
+              .map((p) => (
+                <li key={p.path}>
+                  <a
+                    href="#"
+                    onClick={(e) => {
+                      e.preventDefault();
+                      open(p.path);
+                    }}
+                  >
+                    {p.title || p.path}
+                  </a>{' '}
+                  <span class="muted small">{p.path}</span>
+                  {p.untrusted && <span class="badge warn">from outside</span>}
+                  {p.tags?.length ? <span class="muted small"> · {p.tags.join(', ')}</span> : null}
+                </li>
+              ))}
+          </ul>
+        ))}
       {page && (
         <article class="wiki-page" aria-label={`Wiki page ${page.title}`}>
           <h3>{page.title}</h3>

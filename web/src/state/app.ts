@@ -34,6 +34,8 @@ export interface UIState {
   current?: string;
   /** Bumped on policy.changed: rules or temporary modes changed. */
   policyRev: number;
+  /** Bumped on notification.created: the inbox reloads. */
+  notifyRev?: number;
   /** Text the new-chat composer starts with ("ask about this thread"). */
   draft?: string;
   /** false when the daemon runs without a chat model (undefined: unknown). */
@@ -166,6 +168,7 @@ export class App {
     this.data.set((s) => applyEvent(s, ev));
     if (ev.type === 'turn.finished') this.onTurnFinished(ev.data?.result as TurnResult);
     if (ev.type === 'policy.changed') this.ui.set((u) => ({ ...u, policyRev: u.policyRev + 1 }));
+    if (ev.type === 'notification.created') this.ui.set((u) => ({ ...u, notifyRev: (u.notifyRev ?? 0) + 1 }));
     if (ev.type === 'chat.deleted' && ev.data?.id === this.ui.get().current) {
       navigate('/', true);
     }
