@@ -22,8 +22,23 @@ const actions = [
     steps: [{ title: 'Read the draft', manual: true }] },
 ];
 
+const notices = [
+  { id: 9, kind: 'watch', title: 'Watch: train.delay_changed', body: 'Your 8:12 to Milano is now 15 minutes late.', url: '/c/c_1', chat_id: 'c_1', created_at: iso(now - 60e3), push_state: 'delivered', attempts: 1 },
+  { id: 8, kind: 'job', title: 'Job morning-briefing error', body: 'budget_exceeded: the daily cap is reached', url: '/jobs', created_at: iso(now - 3600e3), push_state: 'pending', push_reason: 'quiet_hours', attempts: 0 },
+  { id: 7, kind: 'approval', title: 'Approval needed: mail_send', url: '/c/c_2', created_at: iso(now - 7200e3), read_at: iso(now - 7000e3), push_state: 'delivered', attempts: 1 },
+];
+const watches = [
+  { id: 'w_1', source: 'train', ref: 'S01700/9544/1767571200000', instruction: 'When my train arrives in Milano, mail Ann that I have arrived', state: 'active',
+    expires_at: iso(now + 6 * 3600e3), created_at: iso(now - 3600e3), last_poll: iso(now - 30e3), last_event_at: iso(now - 60e3), events: 2,
+    rules: [{ id: 'delay', event: 'train.delay_changed' }, { id: 'arr', event: 'train.arrived', once: true,
+      grants: [{ tool: 'mail_send', args: { to: { exact: ['ann@example.org'] }, subject: { template: 'Train {{event.train}} arrived' }, body: { set: ['I have arrived.', 'Arrived, see you soon.'] } }, max: 1 }] }] },
+  { id: 'w_2', source: 'url', ref: 'https://status.example.org/api/v1/incidents/very/long/path/that/should/wrap.json', instruction: 'Tell me when the status page changes', state: 'paused',
+    expires_at: iso(now + 6 * 86400e3), created_at: iso(now - 86400e3), last_poll: iso(now - 86400e3), events: 0, last_error: 'GET https://status.example.org/…: 503 Service Unavailable',
+    rules: [{ id: 'r1', event: 'url.changed' }] },
+];
+
 async function routeBackground(page, calls) {
-  await page.route((url) => /^\/api\/(jobs|actions|push)(\/|$)/.test(url.pathname), (route) => {
+  await page.route((url) => /^\/api\/(jobs|actions|push|notifications|watches)(\/|$)/.test(url.pathname), (route) => {
     const req = route.request();
     const u = new URL(req.url());
     const p = u.pathname;
@@ -43,6 +58,13 @@ async function routeBackground(page, calls) {
     }
     if (p === '/api/actions/settings') return json(200, { enabled: true, language: 'en', activated_at: iso(now - 7 * 86400e3) });
     if (/^\/api\/actions\/\d+\/(state|execute)$/.test(p)) return json(p.endsWith('execute') ? 202 : 200, actions[0]);
+    if (p === '/api/notifications') return json(200, { notifications: notices, unread: 2 });
+    if (p === '/api/notifications/settings') return json(200, { quiet_start: '22:00', quiet_end: '07:00', rate_limit: 10 });
+    if (p === '/api/push/subscriptions') return json(200, { subscriptions: [{ id: 1, endpoint: 'https://push.example/1', device: 'Pixel 8 (Chrome)', created_at: iso(now - 86400e3), last_ok: iso(now - 60e3), failures: 0 }] });
+    if (p === '/api/watches' && req.method() === 'GET')
+      return json(200, { watches, sources: ['file', 'train', 'url'], events: { file: ['file.changed', 'file.deleted'], train: ['train.arrived', 'train.delay_changed'], url: ['url.changed'] } });
+    if (p === '/api/watches' && req.method() === 'POST') return json(400, { error: { code: 'bad_watch', message: 'expires_at: is required for file watches (when should watching stop?)' } });
+    if (/^\/api\/watches\/w_\d+\/(pause|resume)$/.test(p)) return json(200, { ...watches[0], state: p.endsWith('pause') ? 'paused' : 'active' });
     if (p === '/api/push/key') return json(200, { public_key: 'BNcRdreALRFXTkOOUHK1EtK2wtaz5Ry4YfYCA_0QTpQtUbVlUls0VJXg7A8u-Ts1XbjhazAkj7I99e8QcYP7DkM' });
     return json(404, { error: { code: 'not_found', message: 'no such route' } });
   });
@@ -81,6 +103,32 @@ export async function runBackgroundShots(browser) {
             assert(!overflow, 'jobs page scrolls horizontally on a phone');
           }
           assert(errors.filter((e) => !e.includes('400')).length === 0, 'console errors: ' + errors.join('; '));
+        } finally {
+          await ctx.close();
+        }
+      });
+      await test(`fixtures: notifications page shows the inbox, delivery settings and watches with grants (${mode.name})`, async () => {
+        const { ctx, page, errors } = await newPage(browser, mode);
+        const calls = [];
+        try {
+          await routeBackground(page, calls);
+          await page.goto(fx.url + '/notifications');
+          const inbox = page.getByRole('region', { name: 'Inbox' });
+          await inbox.getByText('Your 8:12 to Milano is now 15 minutes late.').waitFor();
+          await inbox.getByText('2 unread').waitFor();
+          await page.getByText('Pixel 8 (Chrome)').waitFor();
+          const w = page.getByRole('listitem', { name: 'Watch train S01700/9544/1767571200000' });
+          await w.getByText('mail_send').waitFor();
+          await page.getByText(/503 Service Unavailable/).waitFor();
+          await shot(page, `${mode.name}-notifications`);
+          await w.getByRole('button', { name: 'Pause' }).click();
+          await page.getByText('Paused.').waitFor();
+          assert(calls.includes('POST /api/watches/w_1/pause'), 'Pause did not call the API: ' + calls.join(', '));
+          if (mode.mobile) {
+            const overflow = await page.evaluate(() => document.documentElement.scrollWidth > innerWidth + 1);
+            assert(!overflow, 'notifications page scrolls horizontally on a phone');
+          }
+          assert(errors.length === 0, 'console errors: ' + errors.join('; '));
         } finally {
           await ctx.close();
         }

@@ -467,6 +467,7 @@ export async function runDaemon(browser) {
       await (await import('./calendar.mjs')).runCalendarFlow({ page, daemon, waitFor });
       await (await import('./settings.mjs')).runSettingsFlow({ page, daemon, waitFor });
       await (await import('./mcp.mjs')).runMCPFlow({ page, daemon });
+      await (await import('./bgflow.mjs')).runBackgroundFlow({ page, daemon, push, send, waitFor, fake });
 
       await test('daemon: no errors in the page console', async () => {
         const real = errors.filter((e) => !/net::ERR_|Failed to fetch|NetworkError|network error/i.test(e));

@@ -25,6 +25,12 @@ export function JobsPage() {
   useEffect(() => {
     if (open) api.runs(open).then(setRuns, () => setRuns([]));
   }, [open, jobs]);
+  // While a run is going, follow it until it ends (status and history).
+  useEffect(() => {
+    if (!jobs?.some((j) => j.running)) return;
+    const t = setTimeout(load, 1500);
+    return () => clearTimeout(t);
+  }, [jobs]);
   const runNow = (name: string) =>
     api.run(name).then(
       (r) => {

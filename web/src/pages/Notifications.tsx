@@ -118,7 +118,10 @@ function InboxSection() {
                 {n.body && <p class="notice-body">{n.body}</p>}
                 <div class="bg-row muted small">
                   <span>{when(n.created_at)}</span>
-                  <span title={n.last_error || n.push_reason}>· push {n.push_state.replace('_', ' ')}</span>
+                  <span title={n.last_error || undefined}>
+                    · push {n.push_state.replace('_', ' ')}
+                    {n.push_reason ? ` (${n.push_reason.replace('_', ' ')})` : ''}
+                  </span>
                 </div>
                 <div class="bg-row">
                   {href && (
@@ -558,7 +561,7 @@ function NewWatchForm({ list, onAdded }: { list: WatchList; onAdded: (w: Watch) 
       <div class="bg-row">
         <label>
           Source
-          <select value={source} onChange={(e) => setSource((e.target as HTMLSelectElement).value)}>
+          <select aria-label="Source" value={source} onChange={(e) => setSource((e.target as HTMLSelectElement).value)}>
             {sources.map((s) => (
               <option key={s} value={s}>
                 {s}
