@@ -54,6 +54,7 @@ func (a *App) openHeldCalls(ctx context.Context, reg *tools.Registry, broker *ap
 		return nil, err
 	}
 	a.OnClose(q.Close)
+	q.Routes(a.Server.API())
 	a.AddWorker("heldcalls", q.Run)
 	return q, nil
 }

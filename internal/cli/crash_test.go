@@ -198,6 +198,11 @@ func TestDaemonKilledMidJob(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(files, "brief.md")); err == nil {
 		t.Fatal("the approved write ran twice")
 	}
+	var listed struct{ Calls []heldcall.Call }
+	get(base, tok, "/api/held-calls?state=done", &listed)
+	if len(listed.Calls) != 1 || listed.Calls[0].Tool != "write_file" || listed.Calls[0].Origin != "job:briefing" {
+		t.Fatalf("GET /api/held-calls: %+v", listed)
+	}
 	cmd.Process.Signal(syscall.SIGTERM)
 	cmd.Wait()
 }

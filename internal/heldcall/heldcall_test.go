@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -247,5 +250,30 @@ func TestDeniedEditedAndRefusedCalls(t *testing.T) {
 	}
 	if _, err := d.q.Hold(context.Background(), Call{Key: "", Tool: "send"}); err == nil {
 		t.Fatal("a call without a key was held")
+	}
+}
+
+func TestHeldCallsRoute(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	d := w.start(t)
+	hold(t, d, "a", "ann@example.org")
+	hold(t, d, "b", "bob@example.org")
+	d.q.Finish(context.Background(), "b", StateDenied, "no")
+	mux := http.NewServeMux()
+	d.q.Routes(mux)
+	get := func(path string) (int, string) {
+		rec := httptest.NewRecorder()
+		mux.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+		return rec.Code, rec.Body.String()
+	}
+	if code, body := get("/api/held-calls?state=waiting"); code != 200 || !strings.Contains(body, `"key":"a"`) || strings.Contains(body, `"key":"b"`) {
+		t.Fatalf("waiting: %d %s", code, body)
+	}
+	if code, body := get("/api/held-calls"); code != 200 || strings.Count(body, `"key"`) != 2 || !strings.Contains(body, `"tainted_by":[{"tool":"mail_read"`) {
+		t.Fatalf("all: %d %s", code, body)
+	}
+	if code, body := get("/api/held-calls?state=lost"); code != 400 || !strings.Contains(body, "state lost") {
+		t.Fatalf("bad state: %d %s", code, body)
 	}
 }
