@@ -9,8 +9,10 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hestia-dev/hestia/internal/mail"
+	"github.com/hestia-dev/hestia/internal/search"
 )
 
 // MailSearch is the saved search a mail watch holds as its ref: a JSON
@@ -40,6 +42,9 @@ func ParseMailSearch(ref string) (MailSearch, error) {
 	if len(ref) > 2000 {
 		return s, fmt.Errorf("the mail search is %d bytes, at most 2000", len(ref))
 	}
+	if !utf8.ValidString(ref) {
+		return s, errors.New("the mail search is not valid UTF-8")
+	}
 	if !strings.HasPrefix(ref, "{") {
 		s.Query = ref
 	} else {
@@ -53,6 +58,10 @@ func ParseMailSearch(ref string) (MailSearch, error) {
 		}
 	}
 	q := s.query()
+	if q.Text != "" && search.MatchAll(q.Text) == "" {
+		// Search would ignore it and browse every message.
+		return s, fmt.Errorf("query %q has no words to search for", q.Text)
+	}
 	if q.Text == "" && q.Account == "" && q.Mailbox == "" && q.Role == "" && q.From == "" && q.To == "" && q.Cc == "" &&
 		q.Subject == "" && q.Body == "" && q.AttachmentName == "" && q.Attachment == nil && q.Flagged == nil && q.MinSize == 0 && q.MaxSize == 0 {
 		return s, errors.New("the mail search is empty: give at least one of query, from, to, subject, mailbox, role, … (a watch on every message is refused)")

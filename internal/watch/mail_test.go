@@ -201,6 +201,9 @@ func TestMailWatchBadSearches(t *testing.T) {
 		{`{"from":"a"} {"to":"b"}`, "after its JSON"},
 		{`{"min_size":-1}`, "negative"},
 		{`{"from":`, "not a JSON object"},
+		{"!!! ???", "no words"},
+		{`{"query":"--","from":"ann"}`, "no words"},
+		{"\xf4", "UTF-8"},
 	} {
 		_, err := m.e.Create(ctx, Spec{Source: "mail", Ref: c.ref, Instruction: "x", Rules: []Rule{{Event: "mail.received"}}})
 		var fe *FieldError
@@ -235,4 +238,27 @@ func TestMailSnapshotAfterRebuildDoesNotReplay(t *testing.T) {
 	if s.Cursor != 1 {
 		t.Fatalf("cursor %d, want the mirror's end 1", s.Cursor)
 	}
+}
+
+func FuzzParseMailSearch(f *testing.F) {
+	for _, s := range []string{"invoice overdue", `{"from":"trenitalia.it","role":"inbox"}`, `{"subject":"alert","has_attachment":true,"min_size":10}`,
+		`{"form":"x"}`, `{"role":"spam"}`, `{}`, `{"from":"a"} x`, "   "} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, ref string) {
+		s, err := ParseMailSearch(ref)
+		if err != nil {
+			return
+		}
+		// An accepted search is never the whole mailbox, and it survives
+		// a round trip through its JSON form unchanged.
+		raw, _ := json.Marshal(s)
+		again, err := ParseMailSearch(string(raw))
+		if err != nil {
+			t.Fatalf("re-parsing %s: %v", raw, err)
+		}
+		if b, _ := json.Marshal(again); string(b) != string(raw) {
+			t.Fatalf("round trip changed %s to %s", raw, b)
+		}
+	})
 }
