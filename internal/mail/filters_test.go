@@ -183,6 +183,7 @@ func TestFilterAccentsShortValuesAttachmentNames(t *testing.T) {
 		{Path: "1", Raw: []byte(msg("1@x", "José Müller <jose@café.example>", "me@x.org", "Crème brûlée recipe", d, "Ça va? Déjà vu."))},
 		{Path: "2", Raw: []byte(msg("2@x", "Al <al@x.org>", "me@x.org", "Go", d, "short"))},
 		{Path: "3", Raw: []byte(att)},
+		{Path: "4", Raw: []byte(msg("4@x", "Zoe <zoe@x.org>", "me@x.org", "Solar panels", d, "a banana for the nab on the roof"))},
 	}
 	for i := range items {
 		items[i].Account, items[i].Mailbox = "a", "INBOX"
@@ -203,6 +204,14 @@ func TestFilterAccentsShortValuesAttachmentNames(t *testing.T) {
 		{Query{AttachmentName: "quarterly"}, "the report"},
 		{Query{AttachmentName: ".pdf", Text: "attached"}, "the report"},
 		{Query{AttachmentName: "nothing"}, ""},
+		// The trigram index only narrows: a value whose trigrams all occur
+		// in the message, but not together or not in that field, is no match.
+		{Query{Body: "banab"}, ""},
+		{Query{Subject: "roof"}, ""},
+		{Query{Body: "roof"}, "Solar panels"},
+		{Query{Body: "BANANA FOR"}, "Solar panels"},
+		{Query{Subject: "panels", Body: "the nab"}, "Solar panels"},
+		{Query{Subject: "panels", Body: "the nib"}, ""},
 	}
 	for _, c := range cases {
 		r, err := s.Search(ctx, c.q)

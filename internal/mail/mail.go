@@ -78,6 +78,9 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if opts.EmbedMaxChars <= 0 {
 		opts.EmbedMaxChars = 2000
 	}
+	if err := registerFold(); err != nil {
+		return nil, fmt.Errorf("registering %s: %w", foldFunc, err)
+	}
 	db, err := store.Open(ctx, opts.DBPath, Schema)
 	if err != nil {
 		return nil, err

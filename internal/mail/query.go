@@ -158,9 +158,12 @@ func buildFilter(q Query) (*filter, error) {
 		}
 		f.add("EXISTS (SELECT 1 FROM message_paths p JOIN mailboxes b ON b.id = p.mailbox_id WHERE p.message_id = m.id AND b.role = ?)", q.Role)
 	}
-	// Every substring filter goes into one trigram MATCH, so the index
-	// answers them together and nothing is cut before the other filters
-	// apply. Values too short for trigrams scan the column instead.
+	// Every substring filter's trigrams go into one MATCH, so the index
+	// narrows them together and nothing is cut before the other filters
+	// apply. The index (detail=none) knows neither columns nor order, so
+	// each candidate's column is then checked for the value, accents and
+	// case folded as the index folds them. Values too short for trigrams
+	// scan the column instead.
 	var tri []string
 	for _, sc := range []struct{ col, name, val string }{
 		{"from_addr", "from", q.From}, {"to_addr", "to", q.To}, {"cc_addr", "cc", q.Cc},
@@ -170,8 +173,9 @@ func buildFilter(q Query) (*filter, error) {
 		if v == "" {
 			continue
 		}
-		if expr, ok := search.Substring(sc.col, v); ok {
+		if expr, ok := search.Trigrams(v); ok {
 			tri = append(tri, expr)
+			f.add("instr("+foldFunc+"(m."+sc.col+"), ?) > 0", search.Fold(v))
 			continue
 		}
 		f.add("m."+sc.col+` LIKE ? ESCAPE '\'`, "%"+likeEscape(v)+"%")

@@ -170,5 +170,19 @@ CREATE INDEX messages_thread ON messages(thread_id, date, deleted_at);`,
 	files   INTEGER NOT NULL DEFAULT 0,
 	PRIMARY KEY (account, path)
 ) WITHOUT ROWID;`,
+		// The trigram index with full detail (every trigram's position in
+		// every column) was over half the file, about twice the mail
+		// itself. detail=none keeps only which messages hold each trigram:
+		// substring filters AND the value's trigrams to narrow the
+		// candidates, then check each candidate's column for the folded
+		// value (hestia_fold, see store.FoldFunc).
+		`DROP TABLE messages_tri;
+CREATE VIRTUAL TABLE messages_tri USING fts5(
+	subject, from_addr, to_addr, cc_addr, body,
+	content='messages', content_rowid='id', tokenize='trigram remove_diacritics 1', detail=none, columnsize=0
+);
+INSERT INTO messages_tri(messages_tri) VALUES ('rebuild');
+INSERT INTO messages_tri(messages_tri, rank) VALUES ('automerge', 8);
+INSERT INTO messages_tri(messages_tri, rank) VALUES ('crisismerge', 32);`,
 	},
 }

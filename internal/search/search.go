@@ -12,6 +12,10 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"golang.org/x/text/runes"
+	"golang.org/x/text/transform"
+	"golang.org/x/text/unicode/norm"
 )
 
 // Embedder turns texts into vectors. Dimension reports the vector length,
@@ -168,6 +172,66 @@ func Substring(column, s string) (expr string, ok bool) {
 		return quote(s), true
 	}
 	return column + " : " + quote(s), true
+}
+
+// maxTrigrams bounds how many trigrams of one substring reach a
+// detail=none trigram index: the index only narrows the candidates (the
+// caller checks the substring itself), so a dozen spread over a long
+// value narrow as well as all of them.
+const maxTrigrams = 12
+
+// Trigrams builds a MATCH expression for a trigram index built with
+// detail=none, which answers neither phrases nor column filters: the rows
+// holding every trigram of s (up to maxTrigrams of them, spread over s).
+// It is a superset of the rows containing s; the caller must check the
+// substring itself (see Fold). ok is false when s is too short.
+func Trigrams(s string) (expr string, ok bool) {
+	r := []rune(strings.TrimSpace(s))
+	if len(r) < MinSubstring {
+		return "", false
+	}
+	n := len(r) - MinSubstring + 1
+	step := 1
+	if n > maxTrigrams {
+		step = (n + maxTrigrams - 1) / maxTrigrams
+	}
+	seen := map[string]bool{}
+	var parts []string
+	for i := 0; i < n; i += step {
+		t := string(r[i : i+MinSubstring])
+		if seen[t] {
+			continue
+		}
+		seen[t] = true
+		parts = append(parts, quote(t))
+	}
+	// The last trigram too, so the end of s always narrows.
+	if t := string(r[n-1:]); !seen[t] {
+		parts = append(parts, quote(t))
+	}
+	return strings.Join(parts, " AND "), true
+}
+
+// Fold lower-cases s and strips its diacritics ("Café" → "cafe"), as the
+// trigram tokenizer with remove_diacritics does, so a substring check on
+// folded text agrees with what the index matched.
+func Fold(s string) string {
+	ascii := true
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			ascii = false
+			break
+		}
+	}
+	if ascii {
+		return strings.ToLower(s)
+	}
+	t := transform.Chain(norm.NFD, runes.Remove(runes.In(unicode.Mn)), norm.NFC)
+	out, _, err := transform.String(t, strings.ToLower(s))
+	if err != nil {
+		return strings.ToLower(s)
+	}
+	return out
 }
 
 // K is the conventional reciprocal rank fusion constant.

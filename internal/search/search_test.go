@@ -281,3 +281,31 @@ func TestClausesPhrases(t *testing.T) {
 		t.Errorf("%d terms kept, want %d", n, MaxTerms)
 	}
 }
+
+func TestTrigramsAndFold(t *testing.T) {
+	t.Parallel()
+	if _, ok := Trigrams(" ab "); ok {
+		t.Error("two characters made a trigram query")
+	}
+	if e, ok := Trigrams("abcd"); !ok || e != `"abc" AND "bcd"` {
+		t.Errorf("abcd: %q %v", e, ok)
+	}
+	if e, _ := Trigrams(`a"bc`); e != `"a""b" AND """bc"` {
+		t.Errorf("quote: %q", e)
+	}
+	if e, _ := Trigrams("aaaa"); e != `"aaa"` {
+		t.Errorf("repeated trigram: %q", e)
+	}
+	e, _ := Trigrams("the quick brown fox jumps over the lazy dog near the riverbank")
+	if n := strings.Count(e, " AND ") + 1; n > maxTrigrams+1 {
+		t.Errorf("long value: %d trigrams", n)
+	}
+	if !strings.HasSuffix(e, `"ank"`) || !strings.HasPrefix(e, `"the"`) {
+		t.Errorf("long value misses its ends: %q", e)
+	}
+	for in, want := range map[string]string{"Crème Brûlée": "creme brulee", "MÜLLER": "muller", "ASCII Only": "ascii only", "Ça": "ca", "日本": "日本"} {
+		if got := Fold(in); got != want {
+			t.Errorf("Fold(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
