@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	qr "github.com/piglig/go-qr"
+	qrcode "github.com/skip2/go-qrcode"
 )
 
 // QRQuiet is the quiet zone in modules that the QR specification asks for
@@ -13,17 +13,23 @@ const QRQuiet = 4
 
 // QRMatrix encodes text (medium error correction) and returns its modules,
 // true for dark, with the quiet zone included.
+//
+// The encoder is skip2/go-qrcode: it has no package init work, where the
+// previous one decoded a Kanji table at start in every hestia process
+// (every CLI command paid for it, not just pairing).
 func QRMatrix(text string) ([][]bool, error) {
-	code, err := qr.EncodeText(text, qr.Medium)
+	code, err := qrcode.New(text, qrcode.Medium)
 	if err != nil {
 		return nil, fmt.Errorf("encoding QR code: %w", err)
 	}
-	n := code.Size() + 2*QRQuiet
+	code.DisableBorder = true
+	inner := code.Bitmap()
+	n := len(inner) + 2*QRQuiet
 	m := make([][]bool, n)
 	for y := range m {
 		m[y] = make([]bool, n)
-		for x := range m[y] {
-			m[y][x] = code.Module(x-QRQuiet, y-QRQuiet)
+		if iy := y - QRQuiet; iy >= 0 && iy < len(inner) {
+			copy(m[y][QRQuiet:], inner[iy])
 		}
 	}
 	return m, nil
