@@ -60,6 +60,7 @@ func commands() []command {
 		{"watch", "watches: list, show, stop (--json)", runWatch},
 		{"actions", "the Action Center: list proposed work found in new mail (--json)", runActions},
 		{"extract", "extract a document's text from stdin as JSON (the daemon's sandboxed helper)", runExtract},
+		{"docs", "documents: info, read a page, search one file (as the assistant's tools do)", runDocs},
 		{"cal", "calendar: agenda, search, free slots, import/sync vdir folders", runCal},
 		{"wiki", "search, read, lint, reindex and import into the Markdown wiki", runWiki},
 		{"contacts", "contacts: search, resolve a name to recipients, import/sync vdir folders", runContacts},
