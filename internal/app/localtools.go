@@ -48,7 +48,10 @@ func (a *App) registerLocalTools(_ context.Context, reg *tools.Registry, paths *
 		emb = docsEmbedder{a.LLM}
 	}
 	lim := docs.Limits{MaxInputBytes: int64(a.Config.Docs.MaxBytes), Timeout: a.Config.Docs.ExtractTimeout.D()}
-	extractor := &docs.Extractor{Exe: exe, Args: []string{"extract"}, Limits: lim}
+	// One child waits, started, for the next document: a cold search then
+	// skips the process start (see internal/docs).
+	extractor := &docs.Extractor{Exe: exe, Args: []string{"extract"}, Limits: lim, Prestart: true}
+	go extractor.Warm()
 	svc := docs.NewService(paths, extractor, nil, lim)
 	if emb.e != nil {
 		svc.Embedder = emb

@@ -49,10 +49,20 @@ func runDocs(ctx context.Context, env *Env, args []string) error {
 	default:
 		return usagef("unknown docs command %q\n%s", sub, docsUsage)
 	}
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("finding the hestia binary for extraction: %w", err)
+	}
 	paths, cfg, err := env.load()
 	if err != nil {
 		return err
 	}
+	// The extraction child starts while the policy is built and the file
+	// is read.
+	lim := docs.Limits{MaxInputBytes: int64(cfg.Docs.MaxBytes), Timeout: cfg.Docs.ExtractTimeout.D()}
+	x := &docs.Extractor{Exe: exe, Args: []string{"extract"}, Limits: lim}
+	go x.Warm()
+	defer x.Close()
 	home, err := os.UserHomeDir()
 	if err != nil {
 		return fmt.Errorf("finding the home directory: %w", err)
@@ -65,12 +75,7 @@ func runDocs(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		return fmt.Errorf("finding the hestia binary for extraction: %w", err)
-	}
-	lim := docs.Limits{MaxInputBytes: int64(cfg.Docs.MaxBytes), Timeout: cfg.Docs.ExtractTimeout.D()}
-	svc := docs.NewService(pp, &docs.Extractor{Exe: exe, Args: []string{"extract"}, Limits: lim}, nil, lim)
+	svc := docs.NewService(pp, x, nil, lim)
 	b, _ := json.Marshal(call)
 	res, err := svc.Tools()[tool].Run(ctx, tools.Call{Args: b})
 	if err != nil {

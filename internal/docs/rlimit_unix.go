@@ -19,14 +19,11 @@ func limitSelf(lim Limits) error {
 	return syscall.Setrlimit(syscall.RLIMIT_CPU, &syscall.Rlimit{Cur: cpu, Max: cpu})
 }
 
-// setProcessGroup puts the child in its own process group and kills the
-// whole group on cancel.
+// setProcessGroup puts the child in its own process group, so killGroup
+// reaches anything it started.
 func setProcessGroup(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error {
-		if cmd.Process == nil {
-			return nil
-		}
-		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	}
 }
+
+// killGroup kills a child's whole process group.
+func killGroup(pid int) { syscall.Kill(-pid, syscall.SIGKILL) }

@@ -52,13 +52,77 @@ func TestChildSurvivesLoopingPDF(t *testing.T) {
 // A child that never finishes is killed at the timeout.
 func TestChildTimeout(t *testing.T) {
 	t.Parallel()
-	x := &Extractor{Exe: "/bin/sh", Args: []string{"-c", "sleep 30", "sh"}, Limits: Limits{Timeout: time.Second}}
-	if _, err := os.Stat(x.Exe); err != nil {
-		t.Skip("no /bin/sleep")
+	for _, prestart := range []bool{false, true} {
+		x := &Extractor{Exe: "/bin/sh", Args: []string{"-c", "sleep 30", "sh"}, Limits: Limits{Timeout: time.Second}, Prestart: prestart}
+		if _, err := os.Stat(x.Exe); err != nil {
+			t.Skip("no /bin/sh")
+		}
+		if prestart {
+			x.Warm()
+		}
+		_, err := x.Extract(context.Background(), []byte("x"), Text)
+		if err == nil || !strings.Contains(err.Error(), "longer than 1s") {
+			t.Fatalf("prestart %v: %v", prestart, err)
+		}
+		x.Close()
 	}
-	_, err := x.Extract(context.Background(), []byte("x"), Text)
-	if err == nil || !strings.Contains(err.Error(), "longer than 1s") {
-		t.Fatalf("%v", err)
+}
+
+func readyPid(x *Extractor) int {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.ready == nil || x.ready.cmd.Process == nil {
+		return 0
+	}
+	return x.ready.cmd.Process.Pid
+}
+
+// waitReady polls (generously: a loaded machine starts processes slowly)
+// until a waiting child other than not is there.
+func waitReady(t *testing.T, x *Extractor, not int) int {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		if p := readyPid(x); p != 0 && p != not {
+			return p
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatal("no prestarted child appeared")
+	return 0
+}
+
+// A prestarted child takes the next document, one more is started for the
+// one after, a waiting child killed from outside is replaced, and Close
+// stops the waiting one.
+func TestPrestartedChild(t *testing.T) {
+	t.Parallel()
+	x := childExtractor(Limits{})
+	x.Prestart = true
+	x.Warm()
+	first := waitReady(t, x, 0)
+	doc, err := x.Extract(context.Background(), fixture(t, "contract.pdf"), PDF)
+	if err != nil || len(doc.Pages) != 3 {
+		t.Fatalf("%+v %v", doc, err)
+	}
+	second := waitReady(t, x, first)
+	x.mu.Lock()
+	c := x.ready
+	x.mu.Unlock()
+	killGroup(second)
+	<-c.done // as when it was killed a while ago
+	doc, err = x.Extract(context.Background(), fixture(t, "contract.docx"), DOCX)
+	if err != nil || !strings.Contains(doc.Pages[0].Text, "Termination") {
+		t.Fatalf("after the waiting child was killed: %+v %v", doc, err)
+	}
+	third := waitReady(t, x, second)
+	if _, err := x.Extract(context.Background(), fixture(t, "scanned.pdf"), PDF); !errors.Is(err, ErrNoText) {
+		t.Fatalf("scanned PDF through a prestarted child: %v", err)
+	}
+	waitReady(t, x, third)
+	x.Close()
+	if readyPid(x) != 0 {
+		t.Fatal("a child still waits after Close")
 	}
 }
 
