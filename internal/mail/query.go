@@ -82,6 +82,10 @@ type Summary struct {
 	// Partial marks a free-text hit that matches only some of the words or
 	// phrases; such hits always rank after every full match.
 	Partial bool `json:"partial_match,omitempty"`
+	// Related marks a hybrid-search hit found by meaning alone: neither it
+	// nor (for a conversation row) its thread contains the words. Total
+	// does not count it.
+	Related bool `json:"related,omitempty"`
 }
 
 // Page describes where a result page sits.
@@ -245,6 +249,7 @@ func (s *Store) Search(ctx context.Context, q Query) (Result, error) {
 	}
 	res := Result{Page: Page{Offset: q.Offset, Limit: q.Limit}}
 	var src *rankStream
+	lexicalAll := "" // the all-words match expression of a free-text query
 	text := strings.TrimSpace(q.Text)
 	if text != "" && search.MatchAll(text) == "" && q.Vector == nil {
 		text = "" // only punctuation: nothing to rank by
@@ -265,6 +270,7 @@ func (s *Store) Search(ctx context.Context, q Query) (Result, error) {
 		}
 	} else {
 		all := search.MatchAll(text)
+		lexicalAll = all
 		lexQ := `SELECT m.id, coalesce(m.thread_id, 0) FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid
 			WHERE messages_fts MATCH ? AND ` + f.sql() + ` ORDER BY messages_fts.rank`
 		// One ranking query serves the fused head and, for most pages, the
@@ -351,7 +357,61 @@ func (s *Store) Search(ctx context.Context, q Query) (Result, error) {
 			res.Note = "results marked partial_match contain only some of the words; every full match is listed before them"
 		}
 	}
+	if res.Mode == "hybrid" && lexicalAll != "" {
+		if err := s.markRelated(ctx, res.Messages, lexicalAll, f, partial, !q.PerMessage); err != nil {
+			return Result{}, err
+		}
+	}
 	return res, nil
+}
+
+// markRelated flags the page's hits that only the vectors found: no
+// message (or, for conversation rows, no message of the thread) matches
+// every word, and none is a partial word match. The UI shows them apart,
+// since Total counts word matches only.
+func (s *Store) markRelated(ctx context.Context, msgs []Summary, all string, f *filter, partial map[int64]bool, byThread bool) error {
+	if len(msgs) == 0 {
+		return nil
+	}
+	var ids, threads []any
+	for _, m := range msgs {
+		ids = append(ids, m.ID)
+		if byThread && m.ThreadID != 0 {
+			threads = append(threads, m.ThreadID)
+		}
+	}
+	in := func(n int) string { return "(?" + strings.Repeat(",?", n-1) + ")" }
+	where := "m.id IN " + in(len(ids))
+	args := append(append([]any{all}, f.args...), ids...)
+	if len(threads) > 0 {
+		where = "(" + where + " OR m.thread_id IN " + in(len(threads)) + ")"
+		args = append(args, threads...)
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT m.id, coalesce(m.thread_id, 0) FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid
+		WHERE messages_fts MATCH ? AND `+f.sql()+` AND `+where, args...)
+	if err != nil {
+		return fmt.Errorf("marking related mail: %w", err)
+	}
+	defer rows.Close()
+	matchedID, matchedThread := map[int64]bool{}, map[int64]bool{}
+	for rows.Next() {
+		var id, thread int64
+		if err := rows.Scan(&id, &thread); err != nil {
+			return fmt.Errorf("marking related mail: %w", err)
+		}
+		matchedID[id] = true
+		if thread != 0 {
+			matchedThread[thread] = true
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("marking related mail: %w", err)
+	}
+	for i, m := range msgs {
+		hit := matchedID[m.ID] || (byThread && m.ThreadID != 0 && matchedThread[m.ThreadID])
+		msgs[i].Related = !hit && !partial[m.ID]
+	}
+	return nil
 }
 
 // rankedHit is one entry of a ranking: a message, its thread, and whether

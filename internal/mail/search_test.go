@@ -167,10 +167,35 @@ func TestHybridSearchAndEmbeddingLifecycle(t *testing.T) {
 	if err != nil || r.Mode != "hybrid" || r.Messages[0].Subject != "Property taxes 2026" {
 		t.Fatalf("hybrid = %+v %v", r, err)
 	}
+	// Hits the vectors added are marked related: exactly those the
+	// word search does not find (conversation rows judged by thread).
+	lex, err := s.Search(ctx, Query{Text: "property taxes", NoVectors: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	words := map[int64]bool{}
+	for _, m := range lex.Messages {
+		words[m.ID] = true
+		if m.ThreadID != 0 {
+			words[-m.ThreadID] = true
+		}
+	}
+	related := 0
+	for _, m := range r.Messages {
+		if m.Related != !(words[m.ID] || (m.ThreadID != 0 && words[-m.ThreadID])) {
+			t.Errorf("%q related=%v, word hit=%v", m.Subject, m.Related, words[m.ID])
+		}
+		if m.Related {
+			related++
+		}
+	}
+	if related == 0 || related == len(r.Messages) {
+		t.Errorf("%d of %d hybrid hits related: the fixture should give both kinds", related, len(r.Messages))
+	}
 	// A precomputed vector finds the message even with no lexical overlap.
 	v, _ := emb.Embed(ctx, []string{"Lunch\n\nSee you at noon at the canteen."})
 	r, _ = s.Search(ctx, Query{Text: "xyzzy", Vector: v[0], Role: "sent"})
-	if len(r.Messages) != 1 || r.Messages[0].Subject != "Lunch" {
+	if len(r.Messages) != 1 || r.Messages[0].Subject != "Lunch" || !r.Messages[0].Related {
 		t.Errorf("vector only = %+v", r.Messages)
 	}
 	// Changing the body invalidates the hash and schedules a new vector.

@@ -139,7 +139,14 @@ export async function runMailFlow({ page, daemon, push, send, waitFor }) {
     await page.keyboard.press('/');
     await page.keyboard.type('statement');
     await page.keyboard.press('Enter');
-    await waitFor(async () => (await page.locator('.mail-row').count()) === 1, 'the search to narrow the list');
+    // One word match; once the messages are embedded, hybrid search may add
+    // others below it, marked related and not counted.
+    await page.getByText('1 message matches').waitFor();
+    await waitFor(async () => (await page.locator('.mail-row').first().textContent()).includes('Your statement'), 'the search to find the statement first');
+    const rows = page.locator('.mail-row');
+    for (let i = 1; i < (await rows.count()); i++) {
+      assert((await rows.nth(i).locator('.mail-related').count()) === 1, `row ${i} is neither the match nor marked related`);
+    }
     await page.keyboard.press('Escape');
     await page.keyboard.press('Enter');
     const dl = page.waitForEvent('download');

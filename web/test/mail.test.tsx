@@ -83,6 +83,17 @@ describe('MailPage', () => {
     expect(document.querySelector('.mail-row.unread')?.textContent).toContain('Ana Lima');
   });
 
+  it('marks hybrid hits found by meaning alone apart from the counted matches', async () => {
+    const { wrap } = setup({
+      'GET /api/mail/search': () =>
+        json({ messages: [rows[1], { ...rows[2], related: true }, { ...rows[0], partial_match: true }], page: { offset: 0, limit: 30 }, mode: 'hybrid', total: 1 }),
+    });
+    wrap(<MailPage />);
+    await screen.findByText('1 message matches');
+    const list = [...document.querySelectorAll('.mail-row')];
+    expect(list.map((r) => r.querySelector('.badge')?.textContent ?? '')).toEqual(['', 'related', 'some words']);
+  });
+
   it('sends the filters and the picked mailbox to the search route', async () => {
     const { wrap, calls } = setup();
     wrap(<MailPage />);

@@ -15,6 +15,10 @@ export interface MailSummary {
   has_attachments?: boolean;
   size?: number;
   thread_count?: number;
+  /** A free-text hit matching only some of the words. */
+  partial_match?: boolean;
+  /** A hybrid-search hit found by meaning alone (not counted in total). */
+  related?: boolean;
 }
 
 export interface MailSearchResult {

@@ -294,6 +294,15 @@ function MailRow({ m, index, selected, open, onClick }: { m: MailSummary; index:
         <span class="mail-from ellipsis">{senderName(m.from)}</span>
         {(m.thread_count ?? 1) > 1 && <span class="mail-count" title={`${m.thread_count} messages in this conversation`}>{m.thread_count}</span>}
         {m.has_attachments && <Paperclip size={13} aria-label="has attachments" />}
+        {m.related ? (
+          <span class="badge soft mail-related" title="Found by meaning: contains none of the words">
+            related
+          </span>
+        ) : m.partial_match ? (
+          <span class="badge soft" title="Contains only some of the words">
+            some words
+          </span>
+        ) : null}
         <span class="mail-date">{mailDate(m.date)}</span>
       </div>
       <div class="mail-subject ellipsis">{m.subject || '(no subject)'}</div>
