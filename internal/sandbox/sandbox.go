@@ -150,7 +150,9 @@ func findBin(name string) string {
 
 // Status detects (once) and reports the active mechanism.
 func (s *Sandbox) Status(ctx context.Context) Status {
-	s.once.Do(func() { s.status = s.detect(ctx) })
+	// The result is kept, so a caller's cancellation must not turn into
+	// a failed trial and a weaker mechanism for good.
+	s.once.Do(func() { s.status = s.detect(context.WithoutCancel(ctx)) })
 	return s.status
 }
 
@@ -216,7 +218,7 @@ func (s *Sandbox) detect(ctx context.Context) Status {
 
 // trial runs true(1) under a mechanism with a minimal spec.
 func (s *Sandbox) trial(ctx context.Context, m Mode, trueBin string) error {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second) // generous: a loaded machine starts programs slowly
 	defer cancel()
 	dir, err := os.MkdirTemp("", "hestia-sandbox-trial-")
 	if err != nil {
