@@ -225,6 +225,12 @@ var (
 	// ErrNothingToRetry: a retry was asked for but the chat's last turn
 	// already ended in a reply.
 	ErrNothingToRetry = errors.New("the chat's last turn already has a reply; there is nothing to retry")
+	// ErrBusy: an edit or regenerate was asked for while a turn runs or
+	// waits in the chat; rewriting history under a running turn would
+	// mix the two.
+	ErrBusy = errors.New("a turn is running or queued in this chat; stop it or wait for it to end first")
+	// ErrNothingToRegenerate: the chat has no user message to run again.
+	ErrNothingToRegenerate = errors.New("the chat has no message to regenerate a reply for")
 )
 
 // Options of one submitted message.
@@ -247,6 +253,14 @@ type Options struct {
 	// instead of appending a new user message, so a failed turn can be
 	// tried again without the user's text appearing twice.
 	Retry bool
+	// EditOf is the id of a user message this turn's text replaces: that
+	// message and everything after it are superseded (kept in the export
+	// and the audit trail, left out of the transcript and the model's
+	// history) before the new text runs (edit-and-resend).
+	EditOf string
+	// Regenerate supersedes everything after the chat's last user message
+	// and runs the turn again on that message (text must be empty).
+	Regenerate bool
 }
 
 // Turn is a submitted turn.
@@ -308,6 +322,18 @@ func (a *Agent) Submit(ctx context.Context, chatID, text string, opts Options) (
 		return nil, ErrClosed
 	}
 	cr := a.chats[chatID]
+	if opts.EditOf != "" || opts.Regenerate {
+		if cr != nil {
+			cancel(errCancelled)
+			return nil, ErrBusy
+		}
+		// Holding a.mu keeps another turn from starting between the check
+		// above and the rewrite (the rewrite is one small transaction).
+		if err := a.rewind(ctx, t); err != nil {
+			cancel(errCancelled)
+			return nil, err
+		}
+	}
 	if cr == nil {
 		cr = &chatRunner{}
 		a.chats[chatID] = cr
@@ -324,7 +350,9 @@ func (a *Agent) Submit(ctx context.Context, chatID, text string, opts Options) (
 		}
 	}
 	cr.queue = append(cr.queue, t)
-	a.publish("turn.queued", chatID, map[string]any{"turn_id": t.ID, "position": t.Position})
+	// The text lets every open client list the waiting message (and cancel
+	// it) before it becomes part of the transcript.
+	a.publish("turn.queued", chatID, map[string]any{"turn_id": t.ID, "position": t.Position, "text": t.text})
 	if cr.running == nil {
 		a.startNextLocked(chatID, cr)
 	}
@@ -377,11 +405,48 @@ func (a *Agent) Cancel(chatID string) bool {
 	return found
 }
 
+// CancelQueued drops one turn that is still waiting in the chat's queue;
+// it reports false when no such turn waits (it already started or ended).
+// The dropped turn ends at once as cancelled, without storing its message.
+func (a *Agent) CancelQueued(chatID, turnID string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	cr := a.chats[chatID]
+	if cr == nil {
+		return false
+	}
+	for i, t := range cr.queue {
+		if t.ID != turnID {
+			continue
+		}
+		cr.queue = append(cr.queue[:i:i], cr.queue[i+1:]...)
+		t.cancel(errCancelled)
+		a.wg.Add(1)
+		go func() {
+			defer a.wg.Done()
+			// runTurn sees the cancelled context first and only reports.
+			t.result = a.runTurn(t)
+			close(t.done)
+		}()
+		return true
+	}
+	return false
+}
+
+// QueuedTurn is a message waiting behind the running turn.
+type QueuedTurn struct {
+	TurnID string `json:"turn_id"`
+	Text   string `json:"text"`
+}
+
 // Status is what a chat's turn queue looks like right now.
 type Status struct {
 	Running bool   `json:"running"`
 	TurnID  string `json:"turn_id,omitempty"` // the running turn
 	Queued  int    `json:"queued"`
+	// QueuedTurns lists the waiting turns in order, so a reloaded page
+	// shows (and can cancel) them.
+	QueuedTurns []QueuedTurn `json:"queued_turns"`
 }
 
 // ChatStatus reports the chat's running turn and queue length.
@@ -390,9 +455,12 @@ func (a *Agent) ChatStatus(chatID string) Status {
 	defer a.mu.Unlock()
 	cr := a.chats[chatID]
 	if cr == nil {
-		return Status{}
+		return Status{QueuedTurns: []QueuedTurn{}}
 	}
-	st := Status{Queued: len(cr.queue)}
+	st := Status{Queued: len(cr.queue), QueuedTurns: []QueuedTurn{}}
+	for _, t := range cr.queue {
+		st.QueuedTurns = append(st.QueuedTurns, QueuedTurn{TurnID: t.ID, Text: t.text})
+	}
 	if cr.running != nil {
 		st.Running, st.TurnID = true, cr.running.ID
 	}

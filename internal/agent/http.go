@@ -6,6 +6,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/hestia-dev/hestia/internal/chat"
 	"github.com/hestia-dev/hestia/internal/httpjson"
 	"github.com/hestia-dev/hestia/internal/policy"
 	"github.com/hestia-dev/hestia/internal/tools"
@@ -19,6 +20,7 @@ func (a *Agent) Routes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /api/chats/{id}/messages", a.postMessage)
 	mux.HandleFunc("POST /api/chats/{id}/cancel", a.cancel)
 	mux.HandleFunc("GET /api/chats/{id}/status", a.status)
+	mux.HandleFunc("DELETE /api/chats/{id}/queue/{turn}", a.cancelQueued)
 	mux.HandleFunc("GET /api/tools", a.listTools)
 }
 
@@ -30,6 +32,13 @@ type messageBody struct {
 	OverBudget bool `json:"over_budget"`
 	// Retry re-runs the unfinished last turn; text must then be empty.
 	Retry bool `json:"retry"`
+	// Queue waits behind the running turn instead of interrupting it (the
+	// user chose to keep a pending approval and send afterwards).
+	Queue bool `json:"queue"`
+	// EditOf replaces that user message and everything after it with text.
+	EditOf string `json:"edit_of"`
+	// Regenerate re-runs the last turn's reply; text must be empty.
+	Regenerate bool `json:"regenerate"`
 }
 
 func (a *Agent) postMessage(w http.ResponseWriter, r *http.Request) {
@@ -42,7 +51,19 @@ func (a *Agent) postMessage(w http.ResponseWriter, r *http.Request) {
 	case b.Retry && b.Text != "":
 		httpjson.Error(w, http.StatusBadRequest, "bad_request", "a retry re-runs the stored turn; leave text empty")
 		return
-	case !b.Retry && strings.TrimSpace(b.Text) == "":
+	case b.Regenerate && b.Text != "":
+		httpjson.Error(w, http.StatusBadRequest, "bad_request", "regenerate re-runs the last message; leave text empty")
+		return
+	case b.Regenerate && (b.Retry || b.EditOf != ""):
+		httpjson.Error(w, http.StatusBadRequest, "bad_request", "regenerate cannot be combined with retry or edit_of")
+		return
+	case b.EditOf != "" && b.Retry:
+		httpjson.Error(w, http.StatusBadRequest, "bad_request", "edit_of cannot be combined with retry")
+		return
+	case b.Queue && (b.EditOf != "" || b.Regenerate):
+		httpjson.Error(w, http.StatusBadRequest, "bad_request", "queue cannot be combined with edit_of or regenerate (they need an idle chat)")
+		return
+	case !b.Retry && !b.Regenerate && strings.TrimSpace(b.Text) == "":
 		httpjson.Error(w, http.StatusBadRequest, "bad_request", "text is required")
 		return
 	case utf8.RuneCountInString(b.Text) > MaxMessage:
@@ -53,10 +74,20 @@ func (a *Agent) postMessage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := r.PathValue("id")
-	t, err := a.Submit(r.Context(), id, b.Text, Options{NoApprover: b.Approver == "none", OverBudget: b.OverBudget, Retry: b.Retry})
+	t, err := a.Submit(r.Context(), id, b.Text, Options{NoApprover: b.Approver == "none", OverBudget: b.OverBudget, Retry: b.Retry,
+		NoInterrupt: b.Queue, EditOf: b.EditOf, Regenerate: b.Regenerate})
 	switch {
 	case isNotFound(err):
 		httpjson.Error(w, http.StatusNotFound, "not_found", "chat "+id+" does not exist")
+		return
+	case errors.Is(err, ErrBusy):
+		httpjson.Error(w, http.StatusConflict, "busy", err.Error())
+		return
+	case errors.Is(err, chat.ErrNotRewindable):
+		httpjson.Error(w, http.StatusBadRequest, "bad_request", "edit_of: "+err.Error())
+		return
+	case errors.Is(err, ErrNothingToRegenerate):
+		httpjson.Error(w, http.StatusConflict, CodeNothingToRetry, err.Error())
 		return
 	case errors.Is(err, ErrNothingToRetry):
 		httpjson.Error(w, http.StatusConflict, CodeNothingToRetry, err.Error())
@@ -88,6 +119,21 @@ func (a *Agent) cancel(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	httpjson.Write(w, http.StatusOK, map[string]bool{"cancelled": a.Cancel(id)})
+}
+
+// cancelQueued drops one waiting message (the composer's "cancel" on a
+// queued message).
+func (a *Agent) cancelQueued(w http.ResponseWriter, r *http.Request) {
+	id, turn := r.PathValue("id"), r.PathValue("turn")
+	if _, err := a.d.Chats.Get(r.Context(), id); isNotFound(err) {
+		httpjson.Error(w, http.StatusNotFound, "not_found", "chat "+id+" does not exist")
+		return
+	}
+	if !a.CancelQueued(id, turn) {
+		httpjson.Error(w, http.StatusNotFound, "not_found", "turn "+turn+" is not waiting in chat "+id+" (it started or ended)")
+		return
+	}
+	httpjson.Write(w, http.StatusOK, map[string]bool{"cancelled": true})
 }
 
 // ToolInfo is one entry of the tool inventory.

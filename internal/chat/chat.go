@@ -58,7 +58,11 @@ END;
 CREATE TRIGGER messages_fts_au AFTER UPDATE OF content ON messages WHEN old.role IN ('user','assistant') BEGIN
 	INSERT INTO messages_fts(messages_fts, rowid, content) VALUES ('delete', old.rowid, old.content);
 	INSERT INTO messages_fts(rowid, content) VALUES (new.rowid, new.content);
-END;`}}
+END;`,
+	// Edit-and-resend and regenerate (Rewind) keep the replaced messages:
+	// superseded_by names the turn that replaced them, the transcript and the
+	// model's history leave them out, the export keeps them.
+	`ALTER TABLE messages ADD COLUMN superseded_by TEXT NOT NULL DEFAULT '';`}}
 
 // Chat is a conversation.
 type Chat struct {
@@ -110,6 +114,9 @@ type Message struct {
 	ToolName   string     `json:"tool_name,omitempty"`
 	Tool       *ToolRun   `json:"tool,omitempty"`
 	CreatedAt  time.Time  `json:"created_at"`
+	// SupersededBy is the turn that replaced this message (edit-and-resend
+	// or regenerate); only exports show superseded messages.
+	SupersededBy string `json:"superseded_by,omitempty"`
 }
 
 // Limits.
@@ -314,15 +321,25 @@ func autoTitle(s string) string {
 	return s
 }
 
-// Messages returns a chat's transcript in order. limit 0 means all.
+// Messages returns a chat's live transcript in order (superseded messages
+// left out). limit 0 means all.
 func (s *Store) Messages(ctx context.Context, chatID string, limit int) ([]Message, error) {
+	return s.messages(ctx, chatID, limit, false)
+}
+
+func (s *Store) messages(ctx context.Context, chatID string, limit int, superseded bool) ([]Message, error) {
 	if _, err := s.Get(ctx, chatID); err != nil {
 		return nil, err
 	}
-	q := `SELECT id, seq, turn_id, role, content, tool_calls, tool_call_id, tool_name, tool, created_at FROM messages WHERE chat_id = ? ORDER BY seq`
+	where := `chat_id = ? AND superseded_by = ''`
+	if superseded {
+		where = `chat_id = ?`
+	}
+	const cols = `id, seq, turn_id, role, content, tool_calls, tool_call_id, tool_name, tool, created_at, superseded_by`
+	q := `SELECT ` + cols + ` FROM messages WHERE ` + where + ` ORDER BY seq`
 	args := []any{chatID}
 	if limit > 0 {
-		q = `SELECT * FROM (SELECT id, seq, turn_id, role, content, tool_calls, tool_call_id, tool_name, tool, created_at FROM messages WHERE chat_id = ? ORDER BY seq DESC LIMIT ?) ORDER BY seq`
+		q = `SELECT * FROM (SELECT ` + cols + ` FROM messages WHERE ` + where + ` ORDER BY seq DESC LIMIT ?) ORDER BY seq`
 		args = append(args, limit)
 	}
 	rows, err := s.db.QueryContext(ctx, q, args...)
@@ -334,7 +351,7 @@ func (s *Store) Messages(ctx context.Context, chatID string, limit int) ([]Messa
 	for rows.Next() {
 		m := Message{ChatID: chatID}
 		var calls, tool, cr string
-		if err := rows.Scan(&m.ID, &m.Seq, &m.TurnID, &m.Role, &m.Content, &calls, &m.ToolCallID, &m.ToolName, &tool, &cr); err != nil {
+		if err := rows.Scan(&m.ID, &m.Seq, &m.TurnID, &m.Role, &m.Content, &calls, &m.ToolCallID, &m.ToolName, &tool, &cr, &m.SupersededBy); err != nil {
 			return nil, fmt.Errorf("reading chat %s: %w", chatID, err)
 		}
 		if calls != "" {
@@ -354,6 +371,40 @@ func (s *Store) Messages(ctx context.Context, chatID string, limit int) ([]Messa
 	return out, rows.Err()
 }
 
+// ErrNotRewindable: the message given to Rewind cannot start a rewind
+// (not a live user message of the chat).
+var ErrNotRewindable = errors.New("only a user message still in the transcript can be edited")
+
+// Rewind marks the live messages of a chat from seq fromSeq on as
+// superseded by turn by, so the transcript and the model's history continue
+// from before them while exports keep them. It returns the ids marked.
+func (s *Store) Rewind(ctx context.Context, chatID string, fromSeq int, by string) ([]string, error) {
+	if by == "" {
+		return nil, errors.New("rewinding a chat needs the replacing turn's id")
+	}
+	var ids []string
+	err := s.db.Tx(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, `UPDATE messages SET superseded_by = ? WHERE chat_id = ? AND seq >= ? AND superseded_by = '' RETURNING id`, by, chatID, fromSeq)
+		if err != nil {
+			return fmt.Errorf("rewinding chat %s: %w", chatID, err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				return fmt.Errorf("rewinding chat %s: %w", chatID, err)
+			}
+			ids = append(ids, id)
+		}
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("rewinding chat %s: %w", chatID, err)
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE chats SET updated_at = ? WHERE id = ?`, ts(s.clock().UTC()), chatID)
+		return err
+	})
+	return ids, err
+}
+
 // Export is the JSON export of one chat.
 type Export struct {
 	Format     string    `json:"format"`
@@ -371,7 +422,9 @@ func (s *Store) Export(ctx context.Context, id string) (Export, error) {
 	if err != nil {
 		return Export{}, err
 	}
-	msgs, err := s.Messages(ctx, id, 0)
+	// The export is the full record: messages replaced by an edit or a
+	// regenerate stay, marked superseded_by.
+	msgs, err := s.messages(ctx, id, 0, true)
 	if err != nil {
 		return Export{}, err
 	}

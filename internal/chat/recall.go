@@ -41,7 +41,7 @@ func (s *Store) Recall(ctx context.Context, query, exclude string, limit int) ([
 	}
 	q := `SELECT m.chat_id, c.title, m.seq, m.role, snippet(messages_fts, 0, '[', ']', '…', 24), m.created_at, ` + untrustedChat + `
 		FROM messages_fts JOIN messages m ON m.rowid = messages_fts.rowid JOIN chats c ON c.id = m.chat_id
-		WHERE messages_fts MATCH ? AND m.chat_id != ? ORDER BY messages_fts.rank LIMIT ?`
+		WHERE messages_fts MATCH ? AND m.chat_id != ? AND m.superseded_by = '' ORDER BY messages_fts.rank LIMIT ?`
 	hits, err := s.recallRows(ctx, q, expr, exclude, limit)
 	if err == nil && len(hits) == 0 && len(search.Terms(query)) > 1 {
 		hits, err = s.recallRows(ctx, q, search.MatchAny(query), exclude, limit)
@@ -99,7 +99,7 @@ func (s *Store) RecallRead(ctx context.Context, chatID string, seq, radius int) 
 		}
 		return w, err
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT seq, role, content, created_at FROM messages WHERE chat_id = ? AND role IN ('user','assistant')
+	rows, err := s.db.QueryContext(ctx, `SELECT seq, role, content, created_at FROM messages WHERE chat_id = ? AND role IN ('user','assistant') AND superseded_by = ''
 		AND seq BETWEEN ? AND ? ORDER BY seq`, chatID, seq-radius*3, seq+radius*3)
 	if err != nil {
 		return w, err
