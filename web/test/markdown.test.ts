@@ -42,3 +42,47 @@ describe('renderMarkdown', () => {
     expect(renderMarkdown('**unfinished')).toContain('unfinished');
   });
 });
+
+describe('code blocks', () => {
+  it('get a language label and a Copy button, and keep only a checked language', () => {
+    const t = document.createElement('div');
+    t.innerHTML = renderMarkdown('```python\ndef f():\n    return "<b>x</b>"\n```');
+    const code = t.querySelector('.codeblock pre > code') as HTMLElement;
+    expect(code.getAttribute('data-lang')).toBe('python');
+    expect(code.hasAttribute('class')).toBe(false);
+    expect(code.textContent).toBe('def f():\n    return "<b>x</b>"\n');
+    expect(t.querySelector('.code-lang')?.textContent).toBe('python');
+    expect(t.querySelector('button.code-copy')?.getAttribute('aria-label')).toBe('Copy python');
+    // No language: labelled "text".
+    t.innerHTML = renderMarkdown('```\nplain\n```');
+    expect(t.querySelector('.code-lang')?.textContent).toBe('text');
+    expect(t.querySelector('pre > code')?.hasAttribute('data-lang')).toBe(false);
+  });
+
+  it.each([
+    '<pre><code class="language-js x-evil">a</code></pre>',
+    '<pre><code class="hljs-keyword">a</code></pre>',
+    '<p class="language-js">a</p>',
+    '<pre><code class="language-js" onclick="alert(1)" data-lang="x">a</code></pre>',
+  ])('refuses classes and attributes a reply tries to smuggle: %s', (src) => {
+    const html = renderMarkdown(src);
+    expect(html).not.toContain('x-evil');
+    expect(html).not.toContain('class="hljs');
+    expect(html).not.toContain('<p class');
+    expect(html).not.toContain('onclick');
+    expect(html).not.toContain('data-lang="x"');
+  });
+
+  it('highlights known languages from the lazily loaded module, text unchanged', async () => {
+    const { highlightAll } = await import('../src/lib/highlight');
+    const t = document.createElement('div');
+    t.innerHTML = renderMarkdown('```go\nfunc main() { return }\n```\n\n```klingon\nqapla\n```');
+    const before = [...t.querySelectorAll('pre code')].map((c) => c.textContent);
+    expect(highlightAll(t)).toBe(1);
+    expect(highlightAll(t)).toBe(0); // once only
+    const [go, other] = t.querySelectorAll('pre code');
+    expect(go.querySelector('.hljs-keyword')?.textContent).toBe('func');
+    expect(other.querySelector('span')).toBeNull();
+    expect([...t.querySelectorAll('pre code')].map((c) => c.textContent)).toEqual(before);
+  });
+});

@@ -2,6 +2,7 @@
 // daemon's error shape into ApiError, and knows which failures are worth a
 // Retry button.
 import type {
+  ChatStatus,
   ApprovalDecision,
   ApprovalRequest,
   AuditEvent,
@@ -124,12 +125,29 @@ export class Client {
   exportChat(id: string) {
     return this.get<unknown>(`/api/chats/${enc(id)}/export`);
   }
-  sendMessage(id: string, text: string) {
+  /** Sends a message. queue: wait behind the running turn instead of
+   * interrupting it; editOf: replace that user message and what followed. */
+  sendMessage(id: string, text: string, opts: { queue?: boolean; editOf?: string } = {}) {
+    const body: Record<string, unknown> = { text };
+    if (opts.queue) body.queue = true;
+    if (opts.editOf) body.edit_of = opts.editOf;
     return this.request<{ turn_id: string; chat_id: string; position: number }>(
       'POST',
       `/api/chats/${enc(id)}/messages`,
-      { text },
+      body,
     );
+  }
+  /** Runs the last reply again; the old one is kept only in the export. */
+  regenerate(id: string) {
+    return this.request<{ turn_id: string; chat_id: string; position: number }>(
+      'POST',
+      `/api/chats/${enc(id)}/messages`,
+      { regenerate: true },
+    );
+  }
+  /** Drops one message still waiting in the chat's queue. */
+  cancelQueued(id: string, turn: string) {
+    return this.request<{ cancelled: boolean }>('DELETE', `/api/chats/${enc(id)}/queue/${enc(turn)}`);
   }
   /**
    * Re-runs the chat's unfinished last turn on the stored history without
@@ -161,13 +179,13 @@ export class Client {
     );
   }
 
-  // Approvals
   /** Whether a turn is running or queued in the chat right now (another
    * tab or device may have started it). */
   chatStatus(id: string) {
-    return this.get<{ running: boolean; turn_id?: string; queued: number }>(`/api/chats/${enc(id)}/status`);
+    return this.get<ChatStatus>(`/api/chats/${enc(id)}/status`);
   }
 
+  // Approvals
   listApprovals(chat?: string) {
     const q = chat ? `?chat=${enc(chat)}` : '';
     return this.get<{ approvals: ApprovalRequest[] }>(`/api/approvals${q}`).then(

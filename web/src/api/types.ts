@@ -186,3 +186,12 @@ export interface StreamEvent {
   chat_id?: string;
   data: any;
 }
+
+/** GET /api/chats/{id}/status: the running turn and the messages waiting
+ * behind it (sent with "queue" while an approval waits). */
+export interface ChatStatus {
+  running: boolean;
+  turn_id?: string;
+  queued?: number;
+  queued_turns?: { turn_id: string; text: string }[];
+}

@@ -6,6 +6,7 @@ import type { ApprovalRequest, Message } from '../api/types';
 import { ApprovalCard, QuestionCard } from '../components/ApprovalCard';
 import { Alert, Copy, Download, Flame, Menu, Pencil, Send, Shield, Stop, Trash } from '../components/icons';
 import { Markdown } from '../components/Markdown';
+import { AssistantActions, PendingChoice, QueuedList, UserMessage } from '../components/MessageActions';
 import { NoModelBanner } from '../components/NoModelBanner';
 import { SpeakButton } from '../components/SpeakButton';
 import { ToolCard } from '../components/ToolCard';
@@ -61,7 +62,7 @@ export function ChatPage({ id }: { id?: string }) {
         </div>
       </div>
       <NoModelBanner />
-      <Composer chatId={id} running={!!view.running} queued={view.queued.length} />
+      <Composer chatId={id} running={!!view.running} queued={view.queued.length} queuedTurns={view.queued} queuedText={view.queuedText} pending={pending} />
     </div>
   );
 }
@@ -85,14 +86,14 @@ function Transcript({
   );
   const shownCalls = new Set<string>();
   const notDoneTurns = turnsWithNotDone(view.messages);
+  // Regenerate is offered on the chat's final reply only; edits and
+  // regenerates wait for an idle chat (the daemon refuses them otherwise).
+  const busy = !!view.running || view.queued.length > 0;
+  const lastMsg = view.messages[view.messages.length - 1];
   const out = [];
   for (const m of view.messages) {
     if (m.role === 'user') {
-      out.push(
-        <div class="msg user" key={m.id} data-id={m.id}>
-          <div class="bubble">{m.content}</div>
-        </div>,
-      );
+      out.push(<UserMessage key={m.id} m={m} busy={busy} />);
     } else if (m.role === 'assistant') {
       out.push(
         <div class="msg assistant" key={m.id} data-id={m.id}>
@@ -103,6 +104,7 @@ function Transcript({
               A tool call in this turn did not run — check the cards above before relying on this reply.
             </div>
           )}
+          {m.content && !m.tool_calls?.length && <AssistantActions m={m} last={m === lastMsg} busy={busy} />}
           {m.tool_calls?.map((c) => {
             shownCalls.add(c.id);
             return (
@@ -322,8 +324,24 @@ function ChatHeader({ view, id }: { view: View; id: string }) {
   );
 }
 
-export function Composer({ chatId, running, queued }: { chatId?: string; running: boolean; queued: number }) {
+export function Composer({
+  chatId,
+  running,
+  queued,
+  queuedTurns = [],
+  queuedText = {},
+  pending = noApprovals,
+}: {
+  chatId?: string;
+  running: boolean;
+  queued: number;
+  queuedTurns?: string[];
+  queuedText?: Record<string, string>;
+  pending?: ApprovalRequest[];
+}) {
   const app = useApp();
+  // Set when the user sent while an approval waits: they choose what happens.
+  const [choosing, setChoosing] = useState(false);
   // A new chat may start from a draft ("ask about this thread" on the Mail page).
   const [text, setText] = useState(() => (chatId ? '' : app.takeDraft()));
   const [sending, setSending] = useState(false);
@@ -341,12 +359,20 @@ export function Composer({ chatId, running, queued }: { chatId?: string; running
   }, [chatId]);
 
   const noModel = useSelect(app.ui, (u: UIState) => u.modelReady === false);
-  const submit = async () => {
+  const submit = async (how: 'ask' | 'queue' | 'deny' = 'ask') => {
     const t = text.trim();
     if (!t || sending || noModel) return;
+    const waiting = pending.filter((a) => a.chat_id === chatId);
+    if (how === 'ask' && chatId && waiting.length > 0) {
+      setChoosing(true);
+      return;
+    }
+    setChoosing(false);
     setSending(true);
     try {
-      await app.send(chatId, t);
+      if (how === 'queue' && chatId) await app.send(chatId, t, { queue: true });
+      else if (how === 'deny' && chatId) await app.sendDenying(chatId, t, waiting.map((a) => a.id));
+      else await app.send(chatId, t);
       setText('');
     } catch {
       // the toast explains; keep the text so nothing is lost
@@ -356,12 +382,31 @@ export function Composer({ chatId, running, queued }: { chatId?: string; running
     }
   };
 
+  // The choice disappears by itself once nothing waits any more.
+  const showChoice = choosing && pending.some((a) => a.chat_id === chatId);
   return (
     <div class="composer-wrap">
-      {queued > 0 && (
-        <div class="queued" role="status">
-          {queued === 1 ? '1 message queued' : `${queued} messages queued`} — it runs when the current reply ends.
-        </div>
+      {chatId && queuedTurns.length > 0 ? (
+        <QueuedList chatId={chatId} queued={queuedTurns} texts={queuedText} />
+      ) : (
+        queued > 0 && (
+          <div class="queued" role="status">
+            {queued === 1 ? '1 message queued' : `${queued} messages queued`} — it runs when the current reply ends.
+          </div>
+        )
+      )}
+      {showChoice && (
+        <PendingChoice
+          pending={pending.filter((a) => a.chat_id === chatId)}
+          onFirst={() => {
+            setChoosing(false);
+            const card = document.querySelector('.transcript .approval, .transcript .question');
+            card?.scrollIntoView({ block: 'center', behavior: 'smooth' });
+            (card?.querySelector('button') as HTMLButtonElement | null)?.focus();
+          }}
+          onQueue={() => void submit('queue')}
+          onDeny={() => void submit('deny')}
+        />
       )}
       <form
         class="composer"
@@ -381,6 +426,10 @@ export function Composer({ chatId, running, queued }: { chatId?: string; running
             if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
               e.preventDefault();
               void submit();
+            }
+            if (e.key === 'Escape' && showChoice) {
+              setChoosing(false);
+              return;
             }
             if (e.key === 'Escape' && running && chatId) void app.cancel(chatId);
           }}

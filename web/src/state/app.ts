@@ -8,6 +8,8 @@ import { navigate } from '../router';
 import {
   applyEvent,
   clearLive,
+  dropMessages,
+  emptyView,
   initialState,
   loadApprovals,
   loadChat,
@@ -15,6 +17,7 @@ import {
   loadChats,
   openView,
   resolve,
+  supersededBy,
   type State,
 } from './reduce';
 import { Store } from './store';
@@ -186,7 +189,7 @@ export class App {
   // Chat actions
 
   /** Sends text to chatId, creating a chat first when there is none. */
-  async send(chatId: string | undefined, text: string): Promise<string | undefined> {
+  async send(chatId: string | undefined, text: string, opts: { queue?: boolean; editOf?: string } = {}): Promise<string | undefined> {
     try {
       let id = chatId;
       if (!id) {
@@ -195,12 +198,59 @@ export class App {
         this.data.set((s) => loadChat(openView(s, chat.id), chat, []));
         navigate(`/c/${encodeURIComponent(id)}`);
       }
-      await this.client.sendMessage(id, text);
+      const gone = opts.editOf ? supersededBy(this.data.get().views[id] ?? emptyView(), opts.editOf) : [];
+      await this.client.sendMessage(id, text, opts);
+      if (gone.length) this.data.set((s) => dropMessages(s, id as string, gone));
       if (this.ui.get().conn !== 'live') void this.loadChat(id).catch(() => {});
       return id;
     } catch (e) {
-      this.error(e, () => void this.send(chatId, text));
+      this.error(e, () => void this.send(chatId, text, opts));
       throw e;
+    }
+  }
+
+  /** "Send now and deny": the chat's waiting approvals are denied (recorded
+   * as the user's decision, with a note), then the message interrupts. */
+  async sendDenying(chatId: string, text: string, approvalIds: string[]) {
+    for (const id of approvalIds) {
+      await this.decide(id, { decision: 'deny', note: 'Denied to send a new message instead.' });
+    }
+    return this.send(chatId, text);
+  }
+
+  /** Drops a message still waiting behind the running turn. */
+  async cancelQueued(chatId: string, turnId: string) {
+    try {
+      await this.client.cancelQueued(chatId, turnId);
+    } catch (e) {
+      if (e instanceof ApiError && e.status === 404) {
+        this.toast('info', 'That message is no longer waiting: it already started.');
+        return;
+      }
+      this.error(e);
+    }
+  }
+
+  /** Runs the chat's last reply again (the old reply stays in the export). */
+  async regenerate(chatId: string): Promise<boolean> {
+    try {
+      const gone = supersededBy(this.data.get().views[chatId] ?? emptyView());
+      await this.client.regenerate(chatId);
+      this.data.set((s) => dropMessages(s, chatId, gone));
+      if (this.ui.get().conn !== 'live') void this.loadChat(chatId).catch(() => {});
+      return true;
+    } catch (e) {
+      this.error(e);
+      return false;
+    }
+  }
+
+  async copyText(text: string, what = 'Message') {
+    try {
+      await navigator.clipboard.writeText(text);
+      this.toast('success', `${what} copied.`);
+    } catch {
+      this.toast('error', 'The clipboard is not available here.');
     }
   }
 

@@ -2,7 +2,7 @@
 // snapshot goes through these functions. They are idempotent — applying the
 // same message or event twice leaves the state as applying it once — which
 // is what makes reconnect-and-replay safe.
-import type { ApprovalRequest, Chat, Message, Resolution, StreamEvent, TurnResult } from '../api/types';
+import type { ApprovalRequest, Chat, ChatStatus, Message, Resolution, StreamEvent, TurnResult } from '../api/types';
 
 export interface LiveTool {
   call_id: string;
@@ -32,6 +32,8 @@ export interface ChatView {
   tools: Record<string, LiveTool>;
   running?: string;
   queued: string[];
+  /** The text of each queued turn, by turn id (shown with a Cancel). */
+  queuedText?: Record<string, string>;
   lastResult?: TurnResult;
 }
 
@@ -126,11 +128,23 @@ export function openView(s: State, chatId: string): State {
  * shows Working… and Stop: the daemon's status marks the turn running.
  * Live events stay the authority: a view already tracking a turn, or a
  * status saying nothing runs, changes nothing. */
-export function loadStatus(s: State, chatId: string, st: { running: boolean; turn_id?: string } | undefined): State {
+export function loadStatus(s: State, chatId: string, st: ChatStatus | undefined): State {
+  s = loadQueued(s, chatId, st);
   const v = s.views[chatId];
   if (!v || !st?.running || !st.turn_id || v.running || v.lastResult?.turn_id === st.turn_id) return s;
   if (v.messages.some((m) => m.role === 'assistant' && m.turn_id === st.turn_id && !m.tool_calls?.length && m.content)) return s;
   return { ...s, views: { ...s.views, [chatId]: { ...v, running: st.turn_id } } };
+}
+
+/** The daemon's list of queued turns replaces the view's: a reloaded page
+ * shows (and can cancel) messages queued before it loaded. */
+function loadQueued(s: State, chatId: string, st: ChatStatus | undefined): State {
+  const v = s.views[chatId];
+  if (!v || !st || !st.queued_turns) return s;
+  const queued = st.queued_turns.map((q) => q.turn_id).filter((t) => t !== v.running);
+  const queuedText: Record<string, string> = {};
+  for (const q of st.queued_turns) queuedText[q.turn_id] = q.text;
+  return { ...s, views: { ...s.views, [chatId]: { ...v, queued, queuedText } } };
 }
 
 export function loadChats(s: State, chats: Chat[]): State {
@@ -173,10 +187,17 @@ export function applyEvent(s: State, ev: StreamEvent): State {
     }
     case 'turn.queued':
       return withView(s, ev.chat_id, (v) =>
-        v.queued.includes(d.turn_id) || v.running === d.turn_id
+        v.queued.includes(d.turn_id) || v.running === d.turn_id || v.lastResult?.turn_id === d.turn_id
           ? v
-          : { ...v, queued: [...v.queued, d.turn_id] },
+          : {
+              ...v,
+              queued: [...v.queued, d.turn_id],
+              queuedText: typeof d.text === 'string' ? { ...v.queuedText, [d.turn_id]: d.text } : v.queuedText,
+            },
       );
+    case 'chat.rewound':
+      // An edit or regenerate superseded these messages; the export keeps them.
+      return dropMessages(s, ev.chat_id ?? '', Array.isArray(d.message_ids) ? d.message_ids : []);
     case 'turn.started':
       return withView(s, ev.chat_id, (v) => ({
         ...v,
@@ -260,6 +281,31 @@ export function applyEvent(s: State, ev: StreamEvent): State {
     default:
       return s;
   }
+}
+
+/** Removes messages from an open chat's transcript (superseded by an edit
+ * or a regenerate). */
+export function dropMessages(s: State, chatId: string, ids: string[]): State {
+  const gone = new Set(ids);
+  return withView(s, chatId, (v) =>
+    v.messages.some((m) => gone.has(m.id)) ? { ...v, messages: v.messages.filter((m) => !gone.has(m.id)) } : v,
+  );
+}
+
+/** The ids an edit of message id (or, without id, a regenerate) replaces:
+ * what the daemon will mark superseded, so the view can drop them at once. */
+export function supersededBy(v: ChatView, editOf?: string): string[] {
+  let from: number;
+  if (editOf) {
+    const m = v.messages.find((x) => x.id === editOf);
+    if (!m) return [];
+    from = m.seq;
+  } else {
+    const users = v.messages.filter((m) => m.role === 'user');
+    if (users.length === 0) return [];
+    from = users[users.length - 1].seq + 1;
+  }
+  return v.messages.filter((m) => m.seq >= from).map((m) => m.id);
 }
 
 /** After a daemon restart nothing is running any more; forget live state. */
