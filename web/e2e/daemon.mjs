@@ -76,9 +76,8 @@ class Daemon {
         PATH: process.env.PATH,
         HOME: this.home,
         HESTIA_HOME: join(this.dir, 'hestia-home'),
-        HESTIA_LLM_BASE_URL: this.llmURL,
-        HESTIA_LLM_API_KEY: 'test-key',
-        HESTIA_LLM_MODEL: 'llmtest-model',
+        // noModel: a daemon as a first run sees it, with no model at all.
+        ...(this.noModel ? {} : { HESTIA_LLM_BASE_URL: this.llmURL, HESTIA_LLM_API_KEY: 'test-key', HESTIA_LLM_MODEL: 'llmtest-model' }),
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -463,11 +462,14 @@ export async function runDaemon(browser) {
         assert((await page.locator('.chat-item').count()) === 1, 'other chats disappeared');
       }, page);
 
+      await (await import('./chatpolish.mjs')).runChatPolishFlow({ page, daemon, push, send, waitFor });
       await (await import('./mail.mjs')).runMailFlow({ page, daemon, push, send, waitFor });
       await (await import('./calendar.mjs')).runCalendarFlow({ page, daemon, waitFor });
       await (await import('./settings.mjs')).runSettingsFlow({ page, daemon, waitFor });
       await (await import('./mcp.mjs')).runMCPFlow({ page, daemon });
       await (await import('./bgflow.mjs')).runBackgroundFlow({ page, daemon, push, send, waitFor, fake });
+
+      await (await import('./chatpolish.mjs')).runNoModelFlow({ browser, Daemon, bin, dir, port: await freePort() });
 
       await test('daemon: no errors in the page console', async () => {
         const real = errors.filter((e) => !/net::ERR_|Failed to fetch|NetworkError|network error/i.test(e));

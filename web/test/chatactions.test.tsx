@@ -1,7 +1,7 @@
 // The composer's choice when an approval waits, the queued-message list,
 // per-message copy / regenerate / edit-and-resend, and the reducer steps
 // behind them.
-import { fireEvent, render, screen, waitFor } from '@testing-library/preact';
+import { fireEvent, render, screen, waitFor, within } from '@testing-library/preact';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { ApprovalRequest, Message } from '../src/api/types';
 import { AppContext } from '../src/context';
@@ -114,7 +114,7 @@ describe('queued messages', () => {
     expect(await screen.findByText('first queued')).toBeTruthy();
     app.data.set((s) => applyEvent(s, { type: 'turn.queued', chat_id: 'c_1', data: { turn_id: 't_3', position: 2, text: 'second queued' } }));
     expect(await screen.findByText('second queued')).toBeTruthy();
-    fireEvent.click(screen.getByLabelText('Cancel queued message: first queued'));
+    fireEvent.click(within(screen.getByText('first queued').closest('li') as HTMLElement).getByText('Cancel'));
     await waitFor(() => expect(calls.some((c) => c.method === 'DELETE' && c.url.endsWith('/api/chats/c_1/queue/t_2'))).toBe(true));
     // The daemon answers with turn.finished (cancelled): the row goes.
     app.data.set((s) =>
@@ -166,7 +166,7 @@ describe('message actions', () => {
     setup();
     await screen.findByText('second answer');
     fireEvent.click(screen.getAllByLabelText('Copy reply')[1]);
-    fireEvent.click(screen.getAllByLabelText('Copy message')[0]);
+    fireEvent.click(screen.getAllByLabelText('Copy what you wrote')[0]);
     await waitFor(() => expect(writeText).toHaveBeenCalledTimes(2));
     expect(writeText.mock.calls.map((c: unknown[]) => c[0])).toEqual(['second answer', 'first question']);
   });
@@ -184,8 +184,8 @@ describe('message actions', () => {
   it('edits a user message in place and sends it as edit_of, dropping what followed', async () => {
     const { app, calls } = setup();
     await screen.findByText('first question');
-    fireEvent.click(screen.getAllByLabelText('Edit message')[0]);
-    const box = screen.getByLabelText('Edit message', { selector: 'textarea' }) as HTMLTextAreaElement;
+    fireEvent.click(screen.getAllByLabelText('Edit and resend')[0]);
+    const box = screen.getByLabelText('Edited text') as HTMLTextAreaElement;
     expect(box.value).toBe('first question');
     fireEvent.input(box, { target: { value: 'first question, better' } });
     fireEvent.click(screen.getByText('Save and send'));
@@ -198,7 +198,7 @@ describe('message actions', () => {
     await screen.findByText('second answer');
     app.data.set((s) => applyEvent(s, { type: 'turn.started', chat_id: 'c_1', data: { turn_id: 't_5' } }));
     await waitFor(() => expect((screen.getByLabelText('Regenerate reply') as HTMLButtonElement).disabled).toBe(true));
-    for (const b of screen.getAllByLabelText('Edit message')) expect((b as HTMLButtonElement).disabled).toBe(true);
+    for (const b of screen.getAllByLabelText('Edit and resend')) expect((b as HTMLButtonElement).disabled).toBe(true);
   });
 });
 

@@ -166,7 +166,7 @@ describe('ChatPage', () => {
     expect(screen.getByText('Approval needed')).toBeTruthy();
     expect(screen.getByText('Waiting for approval')).toBeTruthy();
     expect(screen.getByText('now').tagName).toBe('STRONG');
-    expect(screen.getByLabelText('Queued messages').textContent).toContain('A message');
+    expect(screen.getByLabelText('Waiting to send').textContent).toContain('A message');
     expect(screen.getByLabelText('Stop')).toBeTruthy();
   });
 

@@ -11,7 +11,7 @@ import { prettyTool } from '../lib/format';
 export function AssistantActions({ m, last, busy }: { m: Message; last: boolean; busy: boolean }) {
   const app = useApp();
   return (
-    <div class="msg-actions" role="group" aria-label="Message actions">
+    <div class="msg-actions" role="group" aria-label="Actions">
       <button class="icon-btn small" title="Copy reply" aria-label="Copy reply" onClick={() => void app.copyText(m.content, 'Reply')}>
         <Copy size={15} />
       </button>
@@ -61,7 +61,7 @@ export function UserMessage({ m, busy }: { m: Message; busy: boolean }) {
           }}
         >
           <textarea
-            aria-label="Edit message"
+            aria-label="Edited text"
             value={text}
             rows={Math.min(8, text.split('\n').length + 1)}
             autoFocus
@@ -90,14 +90,14 @@ export function UserMessage({ m, busy }: { m: Message; busy: boolean }) {
   return (
     <div class="msg user" data-id={m.id}>
       <div class="bubble">{m.content}</div>
-      <div class="msg-actions" role="group" aria-label="Message actions">
-        <button class="icon-btn small" title="Copy message" aria-label="Copy message" onClick={() => void app.copyText(m.content)}>
+      <div class="msg-actions" role="group" aria-label="Actions">
+        <button class="icon-btn small" title="Copy what you wrote" aria-label="Copy what you wrote" onClick={() => void app.copyText(m.content)}>
           <Copy size={15} />
         </button>
         <button
           class="icon-btn small"
           title={busy ? 'Wait for the running turn to end' : 'Edit and send again'}
-          aria-label="Edit message"
+          aria-label="Edit and resend"
           disabled={busy}
           onClick={() => {
             setText(m.content);
@@ -157,7 +157,7 @@ export function QueuedList({ chatId, queued, texts }: { chatId: string; queued: 
   const app = useApp();
   if (queued.length === 0) return null;
   return (
-    <ul class="queued-list" aria-label="Queued messages">
+    <ul class="queued-list" aria-label="Waiting to send">
       {queued.map((t) => (
         <li key={t} class="queued-item">
           <span class="queued-label">Queued</span>
@@ -165,7 +165,7 @@ export function QueuedList({ chatId, queued, texts }: { chatId: string; queued: 
             {texts[t] || 'A message'}
           </span>
           <span class="muted small">sends when the current turn ends</span>
-          <button type="button" class="link" aria-label={`Cancel queued message: ${texts[t] ?? ''}`} onClick={() => void app.cancelQueued(chatId, t)}>
+          <button type="button" class="link" title="Cancel this queued text" onClick={() => void app.cancelQueued(chatId, t)}>
             Cancel
           </button>
         </li>
