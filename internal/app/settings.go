@@ -4,13 +4,17 @@ import (
 	"context"
 	"os"
 
+	"github.com/hestia-dev/hestia/internal/config"
+	"github.com/hestia-dev/hestia/internal/llm"
+	"github.com/hestia-dev/hestia/internal/policy"
 	"github.com/hestia-dev/hestia/internal/settings"
 )
 
 // initSettings serves the Settings page's API (daemon only). Saved changes
-// are validated like startup and written to config.toml; the components
-// read their configuration once, so the page reports which saved keys wait
-// for a restart.
+// are validated like startup and written to config.toml. Model endpoints
+// and chat tiers, the auto-approve threshold and budgets are applied to the
+// running daemon at once (applyLive); the rest is read once at start, so
+// the page reports those keys as waiting for a restart.
 func (a *App) initSettings(ctx context.Context) error {
 	if a.Server == nil {
 		return nil
@@ -19,7 +23,40 @@ func (a *App) initSettings(ctx context.Context) error {
 	if env == nil {
 		env = os.Getenv
 	}
-	s := &settings.Service{Paths: a.Paths, Env: env, Running: a.Config}
+	s := &settings.Service{Paths: a.Paths, Env: env, Running: a.Config, Live: a.applyLive}
 	s.Routes(a.Server.API())
 	return nil
+}
+
+// applyLive applies the parts of a saved configuration that components can
+// take while running and returns the settings groups it applied. A part
+// that fails stays waiting for a restart (and is logged).
+func (a *App) applyLive(ctx context.Context, cfg config.Config) []string {
+	var done []string
+	if a.LLM != nil {
+		if err := a.LLM.SetChatTiers(llm.TiersFromConfig(cfg.LLM)); err != nil {
+			a.Log.Warn("settings: model tiers not applied live", "err", err)
+		} else {
+			done = append(done, settings.LiveModels)
+		}
+	}
+	if a.core.policy != nil {
+		t, err := policy.ParseThreshold(cfg.Policy.AutoApprove)
+		if err == nil {
+			err = a.core.policy.SetAutoApprove(t)
+		}
+		if err != nil {
+			a.Log.Warn("settings: auto-approve threshold not applied live", "err", err)
+		} else {
+			done = append(done, settings.LiveThreshold)
+		}
+	}
+	if a.Budget != nil {
+		if err := a.Budget.SetConfig(cfg.Budget); err != nil {
+			a.Log.Warn("settings: budgets not applied live", "err", err)
+		} else {
+			done = append(done, settings.LiveBudgets)
+		}
+	}
+	return done
 }

@@ -145,6 +145,7 @@ type Options struct {
 
 // Guard decides whether a model call may run. It is safe for concurrent use.
 type Guard struct {
+	cfgMu  sync.RWMutex // guards cfg (caps can change live)
 	cfg    config.BudgetConfig
 	ledger Ledger
 	db     *store.DB
@@ -187,9 +188,29 @@ func New(opts Options) (*Guard, error) {
 	return g, nil
 }
 
+// config returns the caps in force.
+func (g *Guard) config() config.BudgetConfig {
+	g.cfgMu.RLock()
+	defer g.cfgMu.RUnlock()
+	return g.cfg
+}
+
+// SetConfig replaces the caps of the running guard (Settings applies saved
+// budgets without a restart). Turning caps on needs the ledger the guard was
+// built with.
+func (g *Guard) SetConfig(c config.BudgetConfig) error {
+	if g.ledger == nil && (c.DailyCostUSD > 0 || c.MonthlyCostUSD > 0 || c.DailyTokens > 0 || c.MonthlyTokens > 0) {
+		return errors.New("budget: caps need a usage ledger, and this guard has none")
+	}
+	g.cfgMu.Lock()
+	g.cfg = c
+	g.cfgMu.Unlock()
+	return nil
+}
+
 // Enabled reports whether any cap is set.
 func (g *Guard) Enabled() bool {
-	c := g.cfg
+	c := g.config()
 	return c.DailyCostUSD > 0 || c.MonthlyCostUSD > 0 || c.DailyTokens > 0 || c.MonthlyTokens > 0
 }
 
@@ -251,7 +272,8 @@ func periods(now time.Time) (dayStart, dayEnd, monthStart, monthEnd time.Time) {
 
 // Status reads spend from the ledger and evaluates every cap.
 func (g *Guard) Status(ctx context.Context) (Status, error) {
-	st := Status{Enabled: g.Enabled(), WarnPercent: g.cfg.WarnPercent, Caps: []Cap{}}
+	cfg := g.config()
+	st := Status{Enabled: g.Enabled(), WarnPercent: cfg.WarnPercent, Caps: []Cap{}}
 	if !st.Enabled {
 		return st, nil
 	}
@@ -273,15 +295,15 @@ func (g *Guard) Status(ctx context.Context) (Status, error) {
 		switch {
 		case used >= limit:
 			c.State = StateExceeded
-		case used >= limit*float64(g.cfg.WarnPercent)/100:
+		case used >= limit*float64(cfg.WarnPercent)/100:
 			c.State = StateWarning
 		}
 		st.Caps = append(st.Caps, c)
 	}
-	add("day", "cost_usd", g.cfg.DailyCostUSD, st.Day.CostUSD, ds, de)
-	add("day", "tokens", float64(g.cfg.DailyTokens), float64(st.Day.Tokens), ds, de)
-	add("month", "cost_usd", g.cfg.MonthlyCostUSD, st.Month.CostUSD, ms, me)
-	add("month", "tokens", float64(g.cfg.MonthlyTokens), float64(st.Month.Tokens), ms, me)
+	add("day", "cost_usd", cfg.DailyCostUSD, st.Day.CostUSD, ds, de)
+	add("day", "tokens", float64(cfg.DailyTokens), float64(st.Day.Tokens), ds, de)
+	add("month", "cost_usd", cfg.MonthlyCostUSD, st.Month.CostUSD, ms, me)
+	add("month", "tokens", float64(cfg.MonthlyTokens), float64(st.Month.Tokens), ms, me)
 	return st, nil
 }
 

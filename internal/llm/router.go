@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 )
 
@@ -65,7 +66,9 @@ type RouterConfig struct {
 //   - One deadline (Timeout) covers all attempts together, bodies
 //     included; when it passes the request fails with CodeTimeout.
 type Router struct {
+	mu      sync.RWMutex // guards tiers (chat tiers can be replaced live)
 	tiers   map[Tier][]backend
+	hc      *http.Client
 	timeout time.Duration
 	batch   int
 	rec     Recorder
@@ -88,11 +91,26 @@ func NewRouter(cfg RouterConfig) (*Router, error) {
 	if r.now == nil {
 		r.now = time.Now
 	}
-	hc := cfg.HTTPClient
-	if hc == nil {
-		hc = NewHTTPClient()
+	r.hc = cfg.HTTPClient
+	if r.hc == nil {
+		r.hc = NewHTTPClient()
 	}
-	for tier, targets := range cfg.Tiers {
+	tiers, err := r.build(cfg.Tiers)
+	if err != nil {
+		return nil, err
+	}
+	r.tiers = tiers
+	if len(r.tiers[LocalEmbed]) == 0 {
+		r.tiers[LocalEmbed] = []backend{NewLocalEmbedder()}
+	}
+	return r, nil
+}
+
+// build turns tier targets into backends; repeated targets within a tier
+// collapse.
+func (r *Router) build(in map[Tier][]Target) (map[Tier][]backend, error) {
+	out := map[Tier][]backend{}
+	for tier, targets := range in {
 		if !ValidTier(tier) {
 			return nil, fmt.Errorf("unknown tier %q (want tier-1 … tier-6 or local-embed)", tier)
 		}
@@ -110,13 +128,32 @@ func NewRouter(cfg RouterConfig) (*Router, error) {
 				continue
 			}
 			seen[t.key()] = true
-			r.tiers[tier] = append(r.tiers[tier], newBackend(t, hc))
+			out[tier] = append(out[tier], newBackend(t, r.hc))
 		}
 	}
-	if len(r.tiers[LocalEmbed]) == 0 {
-		r.tiers[LocalEmbed] = []backend{NewLocalEmbedder()}
+	return out, nil
+}
+
+// SetChatTiers replaces the chat tiers (tier-1 … tier-6) of the running
+// router with tiers' (Settings applies saved endpoints without a restart).
+// local-embed is kept: stored vectors depend on its model. Requests already
+// running finish on the backends they started with.
+func (r *Router) SetChatTiers(tiers map[Tier][]Target) error {
+	chat := map[Tier][]Target{}
+	for _, t := range ChatTiers() {
+		if len(tiers[t]) > 0 {
+			chat[t] = tiers[t]
+		}
 	}
-	return r, nil
+	built, err := r.build(chat)
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	built[LocalEmbed] = r.tiers[LocalEmbed]
+	r.tiers = built
+	return nil
 }
 
 // ValidTier reports whether t is one of the known tiers.
@@ -137,6 +174,8 @@ type TierInfo struct {
 // Tiers lists the configured tiers in order, chat tiers first.
 func (r *Router) Tiers() []TierInfo {
 	var out []TierInfo
+	r.mu.RLock()
+	defer r.mu.RUnlock()
 	for _, t := range append(ChatTiers(), LocalEmbed) {
 		bs := r.tiers[t]
 		if len(bs) == 0 {
@@ -157,7 +196,9 @@ func (r *Router) backends(tier Tier) ([]backend, error) {
 	if !ValidTier(tier) {
 		return nil, &Error{Code: CodeBadRequest, Message: fmt.Sprintf("Unknown tier %q; use tier-1 to tier-6 or local-embed.", tier)}
 	}
+	r.mu.RLock()
 	bs := r.tiers[tier]
+	r.mu.RUnlock()
 	if len(bs) == 0 {
 		return nil, &Error{Code: CodeModelUnavailable, Message: fmt.Sprintf("No model is configured for %s; set HESTIA_LLM_BASE_URL and HESTIA_LLM_MODEL or map the tier in [llm.tiers].", tier)}
 	}

@@ -43,11 +43,12 @@ func (a *API) get(w http.ResponseWriter, r *http.Request) {
 	if rules == nil {
 		rules = []Rule{}
 	}
-	dp := a.Engine.cfg.DenyPrefixes
+	cfg := a.Engine.Config()
+	dp := cfg.DenyPrefixes
 	if dp == nil {
 		dp = []string{}
 	}
-	httpjson.Write(w, http.StatusOK, map[string]any{"auto_approve": a.Engine.cfg.AutoApprove, "deny_prefixes": dp, "rules": rules})
+	httpjson.Write(w, http.StatusOK, map[string]any{"auto_approve": cfg.AutoApprove, "deny_prefixes": dp, "rules": rules})
 }
 
 func (a *API) listRules(w http.ResponseWriter, r *http.Request) {

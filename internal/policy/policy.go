@@ -133,6 +133,7 @@ type Result struct {
 
 // Engine evaluates calls. It is safe for concurrent use.
 type Engine struct {
+	mu    sync.RWMutex // guards cfg (the threshold can change live)
 	cfg   Config
 	rules *RuleStore
 	modes *Modes
@@ -171,8 +172,29 @@ func (e *Engine) Modes() *Modes { return e.modes }
 // Rules returns the rule store.
 func (e *Engine) Rules() *RuleStore { return e.rules }
 
-// Config returns the static configuration.
-func (e *Engine) Config() Config { return e.cfg }
+// Config returns the configuration in force.
+func (e *Engine) Config() Config {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return e.cfg
+}
+
+// SetAutoApprove changes the auto-approve threshold of the running engine
+// (Settings applies a saved threshold without a restart). A bad value is
+// refused and the threshold in force stays.
+func (e *Engine) SetAutoApprove(t Threshold) error {
+	if _, err := ParseThreshold(string(t)); err != nil {
+		return err
+	}
+	e.mu.Lock()
+	changed := e.cfg.AutoApprove != t
+	e.cfg.AutoApprove = t
+	e.mu.Unlock()
+	if changed {
+		e.changed()
+	}
+	return nil
+}
 
 // Decide evaluates one call. It never fails: an unreadable rule set is
 // treated as no rules, which still leaves deny prefixes and the threshold.
@@ -189,13 +211,14 @@ func (e *Engine) Decide(ctx context.Context, in Input) Result {
 }
 
 func (e *Engine) decide(ctx context.Context, in Input) Result {
+	cfg := e.Config()
 	res := Result{Tool: in.ToolName, Risk: tools.RiskUnknown.String()}
 	var spec tools.Spec
 	if in.Tool != nil {
 		spec = in.Tool.Spec()
 		res.Risk = spec.Risk.String()
 	}
-	for _, p := range e.cfg.DenyPrefixes {
+	for _, p := range cfg.DenyPrefixes {
 		if p != "" && strings.HasPrefix(in.ToolName, p) {
 			res.Decision, res.Source = Deny, SourceDenyPrefix
 			res.Reason = fmt.Sprintf("tools starting with %q are disabled by configuration", p)
@@ -230,12 +253,12 @@ func (e *Engine) decide(ctx context.Context, in Input) Result {
 		return res
 	}
 	res.Source = SourceThreshold
-	if spec.Risk <= e.cfg.AutoApprove.max() {
+	if spec.Risk <= cfg.AutoApprove.max() {
 		res.Decision = Allow
-		res.Reason = fmt.Sprintf("risk %s is within the auto-approve threshold %s", spec.Risk, e.cfg.AutoApprove)
+		res.Reason = fmt.Sprintf("risk %s is within the auto-approve threshold %s", spec.Risk, cfg.AutoApprove)
 	} else {
 		res.Decision = Gate
-		res.Reason = fmt.Sprintf("risk %s is above the auto-approve threshold %s", spec.Risk, e.cfg.AutoApprove)
+		res.Reason = fmt.Sprintf("risk %s is above the auto-approve threshold %s", spec.Risk, cfg.AutoApprove)
 	}
 	return res
 }

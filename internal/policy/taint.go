@@ -18,7 +18,7 @@ const SourceTaint = "taint"
 // name them. A deny is never loosened. Nothing here reads model text: the
 // inputs are tool metadata and what the agent recorded as read.
 func (e *Engine) tighten(ctx context.Context, in Input, res Result) Result {
-	if e.cfg.NoTaint || res.Decision == Deny {
+	if e.Config().NoTaint || res.Decision == Deny {
 		return res
 	}
 	tr := taint.From(ctx)

@@ -25,16 +25,85 @@ import (
 type Service struct {
 	Paths config.Paths
 	Env   config.Env
-	// Running is the configuration the daemon started with; a saved change
-	// that differs from it needs a restart unless Live applies it.
+	// Running is the configuration the daemon runs with (at start, then
+	// updated with what Live applied); a saved change that differs from it
+	// needs a restart.
 	Running config.Config
 	// Live applies a validated configuration to the running daemon where
-	// it can and returns the keys it applied; may be nil.
+	// it can and returns the groups it applied (LiveModels, LiveThreshold,
+	// LiveBudgets); may be nil.
 	Live func(ctx context.Context, cfg config.Config) []string
 	// Probe is the HTTP used for connection tests and local detection.
 	Probe Prober
 
 	mu sync.Mutex // one writer of config.toml at a time
+}
+
+// The groups of settings a running daemon can take without a restart.
+const (
+	// LiveModels: llm.base_url/model/api_key, the providers and the chat
+	// tiers tier-1 … tier-6 (not local-embed, stt or tts).
+	LiveModels = "models"
+	// LiveThreshold: policy.auto_approve.
+	LiveThreshold = "auto-approve threshold"
+	// LiveBudgets: every budget.* key.
+	LiveBudgets = "budgets"
+)
+
+// adopt copies the groups applied live from saved into running, so the
+// page stops listing them as waiting for a restart.
+func adopt(running, saved config.Config, groups []string) config.Config {
+	for _, g := range groups {
+		switch g {
+		case LiveThreshold:
+			running.Policy.AutoApprove = saved.Policy.AutoApprove
+		case LiveBudgets:
+			running.Budget = saved.Budget
+		case LiveModels:
+			tiers := map[string][]string{}
+			for k, v := range running.LLM.Tiers {
+				tiers[k] = v
+			}
+			for _, k := range config.LLMTierNames() {
+				if !strings.HasPrefix(k, "tier-") {
+					continue
+				}
+				if v, ok := saved.LLM.Tiers[k]; ok {
+					tiers[k] = v
+				} else {
+					delete(tiers, k)
+				}
+			}
+			running.LLM.BaseURL, running.LLM.Model, running.LLM.APIKey = saved.LLM.BaseURL, saved.LLM.Model, saved.LLM.APIKey
+			running.LLM.Providers = saved.LLM.Providers
+			running.LLM.Tiers = tiers
+		}
+	}
+	return running
+}
+
+// changedGroups names the live groups whose values differ.
+func changedGroups(running, saved config.Config) map[string]bool {
+	out := map[string]bool{}
+	enc := func(c config.Config) config.Config { return c.Masked() }
+	r, sv := enc(running), enc(saved)
+	if r.Policy.AutoApprove != sv.Policy.AutoApprove {
+		out[LiveThreshold] = true
+	}
+	if r.Budget != sv.Budget {
+		out[LiveBudgets] = true
+	}
+	// Secrets count too: a new key with the same URL is a change.
+	if adoptEq := adopt(running, saved, []string{LiveModels}); !sameLLM(adoptEq, running) {
+		out[LiveModels] = true
+	}
+	return out
+}
+
+func sameLLM(a, b config.Config) bool {
+	ta, _ := config.Config{LLM: a.LLM}.TOML()
+	tb, _ := config.Config{LLM: b.LLM}.TOML()
+	return ta == tb
 }
 
 // Provider is one model endpoint as the page shows it (key masked).
@@ -116,6 +185,8 @@ func (s *Service) read() ([]byte, bool, error) {
 
 // Get describes the configuration as the file and environment set it now.
 func (s *Service) Get(ctx context.Context) (View, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	data, exists, err := s.read()
 	if err != nil {
 		return View{}, err
@@ -215,6 +286,10 @@ type Change struct {
 	Key    string `json:"key"`
 	Value  any    `json:"value,omitempty"`
 	Delete bool   `json:"delete,omitempty"`
+	// Edit names the mail account changed in place (key mail.accounts):
+	// only the fields in Value change ("" removes one); every other key of
+	// the entry, and its comments, stay.
+	Edit string `json:"edit,omitempty"`
 }
 
 // ErrInvalid marks changes refused before anything was written.
@@ -302,6 +377,9 @@ func apply(d *doc, c Change) error {
 			return fmt.Errorf("%w: mail.accounts needs an object with at least name", ErrInvalid)
 		}
 		name, _ := obj["name"].(string)
+		if c.Edit != "" {
+			return editAccount(d, c.Edit, obj)
+		}
 		if c.Delete {
 			if !d.dropEntry("mail.accounts", "name", name) {
 				return fmt.Errorf("%w: no mail account %q in %s", ErrInvalid, name, "config.toml")
@@ -322,6 +400,52 @@ func apply(d *doc, c Change) error {
 		return d.appendEntry("mail.accounts", fields)
 	}
 	return fmt.Errorf("%w: %q cannot be changed here (edit config.toml)", ErrInvalid, c.Key)
+}
+
+// editAccount changes the given fields of the [[mail.accounts]] entry named
+// name in place.
+func editAccount(d *doc, name string, obj map[string]any) error {
+	s, ok := d.findEntry("mail.accounts", "name", name)
+	if !ok {
+		return fmt.Errorf("%w: no mail account %q in config.toml", ErrInvalid, name)
+	}
+	keys := make([]string, 0, len(obj))
+	for k := range obj {
+		if !contains(mailFields, k) {
+			return fmt.Errorf("%w: mail.accounts: unknown field %q", ErrInvalid, k)
+		}
+		keys = append(keys, k)
+	}
+	// In the page's field order, so new keys land in a familiar order.
+	sort.Slice(keys, func(i, j int) bool { return index(mailFields, keys[i]) < index(mailFields, keys[j]) })
+	for _, k := range keys {
+		v := obj[k]
+		if v == nil || v == "" {
+			if k == "name" {
+				return fmt.Errorf("%w: mail.accounts: name cannot be empty", ErrInvalid)
+			}
+			d.unsetIn(s, k)
+		} else if err := d.setIn(s, k, v); err != nil {
+			return fmt.Errorf("%w: mail.accounts %q: %s: %v", ErrInvalid, name, k, err)
+		}
+		// Lines moved: find the entry again by its (possibly new) name.
+		if k == "name" {
+			name, _ = v.(string)
+		}
+		if s, ok = d.findEntry("mail.accounts", "name", name); !ok {
+			return fmt.Errorf("%w: mail account %q disappeared while editing", ErrInvalid, name)
+		}
+	}
+	return nil
+}
+
+func index(l []string, s string) int {
+	for i, x := range l {
+		if x == s {
+			return i
+		}
+	}
+	return len(l)
 }
 
 func contains(l []string, s string) bool {
@@ -363,21 +487,18 @@ func (s *Service) Apply(ctx context.Context, changes []Change) (View, []string, 
 	if err := writeAtomic(s.Paths.ConfigFile(), out); err != nil {
 		return View{}, nil, err
 	}
-	var live []string
+	live := []string{}
 	if s.Live != nil {
-		live = s.Live(ctx, cfg)
-	}
-	v := s.view(cfg, true)
-	if len(live) > 0 {
-		keep := v.Pending[:0]
-		for _, p := range v.Pending {
-			if !contains(live, p) {
-				keep = append(keep, p)
+		changed := changedGroups(s.Running, cfg)
+		applied := s.Live(ctx, cfg)
+		s.Running = adopt(s.Running, cfg, applied)
+		for _, g := range applied {
+			if changed[g] {
+				live = append(live, g)
 			}
 		}
-		v.Pending = keep
 	}
-	return v, live, nil
+	return s.view(cfg, true), live, nil
 }
 
 func writeAtomic(path string, data []byte) error {

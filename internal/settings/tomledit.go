@@ -236,7 +236,20 @@ func (d *doc) set(table, key string, value any) error {
 		d.lines = append(d.lines, "["+tableHeader(table)+"]", line)
 		return nil
 	}
-	s := ts[0]
+	return d.setLine(ts[0], key, line)
+}
+
+// setIn writes key = value into the table body s (one [[table]] entry),
+// replacing an existing value in place and keeping its comment.
+func (d *doc) setIn(s span, key string, value any) error {
+	val, err := encode(value)
+	if err != nil {
+		return err
+	}
+	return d.setLine(s, key, quoteKey(key)+" = "+val)
+}
+
+func (d *doc) setLine(s span, key, line string) error {
 	if i := d.find(s, key); i >= 0 {
 		end := d.valueEnd(i)
 		if c := comment(d.lines[i]); c != "" && end == i+1 {
@@ -292,6 +305,15 @@ func (d *doc) dropTable(table string) {
 
 // dropEntry removes the [[table]] entry whose field = value.
 func (d *doc) dropEntry(table, field, value string) bool {
+	s, ok := d.findEntry(table, field, value)
+	if ok {
+		d.dropSpan(s)
+	}
+	return ok
+}
+
+// findEntry returns the span of the [[table]] entry whose field = value.
+func (d *doc) findEntry(table, field, value string) (span, bool) {
 	for _, s := range d.tables(table) {
 		if i := d.find(s, field); i >= 0 {
 			_, v, _ := strings.Cut(d.lines[i], "=")
@@ -299,12 +321,18 @@ func (d *doc) dropEntry(table, field, value string) bool {
 			if _, err := toml.Decode("v = "+strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), comment(v))), &struct {
 				V *string `toml:"v"`
 			}{&got.V}); err == nil && got.V == value {
-				d.dropSpan(s)
-				return true
+				return s, true
 			}
 		}
 	}
-	return false
+	return span{}, false
+}
+
+// unsetIn removes key from the table body s; a missing key is not an error.
+func (d *doc) unsetIn(s span, key string) {
+	if i := d.find(s, key); i >= 0 {
+		d.lines = append(d.lines[:i], d.lines[d.valueEnd(i):]...)
+	}
 }
 
 // appendEntry adds a [[table]] entry with fields in the given order.

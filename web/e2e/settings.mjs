@@ -79,10 +79,29 @@ export async function runSettingsFlow({ page, daemon, waitFor }) {
     const approvals = page.getByRole('region', { name: 'Approvals' });
     await approvals.getByLabel('Auto-approve threshold').selectOption('medium');
     await approvals.getByRole('button', { name: 'Save' }).click();
-    await page.getByText(/restart Hestia/).waitFor();
+    // The threshold applies at once: no restart note, and the running
+    // policy (the dry run) already lets a medium-risk write through.
+    await page.getByText(/applied now: auto-approve threshold/).waitFor();
+    assert((await page.getByText(/restart Hestia/).count()) === 0, 'the live threshold is listed as waiting for a restart');
     const token = await page.evaluate(() => localStorage.getItem('hestia.token'));
     const { file } = await (await fetch(daemon.url + '/api/settings', { headers: { Authorization: `Bearer ${token}` } })).json();
     assert(readFileSync(file, 'utf8').includes('auto_approve = "medium"'), `config.toml lacks the threshold:\n${readFileSync(file, 'utf8')}`);
+    const dry = async (want) => {
+      await approvals.getByLabel('Tool', { exact: true }).last().fill('write_file');
+      await approvals.getByLabel('Arguments (JSON)').fill(JSON.stringify({ path: join(daemon.home, 'y.txt'), content: 'y' }));
+      await approvals.getByRole('button', { name: 'Try it' }).click();
+      await approvals.locator('.dry-result strong', { hasText: new RegExp(`^${want}$`) }).waitFor();
+    };
+    await dry('Runs');
+    // Back to low (later scenarios expect writes to ask), again live.
+    await approvals.getByLabel('Auto-approve threshold').selectOption('low');
+    await approvals.getByRole('button', { name: 'Save' }).click();
+    await dry('Asks you');
+    // Folders are read once at start: saving them says a restart is needed.
+    const folders = page.getByRole('region', { name: 'Folders Hestia may read and write' });
+    await folders.getByLabel('Allowed folders').fill(daemon.home);
+    await folders.getByRole('button', { name: 'Save' }).click();
+    await page.locator('.restart-note', { hasText: 'agent.file_roots' }).waitFor();
 
     const budgets = page.getByRole('region', { name: 'Budgets' });
     await budgets.getByLabel('Daily cost (USD)').fill('-5');

@@ -1,7 +1,7 @@
-import { fireEvent, render, screen, waitFor } from '@testing-library/preact';
+import { fireEvent, render, screen, waitFor, within } from '@testing-library/preact';
 import { describe, expect, it } from 'vitest';
 import { AppContext } from '../src/context';
-import { budgetChanges, splitList, useLocalChanges, type SettingsView } from '../src/lib/settings';
+import { budgetChanges, mailEditChange, mailForm, splitList, useLocalChanges, type SettingsView } from '../src/lib/settings';
 import { SettingsPage } from '../src/pages/Settings';
 import { parseRoute } from '../src/router';
 import { App } from '../src/state/app';
@@ -25,9 +25,9 @@ const view: SettingsView = {
   pending_restart: [],
 };
 
-function setup(patch: (body: any) => Response) {
+function setup(patch: (body: any) => Response, initial: SettingsView = view) {
   const ff = fakeFetch({
-    'GET /api/settings': () => json(view),
+    'GET /api/settings': () => json(initial),
     'PATCH /api/settings': async (r) => patch(await r.json()),
     'GET /api/settings/local-models': () => json({ found: [{ name: 'ollama', product: 'Ollama', base_url: 'http://127.0.0.1:11434/v1', models: ['qwen3:4b'] }], looked_at: [] }),
     'GET /api/policy/rules': () => json({ rules: [] }),
@@ -115,5 +115,48 @@ describe('no model configured', () => {
     expect((screen.getByLabelText('Send') as HTMLButtonElement).disabled).toBe(true);
     fireEvent.keyDown(box, { key: 'Enter' });
     expect(ff.calls.some((c) => c.method === 'POST')).toBe(false);
+  });
+});
+
+describe('mail accounts edited in place', () => {
+  const work = { name: 'work', address: 'me@work.example', username: 'me', password_env: 'WORK_PW', imap_host: 'imap.work.example', imap_port: 993, imap_security: 'tls' };
+  it('sends only the changed fields, an emptied one as ""', () => {
+    const f = mailForm(work);
+    expect(mailEditChange(work, f)).toBeNull();
+    expect(mailEditChange(work, { ...f, imap_port: ' 1993 ', username: '' })).toEqual({ key: 'mail.accounts', edit: 'work', value: { imap_port: 1993, username: '' } });
+    // A port that is not a number goes as typed, for the daemon to name it.
+    expect(mailEditChange(work, { ...f, imap_port: '99x' })!.value).toEqual({ imap_port: '99x' });
+  });
+
+  it('edits from the list and shows the daemon’s error naming the field', async () => {
+    let n = 0;
+    const { calls } = setup(() =>
+      ++n === 1
+        ? json({ error: { code: 'invalid_config', message: 'invalid value "abc" for mail.accounts[0].imap_port: a port from 1 to 65535' } }, 400)
+        : json({ settings: { ...view, mail_accounts: [{ ...work, imap_port: 1993 }] }, applied_live: [] }),
+      { ...view, mail_accounts: [work] },
+    );
+    fireEvent.click(await screen.findByRole('button', { name: 'Edit mail account work' }));
+    const form = screen.getByRole('form', { name: 'Edit mail account work' });
+    const port = within(form).getByLabelText('IMAP port') as HTMLInputElement;
+    expect(port.value).toBe('993');
+    fireEvent.input(port, { target: { value: 'abc' } });
+    fireEvent.click(within(form).getByRole('button', { name: 'Save changes' }));
+    await waitFor(() => expect(form.textContent).toContain('mail.accounts[0].imap_port'));
+    fireEvent.input(port, { target: { value: '1993' } });
+    fireEvent.click(within(form).getByRole('button', { name: 'Save changes' }));
+    await waitFor(() => expect(screen.queryByRole('form', { name: 'Edit mail account work' })).toBeNull());
+    const bodies = await Promise.all(calls.filter((c) => c.method === 'PATCH').map((c) => c.clone().json()));
+    expect(bodies.map((b) => b.changes)).toEqual([
+      [{ key: 'mail.accounts', edit: 'work', value: { imap_port: 'abc' } }],
+      [{ key: 'mail.accounts', edit: 'work', value: { imap_port: 1993 } }],
+    ]);
+    expect(await screen.findByText(/IMAP imap.work.example:1993/)).toBeTruthy();
+  });
+
+  it('says which settings apply at once and which need a restart', async () => {
+    setup(() => json({ settings: view, applied_live: [] }));
+    const note = await screen.findByText(/Applied at once when saved/);
+    expect(note.textContent).toContain('Need a restart: file roots, mail accounts');
   });
 });

@@ -53,6 +53,34 @@ export interface SettingsChange {
   key: string;
   value?: unknown;
   delete?: boolean;
+  /** For mail.accounts: the name of the account edited in place. */
+  edit?: string;
+}
+
+/** The fields of a mail account the page edits. */
+export const mailFields = ['name', 'address', 'username', 'password_env', 'imap_host', 'imap_port', 'imap_security', 'smtp_host', 'smtp_port', 'smtp_security'] as const;
+export type MailForm = Record<(typeof mailFields)[number], string>;
+
+export function mailForm(m: MailAccountView): MailForm {
+  const f = {} as MailForm;
+  for (const k of mailFields) f[k] = m[k] === undefined || m[k] === null ? '' : String(m[k]);
+  return f;
+}
+
+/** An in-place edit of account orig: only the fields that changed are sent
+ * (an emptied field is removed), so keys the page does not show and the
+ * file's comments stay as they are. Ports that are not whole numbers are
+ * sent as typed, for the daemon to refuse with the field's name. */
+export function mailEditChange(orig: MailAccountView, form: MailForm): SettingsChange | null {
+  const before = mailForm(orig);
+  const value: Record<string, unknown> = {};
+  for (const k of mailFields) {
+    const t = form[k].trim();
+    if (t === before[k]) continue;
+    value[k] = k.endsWith('_port') && /^\d+$/.test(t) ? Number(t) : t;
+  }
+  if (Object.keys(value).length === 0) return null;
+  return { key: 'mail.accounts', edit: orig.name, value };
 }
 
 export interface LocalServer {

@@ -4,7 +4,7 @@
 import type { ComponentChildren } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { ApiError } from '../api/client';
-import { Check, Refresh, Trash } from '../components/icons';
+import { Check, Pencil, Refresh, Trash } from '../components/icons';
 import { useApp } from '../context';
 import {
   budgetChanges,
@@ -16,6 +16,10 @@ import {
   type PolicyRule,
   type SettingsChange,
   type SettingsView,
+  mailEditChange,
+  mailForm,
+  type MailAccountView,
+  type MailForm,
 } from '../lib/settings';
 import { Failure, PageHeader } from './common';
 import '../styles/settings.css';
@@ -39,7 +43,9 @@ export function SettingsPage() {
       const r = await app.client.saveSettings(changes);
       setView(r.settings);
       setSaved(r.settings.file);
-      app.toast('success', 'Saved to config.toml.');
+      // A model set up here applies at once: the chat's banner re-checks.
+      void app.checkModel();
+      app.toast('success', r.applied_live?.length ? `Saved to config.toml and applied now: ${r.applied_live.join(', ')}.` : 'Saved to config.toml.');
       return null;
     } catch (e) {
       if (e instanceof ApiError && e.status === 400) return e.message;
@@ -68,6 +74,10 @@ export function SettingsPage() {
               </span>
             </div>
           )}
+          <p class="muted small live-note">
+            Applied at once when saved: model endpoints, providers and chat tiers, the auto-approve threshold and budgets. Need a restart: file
+            roots, mail accounts, the agent's tier, the embedding and speech tiers.
+          </p>
           {saved && view.pending_restart.length > 0 && (
             <div class="callout warn restart-note" role="status">
               <span>
@@ -567,7 +577,60 @@ function Budgets({ view, save }: { view: SettingsView; save: Save }) {
 
 const emptyAccount = { name: '', address: '', username: '', password_env: '', imap_host: '', imap_port: '993', imap_security: 'tls', smtp_host: '', smtp_port: '465', smtp_security: 'tls' };
 
+/** One account edited in place: only changed fields are sent, so keys this
+ * form does not show stay in config.toml; a refused change names the field
+ * and leaves the file as it was. */
+function MailEdit({ account, save, done }: { account: MailAccountView; save: Save; done: () => void }) {
+  const [f, setF] = useState<MailForm>(() => mailForm(account));
+  const s = useSaver(save);
+  const inp = (k: keyof MailForm, label: string) => (
+    <label>
+      {label}
+      <input value={f[k]} onInput={(e) => setF({ ...f, [k]: (e.target as HTMLInputElement).value })} />
+    </label>
+  );
+  return (
+    <form
+      class="grow"
+      aria-label={`Edit mail account ${account.name}`}
+      onSubmit={async (e) => {
+        e.preventDefault();
+        const c = mailEditChange(account, f);
+        if (!c) return done();
+        if (await s.run([c])) done();
+      }}
+    >
+      <div class="form-grid">
+        {inp('name', 'Name')}
+        {inp('address', 'Address')}
+        {inp('username', 'Username')}
+        {inp('password_env', 'Password variable')}
+        {inp('imap_host', 'IMAP host')}
+        {inp('imap_port', 'IMAP port')}
+        {inp('imap_security', 'IMAP security')}
+        {inp('smtp_host', 'SMTP host')}
+        {inp('smtp_port', 'SMTP port')}
+        {inp('smtp_security', 'SMTP security')}
+      </div>
+      {s.error && (
+        <div class="callout error" role="alert">
+          <span>{s.error}</span>
+        </div>
+      )}
+      <div class="save-row">
+        <button type="button" class="btn" onClick={done}>
+          Cancel
+        </button>
+        <button type="submit" class="btn primary" disabled={s.busy}>
+          {s.busy ? 'Saving…' : 'Save changes'}
+        </button>
+      </div>
+    </form>
+  );
+}
+
 function MailAccounts({ view, save }: { view: SettingsView; save: Save }) {
+  const [editing, setEditing] = useState<string | null>(null);
   const [a, setA] = useState(emptyAccount);
   const s = useSaver(save);
   const inp = (k: keyof typeof emptyAccount, label: string, ph = '') => (
@@ -582,7 +645,12 @@ function MailAccounts({ view, save }: { view: SettingsView; save: Save }) {
         <div class="muted small">No accounts. Local Maildir/mbox folders can be imported with hestia mail import PATH.</div>
       ) : (
         <ul class="provider-list">
-          {view.mail_accounts.map((m) => (
+          {view.mail_accounts.map((m) =>
+            editing === m.name ? (
+              <li key={m.name} class="mail-edit">
+                <MailEdit account={m} save={save} done={() => setEditing(null)} />
+              </li>
+            ) : (
             <li key={m.name}>
               <div class="grow">
                 <strong>{m.name}</strong> <span class="muted small">{m.address}</span>{' '}
@@ -590,11 +658,15 @@ function MailAccounts({ view, save }: { view: SettingsView; save: Save }) {
                   {m.imap_host ? `IMAP ${m.imap_host}:${m.imap_port}` : ''} {m.smtp_host ? `SMTP ${m.smtp_host}:${m.smtp_port}` : ''}
                 </span>
               </div>
+              <button class="icon-btn small" aria-label={`Edit mail account ${m.name}`} title="Edit" onClick={() => setEditing(m.name)}>
+                <Pencil size={15} />
+              </button>
               <button class="icon-btn small danger-hover" aria-label={`Remove mail account ${m.name}`} onClick={() => void s.run([{ key: 'mail.accounts', value: { name: m.name }, delete: true }])}>
                 <Trash size={15} />
               </button>
             </li>
-          ))}
+            ),
+          )}
         </ul>
       )}
       <h3>Add an account</h3>
