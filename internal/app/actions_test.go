@@ -115,7 +115,7 @@ func TestActionCenterProposalWaitsAcrossRestart(t *testing.T) {
 		t.Fatalf("execute: %d %s", code, b)
 	}
 	waitApproval := func(a *App, base string) string {
-		deadline := time.Now().Add(20 * time.Second)
+		deadline := time.Now().Add(60 * time.Second)
 		for time.Now().Before(deadline) {
 			_, b := call(a, base, "GET", "/api/approvals", "")
 			var p struct {
@@ -158,7 +158,7 @@ func TestActionCenterProposalWaitsAcrossRestart(t *testing.T) {
 	if code, b := call(a2, base2, "POST", "/api/approvals/"+apID, `{"decision":"approve"}`); code != 200 {
 		t.Fatalf("approve: %d %s", code, b)
 	}
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		_, b = call(a2, base2, "GET", idPath, "")
 		if strings.Contains(b, `"state":"done"`) {

@@ -146,16 +146,17 @@ export async function runDaemon(browser) {
       }, page);
 
       await test('daemon: a message streams into a reply', async () => {
-        await push({ text: ['Hello ', 'from ', 'your ', '**own** ', 'machine.'], chunk_delay_ms: 250 });
+        // Chunks far enough apart that a loaded machine still renders a partial reply.
+        await push({ text: ['Hello ', 'from ', 'your ', '**own** ', 'machine.'], chunk_delay_ms: 700 });
         await send('Say hello');
-        await page.locator('.md-streaming').first().waitFor({ timeout: 10_000 });
+        await page.locator('.md-streaming').first().waitFor({ timeout: 20_000 });
         const partial = await page.locator('.md-streaming').first().textContent();
         assert(partial && !partial.includes('machine.'), `expected a partial reply while streaming, got ${partial}`);
         await shot(page, 'e2e-streaming');
         await page.locator('.msg.assistant .md strong', { hasText: 'own' }).waitFor();
         await page.getByText('machine.').waitFor();
         // The persisted message replaces the streamed text.
-        await waitFor(async () => (await page.locator('.md-streaming').count()) === 0, 'the streamed text to be replaced by the saved reply', 5000);
+        await waitFor(async () => (await page.locator('.md-streaming').count()) === 0, 'the streamed text to be replaced by the saved reply', 20_000);
         assert((await page.getByText('machine.').count()) === 1, 'reply shown twice');
         assert(/\/c\/c_/.test(page.url()), `URL did not move to the new chat: ${page.url()}`);
       }, page);
