@@ -171,6 +171,9 @@ type Center struct {
 	opts Options
 	kick chan struct{}
 	run  runner
+	// scanMu serialises scans: the scheduled job and a manual scan must
+	// not both plan the same new thread.
+	scanMu sync.Mutex
 	// flowVecs caches flow embeddings by their text.
 	flowVecs struct {
 		mu sync.Mutex

@@ -99,6 +99,8 @@ const MaxScan = 2000
 
 // Scan processes the new mail once. It does nothing unless enabled.
 func (c *Center) Scan(ctx context.Context) (ScanResult, error) {
+	c.scanMu.Lock()
+	defer c.scanMu.Unlock()
 	var res ScanResult
 	set, err := c.GetSettings(ctx)
 	if err != nil || !set.Enabled || c.opts.Source == nil {

@@ -69,11 +69,26 @@ func TestActionCenterProposalWaitsAcrossRestart(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
+	before, err := a.Jobs.Get(context.Background(), "actions.scan")
+	if err != nil {
+		t.Fatal(err)
+	}
 	if code, b := call(a, base, "PUT", "/api/actions/settings", `{"enabled":true,"language":"en"}`); code != 200 {
 		t.Fatalf("enable: %d %s", code, b)
 	}
 	if code, b := call(a, base, "PUT", "/api/actions/settings", `{"enabled":true,"language":""}`); code != 400 || !strings.Contains(b, "language") {
 		t.Fatalf("bad settings: %d %s", code, b)
+	}
+	// Enabling kicks the actions.scan job; let that run finish before new
+	// mail arrives, so the manual scan below is the one that plans it.
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		j, err := a.Jobs.Get(context.Background(), "actions.scan")
+		if err == nil && !j.Running && j.LastRun != nil && j.LastRun.EndedAt != nil && (before.LastRun == nil || j.LastRun.ID != before.LastRun.ID) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the scan kicked by enabling did not finish: %+v %v", j, err)
+		}
 	}
 	os.WriteFile(filepath.Join(md, "cur", "1:2,S"), []byte("Message-ID: <a@x>\nFrom: Ann <ann@example.org>\nTo: me@example.org\nSubject: Solar installer\nDate: Mon, 2 Mar 2026 10:00:00 +0000\n\nThe installer can come on Tuesday or Wednesday.\n"), 0o600)
 	os.WriteFile(filepath.Join(md, "cur", "2:2,S"), []byte("Message-ID: <b@x>\nFrom: Ann <ann@example.org>\nTo: me@example.org\nSubject: Re: Solar installer\nIn-Reply-To: <a@x>\nDate: Mon, 2 Mar 2026 11:00:00 +0000\n\nWhich day works for you?\n"), 0o600)
