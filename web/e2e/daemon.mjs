@@ -282,6 +282,31 @@ export async function runDaemon(browser) {
         assert((await page.getByText('stopped.').count()) === 0, 'the reply kept streaming after Stop');
       }, page);
 
+      await test('daemon: a second tab on a running chat shows Working…, Stop and the pending approval', async () => {
+        await push(
+          { tool_calls: [{ id: 'call_tab', name: 'write_file', arguments: JSON.stringify({ path: '~/from-second-tab.txt', content: 'approved in another tab' }) }] },
+          { text: ['Written from the second tab.'] },
+        );
+        await send('Write from-second-tab.txt');
+        await page.getByText('Approval needed').waitFor();
+        const second = await ctx.newPage();
+        try {
+          // Opened after the turn started: only GET /api/chats/{id}/status
+          // and the pending approvals can tell it the turn is running.
+          await second.goto(page.url());
+          await second.getByText('Working…').waitFor({ timeout: 30_000 });
+          await second.getByLabel('Stop').waitFor();
+          await second.getByText('Approval needed').waitFor();
+          await second.getByRole('button', { name: 'Approve', exact: true }).click();
+          await second.getByText('Written from the second tab.').waitFor();
+          await page.getByText('Written from the second tab.').waitFor();
+          await second.getByText('Working…').waitFor({ state: 'detached', timeout: 30_000 });
+          await waitFor(async () => existsSync(join(daemon.home, 'from-second-tab.txt')), 'the write approved in the second tab');
+        } finally {
+          await second.close();
+        }
+      }, page);
+
       await test('daemon: reload keeps the transcript', async () => {
         const before = await userBubbles();
         await page.reload();
