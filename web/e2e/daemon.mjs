@@ -307,6 +307,19 @@ export async function runDaemon(browser) {
         }
       }, page);
 
+      await test('daemon: a write outside the allowed folders says why on its card, and a reply claiming success is marked', async () => {
+        await push(
+          { tool_calls: [{ id: 'call_out', name: 'write_file', arguments: JSON.stringify({ path: join(daemon.dir, 'outside-roots.txt'), content: 'x' }) }] },
+          { text: ['Done, I saved it next to the daemon.'] },
+        );
+        await send('Save a note outside my folders');
+        await page.getByText('Done, I saved it next to the daemon.').waitFor();
+        const card = page.locator('.tool-card[data-tool="write_file"]').last();
+        await waitFor(async () => /blocked by policy/.test(await card.textContent()) && /Settings/.test(await card.textContent()), 'the blocked card to give its reason');
+        await page.getByText('A tool call in this turn did not run', { exact: false }).last().waitFor();
+        assert(!existsSync(join(daemon.dir, 'outside-roots.txt')), 'the blocked write happened');
+      }, page);
+
       await test('daemon: reload keeps the transcript', async () => {
         const before = await userBubbles();
         await page.reload();
