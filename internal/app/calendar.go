@@ -171,6 +171,14 @@ func (c *Calendar) collectionDir(account string, col davsync.Collection) string 
 // MirrorDAV brings every CalDAV collection's mirror up to date and
 // records, per mirror folder, how writes reach the server.
 func (c *Calendar) MirrorDAV(ctx context.Context) error {
+	_, err := c.mirrorDAV(ctx)
+	return err
+}
+
+// mirrorDAV mirrors every CalDAV collection and reports each pass by the
+// collection's local folder.
+func (c *Calendar) mirrorDAV(ctx context.Context) (map[string]davsync.Stats, error) {
+	passes := map[string]davsync.Stats{}
 	var errs []error
 	for _, acc := range c.cfg.CalDAV {
 		a, err := c.davAccount(acc)
@@ -185,22 +193,24 @@ func (c *Calendar) MirrorDAV(ctx context.Context) error {
 		}
 		for _, col := range cols {
 			dir := c.collectionDir(acc.Name, col)
-			if _, err := davsync.Mirror(ctx, a, col, dir); err != nil {
+			st, err := davsync.Mirror(ctx, a, col, dir)
+			if err != nil {
 				errs = append(errs, err)
 				continue
 			}
+			passes[filepath.Clean(dir)] = st
 			c.davMu.Lock()
 			c.dav[dir] = davsync.Backend{Account: a, Collection: col.Path, Dir: dir}
 			c.davMu.Unlock()
 		}
 	}
-	return errors.Join(errs...)
+	return passes, errors.Join(errs...)
 }
 
 // SyncAll reconciles every source (mirroring CalDAV accounts first),
 // returning per-source stats; a failing source does not stop the others.
 func (c *Calendar) SyncAll(ctx context.Context) ([]calendar.SyncStats, error) {
-	derr := c.MirrorDAV(ctx)
+	passes, derr := c.mirrorDAV(ctx)
 	srcs, err := c.Sources(ctx)
 	errs := []error{derr, err}
 	var out []calendar.SyncStats
@@ -209,6 +219,9 @@ func (c *Calendar) SyncAll(ctx context.Context) ([]calendar.SyncStats, error) {
 		if err != nil {
 			errs = append(errs, fmt.Errorf("calendar %s: %w", s.Name, err))
 			continue
+		}
+		if p, ok := passes[filepath.Clean(s.Path)]; ok {
+			st.Remote = &calendar.RemoteStats{Mode: p.Mode, Fetched: p.Fetched, Removed: p.Removed, Unchanged: p.Unchanged}
 		}
 		out = append(out, st)
 	}

@@ -38,6 +38,19 @@ type SyncStats struct {
 	Unchanged int    `json:"unchanged"`
 	Events    int    `json:"events"`
 	Skipped   []Skip `json:"skipped,omitempty"`
+	// Remote reports the CalDAV mirror pass that preceded the sync, for
+	// calendars mirrored from a server.
+	Remote *RemoteStats `json:"remote,omitempty"`
+}
+
+// RemoteStats is what one CalDAV mirror pass did: how it listed the
+// collection (unchanged ctag, sync-token report or full listing) and how
+// many objects it downloaded, removed or left alone.
+type RemoteStats struct {
+	Mode      string `json:"mode"`
+	Fetched   int    `json:"fetched"`
+	Removed   int    `json:"removed"`
+	Unchanged int    `json:"unchanged"`
 }
 
 // maxSkipsReported bounds the named skips a result carries; the count in

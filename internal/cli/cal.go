@@ -252,6 +252,9 @@ func printSync(env *Env, all []calendar.SyncStats, asJSON bool) error {
 	for _, st := range all {
 		fmt.Fprintf(env.Stdout, "%s: %d files, %d added, %d updated, %d removed, %d unchanged, %d events, %d skipped\n",
 			st.Calendar, st.Files, st.Added, st.Updated, st.Removed, st.Unchanged, st.Events, len(st.Skipped))
+		if r := st.Remote; r != nil {
+			fmt.Fprintf(env.Stdout, "  server: %s, %d downloaded, %d removed, %d unchanged\n", r.Mode, r.Fetched, r.Removed, r.Unchanged)
+		}
 		for _, sk := range st.Skipped {
 			fmt.Fprintf(env.Stdout, "  skipped %s: %s\n", sk.File, sk.Reason)
 		}

@@ -30,7 +30,7 @@ func TestCalCalDAV(t *testing.T) {
 	os.WriteFile(pw, []byte("x\n"), 0o600)
 	os.WriteFile(filepath.Join(home, "config.toml"), []byte("[calendar]\ntimezone = \"Europe/Rome\"\n[[calendar.caldav]]\nname = \"dav\"\nurl = \""+base+"\"\nusername = \"bob\"\npassword_file = \""+pw+"\"\n"), 0o644)
 	r := run(t, home, nil, "cal", "sync")
-	if r.code != 0 || !strings.Contains(r.stdout, "dav/home: 1 files, 1 added") {
+	if r.code != 0 || !strings.Contains(r.stdout, "dav/home: 1 files, 1 added") || !strings.Contains(r.stdout, "server: full, 1 downloaded, 0 removed") {
 		t.Fatalf("sync: %+v", r)
 	}
 	r = run(t, home, nil, "cal", "agenda", "--from", "2026-03-03", "--to", "2026-03-04")
@@ -41,7 +41,7 @@ func TestCalCalDAV(t *testing.T) {
 	// changed on the server, so nothing changes in the index.
 	os.WriteFile(filepath.Join(home, "config.toml"), []byte("[calendar]\ntimezone = \"Europe/Rome\"\n[[calendar.caldav]]\nname = \"dav\"\nurl = \""+base+"\"\nusername = \"bob\"\npassword_env = \"BOB_PW\"\n"), 0o644)
 	r = run(t, home, map[string]string{"BOB_PW": "x"}, "cal", "sync")
-	if r.code != 0 || !strings.Contains(r.stdout, "dav/home: 1 files, 0 added") {
+	if r.code != 0 || !strings.Contains(r.stdout, "dav/home: 1 files, 0 added") || !strings.Contains(r.stdout, "server: unchanged, 0 downloaded") {
 		t.Fatalf("sync with password_env: %+v", r)
 	}
 	if r = run(t, home, nil, "cal", "sync"); r.code == 0 || !strings.Contains(r.stderr, "BOB_PW") {
