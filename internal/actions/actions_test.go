@@ -256,6 +256,48 @@ func TestExecuteWaitsForApprovalAcrossRestart(t *testing.T) {
 	}
 }
 
+// A resume pass that meets a step running in this very process (Execute
+// pressed while the daemon was still starting) leaves it alone: only steps
+// left running by a stopped daemon are unknown.
+func TestResumeLeavesLiveExecutionsAlone(t *testing.T) {
+	t.Parallel()
+	src := &memSource{}
+	pl := &plannerLog{}
+	release := make(chan struct{})
+	var ran atomic.Int32
+	run := func(ctx context.Context, it Item, idx int, s Step, awaiting func()) (string, string) {
+		ran.Add(1)
+		<-release
+		return StepDone, "sent"
+	}
+	c := newCenter(t, src, pl.plan, filepath.Join(t.TempDir(), "actions.db"), run)
+	var once sync.Once
+	unblock := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(unblock) // runs before the center closes, even when the test fails
+	ctx := context.Background()
+	c.SetSettings(ctx, Settings{Enabled: true, Language: "en"})
+	src.add(Message{ThreadID: 9, From: "ann@example.org", Subject: "Tuesday?", Body: "Can we meet?"})
+	if _, err := c.Scan(ctx); err != nil {
+		t.Fatal(err)
+	}
+	items, _, _ := c.List(ctx, Filter{})
+	if _, err := c.Execute(ctx, items[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	waitStep(t, c, items[0].ID, StepRunning)
+	if err := c.Resume(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if it, _ := c.Get(ctx, items[0].ID); it.Steps[0].State != StepRunning {
+		t.Fatalf("a live step was changed by resume: %+v", it.Steps[0])
+	}
+	unblock()
+	waitStep(t, c, items[0].ID, StepDone)
+	if ran.Load() != 1 {
+		t.Fatalf("step ran %d times", ran.Load())
+	}
+}
+
 func waitStep(t *testing.T, c *Center, id int64, state string) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)

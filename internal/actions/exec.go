@@ -74,13 +74,16 @@ func (c *Center) start(id int64) bool {
 
 func (c *Center) baseCtx() context.Context { return c.run.life }
 
+// finish releases an item taken by start.
+func (c *Center) finish(id int64) {
+	c.run.mu.Lock()
+	delete(c.run.busy, id)
+	c.run.mu.Unlock()
+	c.run.wg.Done()
+}
+
 func (c *Center) runSteps(id int64) {
-	defer func() {
-		c.run.mu.Lock()
-		delete(c.run.busy, id)
-		c.run.mu.Unlock()
-		c.run.wg.Done()
-	}()
+	defer c.finish(id)
 	ctx := c.baseCtx()
 	it, err := c.Get(ctx, id)
 	if err != nil {
@@ -180,13 +183,21 @@ func (c *Center) Resume(ctx context.Context) error {
 	}
 	rows.Close()
 	for _, p := range ps {
+		// An item already executing in this process (the user pressed
+		// Execute before this pass got to it) is live, not left over.
+		if !c.start(p.id) {
+			continue
+		}
 		for _, i := range p.running {
 			if err := c.setStep(ctx, p.id, i, StepUnknown, "the daemon stopped while this step ran; check before repeating it"); err != nil {
+				c.finish(p.id)
 				return err
 			}
 		}
-		if p.waiting && c.opts.RunStep != nil && c.start(p.id) {
+		if p.waiting && c.opts.RunStep != nil {
 			go c.runSteps(p.id)
+		} else {
+			c.finish(p.id)
 		}
 	}
 	return nil
