@@ -169,15 +169,9 @@ func (c *Calendar) collectionDir(account string, col davsync.Collection) string 
 }
 
 // MirrorDAV brings every CalDAV collection's mirror up to date and
-// records, per mirror folder, how writes reach the server.
-func (c *Calendar) MirrorDAV(ctx context.Context) error {
-	_, err := c.mirrorDAV(ctx)
-	return err
-}
-
-// mirrorDAV mirrors every CalDAV collection and reports each pass by the
-// collection's local folder.
-func (c *Calendar) mirrorDAV(ctx context.Context) (map[string]davsync.Stats, error) {
+// records, per mirror folder, how writes reach the server; it returns each
+// pass by the collection's local folder.
+func (c *Calendar) MirrorDAV(ctx context.Context) (map[string]davsync.Stats, error) {
 	passes := map[string]davsync.Stats{}
 	var errs []error
 	for _, acc := range c.cfg.CalDAV {
@@ -210,7 +204,7 @@ func (c *Calendar) mirrorDAV(ctx context.Context) (map[string]davsync.Stats, err
 // SyncAll reconciles every source (mirroring CalDAV accounts first),
 // returning per-source stats; a failing source does not stop the others.
 func (c *Calendar) SyncAll(ctx context.Context) ([]calendar.SyncStats, error) {
-	passes, derr := c.mirrorDAV(ctx)
+	passes, derr := c.MirrorDAV(ctx)
 	srcs, err := c.Sources(ctx)
 	errs := []error{derr, err}
 	var out []calendar.SyncStats

@@ -34,12 +34,23 @@ func (s *Service) Transcribe(ctx context.Context, audio []byte, filename, mime, 
 	if s.STT == nil {
 		return "", ErrNotConfigured
 	}
+	var text string
+	err := s.metered(ctx, "stt", s.STT.Model, service, action, func() (err error) {
+		text, err = s.STT.Transcribe(ctx, audio, filename, mime)
+		return err
+	})
+	return text, err
+}
+
+// metered runs call and records one usage row of kind (the tier and
+// provider have the same name) under service/action.
+func (s *Service) metered(ctx context.Context, kind, model, service, action string, call func() error) error {
 	now := time.Now
 	if s.Now != nil {
 		now = s.Now
 	}
 	start := now()
-	text, err := s.STT.Transcribe(ctx, audio, filename, mime)
+	err := call()
 	if s.Usage != nil {
 		outcome := "ok"
 		if err != nil {
@@ -48,10 +59,10 @@ func (s *Service) Transcribe(ctx context.Context, audio []byte, filename, mime, 
 		if service == "" {
 			service = "unknown"
 		}
-		s.Usage.RecordCall(context.WithoutCancel(ctx), llm.CallRecord{Start: start, Service: service, Action: action, Kind: "stt",
-			Tier: "stt", Provider: "stt", Model: s.STT.Model, Duration: now().Sub(start), Outcome: outcome, Attempts: 1})
+		s.Usage.RecordCall(context.WithoutCancel(ctx), llm.CallRecord{Start: start, Service: service, Action: action, Kind: kind,
+			Tier: llm.Tier(kind), Provider: kind, Model: model, Duration: now().Sub(start), Outcome: outcome, Attempts: 1})
 	}
-	return text, err
+	return err
 }
 
 // For returns a transcriber that records its calls under service/action.

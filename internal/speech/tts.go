@@ -9,11 +9,9 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/hestia-dev/hestia/internal/httpjson"
-	"github.com/hestia-dev/hestia/internal/llm"
 )
 
 // MaxSpeechInput bounds the text of one speech request (characters), as
@@ -115,23 +113,14 @@ func (s *Service) Speak(ctx context.Context, text, voice, format, service, actio
 	if s.TTS == nil {
 		return nil, "", ErrTTSNotConfigured
 	}
-	now := time.Now
-	if s.Now != nil {
-		now = s.Now
-	}
-	start := now()
-	audio, ct, err := s.TTS.Speak(ctx, text, voice, format)
-	if s.Usage != nil {
-		outcome := "ok"
-		if err != nil {
-			outcome = "error"
-		}
-		if service == "" {
-			service = "unknown"
-		}
-		s.Usage.RecordCall(context.WithoutCancel(ctx), llm.CallRecord{Start: start, Service: service, Action: action, Kind: "tts",
-			Tier: "tts", Provider: "tts", Model: s.TTS.Model, Duration: now().Sub(start), Outcome: outcome, Attempts: 1})
-	}
+	var (
+		audio []byte
+		ct    string
+	)
+	err := s.metered(ctx, "tts", s.TTS.Model, service, action, func() (err error) {
+		audio, ct, err = s.TTS.Speak(ctx, text, voice, format)
+		return err
+	})
 	return audio, ct, err
 }
 
