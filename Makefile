@@ -24,8 +24,10 @@ $(WEB_STAMP): web/package.json web/package-lock.json
 web: deps $(WEB_STAMP)
 	cd web && npm run build
 
-## build: the hestia binary at bin/hestia (embeds web/dist as last built)
+## build: bin/hestia (the small front: one-shot queries) and bin/hestia-core (everything else,
+## embeds web/dist as last built); hestia execs hestia-core, so install them side by side
 build:
+	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/hestia-core ./cmd/hestia-core
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/hestia ./cmd/hestia
 
 ## run: install what is needed, build UI and binary, start the daemon

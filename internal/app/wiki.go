@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"path/filepath"
 	"strconv"
 	"time"
 
@@ -40,12 +39,7 @@ func (s serviceEmbedder) Embed(ctx context.Context, texts []string) ([][]float32
 func (s serviceEmbedder) Dimension() int { return 0 }
 
 // WikiPath is the wiki folder: [wiki] path, or DATA/wiki.
-func (a *App) WikiPath() string {
-	if a.Config.Wiki.Path != "" {
-		return a.Config.Wiki.Path
-	}
-	return filepath.Join(a.Paths.Data, "wiki")
-}
+func (a *App) WikiPath() string { return a.Config.Wiki.Root(a.Paths) }
 
 // OpenWiki opens the wiki folder and its index (closed with the App). CLI
 // commands use it directly; the daemon wires it in registerWiki.
@@ -59,14 +53,6 @@ func (a *App) OpenWiki(ctx context.Context) (*wiki.Wiki, error) {
 		emb = r
 	}
 	return a.openWiki(ctx, serviceEmbedder{emb, "wiki"})
-}
-
-// OpenWikiLexical opens the wiki without an embedder, for a one-shot CLI
-// search: meaning search needs every page vector in memory, which the
-// daemon keeps loaded; a process that answers one query must not load
-// them all (seconds on a large wiki), so it searches words and substrings.
-func (a *App) OpenWikiLexical(ctx context.Context) (*wiki.Wiki, error) {
-	return a.openWiki(ctx, nil)
 }
 
 func (a *App) openWiki(ctx context.Context, emb search.Embedder) (*wiki.Wiki, error) {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hestia-dev/hestia/internal/cli/fast"
+
 	"github.com/hestia-dev/hestia/internal/app"
 	"github.com/hestia-dev/hestia/internal/calendar"
 	"github.com/hestia-dev/hestia/internal/calendar/caltools"
@@ -80,7 +82,7 @@ func calAgenda(ctx context.Context, env *Env, c *app.Calendar, args []string) er
 		return calErr(err)
 	}
 	if *asJSON {
-		return printJSON(env.Stdout, ag)
+		return fast.PrintJSON(env.Stdout, ag)
 	}
 	printInstances(env.Stdout, ag.Instances, deps.Loc)
 	if ag.Truncated {
@@ -152,7 +154,7 @@ func calSearch(ctx context.Context, env *Env, c *app.Calendar, args []string) er
 		return calErr(err)
 	}
 	if *asJSON {
-		return printJSON(env.Stdout, res)
+		return fast.PrintJSON(env.Stdout, res)
 	}
 	printInstances(env.Stdout, res.Events, c.Deps.Loc)
 	return nil
@@ -200,7 +202,7 @@ func calFree(ctx context.Context, env *Env, c *app.Calendar, args []string) erro
 		return calErr(err)
 	}
 	if *asJSON {
-		return printJSON(env.Stdout, res)
+		return fast.PrintJSON(env.Stdout, res)
 	}
 	for _, f := range res.Free {
 		s, e := f.Start.In(c.Deps.Loc), f.End.In(c.Deps.Loc)
@@ -247,7 +249,7 @@ func calImport(ctx context.Context, env *Env, c *app.Calendar, args []string) er
 
 func printSync(env *Env, all []calendar.SyncStats, asJSON bool) error {
 	if asJSON {
-		return printJSON(env.Stdout, map[string]any{"calendars": all})
+		return fast.PrintJSON(env.Stdout, map[string]any{"calendars": all})
 	}
 	for _, st := range all {
 		fmt.Fprintf(env.Stdout, "%s: %d files, %d added, %d updated, %d removed, %d unchanged, %d events, %d skipped\n",
@@ -286,7 +288,7 @@ func calCalendars(ctx context.Context, env *Env, c *app.Calendar, args []string)
 		return err
 	}
 	if *asJSON {
-		return printJSON(env.Stdout, map[string]any{"calendars": cals})
+		return fast.PrintJSON(env.Stdout, map[string]any{"calendars": cals})
 	}
 	for _, k := range cals {
 		ro := ""
@@ -310,7 +312,7 @@ func calOps(ctx context.Context, env *Env, c *app.Calendar, args []string) error
 		return err
 	}
 	if *asJSON {
-		return printJSON(env.Stdout, map[string]any{"operations": ops})
+		return fast.PrintJSON(env.Stdout, map[string]any{"operations": ops})
 	}
 	for _, o := range ops {
 		inst := ""

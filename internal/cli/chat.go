@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/hestia-dev/hestia/internal/cli/fast"
 )
 
 // turnResult mirrors agent.Result on the wire.
@@ -167,7 +169,7 @@ func chatInteractive(ctx context.Context, env *Env, c *Client, chatID string, ov
 	}
 	if resp.StatusCode != http.StatusOK {
 		defer resp.Body.Close()
-		return DecodeResponse(resp, nil)
+		return fast.DecodeResponse(resp, nil)
 	}
 	defer resp.Body.Close()
 	evs := make(chan sseEvent, 64)

@@ -9,13 +9,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"sort"
 
 	"github.com/hestia-dev/hestia/internal/app"
+	"github.com/hestia-dev/hestia/internal/cli/fast"
 	"github.com/hestia-dev/hestia/internal/config"
-	"github.com/hestia-dev/hestia/internal/logging"
 	"github.com/hestia-dev/hestia/internal/sandbox"
 )
 
@@ -69,14 +68,9 @@ func commands() []command {
 }
 
 // ErrUsage marks errors caused by bad arguments (exit status 2).
-var ErrUsage = errors.New("usage")
+var ErrUsage = fast.ErrUsage
 
-type usageError struct{ msg string }
-
-func (e usageError) Error() string   { return e.msg }
-func (e usageError) Is(t error) bool { return t == ErrUsage }
-
-func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+func usagef(format string, args ...any) error { return fast.Usagef(format, args...) }
 
 // exitError carries a specific exit status without an extra message.
 type exitError struct{ code int }
@@ -158,37 +152,21 @@ func (env *Env) flags(name string) *flag.FlagSet {
 
 // parse parses args, turning flag errors into usage errors and refusing
 // unexpected positional arguments when maxArgs >= 0.
-func parse(fs *flag.FlagSet, args []string, maxArgs int) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return usageError{err.Error()}
-	}
-	if maxArgs >= 0 && fs.NArg() > maxArgs {
-		return usagef("unexpected argument %q", fs.Arg(maxArgs))
-	}
-	return nil
+func parse(fs *flag.FlagSet, args []string, maxArgs int) error { return fast.Parse(fs, args, maxArgs) }
+
+// fast is this Env as the read-only query commands take it.
+func (env *Env) fast() *fast.Env {
+	return &fast.Env{Stdin: env.Stdin, Stdout: env.Stdout, Stderr: env.Stderr, Getenv: env.Getenv, Version: env.Version, LogLevel: env.logLevel}
 }
 
 // load resolves paths and configuration.
-func (env *Env) load() (config.Paths, config.Config, error) {
-	paths, err := config.ResolvePaths(env.Getenv)
-	if err != nil {
-		return config.Paths{}, config.Config{}, err
-	}
-	cfg, err := config.Load(paths, env.Getenv)
-	if err != nil {
-		return config.Paths{}, config.Config{}, err
-	}
-	if env.logLevel != "" {
-		cfg.Log.Level = env.logLevel
-		if err := cfg.Validate(); err != nil {
-			return config.Paths{}, config.Config{}, usagef("--log-level: %v", err)
-		}
-	}
-	return paths, cfg, nil
-}
+func (env *Env) load() (config.Paths, config.Config, error) { return env.fast().Load() }
+
+// Client talks to the running daemon with the home's token.
+type Client = fast.Client
+
+// daemon returns a client for this home's running daemon (see fast.Env.Daemon).
+func (env *Env) daemon() (*Client, error) { return env.fast().Daemon() }
 
 // openApp builds an App for commands that work on the stores directly
 // (not through the daemon). Logs go to stderr only at warn and above unless
@@ -201,11 +179,7 @@ func (env *Env) openApp() (*app.App, error) {
 	if err := paths.Ensure(); err != nil {
 		return nil, err
 	}
-	level := slog.LevelWarn
-	if env.logLevel != "" {
-		level, _ = logging.ParseLevel(env.logLevel)
-	}
-	log, _, err := logging.New(logging.Options{Level: level, Console: env.Stderr})
+	log, err := env.fast().Logger()
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/hestia-dev/hestia/internal/cli/fast"
+
 	"github.com/hestia-dev/hestia/internal/app"
 	"github.com/hestia-dev/hestia/internal/contacts"
 	"github.com/hestia-dev/hestia/internal/contacts/contacttools"
@@ -59,7 +61,7 @@ func contactsSearch(ctx context.Context, env *Env, c *app.Contacts, args []strin
 		return contactsErr(err)
 	}
 	if *asJSON {
-		return printJSON(env.Stdout, res)
+		return fast.PrintJSON(env.Stdout, res)
 	}
 	for _, p := range res.People {
 		org := ""
@@ -96,7 +98,7 @@ func contactsResolve(ctx context.Context, env *Env, c *app.Contacts, args []stri
 		return contactsErr(err)
 	}
 	if *asJSON {
-		return printJSON(env.Stdout, res)
+		return fast.PrintJSON(env.Stdout, res)
 	}
 	fmt.Fprintf(env.Stdout, "%s: %s\n", res.Status, res.Note)
 	for i, cand := range res.Candidates {
@@ -141,7 +143,7 @@ func contactsImport(ctx context.Context, env *Env, c *app.Contacts, args []strin
 
 func printContactsSync(env *Env, all []contacts.SyncStats, asJSON bool) error {
 	if asJSON {
-		return printJSON(env.Stdout, map[string]any{"books": all})
+		return fast.PrintJSON(env.Stdout, map[string]any{"books": all})
 	}
 	for _, st := range all {
 		mirror := ""

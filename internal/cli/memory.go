@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/hestia-dev/hestia/internal/cli/fast"
+
 	"github.com/hestia-dev/hestia/internal/memory"
 )
 
@@ -39,7 +41,7 @@ func runMemory(ctx context.Context, env *Env, args []string) error {
 	case "show":
 		fs := env.flags("memory show")
 		asJSON := fs.Bool("json", false, "print as JSON")
-		if err := parseInterleaved(fs, rest); err != nil {
+		if err := fast.ParseInterleaved(fs, rest); err != nil {
 			return err
 		}
 		targets := []string{memory.Agent, memory.User, memory.Memory}
@@ -62,7 +64,7 @@ func runMemory(ctx context.Context, env *Env, args []string) error {
 			}
 		}
 		if *asJSON {
-			return printJSON(env.Stdout, out)
+			return fast.PrintJSON(env.Stdout, out)
 		}
 		return nil
 	case "add", "rm":
@@ -135,7 +137,7 @@ func memoryQueue(ctx context.Context, env *Env, q *memory.Queue, args []string) 
 	if len(args) > 0 && (args[0] == "accept" || args[0] == "reject") {
 		fs := env.flags("memory queue " + args[0])
 		text := fs.String("text", "", "the fact as you want it remembered (accept only)")
-		if err := parseInterleaved(fs, args[1:]); err != nil {
+		if err := fast.ParseInterleaved(fs, args[1:]); err != nil {
 			return err
 		}
 		if fs.NArg() != 1 {
@@ -166,7 +168,7 @@ func memoryQueue(ctx context.Context, env *Env, q *memory.Queue, args []string) 
 		return err
 	}
 	if *asJSON {
-		return printJSON(env.Stdout, map[string]any{"candidates": cs})
+		return fast.PrintJSON(env.Stdout, map[string]any{"candidates": cs})
 	}
 	if len(cs) == 0 {
 		fmt.Fprintf(env.Stdout, "no %s proposals\n", *status)

@@ -3,11 +3,10 @@ package cli
 import (
 	"context"
 	"fmt"
-	"net/url"
-	"strconv"
 	"strings"
 
-	"github.com/hestia-dev/hestia/internal/lock"
+	"github.com/hestia-dev/hestia/internal/cli/fast"
+
 	"github.com/hestia-dev/hestia/internal/wiki"
 )
 
@@ -27,14 +26,14 @@ func runWiki(ctx context.Context, env *Env, args []string) error {
 	}
 	sub, rest := args[0], args[1:]
 	cmds := map[string]func(context.Context, *Env, *wiki.Wiki, []string) error{
-		"search": wikiSearch, "read": wikiRead, "links": wikiLinks, "lint": wikiLint, "reindex": wikiReindex, "import": wikiImport,
+		"read": wikiRead, "links": wikiLinks, "lint": wikiLint, "reindex": wikiReindex, "import": wikiImport,
+	}
+	if sub == "search" {
+		return fast.WikiSearch(ctx, env.fast(), rest)
 	}
 	fn, ok := cmds[sub]
 	if !ok {
 		return usagef("unknown wiki command %q\n%s", sub, wikiUsage)
-	}
-	if sub == "search" {
-		return wikiSearch(ctx, env, nil, rest)
 	}
 	a, err := env.openApp()
 	if err != nil {
@@ -48,62 +47,11 @@ func runWiki(ctx context.Context, env *Env, args []string) error {
 	return fn(ctx, env, w, rest)
 }
 
-// wikiSearch asks the running daemon when there is one (its index is warm
-// and its page vectors are loaded, so the answer includes meaning search);
-// otherwise it opens the index itself without an embedder: loading every
-// page vector to answer one query costs seconds on a large wiki.
-func wikiSearch(ctx context.Context, env *Env, _ *wiki.Wiki, args []string) error {
-	fs := env.flags("wiki search")
-	asJSON := fs.Bool("json", false, "print results as JSON")
-	limit := fs.Int("limit", 10, "most pages to show (1-50)")
-	if err := parseInterleaved(fs, args); err != nil {
-		return err
-	}
-	q := strings.Join(fs.Args(), " ")
-	if strings.TrimSpace(q) == "" {
-		return usagef("usage: hestia wiki search QUERY [--json]")
-	}
-	res, ok := wikiSearchViaDaemon(ctx, env, q, *limit)
-	if !ok {
-		a, err := env.openApp()
-		if err != nil {
-			return err
-		}
-		defer a.Close()
-		w, err := a.OpenWikiLexical(ctx)
-		if err != nil {
-			return err
-		}
-		if res, err = w.Search(ctx, q, *limit); err != nil {
-			return err
-		}
-		res.VectorNote = "meaning search runs in the daemon, which is not running"
-	}
-	if *asJSON {
-		return printJSON(env.Stdout, res)
-	}
-	if len(res.Hits) == 0 {
-		fmt.Fprintln(env.Stdout, "no pages found")
-	}
-	for _, h := range res.Hits {
-		where := h.Path
-		if h.Heading != "" {
-			where += " § " + h.Heading
-		}
-		mark := ""
-		if h.Untrusted {
-			mark = " [from outside]"
-		}
-		fmt.Fprintf(env.Stdout, "%s — %s%s\n    %s\n", h.Title, where, mark, h.Snippet)
-	}
-	return nil
-}
-
 func wikiRead(ctx context.Context, env *Env, w *wiki.Wiki, args []string) error {
 	fs := env.flags("wiki read")
 	asJSON := fs.Bool("json", false, "print the page window as JSON")
 	offset := fs.Int64("offset", 0, "byte offset to start at (next_offset of a previous read)")
-	if err := parseInterleaved(fs, args); err != nil {
+	if err := fast.ParseInterleaved(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() == 0 {
@@ -115,7 +63,7 @@ func wikiRead(ctx context.Context, env *Env, w *wiki.Wiki, args []string) error 
 		if err != nil {
 			return err
 		}
-		return printJSON(env.Stdout, r)
+		return fast.PrintJSON(env.Stdout, r)
 	}
 	for off := *offset; ; {
 		r, err := w.Read(ctx, ref, off, wiki.MaxReadChars)
@@ -133,7 +81,7 @@ func wikiRead(ctx context.Context, env *Env, w *wiki.Wiki, args []string) error 
 func wikiLinks(ctx context.Context, env *Env, w *wiki.Wiki, args []string) error {
 	fs := env.flags("wiki links")
 	asJSON := fs.Bool("json", false, "print as JSON")
-	if err := parseInterleaved(fs, args); err != nil {
+	if err := fast.ParseInterleaved(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() == 0 {
@@ -144,7 +92,7 @@ func wikiLinks(ctx context.Context, env *Env, w *wiki.Wiki, args []string) error
 		return err
 	}
 	if *asJSON {
-		return printJSON(env.Stdout, l)
+		return fast.PrintJSON(env.Stdout, l)
 	}
 	fmt.Fprintf(env.Stdout, "%s\n  links to:\n", l.Path)
 	for _, o := range l.Outgoing {
@@ -175,7 +123,7 @@ func wikiLint(ctx context.Context, env *Env, w *wiki.Wiki, args []string) error 
 		return err
 	}
 	if *asJSON {
-		return printJSON(env.Stdout, map[string]any{"findings": fs2})
+		return fast.PrintJSON(env.Stdout, map[string]any{"findings": fs2})
 	}
 	for _, f := range fs2 {
 		loc := f.Path
@@ -204,7 +152,7 @@ func wikiReindex(ctx context.Context, env *Env, w *wiki.Wiki, args []string) err
 func wikiImport(ctx context.Context, env *Env, w *wiki.Wiki, args []string) error {
 	fs := env.flags("wiki import")
 	asJSON := fs.Bool("json", false, "print results as JSON")
-	if err := parseInterleaved(fs, args); err != nil {
+	if err := fast.ParseInterleaved(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() == 0 {
@@ -218,7 +166,7 @@ func wikiImport(ctx context.Context, env *Env, w *wiki.Wiki, args []string) erro
 		return err
 	}
 	if *asJSON {
-		return printJSON(env.Stdout, map[string]any{"results": rs})
+		return fast.PrintJSON(env.Stdout, map[string]any{"results": rs})
 	}
 	for _, r := range rs {
 		line := fmt.Sprintf("%-8s %s", r.Status, r.Origin)
@@ -231,30 +179,4 @@ func wikiImport(ctx context.Context, env *Env, w *wiki.Wiki, args []string) erro
 		fmt.Fprintln(env.Stdout, line)
 	}
 	return nil
-}
-
-// wikiSearchViaDaemon runs the search on this home's running daemon. It
-// reports false when no daemon runs or it could not answer; the caller
-// then searches the index itself.
-func wikiSearchViaDaemon(ctx context.Context, env *Env, q string, limit int) (wiki.SearchResult, bool) {
-	paths, _, err := env.load()
-	if err != nil {
-		return wiki.SearchResult{}, false
-	}
-	if held, _ := lock.Held(paths.LockFile()); !held {
-		return wiki.SearchResult{}, false
-	}
-	c, err := env.daemon()
-	if err != nil {
-		return wiki.SearchResult{}, false
-	}
-	var res wiki.SearchResult
-	v := url.Values{"q": {q}, "limit": {strconv.Itoa(limit)}}
-	if err := c.Do(ctx, "GET", "/api/wiki/search?"+v.Encode(), nil, &res); err != nil {
-		return wiki.SearchResult{}, false
-	}
-	if res.Hits == nil {
-		res.Hits = []wiki.Hit{}
-	}
-	return res, true
 }

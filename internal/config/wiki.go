@@ -20,6 +20,14 @@ type WikiConfig struct {
 	PromoteBatch    int      `toml:"promote_batch"`
 }
 
+// Root is the wiki folder in effect: Path, or DATA/wiki when unset.
+func (w WikiConfig) Root(p Paths) string {
+	if w.Path != "" {
+		return w.Path
+	}
+	return filepath.Join(p.Data, "wiki")
+}
+
 func defaultWiki() WikiConfig {
 	return WikiConfig{Watch: true, Promote: true, PromoteInterval: Duration(30 * time.Minute), PromoteBatch: 20}
 }

@@ -1,4 +1,4 @@
-package cli
+package fast
 
 import (
 	"bytes"
@@ -24,7 +24,7 @@ type Client struct {
 	HTTP    *http.Client
 }
 
-// daemon returns a client for this home's running daemon. It dials the
+// Daemon returns a client for this home's running daemon. It dials the
 // address the daemon recorded at listen time, not the configured one, and
 // sends the token only after the daemon proved it holds it (daemonaddr):
 // another home's daemon or a hostile listener on the configured port must
@@ -32,9 +32,9 @@ type Client struct {
 //
 // It takes no context so every command keeps one call shape; the check is
 // bounded by its own timeout.
-func (env *Env) daemon() (*Client, error) {
+func (env *Env) Daemon() (*Client, error) {
 	ctx := context.Background()
-	paths, _, err := env.load()
+	paths, _, err := env.Load()
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,293 @@
+package fast
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hestia-dev/hestia/internal/lock"
+	"github.com/hestia-dev/hestia/internal/mail"
+)
+
+// OpenMailStore opens the mail mirror alone: no embedder, no send journal,
+// nothing whose cost grows with the mailbox, since each query runs as its
+// own process. The store is safe to share with a running daemon.
+func (env *Env) OpenMailStore(ctx context.Context) (*mail.Store, error) {
+	paths, cfg, err := env.Load()
+	if err != nil {
+		return nil, err
+	}
+	if err := paths.Ensure(); err != nil {
+		return nil, err
+	}
+	log, err := env.Logger()
+	if err != nil {
+		return nil, err
+	}
+	return mail.Open(ctx, mail.Options{
+		DBPath: paths.DB(mail.Schema.Name), BlobDir: filepath.Join(paths.Data, "mail", "blobs"),
+		Logger: log.With("component", "mail"), Now: time.Now, EmbedMaxChars: cfg.Mail.EmbedMaxChars,
+	})
+}
+
+// MailCommand returns the read-only mail command `hestia mail SUB` that
+// this package answers, or nil.
+func MailCommand(sub string) func(context.Context, *Env, []string) error {
+	switch sub {
+	case "search":
+		return MailSearch
+	case "read":
+		return MailRead
+	case "thread":
+		return MailThread
+	}
+	return nil
+}
+
+// MailRead runs `hestia mail read ID`.
+func MailRead(ctx context.Context, env *Env, args []string) error {
+	fs := env.Flags("mail read")
+	off := fs.Int("offset", 0, "body character offset")
+	limit := fs.Int("limit", mail.MaxBodyChars, "body characters")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := ParseInterleaved(fs, args); err != nil {
+		return err
+	}
+	id, err := IDArg(fs, "read")
+	if err != nil {
+		return err
+	}
+	st, err := env.OpenMailStore(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	msg, err := st.Read(ctx, id, *off, *limit)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return PrintJSON(env.Stdout, msg)
+	}
+	fmt.Fprintf(env.Stdout, "From:    %s\nTo:      %s\n", msg.From, msg.To)
+	if msg.Cc != "" {
+		fmt.Fprintf(env.Stdout, "Cc:      %s\n", msg.Cc)
+	}
+	fmt.Fprintf(env.Stdout, "Date:    %s\nSubject: %s\nMailbox: %s/%s  (thread %d, body %s)\n", msg.Date.Local().Format(time.RFC1123), msg.Subject, msg.Account, msg.Mailbox, msg.ThreadID, msg.BodyState)
+	for _, at := range msg.Attachments {
+		fmt.Fprintf(env.Stdout, "Attach:  [%d] %s (%s, %d bytes)\n", at.Index, at.Filename, at.ContentType, at.Size)
+	}
+	fmt.Fprintf(env.Stdout, "\n%s\n", msg.Body)
+	if msg.NextOffset > 0 {
+		fmt.Fprintf(env.Stderr, "more: --offset %d\n", msg.NextOffset)
+	}
+	return nil
+}
+
+// MailSearch runs `hestia mail search [QUERY]`: the running daemon answers
+// free-text queries when it is up, the mirror itself otherwise.
+func MailSearch(ctx context.Context, env *Env, args []string) error {
+	fs := env.Flags("mail search")
+	var a searchArgs
+	fs.StringVar(&a.Account, "account", "", "account name")
+	fs.StringVar(&a.Mailbox, "mailbox", "", "mailbox name")
+	fs.StringVar(&a.Role, "role", "", "inbox, sent, drafts, trash, junk, archive or all")
+	fs.StringVar(&a.From, "from", "", "sender contains (case- and accent-insensitive)")
+	fs.StringVar(&a.To, "to", "", "recipient contains")
+	fs.StringVar(&a.Cc, "cc", "", "cc contains")
+	fs.StringVar(&a.Subject, "subject", "", "subject contains")
+	fs.StringVar(&a.Body, "body", "", "body contains")
+	fs.StringVar(&a.AttachName, "attachment-name", "", "an attachment's file name contains")
+	fs.StringVar(&a.After, "after", "", "on or after YYYY-MM-DD")
+	fs.StringVar(&a.Before, "before", "", "before YYYY-MM-DD")
+	fs.StringVar(&a.Sort, "sort", "", "browse order without a query: date or size")
+	var unread, flagged, att triFlag
+	fs.Var(&unread, "unread", "only unread (--unread=false: only read)")
+	fs.Var(&flagged, "flagged", "only flagged")
+	fs.Var(&att, "attachments", "only with attachments")
+	fs.BoolVar(&a.PerMessage, "per-message", false, "do not collapse threads")
+	fs.IntVar(&a.Offset, "offset", 0, "skip this many results")
+	fs.IntVar(&a.Limit, "limit", 20, "results per page (max 100)")
+	asJSON := fs.Bool("json", false, "print JSON")
+	countOnly := fs.Bool("count", false, "print only the exact number of matching messages")
+	if err := ParseInterleaved(fs, args); err != nil {
+		return err
+	}
+	a.Query = strings.Join(fs.Args(), " ")
+	a.Unread, a.Flagged, a.HasAttachment = unread.v, flagged.v, att.v
+	after, err := DateFlag("after", a.After)
+	if err != nil {
+		return err
+	}
+	before, err := DateFlag("before", a.Before)
+	if err != nil {
+		return err
+	}
+	q := mail.Query{Text: a.Query, Account: a.Account, Mailbox: a.Mailbox, Role: a.Role, From: a.From, To: a.To, Cc: a.Cc,
+		Subject: a.Subject, Body: a.Body, AttachmentName: a.AttachName, After: after, Before: before, Unread: a.Unread, Flagged: a.Flagged, Attachment: a.HasAttachment,
+		Sort: a.Sort, PerMessage: a.PerMessage, Offset: a.Offset, Limit: a.Limit, Count: *countOnly}
+	res, ok := SearchViaDaemon(ctx, env, q)
+	if !ok {
+		st, err := env.OpenMailStore(ctx)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		// Ranking by vectors needs every message vector in memory; the
+		// daemon keeps them loaded (above), a one-shot process must not
+		// load the whole index for one query, so it ranks lexically.
+		q.NoVectors = true
+		if res, err = st.Search(ctx, q); err != nil {
+			return err
+		}
+	}
+	if *countOnly {
+		if res.Total == nil {
+			res.Total = new(int)
+		}
+		if *asJSON {
+			return PrintJSON(env.Stdout, map[string]int{"total": *res.Total})
+		}
+		fmt.Fprintln(env.Stdout, *res.Total)
+		return nil
+	}
+	if *asJSON {
+		return PrintJSON(env.Stdout, res)
+	}
+	for _, s := range res.Messages {
+		mark := " "
+		if s.Unread {
+			mark = "*"
+		}
+		if s.Partial {
+			mark += "~"
+		} else {
+			mark += " "
+		}
+		fmt.Fprintf(env.Stdout, "%s %6d  %s  %-28.28s  %s\n", mark, s.ID, s.Date.Local().Format("2006-01-02"), s.From, s.Subject)
+	}
+	if res.Note != "" {
+		fmt.Fprintf(env.Stderr, "(~ %s)\n", res.Note)
+	}
+	if res.Truncated {
+		fmt.Fprintln(env.Stderr, "(ranking cut short: narrow the search to see later results)")
+	}
+	if res.Degraded != "" && a.Query != "" {
+		fmt.Fprintf(env.Stderr, "(lexical only: %s)\n", res.Degraded)
+	}
+	if res.Page.Next > 0 {
+		fmt.Fprintf(env.Stderr, "more: --offset %d\n", res.Page.Next)
+	}
+	return nil
+}
+
+// searchViaDaemon runs a free-text search on the running daemon of this
+// home, whose hybrid (vector + lexical) ranking has its vectors loaded. It
+// reports false when no daemon is running or it could not answer, and the
+// caller searches the mirror itself. Date filters stay local: the CLI reads
+// dates in local time, the HTTP API in UTC.
+func SearchViaDaemon(ctx context.Context, env *Env, q mail.Query) (mail.Result, bool) {
+	if strings.TrimSpace(q.Text) == "" || !q.After.IsZero() || !q.Before.IsZero() {
+		return mail.Result{}, false
+	}
+	paths, _, err := env.Load()
+	if err != nil {
+		return mail.Result{}, false
+	}
+	if held, _ := lock.Held(paths.LockFile()); !held {
+		return mail.Result{}, false
+	}
+	c, err := env.Daemon()
+	if err != nil {
+		return mail.Result{}, false
+	}
+	v := url.Values{"q": {q.Text}, "limit": {strconv.Itoa(q.Limit)}, "offset": {strconv.Itoa(q.Offset)}}
+	for k, s := range map[string]string{"account": q.Account, "mailbox": q.Mailbox, "role": q.Role, "from": q.From, "to": q.To, "cc": q.Cc,
+		"subject": q.Subject, "body": q.Body, "attachment_name": q.AttachmentName, "sort": q.Sort} {
+		if s != "" {
+			v.Set(k, s)
+		}
+	}
+	for k, b := range map[string]*bool{"unread": q.Unread, "flagged": q.Flagged, "attachments": q.Attachment} {
+		if b != nil {
+			v.Set(k, strconv.FormatBool(*b))
+		}
+	}
+	if q.PerMessage {
+		v.Set("per_message", "true")
+	}
+	if q.Count {
+		v.Set("count", "true")
+	}
+	var res mail.Result
+	if err := c.Do(ctx, "GET", "/api/mail/search?"+v.Encode(), nil, &res); err != nil {
+		return mail.Result{}, false
+	}
+	if res.Messages == nil {
+		res.Messages = []mail.Summary{}
+	}
+	return res, true
+}
+
+// MailThread runs `hestia mail thread ID`.
+func MailThread(ctx context.Context, env *Env, args []string) error {
+	fs := env.Flags("mail thread")
+	off := fs.Int("offset", 0, "skip this many messages")
+	limit := fs.Int("limit", 20, "messages per page")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := ParseInterleaved(fs, args); err != nil {
+		return err
+	}
+	id, err := IDArg(fs, "thread")
+	if err != nil {
+		return err
+	}
+	st, err := env.OpenMailStore(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	tp, err := st.Thread(ctx, id, *off, *limit, 0)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return PrintJSON(env.Stdout, tp)
+	}
+	fmt.Fprintf(env.Stdout, "thread %d: %s (%d messages, newest first)\n", tp.ThreadID, tp.Subject, tp.Count)
+	for _, s := range tp.Messages {
+		fmt.Fprintf(env.Stdout, "\n%6d  %s  %s\n        %s\n", s.ID, s.Date.Local().Format("2006-01-02 15:04"), s.From, s.Snippet)
+	}
+	return nil
+}
+
+// searchArgs holds the flags of `mail search`.
+type searchArgs struct {
+	Query, Account, Mailbox, Role, From, To, Cc, Subject, Body, AttachName, After, Before, Sort string
+	PerMessage                                                                                  bool
+	Offset, Limit                                                                               int
+	Unread, Flagged, HasAttachment                                                              *bool
+}
+
+// triFlag is a boolean flag that can also be left unset.
+type triFlag struct{ v *bool }
+
+func (t *triFlag) String() string {
+	if t.v == nil {
+		return ""
+	}
+	return strconv.FormatBool(*t.v)
+}
+func (t *triFlag) Set(s string) error {
+	b, err := strconv.ParseBool(s)
+	if err != nil {
+		return fmt.Errorf("want true or false")
+	}
+	t.v = &b
+	return nil
+}
+func (t *triFlag) IsBoolFlag() bool { return true }
