@@ -1,6 +1,6 @@
-// Command hestia is the assistant's command line. The read-only queries
-// people run one process at a time — `mail search|read|thread`, `wiki
-// search`, `version` — are answered here, in a small binary that starts in
+// Command hestia is the assistant's command line. What people run one
+// process at a time — `mail search|read|thread`, `mail import|reconcile`,
+// `wiki search`, `version` — is answered here, in a small binary that starts in
 // a few milliseconds; every other command is handed to hestia-core,
 // installed next to it, by exec (same process, arguments and environment).
 // It only wires: see internal/cli/fast and internal/cli.

@@ -5,11 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"strings"
-
-	"golang.org/x/term"
 
 	"github.com/hestia-dev/hestia/internal/lazyre"
 )
@@ -64,9 +60,3 @@ var commandUsage = map[string]string{
 // usageWithoutArgs lists commands that open the stores before reading
 // their subcommand but print their usage, touching nothing, when given none.
 var usageWithoutArgs = map[string]bool{"memory": true}
-
-// isTerminal reports whether w is a terminal (progress bars redraw only there).
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
-}

@@ -3,14 +3,11 @@ package cli
 import (
 	"context"
 	"fmt"
-	"io"
 	"strings"
-	"time"
 
 	"github.com/hestia-dev/hestia/internal/cli/fast"
 
 	"github.com/hestia-dev/hestia/internal/app"
-	"github.com/hestia-dev/hestia/internal/mail"
 	"github.com/hestia-dev/hestia/internal/mail/imapsync"
 	"github.com/hestia-dev/hestia/internal/mail/journal"
 )
@@ -35,7 +32,7 @@ func runMail(ctx context.Context, env *Env, args []string) error {
 	}
 	sub, rest := args[0], args[1:]
 	cmds := map[string]func(context.Context, *Env, *app.Mail, []string) error{
-		"import": mailImport(false), "reconcile": mailImport(true), "sync": mailSync, "embed": mailEmbed,
+		"sync": mailSync, "embed": mailEmbed,
 		"ops": mailOps, "mailboxes": mailMailboxes,
 	}
 	if read := fast.MailCommand(sub); read != nil {
@@ -55,72 +52,6 @@ func runMail(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	return fn(ctx, env, m, rest)
-}
-
-func mailImport(reconcile bool) func(context.Context, *Env, *app.Mail, []string) error {
-	return func(ctx context.Context, env *Env, m *app.Mail, args []string) error {
-		name := "mail import"
-		if reconcile {
-			name = "mail reconcile"
-		}
-		fs := env.flags(name)
-		account := fs.String("account", "local", "account name the messages belong to")
-		quiet := fs.Bool("quiet", false, "no progress bar")
-		asJSON := fs.Bool("json", false, "print the summary as JSON")
-		full := fs.Bool("full", false, "list and check every file (by default Maildir folders whose mtime is unchanged are skipped)")
-		if err := parse(fs, args, 1); err != nil {
-			return err
-		}
-		if fs.NArg() != 1 {
-			return usagef("usage: hestia %s PATH", name)
-		}
-		start := time.Now()
-		opts := mail.ImportOptions{Account: *account, Full: *full}
-		// The bar redraws in place on a terminal; into a log or pipe only
-		// the final line is written, once.
-		tty := isTerminal(env.Stderr)
-		if !*quiet && tty {
-			opts.Progress = func(p mail.Progress) { progressBar(env.Stderr, p, time.Since(start)) }
-		}
-		run := m.Store.Import
-		if reconcile {
-			run = m.Store.Reconcile
-		}
-		p, err := run(ctx, fs.Arg(0), opts)
-		if !*quiet {
-			if !tty && err == nil {
-				progressBar(env.Stderr, p, time.Since(start))
-			}
-			fmt.Fprintln(env.Stderr)
-		}
-		if err != nil {
-			return err
-		}
-		if *asJSON {
-			return fast.PrintJSON(env.Stdout, p)
-		}
-		fmt.Fprintf(env.Stdout, "%d files: %d new messages, %d updated, %d unchanged, %d failed, %d removed, %d deleted in %s\n",
-			p.Files, p.Added, p.Updated, p.Skipped, p.Failed, p.Removed, p.Deleted, time.Since(start).Round(time.Millisecond))
-		return nil
-	}
-}
-
-func progressBar(w io.Writer, p mail.Progress, elapsed time.Duration) {
-	const width = 30
-	frac := 1.0
-	if p.Files > 0 {
-		frac = float64(p.Done) / float64(p.Files)
-	}
-	n := int(frac * width)
-	rate := 0.0
-	if s := elapsed.Seconds(); s > 0 {
-		rate = float64(p.Added+p.Updated) / s
-	}
-	cr := "\r"
-	if !isTerminal(w) {
-		cr = ""
-	}
-	fmt.Fprintf(w, cr+"[%s%s] %d/%d files, %d new, %.0f msg/s", strings.Repeat("#", n), strings.Repeat(".", width-n), p.Done, p.Files, p.Added, rate)
 }
 
 func mailSync(ctx context.Context, env *Env, m *app.Mail, args []string) error {

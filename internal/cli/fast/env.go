@@ -1,7 +1,8 @@
-// Package fast runs the read-only query commands — `mail search`, `mail
-// read`, `mail thread` and `wiki search` — in the small `hestia` front
-// binary. Each of these runs as its own process per query, as people run
-// `notmuch search`, so start-up is most of what the user waits for: this
+// Package fast runs the commands people run one process at a time — `mail
+// search|read|thread`, `mail import|reconcile` (rescans) and `wiki search` —
+// in the small `hestia` front binary. Each runs as its own process per
+// query, as people run `notmuch search` and `notmuch new`, so start-up is
+// most of what the user waits for: this
 // package imports no model, tool, server or document code, and the front
 // starts in a fraction of the time the whole program takes. Every other
 // command is handed to hestia-core (see cmd/hestia). The full command line

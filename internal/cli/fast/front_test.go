@@ -55,7 +55,7 @@ func TestRunAnswersOnlyItsCommands(t *testing.T) {
 			return ""
 		}}, &out, &errb
 	}
-	for _, args := range [][]string{nil, {"help"}, {"serve"}, {"--bogus", "version"}, {"version", "extra"}, {"mail"}, {"mail", "import", "x"},
+	for _, args := range [][]string{nil, {"help"}, {"serve"}, {"--bogus", "version"}, {"version", "extra"}, {"mail"}, {"mail", "sync"},
 		{"mail", "-h"}, {"wiki", "read", "x"}, {"wiki"}, {"chat", "--once", "hi"}, {"--log-level", "debug"}} {
 		e, out, _ := env()
 		if _, ok := fast.Run(context.Background(), args, e); ok || out.Len() != 0 {
@@ -139,10 +139,13 @@ func TestFrontExecsCore(t *testing.T) {
 	}
 	front, core := filepath.Join(bin, "hestia"), filepath.Join(bin, "hestia-core")
 
-	// Handed over: an import (hestia-core's), and its exit statuses.
 	if r := runBin(front, "mail", "import", "--quiet", md); r.code != 0 || !strings.Contains(r.stdout, "2 new messages") {
-		t.Fatalf("mail import through the front: %+v", r)
+		t.Fatalf("mail import: %+v", r)
 	}
+	if r := runBin(core, "mail", "import", "--quiet", "--json", md); r.code != 0 || !strings.Contains(r.stdout, `"skipped": 2`) {
+		t.Fatalf("mail import again by hestia-core: %+v", r)
+	}
+	// Handed over to hestia-core, exit statuses included.
 	if r := runBin(front, "wiki", "reindex"); r.code != 0 || !strings.Contains(r.stdout, "5 files, 5 indexed") {
 		t.Fatalf("wiki reindex through the front: %+v", r)
 	}

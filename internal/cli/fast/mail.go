@@ -3,7 +3,9 @@ package fast
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/hestia-dev/hestia/internal/lock"
 	"github.com/hestia-dev/hestia/internal/mail"
+	"golang.org/x/term"
 )
 
 // OpenMailStore opens the mail mirror alone: no embedder, no send journal,
@@ -34,10 +37,14 @@ func (env *Env) OpenMailStore(ctx context.Context) (*mail.Store, error) {
 	})
 }
 
-// MailCommand returns the read-only mail command `hestia mail SUB` that
+// MailCommand returns the mail command `hestia mail SUB` that
 // this package answers, or nil.
 func MailCommand(sub string) func(context.Context, *Env, []string) error {
 	switch sub {
+	case "import":
+		return MailImport(false)
+	case "reconcile":
+		return MailImport(true)
 	case "search":
 		return MailSearch
 	case "read":
@@ -291,3 +298,84 @@ func (t *triFlag) Set(s string) error {
 	return nil
 }
 func (t *triFlag) IsBoolFlag() bool { return true }
+
+// MailImport returns `hestia mail import PATH` or, with reconcile, `hestia
+// mail reconcile PATH`. They run in the front too: a rescan of an unchanged
+// tree lists a few folder mtimes, so process start is most of its time.
+func MailImport(reconcile bool) func(context.Context, *Env, []string) error {
+	return func(ctx context.Context, env *Env, args []string) error {
+		name := "mail import"
+		if reconcile {
+			name = "mail reconcile"
+		}
+		fs := env.Flags(name)
+		account := fs.String("account", "local", "account name the messages belong to")
+		quiet := fs.Bool("quiet", false, "no progress bar")
+		asJSON := fs.Bool("json", false, "print the summary as JSON")
+		full := fs.Bool("full", false, "list and check every file (by default Maildir folders whose mtime is unchanged are skipped)")
+		if err := Parse(fs, args, 1); err != nil {
+			return err
+		}
+		if fs.NArg() != 1 {
+			return Usagef("usage: hestia %s PATH", name)
+		}
+		start := time.Now()
+		opts := mail.ImportOptions{Account: *account, Full: *full}
+		// The bar redraws in place on a terminal; into a log or pipe only
+		// the final line is written, once.
+		tty := IsTerminal(env.Stderr)
+		if !*quiet && tty {
+			opts.Progress = func(p mail.Progress) { progressBar(env.Stderr, p, time.Since(start)) }
+		}
+		st, err := env.OpenMailStore(ctx)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		run := st.Import
+		if reconcile {
+			run = st.Reconcile
+		}
+		p, err := run(ctx, fs.Arg(0), opts)
+		if !*quiet {
+			if !tty && err == nil {
+				progressBar(env.Stderr, p, time.Since(start))
+			}
+			fmt.Fprintln(env.Stderr)
+		}
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return PrintJSON(env.Stdout, p)
+		}
+		fmt.Fprintf(env.Stdout, "%d files: %d new messages, %d updated, %d unchanged, %d failed, %d removed, %d deleted in %s\n",
+			p.Files, p.Added, p.Updated, p.Skipped, p.Failed, p.Removed, p.Deleted, time.Since(start).Round(time.Millisecond))
+		return nil
+	}
+}
+
+// progressBar draws the import's progress on one line.
+func progressBar(w io.Writer, p mail.Progress, elapsed time.Duration) {
+	const width = 30
+	frac := 1.0
+	if p.Files > 0 {
+		frac = float64(p.Done) / float64(p.Files)
+	}
+	n := int(frac * width)
+	rate := 0.0
+	if s := elapsed.Seconds(); s > 0 {
+		rate = float64(p.Added+p.Updated) / s
+	}
+	cr := "\r"
+	if !IsTerminal(w) {
+		cr = ""
+	}
+	fmt.Fprintf(w, cr+"[%s%s] %d/%d files, %d new, %.0f msg/s", strings.Repeat("#", n), strings.Repeat(".", width-n), p.Done, p.Files, p.Added, rate)
+}
+
+// IsTerminal reports whether w is a terminal (progress bars redraw only there).
+func IsTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}

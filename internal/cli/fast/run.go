@@ -11,7 +11,8 @@ import (
 )
 
 // Run answers the command line when it is one of the commands this
-// package owns (`version`, `mail search|read|thread`, `wiki search`, with
+// package owns (`version`, `mail search|read|thread|import|reconcile`,
+// `wiki search`, with
 // the global flags) and reports handled=false for everything else, which
 // the caller hands to hestia-core untouched.
 func Run(ctx context.Context, args []string, env *Env) (code int, handled bool) {
