@@ -90,6 +90,19 @@ describe('reduce', () => {
     expect(Object.keys(s.approvals)).toEqual(['a_2']);
   });
 
+  it('keeps a request that arrived live while the snapshot was in flight', () => {
+    const mk = (id: string, chat_id: string) => ({ id, kind: 'approval' as const, chat_id, created_at: '' });
+    let s = loadApprovals(opened(), [mk('a_old', 'c_1')]);
+    const before = new Set(Object.keys(s.approvals)); // the snapshot is asked for now
+    s = applyEvent(s, ev('approval.requested', { approval: mk('a_new', 'c_1') }));
+    // The snapshot was taken before a_new existed, and after a_old was decided.
+    s = loadApprovals(s, [], 'c_1', before);
+    expect(Object.keys(s.approvals)).toEqual(['a_new']);
+    s = applyEvent(s, ev('approval.requested', { approval: mk('a_all', 'c_2') }));
+    s = loadApprovals(s, [], undefined, new Set(['a_new']));
+    expect(Object.keys(s.approvals)).toEqual(['a_all']);
+  });
+
   it('orders chats by last update and drops deleted ones', () => {
     const older = { ...chat, id: 'c_0', updated_at: '2026-11-01T00:00:00Z' };
     let s = loadChats(initialState, [older, chat]);

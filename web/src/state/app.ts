@@ -132,11 +132,12 @@ export class App {
 
   async refresh(quiet = false) {
     try {
+      const before = new Set(Object.keys(this.data.get().approvals));
       const [chats, approvals] = await Promise.all([
         this.client.listChats(),
         this.client.listApprovals(),
       ]);
-      this.data.set((s) => loadApprovals(loadChats(s, chats), approvals));
+      this.data.set((s) => loadApprovals(loadChats(s, chats), approvals, undefined, before));
       const cur = this.ui.get().current;
       if (cur) await this.loadChat(cur);
     } catch (e) {
@@ -159,12 +160,13 @@ export class App {
   }
 
   private async loadChat(id: string) {
+    const before = new Set(Object.keys(this.data.get().approvals));
     const [{ chat, messages }, approvals, status] = await Promise.all([
       this.client.getChat(id),
       this.client.listApprovals(id),
       this.client.chatStatus(id).catch(() => undefined),
     ]);
-    this.data.set((s) => loadStatus(loadApprovals(loadChat(s, chat, messages ?? []), approvals, id), id, status));
+    this.data.set((s) => loadStatus(loadApprovals(loadChat(s, chat, messages ?? []), approvals, id, before), id, status));
   }
 
   private onEvent(ev: StreamEvent) {

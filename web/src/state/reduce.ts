@@ -151,11 +151,17 @@ export function loadChats(s: State, chats: Chat[]): State {
   return { ...s, chats: sortChats(chats), chatsLoaded: true };
 }
 
-export function loadApprovals(s: State, list: ApprovalRequest[], chatId?: string): State {
+/**
+ * Replaces pending requests with a snapshot (one chat's, or all). `before`
+ * lists the requests known when the snapshot was asked for: one that
+ * arrived live while it was in flight is newer than the snapshot and is
+ * kept (dropping it left its tool card at "Starting" with no approval).
+ */
+export function loadApprovals(s: State, list: ApprovalRequest[], chatId?: string, before?: ReadonlySet<string>): State {
   const approvals: Record<string, ApprovalRequest> = {};
   for (const [id, a] of Object.entries(s.approvals)) {
     // A snapshot for one chat replaces only that chat's pending requests.
-    if (chatId && a.chat_id !== chatId) approvals[id] = a;
+    if ((chatId && a.chat_id !== chatId) || (before && !before.has(id))) approvals[id] = a;
   }
   for (const a of list) if (!s.resolved[a.id]) approvals[a.id] = a;
   return { ...s, approvals };
