@@ -10,7 +10,9 @@ import (
 	"syscall"
 )
 
-// Main is `hestia sandbox-exec --spec JSON -- PROGRAM ARGS…`: it confines
+// Main is `hestia sandbox-exec --spec JSON -- PROGRAM ARGS…`, or
+// `hestia sandbox-exec --worker SPEC` (a long-lived worker inside
+// bubblewrap, see worker.go). The first confines
 // its own process (limits, then Landlock and seccomp where the spec's
 // mode asks for them) and executes the program in its place, so the
 // confinement holds for the program and everything it starts. It returns
@@ -23,6 +25,9 @@ func Main(args []string, stderr io.Writer) int {
 	fail := func(format string, a ...any) int {
 		fmt.Fprintf(stderr, "hestia sandbox-exec: "+format+"\n", a...)
 		return 126
+	}
+	if len(args) > 0 && args[0] == "--worker" {
+		return serveWorker(args[1:], stderr)
 	}
 	if len(args) < 4 || args[0] != "--spec" || args[2] != "--" {
 		return fail("usage: sandbox-exec --spec JSON -- PROGRAM [ARGS…]")

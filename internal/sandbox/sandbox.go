@@ -123,6 +123,14 @@ type Sandbox struct {
 	Bwrap string
 	// NoLandlock rules Landlock out.
 	NoLandlock bool
+	// NoWorker gives every program its own bubblewrap. Otherwise Run
+	// serves read-only, offline specs from long-lived workers (see
+	// worker.go); Helper must then answer `sandbox-exec --worker`.
+	NoWorker bool
+	// WorkerIdle is how long an unused worker is kept (default a minute).
+	WorkerIdle time.Duration
+
+	workers pool
 
 	once   sync.Once
 	status Status
@@ -259,19 +267,9 @@ func (s *Sandbox) wrap(m Mode, spec Spec, argv []string) ([]string, func(), erro
 	if len(argv) == 0 || !filepath.IsAbs(argv[0]) {
 		return nil, nothing, fmt.Errorf("%w: the program path must be absolute", ErrSetup)
 	}
-	if spec.Dir == "" || !filepath.IsAbs(spec.Dir) {
-		return nil, nothing, fmt.Errorf("%w: the working folder must be absolute", ErrSetup)
-	}
-	spec.Limits = spec.Limits.withDefaults()
-	if len(spec.Read) == 0 {
-		if home, err := os.UserHomeDir(); err == nil {
-			spec.Read = []string{home}
-		}
-	}
-	for _, h := range spec.Hide {
-		if within(spec.Dir, h) {
-			return nil, nothing, fmt.Errorf("%w: the working folder %s lies in the protected %s", ErrSetup, spec.Dir, h)
-		}
+	spec, err := normalize(spec)
+	if err != nil {
+		return nil, nothing, err
 	}
 	switch m {
 	case Bubblewrap:
@@ -292,6 +290,26 @@ func (s *Sandbox) wrap(m Mode, spec Spec, argv []string) ([]string, func(), erro
 	default:
 		return argv, nothing, nil
 	}
+}
+
+// normalize checks a spec and fills in the defaults (limits, the home as
+// the folder to read).
+func normalize(spec Spec) (Spec, error) {
+	if spec.Dir == "" || !filepath.IsAbs(spec.Dir) {
+		return spec, fmt.Errorf("%w: the working folder must be absolute", ErrSetup)
+	}
+	spec.Limits = spec.Limits.withDefaults()
+	if len(spec.Read) == 0 {
+		if home, err := os.UserHomeDir(); err == nil {
+			spec.Read = []string{home}
+		}
+	}
+	for _, h := range spec.Hide {
+		if within(spec.Dir, h) {
+			return spec, fmt.Errorf("%w: the working folder %s lies in the protected %s", ErrSetup, spec.Dir, h)
+		}
+	}
+	return spec, nil
 }
 
 // helperSpec is what the parent hands `hestia sandbox-exec`.
@@ -324,6 +342,19 @@ func within(path, dir string) bool {
 }
 
 func (s *Sandbox) bwrapArgs(spec Spec, argv []string) []string {
+	a := s.bwrapMounts(spec)
+	l := spec.Limits
+	a = append(a, "--chdir", spec.Dir, "--", s.prlim,
+		fmt.Sprintf("--cpu=%d", l.CPUSeconds), fmt.Sprintf("--as=%d", l.MemoryBytes),
+		fmt.Sprintf("--fsize=%d", l.FileBytes), fmt.Sprintf("--nofile=%d", l.OpenFiles),
+		fmt.Sprintf("--nproc=%d", l.Procs), "--")
+	return append(a, argv...)
+}
+
+// bwrapMounts is bubblewrap and its options up to the working folder and
+// the command: the namespaces and the view of the filesystem. The one-shot
+// path and the worker share it, so both see the same mounts.
+func (s *Sandbox) bwrapMounts(spec Spec) []string {
 	a := []string{s.bwrap, "--die-with-parent", "--new-session", "--unshare-all"}
 	if spec.Net {
 		a = append(a, "--share-net")
@@ -353,12 +384,7 @@ func (s *Sandbox) bwrapArgs(spec Spec, argv []string) []string {
 			a = append(a, "--ro-bind", "/dev/null", h)
 		}
 	}
-	l := spec.Limits
-	a = append(a, "--chdir", spec.Dir, "--", s.prlim,
-		fmt.Sprintf("--cpu=%d", l.CPUSeconds), fmt.Sprintf("--as=%d", l.MemoryBytes),
-		fmt.Sprintf("--fsize=%d", l.FileBytes), fmt.Sprintf("--nofile=%d", l.OpenFiles),
-		fmt.Sprintf("--nproc=%d", l.Procs), "--")
-	return append(a, argv...)
+	return a
 }
 
 // grant applies whole to root, except beneath the hidden paths: a folder

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -327,9 +328,15 @@ func (r *Runner) Run(ctx context.Context, p *Prepared) (*Result, error) {
 	if r.Sandbox != nil {
 		mode = r.Sandbox.Status(ctx).Mode
 	}
-	spec := sandbox.Spec{Dir: p.Dir, Writable: p.exec, Net: p.exec, Read: r.Read, Hide: r.Hide, Limits: r.Limits}
-	if spec.Limits.CPUSeconds == 0 {
-		spec.Limits.CPUSeconds = uint64(r.Timeout/time.Second) + 1
+	spec := r.spec(p.Dir, p.exec)
+	if mode == sandbox.Bubblewrap {
+		res, err := r.runInWorker(ctx, p, spec, env, stdout, stderr)
+		if !errors.Is(err, sandbox.ErrNoWorker) {
+			if res != nil {
+				res.Sandbox = mode
+			}
+			return res, err
+		}
 	}
 	for i, argv := range p.Argv {
 		name := filepath.Base(argv[0])
@@ -413,6 +420,129 @@ func (r *Runner) Run(ctx context.Context, p *Prepared) (*Result, error) {
 		return nil, startErr
 	}
 	res.Duration = time.Since(start)
+	res.TimedOut = errors.Is(ctx.Err(), context.DeadlineExceeded)
+	res.Stdout, res.Truncated = stdout.result()
+	res.Stderr, _ = stderr.result()
+	return res, nil
+}
+
+// spec is what the sandbox allows the programs of one pipeline: shell_exec
+// (exec) may write the working folder and use the network.
+func (r *Runner) spec(dir string, exec bool) sandbox.Spec {
+	spec := sandbox.Spec{Dir: dir, Writable: exec, Net: exec, Read: r.Read, Hide: r.Hide, Limits: r.Limits}
+	if spec.Limits.CPUSeconds == 0 {
+		spec.Limits.CPUSeconds = uint64(r.Timeout/time.Second) + 1
+	}
+	return spec
+}
+
+// Warm starts the sandbox worker shell_run's programs will use, so that
+// even the first call skips starting bubblewrap.
+func (r *Runner) Warm(ctx context.Context) error {
+	r.defaults()
+	if r.Sandbox == nil {
+		return sandbox.ErrNoWorker
+	}
+	dir, err := r.Paths.Expand(".")
+	if err != nil {
+		return err
+	}
+	return r.Sandbox.Warm(ctx, r.spec(dir, false))
+}
+
+// runInWorker runs a pipeline in the sandbox's long-lived worker, with the
+// same pipes, caps and kill as the one-shot path below: the programs are
+// joined by pipes made here, the last one's stdout and everyone's stderr
+// come back through pipes read into the capped writers, and ctx's end
+// (the timeout, or too much output) kills them. sandbox.ErrNoWorker means
+// no worker took the call and nothing ran.
+func (r *Runner) runInWorker(ctx context.Context, p *Prepared, spec sandbox.Spec, env []string, stdout, stderr *capWriter) (*Result, error) {
+	var files []*os.File
+	defer func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}()
+	pipe := func() (*os.File, *os.File, error) {
+		pr, pw, err := os.Pipe()
+		if err != nil {
+			return nil, nil, fmt.Errorf("creating a pipe: %w", err)
+		}
+		files = append(files, pr, pw)
+		return pr, pw, nil
+	}
+	devnull, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+	if err != nil {
+		return nil, fmt.Errorf("opening %s: %w", os.DevNull, err)
+	}
+	files = append(files, devnull)
+	outR, outW, err := pipe()
+	if err != nil {
+		return nil, err
+	}
+	errR, errW, err := pipe()
+	if err != nil {
+		return nil, err
+	}
+	jobs := make([]sandbox.Job, len(p.Argv))
+	for i, argv := range p.Argv {
+		jobs[i] = sandbox.Job{Argv: argv, Stdin: devnull, Stdout: outW, Stderr: errW}
+	}
+	for i := 0; i < len(jobs)-1; i++ {
+		pr, pw, err := pipe()
+		if err != nil {
+			return nil, err
+		}
+		jobs[i].Stdout, jobs[i+1].Stdin = pw, pr
+	}
+	for i := range jobs {
+		if p.cmds[i].StderrNull {
+			jobs[i].Stderr = devnull
+		}
+		if p.cmds[i].StdoutNull {
+			jobs[i].Stdout = devnull
+		}
+		if p.cmds[i].StderrToStdout {
+			jobs[i].Stderr = jobs[i].Stdout
+		}
+	}
+	var copying sync.WaitGroup
+	for _, c := range []struct {
+		r *os.File
+		w *capWriter
+	}{{outR, stdout}, {errR, stderr}} {
+		copying.Add(1)
+		go func() {
+			defer copying.Done()
+			io.Copy(c.w, c.r)
+		}()
+	}
+	start := time.Now()
+	exits, err := r.Sandbox.Run(ctx, spec, env, jobs)
+	if err != nil {
+		// Nothing ran (ErrNoWorker) or the worker failed: the readers end
+		// once every write end is closed, the deferred Close included.
+		outW.Close()
+		errW.Close()
+		for _, f := range files {
+			f.Close()
+		}
+		copying.Wait()
+		return nil, err
+	}
+	// Every program and whatever it started has ended (the worker kills
+	// the rest), so the pipes reach their end; the wait is bounded anyway,
+	// as exec.Cmd's WaitDelay bounds the one-shot path's.
+	done := make(chan struct{})
+	go func() { copying.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(time.Second):
+		outR.Close()
+		errR.Close()
+		<-done
+	}
+	res := &Result{Exit: exits, Duration: time.Since(start)}
 	res.TimedOut = errors.Is(ctx.Err(), context.DeadlineExceeded)
 	res.Stdout, res.Truncated = stdout.result()
 	res.Stderr, _ = stderr.result()
