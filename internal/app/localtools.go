@@ -65,6 +65,9 @@ func (a *App) registerLocalTools(_ context.Context, reg *tools.Registry, paths *
 	if len(sh.Read) == 0 {
 		sh.Read = []string{home}
 	}
+	// The sandbox's workers (long-lived bubblewrap, see internal/sandbox)
+	// also die with the daemon; closing stops them at once.
+	a.OnClose(sh.Sandbox.Close)
 	a.AddCheck(SandboxCheck(sh.Sandbox))
 	all := append(svc.Tools(), files.FindTool(paths, a.Now))
 	all = append(all, sh.Tools()...)
@@ -79,7 +82,9 @@ func (a *App) registerLocalTools(_ context.Context, reg *tools.Registry, paths *
 }
 
 // ShellSandbox is the OS confinement of the shell tools' programs:
-// bubblewrap, or this binary's `sandbox-exec` helper (Landlock, rlimits).
+// bubblewrap (shell_run's programs started by a long-lived worker, this
+// binary as `sandbox-exec --worker`), or this binary's `sandbox-exec`
+// helper (Landlock, rlimits).
 func ShellSandbox(exe string) *sandbox.Sandbox {
 	return &sandbox.Sandbox{Helper: []string{exe, "sandbox-exec"}}
 }

@@ -519,14 +519,18 @@ func (r *Runner) runInWorker(ctx context.Context, p *Prepared, spec sandbox.Spec
 	}
 	start := time.Now()
 	exits, err := r.Sandbox.Run(ctx, spec, env, jobs)
-	if err != nil {
-		// Nothing ran (ErrNoWorker) or the worker failed: the readers end
-		// once every write end is closed, the deferred Close included.
-		outW.Close()
-		errW.Close()
-		for _, f := range files {
+	// Run closed the files it handed over; a write end no program got
+	// (stderr all sent to /dev/null) is closed here, so the readers see
+	// their end once the programs are gone.
+	for _, f := range files {
+		if f != outR && f != errR {
 			f.Close()
 		}
+	}
+	if err != nil {
+		// Nothing ran (ErrNoWorker) or the worker failed.
+		outR.Close()
+		errR.Close()
 		copying.Wait()
 		return nil, err
 	}
