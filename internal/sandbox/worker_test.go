@@ -250,7 +250,11 @@ func TestWorkerIsolatesCalls(t *testing.T) {
 		}
 	}
 	// Signals to the worker do not end it.
-	runW(t, sb, spec, 30*time.Second, "kill -STOP 1; kill -TERM 1; kill -INT 1; kill -HUP 1; kill -USR1 1; kill -SEGV 1; kill -KILL 1; true")
+	var kills []string
+	for _, sig := range strings.Fields("STOP TERM INT HUP USR1 USR2 SEGV BUS ILL FPE ABRT QUIT TRAP SYS PIPE XCPU XFSZ PROF URG CHLD ALRM TSTP TTIN TTOU KILL") {
+		kills = append(kills, "kill -"+sig+" 1")
+	}
+	runW(t, sb, spec, 30*time.Second, strings.Join(kills, "; ")+"; true")
 	if got := pidNS(t, sb, spec); got != ns {
 		t.Errorf("the worker was replaced after signals: %s, then %s", ns, got)
 	}
