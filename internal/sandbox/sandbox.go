@@ -355,7 +355,9 @@ func (s *Sandbox) bwrapArgs(spec Spec, argv []string) []string {
 // the command: the namespaces and the view of the filesystem. The one-shot
 // path and the worker share it, so both see the same mounts.
 func (s *Sandbox) bwrapMounts(spec Spec) []string {
-	a := []string{s.bwrap, "--die-with-parent", "--new-session", "--unshare-all"}
+	// --cap-drop ALL: run by root, bubblewrap would leave the program
+	// every capability, enough to unmount the covers of the hidden paths.
+	a := []string{s.bwrap, "--die-with-parent", "--new-session", "--unshare-all", "--cap-drop", "ALL"}
 	if spec.Net {
 		a = append(a, "--share-net")
 	}

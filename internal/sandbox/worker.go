@@ -25,7 +25,7 @@ import (
 //   - the worker is pid 1 of its namespace (bwrap --as-pid-1): the kernel
 //     drops SIGKILL and SIGSTOP sent to it from inside, and it ignores the
 //     signals it can catch;
-//   - it runs without capabilities (--cap-drop ALL, which also binds a
+//   - it runs without capabilities (--cap-drop ALL, which matters for a
 //     daemon running as root) and is not dumpable, so programs can neither
 //     ptrace it nor open its memory or descriptors through /proc; every
 //     descriptor it holds is close-on-exec, and a program gets only its own

