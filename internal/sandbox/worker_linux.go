@@ -95,6 +95,9 @@ func (s *Sandbox) Close() error {
 	for _, w := range p.all {
 		if w.ready { // one still starting is stopped by launch
 			stop = append(stop, w)
+			if w.idle != nil {
+				w.idle.Stop()
+			}
 		}
 	}
 	p.mu.Unlock()
@@ -384,7 +387,7 @@ func (s *Sandbox) startWorker(w *worker, spec Spec, js []byte) error {
 	}
 	w.cmd = cmd
 	w.conn.SetReadDeadline(time.Now().Add(workerStartTimeout))
-	r, err := readReply(w.conn)
+	r, err := readReply(w.conn, make([]byte, 16<<10))
 	w.conn.SetReadDeadline(time.Time{})
 	if err == nil && !r.Ready {
 		err = errors.New("no ready message")
@@ -398,8 +401,9 @@ func (s *Sandbox) startWorker(w *worker, spec Spec, js []byte) error {
 	return nil
 }
 
-func readReply(c *net.UnixConn) (reply, error) {
-	buf := make([]byte, 64<<10)
+// readReply reads one message from the worker into buf (replies are
+// small: exits of at most maxJobs programs).
+func readReply(c *net.UnixConn, buf []byte) (reply, error) {
 	n, _, flags, _, err := c.ReadMsgUnix(buf, nil)
 	if err != nil {
 		return reply{}, err
@@ -421,8 +425,9 @@ func readReply(c *net.UnixConn) (reply, error) {
 // connection ends; then it reaps the worker and drops it.
 func (w *worker) readLoop(p *pool) {
 	defer p.wg.Done()
+	buf := make([]byte, 16<<10)
 	for {
-		r, err := readReply(w.conn)
+		r, err := readReply(w.conn, buf)
 		if err != nil {
 			break
 		}
