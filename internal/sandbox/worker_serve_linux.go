@@ -38,6 +38,11 @@ func serveWorker(args []string, stderr io.Writer) int {
 	if !filepath.IsAbs(spec.Dir) {
 		return fail("the working folder %q must be absolute", spec.Dir)
 	}
+	// Only read-only, offline specs are served: the sandbox must hold
+	// nothing a call could change for the next one but /tmp.
+	if spec.Writable || spec.Net {
+		return fail("a writable or networked spec is not served by a worker")
+	}
 	// After each call the worker kills every other process it can see:
 	// only safe as the first process of a pid namespace of its own.
 	if os.Getpid() != 1 {
@@ -383,7 +388,7 @@ func (s *server) finish() bool {
 }
 
 // sweep kills every process in the namespace but the worker, reaps them,
-// and empties /tmp. kill(-1) reaches every process the worker may signal
+// empties /tmp and removes System V IPC objects. kill(-1) reaches every process the worker may signal
 // except itself and (being pid 1) none outside its namespace; a fork
 // cannot slip past it. It reports whether all were gone within 2 s.
 func (s *server) sweep() bool {
@@ -405,10 +410,65 @@ func (s *server) sweep() bool {
 		}
 		time.Sleep(200 * time.Microsecond)
 	}
-	if ents, err := os.ReadDir("/tmp"); err == nil {
-		for _, e := range ents {
-			os.RemoveAll(filepath.Join("/tmp", e.Name()))
+	var st unix.Stat_t
+	if err := unix.Lstat("/tmp", &st); err == nil {
+		wipe("/tmp", st.Dev)
+	}
+	clearSysVIPC()
+	return clean
+}
+
+// wipe empties dir, staying on the filesystem dev: bubblewrap makes the
+// mount points of roots that lie under /tmp there, and what is mounted on
+// them is never entered.
+func wipe(dir string, dev uint64) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		p := filepath.Join(dir, e.Name())
+		var st unix.Stat_t
+		if unix.Lstat(p, &st) != nil || st.Dev != dev {
+			continue
+		}
+		if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+			wipe(p, dev)
+			unix.Rmdir(p) // fails, rightly, above a mount point
+			continue
+		}
+		unix.Unlink(p)
+	}
+}
+
+// clearSysVIPC removes the System V shared memory, message queues and
+// semaphores a call left in the sandbox's IPC namespace, which outlive
+// the processes that made them. (POSIX message queues cannot be listed
+// without mounting mqueue; the allowed programs do not read them.)
+func clearSysVIPC() {
+	for _, kind := range []string{"shm", "msg", "sem"} {
+		b, err := os.ReadFile("/proc/sysvipc/" + kind)
+		if err != nil {
+			continue
+		}
+		lines := strings.Split(string(b), "\n")
+		for _, line := range lines[min(1, len(lines)):] { // after the header
+			f := strings.Fields(line)
+			if len(f) < 2 {
+				continue
+			}
+			id, err := strconv.Atoi(f[1])
+			if err != nil {
+				continue
+			}
+			switch kind {
+			case "shm":
+				unix.SysvShmCtl(id, unix.IPC_RMID, nil)
+			case "msg":
+				unix.Syscall(unix.SYS_MSGCTL, uintptr(id), unix.IPC_RMID, 0)
+			case "sem":
+				unix.Syscall6(unix.SYS_SEMCTL, uintptr(id), 0, unix.IPC_RMID, 0, 0, 0)
+			}
 		}
 	}
-	return clean
 }

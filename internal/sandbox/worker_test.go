@@ -214,7 +214,7 @@ func TestWorkerConfines(t *testing.T) {
 }
 
 // TestWorkerIsolatesCalls: nothing one call leaves behind (a process in
-// a new session, a file in /tmp) reaches the next, and a program can
+// a new session, a file in /tmp, System V IPC objects) reaches the next, and a program can
 // neither reach the worker's descriptors nor stop or kill it.
 func TestWorkerIsolatesCalls(t *testing.T) {
 	sb := newWorkerSandbox(t)
@@ -227,7 +227,12 @@ func TestWorkerIsolatesCalls(t *testing.T) {
 	if exits[0] != "0" || !strings.Contains(out, "started") {
 		t.Fatalf("%v %q", exits, out)
 	}
-	out, _ = runW(t, sb, spec, 30*time.Second, "ls /tmp; for p in /proc/[0-9]*; do cat $p/comm; done")
+	if _, err := os.Stat("/usr/bin/ipcmk"); err == nil {
+		if out, exits := runW(t, sb, spec, 30*time.Second, "ipcmk -M 4096 && ipcmk -Q && ipcmk -S 1"); exits[0] != "0" {
+			t.Fatalf("making System V objects: %q", out)
+		}
+	}
+	out, _ = runW(t, sb, spec, 30*time.Second, "find /tmp -type f; for p in /proc/[0-9]*; do cat $p/comm; done; tail -n +2 /proc/sysvipc/shm /proc/sysvipc/msg /proc/sysvipc/sem | grep '[0-9]' && echo ipc-left")
 	if strings.Contains(out, "left") || strings.Contains(out, "sleep") {
 		t.Errorf("the next call sees what the last one left: %q", out)
 	}
@@ -407,7 +412,7 @@ func TestWorkerRefusesOutsideItsNamespace(t *testing.T) {
 	if code := Main([]string{"--worker", `{"dir":"/"}`}, &b); code != 126 || !strings.Contains(b.String(), "not pid 1") {
 		t.Errorf("%d %q", code, b.String())
 	}
-	for _, args := range [][]string{{"--worker"}, {"--worker", "{"}, {"--worker", `{"dir":"rel"}`}} {
+	for _, args := range [][]string{{"--worker"}, {"--worker", "{"}, {"--worker", `{"dir":"rel"}`}, {"--worker", `{"dir":"/","rw":true}`}, {"--worker", `{"dir":"/","net":true}`}} {
 		b.Reset()
 		if code := Main(args, &b); code != 126 {
 			t.Errorf("%q: %d %q", args, code, b.String())
