@@ -381,7 +381,12 @@ func (s *Sandbox) startWorker(w *worker, spec Spec, js []byte) error {
 	cmd.ExtraFiles = []*os.File{remote, exe} // workerConnFD, workerExeFD
 	cmd.Env = []string{"PATH=/usr/bin:/bin"}
 	cmd.Stderr = w.stderr
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	// Only the worker may hold the other end: with it open here, a
+	// worker that dies would never be seen to.
+	remote.Close()
+	exe.Close()
+	if err != nil {
 		w.conn.Close()
 		return fmt.Errorf("starting the worker: %w", err)
 	}

@@ -419,3 +419,25 @@ func TestWorkerRefusesOutsideItsNamespace(t *testing.T) {
 		}
 	}
 }
+
+// TestWorkerStartFails: a helper that does not serve (here true(1)) gives
+// no worker, and calls keep running the one-shot way.
+func TestWorkerStartFails(t *testing.T) {
+	sb := &Sandbox{NoLandlock: true, Helper: []string{"/bin/true", "sandbox-exec"}}
+	requireMode(t, sb, Bubblewrap)
+	t.Cleanup(func() { sb.Close() })
+	f := newFixture(t)
+	spec := f.spec(false, false)
+	if err := sb.Warm(context.Background(), spec); err == nil || !strings.Contains(err.Error(), "did not start") {
+		t.Fatalf("warming with a helper that does not serve: %v", err)
+	}
+	if _, _, err := tryRunW(sb, spec, 30*time.Second, "true"); !errors.Is(err, ErrNoWorker) {
+		t.Fatalf("a call: %v (want ErrNoWorker)", err)
+	}
+	if n := sb.WorkerCount(); n != 0 {
+		t.Errorf("%d workers", n)
+	}
+	if out, ok := sh(t, sb, spec, "cat in.txt"); !ok || out != "hello\n" {
+		t.Errorf("the one-shot path: %v %q", ok, out)
+	}
+}
