@@ -10,7 +10,8 @@ import (
 
 // BenchmarkOverhead compares shell_run with starting the same program
 // directly; the difference is the parse, policy and sandbox overhead
-// (target ≤ 5 ms).
+// (target ≤ 5 ms). shell_run is served by the sandbox worker where
+// bubblewrap runs (see internal/sandbox/worker.go).
 func BenchmarkOverhead(b *testing.B) {
 	r, home := newRunner(b)
 	tl := r.Tools()[0]
@@ -25,6 +26,21 @@ func BenchmarkOverhead(b *testing.B) {
 	b.Run("shell_run", func(b *testing.B) {
 		for b.Loop() {
 			res, err := tl.Run(context.Background(), tools.Call{Args: args})
+			if err != nil || res.IsError {
+				b.Fatal(err, res.Content)
+			}
+		}
+	})
+	// The one-shot path (a bubblewrap and prlimit per program), where
+	// no worker serves: shell_exec, or the first call before one started.
+	one, _ := newRunner(b)
+	one.Sandbox.NoWorker = true
+	one.Sandbox.Status(context.Background()) // the trial runs outside the loop
+	oneArgs := []byte(`{"command":"wc -l ` + one.Home + `/Documents/notes.md"}`)
+	oneTool := one.Tools()[0]
+	b.Run("shell_run_oneshot", func(b *testing.B) {
+		for b.Loop() {
+			res, err := oneTool.Run(context.Background(), tools.Call{Args: oneArgs})
 			if err != nil || res.IsError {
 				b.Fatal(err, res.Content)
 			}
