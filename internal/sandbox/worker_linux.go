@@ -275,6 +275,14 @@ func (s *Sandbox) release(w *worker) {
 		w.stop()
 		return
 	}
+	s.armIdle(w)
+	p.mu.Unlock()
+}
+
+// armIdle stops w once it has been idle for WorkerIdle; pool.mu must be
+// held.
+func (s *Sandbox) armIdle(w *worker) {
+	p := &s.workers
 	idle := s.WorkerIdle
 	if idle <= 0 {
 		idle = defaultWorkerIdle
@@ -289,7 +297,6 @@ func (s *Sandbox) release(w *worker) {
 		p.mu.Unlock()
 		w.stop()
 	})
-	p.mu.Unlock()
 }
 
 // launch starts a worker for key in the background, unless the pool is
@@ -334,14 +341,12 @@ func (s *Sandbox) launch(spec Spec, js []byte, key, sum string) (<-chan struct{}
 		default:
 			p.failedAt = time.Time{}
 			w.ready = true
+			s.armIdle(w) // idle from the start: unused, it goes away
 			// Added under p.mu before Close can see closed and wait.
 			p.wg.Add(1)
 			go w.readLoop(p)
 		}
 		p.mu.Unlock()
-		if w.ready {
-			s.release(w) // idle from the start: unused, it goes away
-		}
 	}()
 	return w.started, nil
 }

@@ -441,3 +441,40 @@ func TestWorkerStartFails(t *testing.T) {
 		t.Errorf("the one-shot path: %v %q", ok, out)
 	}
 }
+
+// TestWorkerConcurrentCalls: calls at the same time never share a worker
+// (each gets one of its own or runs the one-shot way), and all succeed.
+func TestWorkerConcurrentCalls(t *testing.T) {
+	sb := newWorkerSandbox(t)
+	f := newFixture(t)
+	spec := f.spec(false, false)
+	warm(t, sb, spec)
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for g := range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 8 {
+				out, exits, err := tryRunW(sb, spec, 30*time.Second, "cat in.txt", "cat")
+				switch {
+				case errors.Is(err, ErrNoWorker):
+					time.Sleep(20 * time.Millisecond) // the one-shot call's time
+				case err != nil:
+					errs <- fmt.Errorf("goroutine %d call %d: %w", g, i, err)
+				case out != "hello\n" || strings.Join(exits, " ") != "0 0":
+					errs <- fmt.Errorf("goroutine %d call %d: %v %q", g, i, exits, out)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if n := sb.WorkerCount(); n > maxWorkers {
+		t.Errorf("%d workers, at most %d", n, maxWorkers)
+	}
+	t.Logf("%d calls served by %d workers", sb.WorkerCalls(), sb.WorkerCount())
+}
