@@ -136,7 +136,10 @@ func (f *filter) sql() string {
 
 // liveMessage excludes soft-deleted messages through the messages_deleted
 // partial index; "m.deleted_at IS NULL" would read each row's whole body.
-const liveMessage = "m.id NOT IN (SELECT id FROM messages WHERE deleted_at IS NOT NULL)"
+// INDEXED BY: left to itself the planner scans the covering messages_thread
+// index instead, reading an entry per message (8 ms at 100k messages, on
+// every search) to find the few deleted ones.
+const liveMessage = "m.id NOT IN (SELECT id FROM messages INDEXED BY messages_deleted WHERE deleted_at IS NOT NULL)"
 
 // buildFilter turns the structured part of q into SQL over messages m.
 func buildFilter(q Query) (*filter, error) {

@@ -1,0 +1,84 @@
+package mailbench
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/hestia-dev/hestia/internal/mail"
+)
+
+// cliQueries are the query types of benchmail (cmd benchmail picks the same
+// words from the generated corpus), as the CLI runs them: lexical only,
+// 50 results.
+func cliQueries() []struct {
+	name string
+	q    mail.Query
+} {
+	day := func(s string) time.Time { t, _ := time.ParseInLocation(time.DateOnly, s, time.Local); return t }
+	return []struct {
+		name string
+		q    mail.Query
+	}{
+		{"rare", mail.Query{Text: "brabraly"}},
+		{"common", mail.Query{Text: "water"}},
+		{"phrase", mail.Query{Text: `"zenesa name all"`}},
+		{"fromdate", mail.Query{From: "jane.rossi184@polimi.it", After: day("2024-01-01"), Before: day("2024-07-01")}},
+		{"absent", mail.Query{Text: "zqxjvwkq"}},
+		{"subject", mail.Query{Subject: "invoice"}},
+	}
+}
+
+// BenchmarkCLIQuery times what one `hestia mail search` process does in
+// process: open the mirror, run one lexical search of 50 results, close.
+// It runs against an imported mirror named by HESTIA_MAIL_BENCH_DB (the
+// mail.db of a home that imported a benchmail corpus):
+//
+//	HESTIA_MAIL_BENCH_DB=/tmp/home/db/mail.db go test -run '^$' -bench CLIQuery ./internal/mail/mailbench/
+func BenchmarkCLIQuery(b *testing.B) {
+	db := os.Getenv("HESTIA_MAIL_BENCH_DB")
+	if db == "" {
+		b.Skip("set HESTIA_MAIL_BENCH_DB to an imported benchmail mirror")
+	}
+	ctx := context.Background()
+	opts := mail.Options{DBPath: db, BlobDir: filepath.Join(filepath.Dir(db), "..", "mail", "blobs")}
+	b.Run("open", func(b *testing.B) {
+		for b.Loop() {
+			s, err := mail.Open(ctx, opts)
+			if err != nil {
+				b.Fatal(err)
+			}
+			s.Close()
+		}
+	})
+	for _, c := range cliQueries() {
+		q := c.q
+		q.Limit, q.NoVectors = 50, true
+		b.Run(c.name, func(b *testing.B) {
+			s, err := mail.Open(ctx, opts)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			for b.Loop() {
+				if _, err := s.Search(ctx, q); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(c.name+"-open", func(b *testing.B) {
+			for b.Loop() {
+				s, err := mail.Open(ctx, opts)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := s.Search(ctx, q); err != nil {
+					b.Fatal(err)
+				}
+				s.Close()
+			}
+		})
+	}
+}
