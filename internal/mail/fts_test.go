@@ -29,7 +29,8 @@ func TestFullTextStaysConsistent(t *testing.T) {
 			t.Errorf("substring %s: %+v", w[:6], r.Messages)
 		}
 	}
-	for _, tbl := range []string{"messages_fts", "messages_tri"} {
+	for _, ft := range ftsTables {
+		tbl := ft.name
 		if _, err := s.DB().ExecContext(ctx, `INSERT INTO `+tbl+`(`+tbl+`, rank) VALUES ('integrity-check', 1)`); err != nil {
 			t.Errorf("%s integrity: %v", tbl, err)
 		}
@@ -39,5 +40,8 @@ func TestFullTextStaysConsistent(t *testing.T) {
 	}
 	if r, _ := s.Search(ctx, Query{Text: "zebrafinale"}); len(r.Messages) != 1 {
 		t.Error("search after rebuild")
+	}
+	if r, _ := s.Search(ctx, Query{Subject: "same batch", From: "a@x.org"}); len(r.Messages) != 1 {
+		t.Errorf("header filters after rebuild: %+v", r.Messages)
 	}
 }

@@ -269,7 +269,8 @@ func (s *Store) Stats(ctx context.Context) (Stats, error) {
 // message rows (they are derived data).
 func (s *Store) RebuildIndexes(ctx context.Context) error {
 	return s.db.Tx(ctx, func(tx *sql.Tx) error {
-		for _, t := range []string{"messages_fts", "messages_tri"} {
+		for _, ft := range ftsTables {
+			t := ft.name
 			if _, err := tx.ExecContext(ctx, `INSERT INTO `+t+`(`+t+`) VALUES ('rebuild')`); err != nil {
 				return fmt.Errorf("rebuilding %s: %w", t, err)
 			}

@@ -165,30 +165,41 @@ func buildFilter(q Query) (*filter, error) {
 		}
 		f.add("EXISTS (SELECT 1 FROM message_paths p JOIN mailboxes b ON b.id = p.mailbox_id WHERE p.message_id = m.id AND b.role = ?)", q.Role)
 	}
-	// Every substring filter's trigrams go into one MATCH, so the index
-	// narrows them together and nothing is cut before the other filters
-	// apply. The index (detail=none) knows neither columns nor order, so
-	// each candidate's column is then checked for the value, accents and
-	// case folded as the index folds them. Values too short for trigrams
-	// scan the column instead.
-	var tri []string
-	for _, sc := range []struct{ col, name, val string }{
-		{"from_addr", "from", q.From}, {"to_addr", "to", q.To}, {"cc_addr", "cc", q.Cc},
-		{"subject", "subject", q.Subject}, {"body", "body", q.Body},
+	// Every header filter's trigrams go into one MATCH of the header
+	// trigram index, a body filter's into one of the full one, so each
+	// index narrows its filters together and nothing is cut before the
+	// other filters apply. The indexes (detail=none) know neither columns
+	// nor order, so each candidate's column is then checked for the value,
+	// accents and case folded as the index folds them. Values too short
+	// for trigrams scan the column instead.
+	var hdrTri, bodyTri []string
+	for _, sc := range []struct {
+		col, val string
+		hdr      bool
+	}{
+		{"from_addr", q.From, true}, {"to_addr", q.To, true}, {"cc_addr", q.Cc, true},
+		{"subject", q.Subject, true}, {"body", q.Body, false},
 	} {
 		v := strings.TrimSpace(sc.val)
 		if v == "" {
 			continue
 		}
 		if expr, ok := search.Trigrams(v); ok {
-			tri = append(tri, expr)
+			if sc.hdr {
+				hdrTri = append(hdrTri, expr)
+			} else {
+				bodyTri = append(bodyTri, expr)
+			}
 			f.add("instr("+foldFunc+"(m."+sc.col+"), ?) > 0", search.Fold(v))
 			continue
 		}
 		f.add("m."+sc.col+` LIKE ? ESCAPE '\'`, "%"+likeEscape(v)+"%")
 	}
-	if len(tri) > 0 {
-		f.add("m.id IN (SELECT rowid FROM messages_tri WHERE messages_tri MATCH ?)", strings.Join(tri, " AND "))
+	if len(hdrTri) > 0 {
+		f.add("m.id IN (SELECT rowid FROM messages_hdr_tri WHERE messages_hdr_tri MATCH ?)", strings.Join(hdrTri, " AND "))
+	}
+	if len(bodyTri) > 0 {
+		f.add("m.id IN (SELECT rowid FROM messages_tri WHERE messages_tri MATCH ?)", strings.Join(bodyTri, " AND "))
 	}
 	if v := strings.TrimSpace(q.AttachmentName); v != "" {
 		f.add(`EXISTS (SELECT 1 FROM attachments a WHERE a.message_id = m.id AND a.filename LIKE ? ESCAPE '\')`, "%"+likeEscape(v)+"%")

@@ -3,7 +3,7 @@ package mail
 import "github.com/hestia-dev/hestia/internal/store"
 
 // Schema is the mail mirror database. The messages table is the normalised
-// record; messages_fts, messages_tri and embeddings are derived and can be
+// record; messages_fts, messages_tri, messages_hdr_tri and embeddings are derived and can be
 // rebuilt from it (see Store.RebuildIndexes).
 var Schema = store.Schema{
 	Name: "mail",
@@ -184,5 +184,17 @@ CREATE VIRTUAL TABLE messages_tri USING fts5(
 INSERT INTO messages_tri(messages_tri) VALUES ('rebuild');
 INSERT INTO messages_tri(messages_tri, rank) VALUES ('automerge', 8);
 INSERT INTO messages_tri(messages_tri, rank) VALUES ('crisismerge', 32);`,
+		// Header substring filters (--subject, --from, --to, --cc) narrow
+		// with a trigram index of the header columns alone. In messages_tri
+		// a common subject word also matched every body that contains it
+		// (5,078 candidates for "invoice" in 100k messages, 183 of them with
+		// it in the subject), each then read and folded.
+		`CREATE VIRTUAL TABLE messages_hdr_tri USING fts5(
+	subject, from_addr, to_addr, cc_addr,
+	content='messages', content_rowid='id', tokenize='trigram remove_diacritics 1', detail=none, columnsize=0
+);
+INSERT INTO messages_hdr_tri(messages_hdr_tri) VALUES ('rebuild');
+INSERT INTO messages_hdr_tri(messages_hdr_tri, rank) VALUES ('automerge', 8);
+INSERT INTO messages_hdr_tri(messages_hdr_tri, rank) VALUES ('crisismerge', 32);`,
 	},
 }

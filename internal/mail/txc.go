@@ -30,6 +30,7 @@ func newTxc(tx *sql.Tx) *txc {
 var ftsTables = []struct{ name, cols string }{
 	{"messages_fts", "subject, from_addr, to_addr, body"},
 	{"messages_tri", "subject, from_addr, to_addr, cc_addr, body"},
+	{"messages_hdr_tri", "subject, from_addr, to_addr, cc_addr"},
 }
 
 // unindex removes an already indexed message's current text from the
