@@ -127,6 +127,10 @@ func (f *filter) add(cond string, args ...any) {
 	f.args = append(f.args, args...)
 }
 
+// onlyLive reports that f holds nothing but the liveMessage condition,
+// which buildFilter always adds first.
+func (f *filter) onlyLive() bool { return len(f.where) == 1 }
+
 func (f *filter) sql() string {
 	if len(f.where) == 0 {
 		return "1"
@@ -292,7 +296,7 @@ func (s *Store) Search(ctx context.Context, q Query) (Result, error) {
 		firstN := max(lexicalPool, 2*(q.Offset+q.Limit)+16)
 		var lex []hit
 		if all != "" {
-			lex, err = s.hits(ctx, lexQ+` LIMIT ?`, append(append([]any{all}, f.args...), firstN)...)
+			lex, err = s.topHits(ctx, lexQ, all, f, firstN)
 			if err != nil {
 				return Result{}, err
 			}
@@ -377,6 +381,63 @@ func (s *Store) Search(ctx context.Context, q Query) (Result, error) {
 		}
 	}
 	return res, nil
+}
+
+// maxDeletedSlack bounds how many soft-deleted messages topHits ranks past.
+const maxDeletedSlack = 500
+
+// topHits returns the first n rows of the ranking query lexQ for the match
+// expression all. When the only filter is liveness (a plain CLI search),
+// it ranks the matches alone and keeps only the best n plus the number of
+// soft-deleted messages: "ORDER BY rank" makes FTS5 sort every match
+// (30,000 for a common word in 100k messages) before the LIMIT applies,
+// while "rank + 0" hides the order from FTS5 so that SQLite keeps a
+// bounded top-k instead, and the messages rows are read for those k only.
+// The order is the same: the same rank function, and FTS5's sort leaves
+// equal ranks in rowid order, which the rowid term spells out
+// (TestSearchMatchesReference). Dropping the deleted ones afterwards keeps
+// that order; should fewer than n remain while more matches may follow,
+// the join runs instead.
+func (s *Store) topHits(ctx context.Context, lexQ, all string, f *filter, n int) ([]hit, error) {
+	join := func() ([]hit, error) {
+		return s.hits(ctx, lexQ+` LIMIT ?`, append(append([]any{all}, f.args...), n)...)
+	}
+	if !f.onlyLive() {
+		return join()
+	}
+	var deleted int
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM messages INDEXED BY messages_deleted WHERE deleted_at IS NOT NULL`).Scan(&deleted); err != nil {
+		return nil, fmt.Errorf("counting deleted mail: %w", err)
+	}
+	if deleted > maxDeletedSlack {
+		return join()
+	}
+	ids, err := s.ids(ctx, `SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? ORDER BY rank + 0, rowid LIMIT ?`, all, n+deleted)
+	if err != nil || len(ids) == 0 {
+		return nil, err
+	}
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
+	}
+	found, err := s.hits(ctx, `SELECT m.id, coalesce(m.thread_id, 0) FROM messages m WHERE m.id IN (`+placeholders(len(ids))+`) AND `+liveMessage, args...)
+	if err != nil {
+		return nil, err
+	}
+	if len(found) < n && len(ids) == n+deleted {
+		return join()
+	}
+	thread := make(map[int64]int64, len(found))
+	for _, h := range found {
+		thread[h.id] = h.thread
+	}
+	out := make([]hit, 0, min(n, len(found)))
+	for _, id := range ids {
+		if t, ok := thread[id]; ok && len(out) < n {
+			out = append(out, hit{id, t})
+		}
+	}
+	return out, nil
 }
 
 // markRelated flags the page's hits that only the vectors found: no
