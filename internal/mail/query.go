@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/hestia-dev/hestia/internal/search"
@@ -762,28 +763,71 @@ func likeEscape(s string) string {
 }
 
 // snippet picks up to limit characters of body around the first query term.
+// It runs for every result of a page on up to 4,000 characters each, so it
+// walks the text once and slices it instead of converting it to runes.
 func snippet(body string, terms []string, limit int) string {
-	body = strings.Join(strings.Fields(body), " ")
+	body = squeezeSpace(body)
 	start := 0
-	lower := strings.ToLower(body)
-	for _, t := range terms {
-		if i := strings.Index(lower, t); i >= 0 {
-			start = max(0, i-limit/4)
-			for start > 0 && !utf8.RuneStart(body[start]) {
-				start--
+	if len(terms) > 0 {
+		lower := strings.ToLower(body)
+		for _, t := range terms {
+			if i := strings.Index(lower, t); i >= 0 {
+				// Lower-casing can change the length of a text (invalid
+				// bytes become U+FFFD), so i may lie past the body's end.
+				start = min(max(0, i-limit/4), len(body))
+				for start > 0 && start < len(body) && !utf8.RuneStart(body[start]) {
+					start--
+				}
+				break
 			}
-			break
 		}
 	}
-	r := []rune(body[start:])
 	prefix := ""
 	if start > 0 {
 		prefix = "…"
 	}
-	if len(r) > limit {
-		return prefix + string(r[:limit]) + "…"
+	rest := body[start:]
+	if !utf8.ValidString(rest) {
+		// Invalid bytes come out as U+FFFD, each counting as a character.
+		r := []rune(rest)
+		if len(r) > limit {
+			return prefix + string(r[:limit]) + "…"
+		}
+		return prefix + string(r)
 	}
-	return prefix + string(r)
+	n := 0
+	for i := range rest {
+		if n == limit {
+			return prefix + rest[:i] + "…"
+		}
+		n++
+	}
+	return prefix + rest
+}
+
+// squeezeSpace is strings.Join(strings.Fields(s), " ") in one pass: runs of
+// white space become one space, none is left at either end.
+func squeezeSpace(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	pending := false // white space seen since the last word
+	for i := 0; i < len(s); {
+		r, w := rune(s[i]), 1
+		if r >= utf8.RuneSelf {
+			r, w = utf8.DecodeRuneInString(s[i:])
+		}
+		if unicode.IsSpace(r) {
+			pending = b.Len() > 0
+		} else {
+			if pending {
+				b.WriteByte(' ')
+				pending = false
+			}
+			b.WriteString(s[i : i+w])
+		}
+		i += w
+	}
+	return b.String()
 }
 
 // Attachment is an attachment's metadata as reads return it.
