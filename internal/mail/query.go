@@ -806,26 +806,39 @@ func snippet(body string, terms []string, limit int) string {
 }
 
 // squeezeSpace is strings.Join(strings.Fields(s), " ") in one pass: runs of
-// white space become one space, none is left at either end.
+// white space become one space, none is left at either end. Words are
+// copied whole, and ASCII bytes are classified without decoding.
 func squeezeSpace(s string) string {
 	var b strings.Builder
 	b.Grow(len(s))
-	pending := false // white space seen since the last word
+	word := -1 // start of the word being read, or -1 between words
 	for i := 0; i < len(s); {
-		r, w := rune(s[i]), 1
-		if r >= utf8.RuneSelf {
-			r, w = utf8.DecodeRuneInString(s[i:])
-		}
-		if unicode.IsSpace(r) {
-			pending = b.Len() > 0
+		c, w := s[i], 1
+		var space bool
+		if c < utf8.RuneSelf {
+			space = c == ' ' || c-'\t' <= '\r'-'\t' // \t \n \v \f \r
 		} else {
-			if pending {
+			var r rune
+			r, w = utf8.DecodeRuneInString(s[i:])
+			space = unicode.IsSpace(r)
+		}
+		switch {
+		case space && word >= 0:
+			if b.Len() > 0 {
 				b.WriteByte(' ')
-				pending = false
 			}
-			b.WriteString(s[i : i+w])
+			b.WriteString(s[word:i])
+			word = -1
+		case !space && word < 0:
+			word = i
 		}
 		i += w
+	}
+	if word >= 0 {
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(s[word:])
 	}
 	return b.String()
 }
