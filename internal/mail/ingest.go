@@ -432,8 +432,10 @@ func (s *Store) applyBatch(ctx context.Context, preps []*prepared) (IngestResult
 		defer tx.close()
 		res = IngestResult{}
 		// A larger page cache for the writing connection: index inserts
-		// into a big mirror otherwise turn into one pread per page.
-		if _, err := tx.ExecContext(ctx, `PRAGMA cache_size = -32768`); err != nil {
+		// into a big mirror otherwise turn into one pread per page. 8 MiB
+		// imported 100k messages as fast as 32 MiB did, with ~45 MB less
+		// peak RSS.
+		if _, err := tx.ExecContext(ctx, `PRAGMA cache_size = -8192`); err != nil {
 			return fmt.Errorf("sizing page cache: %w", err)
 		}
 		for _, p := range preps {

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -299,6 +300,9 @@ func (t *triFlag) Set(s string) error {
 }
 func (t *triFlag) IsBoolFlag() bool { return true }
 
+// importHeapLimit is the soft Go heap limit of a CLI import.
+const importHeapLimit = 48 << 20
+
 // MailImport returns `hestia mail import PATH` or, with reconcile, `hestia
 // mail reconcile PATH`. They run in the front too: a rescan of an unchanged
 // tree lists a few folder mtimes, so process start is most of its time.
@@ -326,6 +330,13 @@ func MailImport(reconcile bool) func(context.Context, *Env, []string) error {
 		tty := IsTerminal(env.Stderr)
 		if !*quiet && tty {
 			opts.Progress = func(p mail.Progress) { progressBar(env.Stderr, p, time.Since(start)) }
+		}
+		// An import is the whole process: a soft heap limit keeps its
+		// peak memory at about half of notmuch's (81 against 196 MB at
+		// 100k messages) for ~15 % more time, still several times faster.
+		// GOMEMLIMIT, when set, is the user's choice.
+		if env.Getenv("GOMEMLIMIT") == "" {
+			debug.SetMemoryLimit(importHeapLimit)
 		}
 		st, err := env.OpenMailStore(ctx)
 		if err != nil {
