@@ -30,6 +30,7 @@ require (
 
 require (
 	github.com/emersion/go-webdav v0.6.0
+	github.com/klauspost/compress v1.20.4
 	github.com/skip2/go-qrcode v0.0.0-20200617195104-da1b6568686e
 )
 

@@ -39,7 +39,7 @@ func normBody(s string) string { return strings.Join(strings.Fields(s), " ") }
 // Sent-role mailbox dated within [from, to] whose subject, To and Cc sets,
 // normalised body (and, for replies, In-Reply-To) all match.
 func (s *Store) FindSent(ctx context.Context, account string, exp journal.Expected, from, to time.Time) ([]int64, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT m.id, m.message_id, m.to_addr, m.cc_addr, m.body, m.in_reply_to FROM messages m
+	rows, err := s.db.QueryContext(ctx, `SELECT m.id, m.message_id, m.to_addr, m.cc_addr, hestia_body(m.body), m.in_reply_to FROM messages m
 		WHERE m.account_id = (SELECT id FROM accounts WHERE name = ?) AND m.deleted_at IS NULL
 		AND m.subject = ? AND m.date BETWEEN ? AND ?
 		AND EXISTS (SELECT 1 FROM message_paths p JOIN mailboxes b ON b.id = p.mailbox_id WHERE p.message_id = m.id AND b.role = 'sent')

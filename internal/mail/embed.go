@@ -164,7 +164,7 @@ func (s *Store) EmbedPending(ctx context.Context, batch, limit int) (int, error)
 }
 
 func (s *Store) pendingEmbeds(ctx context.Context, before int64, limit int) ([]pending, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT m.id, m.embed_hash, m.subject, substr(m.body, 1, ?) FROM messages m
+	rows, err := s.db.QueryContext(ctx, `SELECT m.id, m.embed_hash, m.subject, substr(hestia_body(m.body), 1, ?) FROM messages m
 		LEFT JOIN embeddings e ON e.message_id = m.id
 		WHERE m.id < ? AND m.deleted_at IS NULL AND (e.message_id IS NULL OR e.hash != m.embed_hash)
 		ORDER BY m.id DESC LIMIT ?`, s.opts.EmbedMaxChars, before, limit)

@@ -57,7 +57,7 @@ func TestSearchMatchesReference(t *testing.T) {
 		subject, from, to, cc, body string
 	}
 	var all []row
-	rows, err := s.DB().QueryContext(ctx, `SELECT id, coalesce(thread_id, 0), date, subject, from_addr, to_addr, cc_addr, body FROM messages WHERE deleted_at IS NULL`)
+	rows, err := s.DB().QueryContext(ctx, `SELECT id, coalesce(thread_id, 0), date, subject, from_addr, to_addr, cc_addr, hestia_body(body) FROM messages WHERE deleted_at IS NULL`)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,8 +47,11 @@ type prepared struct {
 	identity  string
 	bodyState string
 	embedHash string
-	weight    int64  // bytes held against the import queue budget
-	role      string // the target mailbox's role, set in apply
+	// body is msg.Text as stored (bodyCodec.pack), packed here, outside
+	// the write transaction.
+	body   any
+	weight int64  // bytes held against the import queue budget
+	role   string // the target mailbox's role, set in apply
 	// contentHash fingerprints subject, sender and text (see contentHash).
 	contentHash string
 }
@@ -71,6 +74,9 @@ func (s *Store) prepare(it Item) (*prepared, error) {
 	p.identity = Identity(msg)
 	p.contentHash = contentHash(msg)
 	p.embedHash = embedHash(msg.Subject, msg.Text, s.opts.EmbedMaxChars)
+	if p.body, err = s.bodies.pack(msg.Text); err != nil {
+		return nil, fmt.Errorf("storing %s: %w", it.Path, err)
+	}
 	for _, a := range msg.Attachments {
 		if a.Data != nil {
 			if err := s.blobs.put(a.SHA256, a.Data); err != nil {
@@ -112,7 +118,10 @@ func contentHash(m *parse.Message) string {
 
 func embedHash(subject, body string, max int) string {
 	h := sha256.Sum256([]byte(EmbedText(subject, body, max)))
-	return hex.EncodeToString(h[:])
+	// 64 bits tell a changed text from the old one (it is compared with
+	// the embedding's hash of the same message only) at a quarter of the
+	// bytes per row; rows written with the full 256 bits stay consistent.
+	return hex.EncodeToString(h[:8])
 }
 
 // EmbedText is the source text of a message's vector: subject and the
@@ -226,10 +235,10 @@ func (s *Store) apply(ctx context.Context, tx *txc, p *prepared, acc map[string]
 				if err := tx.unindex(ctx, id); err != nil {
 					return 0, err
 				}
-				tx.index = append(tx.index, id)
 			}
+			tx.queueIndex(id, ftsText{m.Subject, joinAddrs(m.From), joinAddrs(m.To), joinAddrs(m.Cc), m.Text})
 			if _, err := tx.ExecContext(ctx, `UPDATE messages SET body = ?, body_state = ?, embed_hash = ?, subject = ?, from_addr = ?, to_addr = ?, cc_addr = ?, size = ?, content_hash = ? WHERE id = ?`,
-				m.Text, p.bodyState, p.embedHash, m.Subject, joinAddrs(m.From), joinAddrs(m.To), joinAddrs(m.Cc), m.Size, p.contentHash, id); err != nil {
+				p.body, p.bodyState, p.embedHash, m.Subject, joinAddrs(m.From), joinAddrs(m.To), joinAddrs(m.Cc), m.Size, p.contentHash, id); err != nil {
 				return 0, fmt.Errorf("upgrading body of %d: %w", id, err)
 			}
 			if err := s.insertAttachments(ctx, tx, id, m); err != nil {
@@ -277,13 +286,13 @@ func (s *Store) insertMessage(ctx context.Context, tx *txc, accID, mailboxID int
 		accID, p.identity, m.MessageID, mailboxID, thread, m.GmailThreadID, inReplyTo,
 		m.Subject, joinAddrs(m.From), joinAddrs(m.To), joinAddrs(m.Cc), date, m.Size,
 		boolInt(p.Flags.Seen), boolInt(p.Flags.Answered), boolInt(p.Flags.Flagged), boolInt(p.Flags.Draft),
-		boolInt(len(m.Attachments) > 0), m.Text, p.bodyState, p.embedHash, strings.Join(m.Problems, "\n"), now, joinAddrs(m.ReplyTo), p.contentHash)
+		boolInt(len(m.Attachments) > 0), p.body, p.bodyState, p.embedHash, strings.Join(m.Problems, "\n"), now, joinAddrs(m.ReplyTo), p.contentHash)
 	if err != nil {
 		return 0, fmt.Errorf("inserting message %s: %w", p.identity, err)
 	}
 	id, _ := res.LastInsertId()
 	tx.fresh[id] = true
-	tx.index = append(tx.index, id)
+	tx.queueIndex(id, ftsText{m.Subject, joinAddrs(m.From), joinAddrs(m.To), joinAddrs(m.Cc), m.Text})
 	refs := append(append([]string(nil), m.InReplyTo...), m.References...)
 	for i, r := range refs {
 		if i >= maxRefs {

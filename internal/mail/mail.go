@@ -40,9 +40,11 @@ type Options struct {
 type Store struct {
 	db    *store.DB
 	blobs *blobStore
-	log   *slog.Logger
-	now   func() time.Time
-	opts  Options
+	// bodies packs message bodies for storage (see body.go).
+	bodies *bodyCodec
+	log    *slog.Logger
+	now    func() time.Time
+	opts   Options
 
 	// mu guards the id caches below; SQLite is the authority.
 	mu        sync.Mutex
@@ -78,17 +80,47 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if opts.EmbedMaxChars <= 0 {
 		opts.EmbedMaxChars = 2000
 	}
-	if err := registerFold(); err != nil {
-		return nil, fmt.Errorf("registering %s: %w", foldFunc, err)
+	codec, err := registerFuncs()
+	if err != nil {
+		return nil, err
 	}
 	db, err := store.Open(ctx, opts.DBPath, Schema)
 	if err != nil {
 		return nil, err
 	}
+	if err := compactOnce(ctx, db, opts.Logger); err != nil {
+		db.Close()
+		return nil, err
+	}
 	return &Store{
-		db: db, blobs: &blobStore{dir: opts.BlobDir}, log: opts.Logger, now: opts.Now, opts: opts,
+		db: db, blobs: &blobStore{dir: opts.BlobDir}, bodies: codec, log: opts.Logger, now: opts.Now, opts: opts,
 		accounts: map[string]int64{}, mailboxes: map[mailboxKey]mailboxInfo{},
 	}, nil
+}
+
+// compactOnce rewrites a file made before bodies were compressed, once:
+// the migration that compressed them left the freed space inside the file,
+// and only a VACUUM can switch it to auto_vacuum=INCREMENTAL so later
+// imports hand free pages back (see Import). A busy database (another
+// process writing) is left for the next open.
+func compactOnce(ctx context.Context, db *store.DB, log *slog.Logger) error {
+	mode, err := db.AutoVacuum(ctx)
+	if err != nil {
+		return err
+	}
+	if mode != 0 {
+		return nil
+	}
+	st := time.Now()
+	if err := db.Compact(ctx, true); err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
+		log.Warn("mailCompact", "err", err)
+		return nil
+	}
+	log.Info("mailCompacted", "took", time.Since(st).Round(time.Millisecond))
+	return nil
 }
 
 // Close closes the database.

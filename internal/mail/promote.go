@@ -65,7 +65,7 @@ const maxThreadMessages = 50
 // ThreadMessages returns a thread's live messages in date order (the
 // newest maxThreadMessages when it is longer).
 func (s *Store) ThreadMessages(ctx context.Context, threadID int64) ([]ThreadMessage, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT * FROM (SELECT m.id, m.message_id, m.subject, m.from_addr, m.to_addr, m.date, COALESCE(b.role, ''), m.body, m.body_state
+	rows, err := s.db.QueryContext(ctx, `SELECT * FROM (SELECT m.id, m.message_id, m.subject, m.from_addr, m.to_addr, m.date, COALESCE(b.role, ''), hestia_body(m.body), m.body_state
 		FROM messages m LEFT JOIN mailboxes b ON b.id = m.mailbox_id
 		WHERE m.thread_id = ? AND m.deleted_at IS NULL ORDER BY m.date DESC, m.id DESC LIMIT ?) ORDER BY 6, 1`, threadID, maxThreadMessages)
 	if err != nil {

@@ -195,10 +195,14 @@ func buildFilter(q Query) (*filter, error) {
 			} else {
 				bodyTri = append(bodyTri, expr)
 			}
-			f.add("instr("+foldFunc+"(m."+sc.col+"), ?) > 0", search.Fold(v))
+			f.add(containsFunc+"(m."+sc.col+", ?)", search.Fold(v))
 			continue
 		}
-		f.add("m."+sc.col+` LIKE ? ESCAPE '\'`, "%"+likeEscape(v)+"%")
+		col := "m." + sc.col
+		if sc.col == "body" {
+			col = bodyFunc + "(m.body)"
+		}
+		f.add(col+` LIKE ? ESCAPE '\'`, "%"+likeEscape(v)+"%")
 	}
 	if len(hdrTri) > 0 {
 		f.add("m.id IN (SELECT rowid FROM messages_hdr_tri WHERE messages_hdr_tri MATCH ?)", strings.Join(hdrTri, " AND "))
@@ -726,7 +730,7 @@ func (s *Store) summaries(ctx context.Context, ids []int64, withBody bool) ([]Su
 		args[i] = id
 	}
 	rows, err := s.db.QueryContext(ctx, `SELECT m.id, coalesce(m.thread_id, 0), m.subject, m.from_addr, m.date, a.name, coalesce(b.name, ''),
-		CASE WHEN ? THEN substr(m.body, 1, 4000) ELSE '' END, m.seen, m.has_attachments, m.size
+		CASE WHEN ? THEN m.body ELSE '' END, m.seen, m.has_attachments, m.size
 		FROM messages m JOIN accounts a ON a.id = m.account_id LEFT JOIN mailboxes b ON b.id = m.mailbox_id
 		WHERE m.id IN (`+placeholders(len(ids))+`)`, append([]any{withBody}, args...)...)
 	if err != nil {
@@ -738,9 +742,17 @@ func (s *Store) summaries(ctx context.Context, ids []int64, withBody bool) ([]Su
 		var m Summary
 		var date int64
 		var seen bool
-		if err := rows.Scan(&m.ID, &m.ThreadID, &m.Subject, &m.From, &date, &m.Account, &m.Mailbox, &m.Snippet, &seen, &m.Attach, &m.Size); err != nil {
+		var body any
+		if err := rows.Scan(&m.ID, &m.ThreadID, &m.Subject, &m.From, &date, &m.Account, &m.Mailbox, &body, &seen, &m.Attach, &m.Size); err != nil {
 			return nil, fmt.Errorf("loading results: %w", err)
 		}
+		// Unpacked here rather than by hestia_body in the query: the text
+		// then crosses into SQLite and back once less per row.
+		text, err := s.bodies.unpack(body)
+		if err != nil {
+			return nil, fmt.Errorf("loading message %d: %w", m.ID, err)
+		}
+		m.Snippet = firstChars(text, snippetSource)
 		m.Unread = !seen
 		m.Date = time.Unix(date, 0).UTC()
 		byID[m.ID] = m
@@ -755,6 +767,20 @@ func (s *Store) summaries(ctx context.Context, ids []int64, withBody bool) ([]Su
 		}
 	}
 	return out, nil
+}
+
+// snippetSource is how many characters of a body snippet() chooses from.
+const snippetSource = 4000
+
+// firstChars is s cut to its first n characters.
+func firstChars(s string, n int) string {
+	for i := range s {
+		if n == 0 {
+			return s[:i]
+		}
+		n--
+	}
+	return s
 }
 
 // likeEscape quotes LIKE wildcards so a filter value matches literally.
@@ -899,12 +925,12 @@ func (s *Store) Read(ctx context.Context, id int64, offset, limit int) (Message,
 	}
 	var m Message
 	var date int64
-	var body string
+	var stored any
 	var deleted sql.NullInt64
 	err := s.db.QueryRowContext(ctx, `SELECT m.id, coalesce(m.thread_id, 0), m.message_id, m.in_reply_to, a.name, coalesce(b.name, ''), m.subject,
 		m.from_addr, m.to_addr, m.cc_addr, m.date, m.seen, m.flagged, m.answered, m.body_state, m.body, m.deleted_at
 		FROM messages m JOIN accounts a ON a.id = m.account_id LEFT JOIN mailboxes b ON b.id = m.mailbox_id WHERE m.id = ?`, id).
-		Scan(&m.ID, &m.ThreadID, &m.MessageID, &m.InReplyTo, &m.Account, &m.Mailbox, &m.Subject, &m.From, &m.To, &m.Cc, &date, &m.Unread, &m.Flagged, &m.Answered, &m.BodyState, &body, &deleted)
+		Scan(&m.ID, &m.ThreadID, &m.MessageID, &m.InReplyTo, &m.Account, &m.Mailbox, &m.Subject, &m.From, &m.To, &m.Cc, &date, &m.Unread, &m.Flagged, &m.Answered, &m.BodyState, &stored, &deleted)
 	if errors.Is(err, sql.ErrNoRows) || (err == nil && deleted.Valid) {
 		return Message{}, fmt.Errorf("mail message %d: %w", id, store.ErrNotFound)
 	}
@@ -913,6 +939,10 @@ func (s *Store) Read(ctx context.Context, id int64, offset, limit int) (Message,
 	}
 	m.Unread = !m.Unread
 	m.Date = time.Unix(date, 0).UTC()
+	body, err := s.bodies.unpack(stored)
+	if err != nil {
+		return Message{}, fmt.Errorf("reading message %d: %w", id, err)
+	}
 	r := []rune(body)
 	m.BodyLength = len(r)
 	m.BodyOffset = min(offset, len(r))

@@ -3,10 +3,14 @@ package mail
 import "github.com/hestia-dev/hestia/internal/store"
 
 // Schema is the mail mirror database. The messages table is the normalised
-// record; messages_fts, messages_tri, messages_hdr_tri and embeddings are derived and can be
-// rebuilt from it (see Store.RebuildIndexes).
+// record; messages_fts, messages_tri, messages_hdr_tri and embeddings are
+// derived and can be rebuilt from it (see Store.RebuildIndexes).
+// messages.body holds each body as stored (see body.go): read it through
+// hestia_body(body) or the messages_text view, never directly.
 var Schema = store.Schema{
 	Name: "mail",
+	// Imports free many pages (FTS5 segment merges); see Import.
+	IncrementalVacuum: true,
 	Migrations: []string{`
 CREATE TABLE accounts (
 	id   INTEGER PRIMARY KEY,
@@ -196,5 +200,38 @@ INSERT INTO messages_tri(messages_tri, rank) VALUES ('crisismerge', 32);`,
 INSERT INTO messages_hdr_tri(messages_hdr_tri) VALUES ('rebuild');
 INSERT INTO messages_hdr_tri(messages_hdr_tri, rank) VALUES ('automerge', 8);
 INSERT INTO messages_hdr_tri(messages_hdr_tri, rank) VALUES ('crisismerge', 32);`,
+		// Bodies are stored compressed (hestia_pack; see body.go): they were
+		// a third of the file. The full-text tables now read their
+		// external content through messages_text, which unpacks bodies
+		// (hestia_body), so 'rebuild' and FTS5's integrity check see text.
+		// Changing a table's content= means recreating it; the index is
+		// rebuilt once here. messages_tri now holds the body alone: header
+		// filters use messages_hdr_tri. The delete trigger (an account
+		// removed with its messages) unpacks the old body to remove the
+		// right terms, and now clears messages_hdr_tri too.
+		`DROP TRIGGER messages_ad;
+DROP TABLE messages_fts;
+DROP TABLE messages_tri;
+UPDATE messages SET body = hestia_pack(body) WHERE typeof(body) = 'text';
+CREATE VIEW messages_text AS SELECT id, subject, from_addr, to_addr, cc_addr, hestia_body(body) AS body FROM messages;
+CREATE VIRTUAL TABLE messages_fts USING fts5(
+	subject, from_addr, to_addr, body,
+	content='messages_text', content_rowid='id', tokenize='unicode61 remove_diacritics 2'
+);
+INSERT INTO messages_fts(messages_fts) VALUES ('rebuild');
+INSERT INTO messages_fts(messages_fts, rank) VALUES ('automerge', 8);
+INSERT INTO messages_fts(messages_fts, rank) VALUES ('rank', 'bm25(4.0, 2.0, 1.0, 1.0)');
+CREATE VIRTUAL TABLE messages_tri USING fts5(
+	body,
+	content='messages_text', content_rowid='id', tokenize='trigram remove_diacritics 1', detail=none, columnsize=0
+);
+INSERT INTO messages_tri(messages_tri) VALUES ('rebuild');
+INSERT INTO messages_tri(messages_tri, rank) VALUES ('automerge', 8);
+INSERT INTO messages_tri(messages_tri, rank) VALUES ('crisismerge', 32);
+CREATE TRIGGER messages_ad AFTER DELETE ON messages BEGIN
+	INSERT INTO messages_fts(messages_fts, rowid, subject, from_addr, to_addr, body) VALUES ('delete', old.id, old.subject, old.from_addr, old.to_addr, hestia_body(old.body));
+	INSERT INTO messages_tri(messages_tri, rowid, body) VALUES ('delete', old.id, hestia_body(old.body));
+	INSERT INTO messages_hdr_tri(messages_hdr_tri, rowid, subject, from_addr, to_addr, cc_addr) VALUES ('delete', old.id, old.subject, old.from_addr, old.to_addr, old.cc_addr);
+END;`,
 	},
 }

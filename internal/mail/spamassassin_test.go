@@ -50,7 +50,7 @@ func TestSpamAssassinShapedCorpus(t *testing.T) {
 		t.Fatalf("import %+v %v", p, err)
 	}
 	var empty, badUTF8, headerBodies int
-	rows, err := s.DB().QueryContext(ctx, `SELECT subject, from_addr, to_addr, body, message_id, date FROM messages`)
+	rows, err := s.DB().QueryContext(ctx, `SELECT subject, from_addr, to_addr, hestia_body(body), message_id, date FROM messages`)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,6 +35,12 @@ var ErrNewerSchema = errors.New("database schema is newer than this binary")
 type Schema struct {
 	Name       string
 	Migrations []string
+	// IncrementalVacuum creates new files with auto_vacuum=INCREMENTAL, so
+	// the store can hand free pages back to the file system (see
+	// DB.ReleaseFreePages) after bulk changes leave many of them (FTS5
+	// segment merges, rewritten rows). It must be chosen before the first
+	// table exists; files created without it keep auto_vacuum off.
+	IncrementalVacuum bool
 }
 
 // DB is an open database with its schema applied.
@@ -55,7 +61,7 @@ func Open(ctx context.Context, path string, schema Schema) (*DB, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("creating directory for %s database: %w", schema.Name, err)
 	}
-	sqldb, err := sql.Open("sqlite", dsn(path))
+	sqldb, err := sql.Open("sqlite", dsn(path, schema.IncrementalVacuum))
 	if err != nil {
 		return nil, fmt.Errorf("opening %s database %s: %w", schema.Name, path, err)
 	}
@@ -71,6 +77,73 @@ func Open(ctx context.Context, path string, schema Schema) (*DB, error) {
 	return db, nil
 }
 
+// AutoVacuum reports the file's auto_vacuum mode: 0 none, 1 full, 2 incremental.
+func (db *DB) AutoVacuum(ctx context.Context) (int, error) {
+	var mode int
+	if err := db.QueryRowContext(ctx, `PRAGMA auto_vacuum`).Scan(&mode); err != nil {
+		return 0, fmt.Errorf("reading %s auto_vacuum: %w", db.Name, err)
+	}
+	return mode, nil
+}
+
+// ReleaseFreePages hands the file's free pages back to the file system
+// when it was created with IncrementalVacuum (else it does nothing) and
+// returns how many there were. In WAL mode the file shrinks at the next
+// checkpoint.
+func (db *DB) ReleaseFreePages(ctx context.Context) (int, error) {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("releasing free pages of %s: %w", db.Name, err)
+	}
+	defer conn.Close()
+	var free int
+	if err := conn.QueryRowContext(ctx, `PRAGMA freelist_count`).Scan(&free); err != nil {
+		return 0, fmt.Errorf("counting free pages of %s: %w", db.Name, err)
+	}
+	if free == 0 {
+		return 0, nil
+	}
+	// incremental_vacuum returns no rows but must be stepped to run.
+	rows, err := conn.QueryContext(ctx, `PRAGMA incremental_vacuum`)
+	if err != nil {
+		return 0, fmt.Errorf("releasing free pages of %s: %w", db.Name, err)
+	}
+	for rows.Next() {
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, fmt.Errorf("releasing free pages of %s: %w", db.Name, err)
+	}
+	return free, nil
+}
+
+// Compact rewrites the whole file (VACUUM), switching it to
+// auto_vacuum=INCREMENTAL on the way when incremental is set. It needs
+// about the file's size again in free disk space and blocks writers while
+// it runs. When another connection is writing it fails at once (SQLITE_BUSY)
+// instead of waiting.
+func (db *DB) Compact(ctx context.Context, incremental bool) error {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("compacting %s: %w", db.Name, err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `PRAGMA busy_timeout = 0`); err != nil {
+		return fmt.Errorf("compacting %s: %w", db.Name, err)
+	}
+	// The connection goes back to the pool: restore the usual wait.
+	defer conn.ExecContext(context.WithoutCancel(ctx), fmt.Sprintf(`PRAGMA busy_timeout = %d`, busyTimeoutMS))
+	if incremental {
+		if _, err := conn.ExecContext(ctx, `PRAGMA auto_vacuum = INCREMENTAL`); err != nil {
+			return fmt.Errorf("setting %s auto_vacuum: %w", db.Name, err)
+		}
+	}
+	if _, err := conn.ExecContext(ctx, `VACUUM`); err != nil {
+		return fmt.Errorf("compacting %s: %w", db.Name, err)
+	}
+	return nil
+}
+
 // OpenExisting opens a database file without migrating it, failing if the
 // file does not exist. Used by doctor and backup, which must not create or
 // change stores.
@@ -78,7 +151,7 @@ func OpenExisting(ctx context.Context, path string) (*sql.DB, error) {
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("database %s: %w", path, err)
 	}
-	sqldb, err := sql.Open("sqlite", dsn(path))
+	sqldb, err := sql.Open("sqlite", dsn(path, false))
 	if err != nil {
 		return nil, fmt.Errorf("opening database %s: %w", path, err)
 	}
@@ -89,9 +162,18 @@ func OpenExisting(ctx context.Context, path string) (*sql.DB, error) {
 	return sqldb, nil
 }
 
-func dsn(path string) string {
+// busyTimeoutMS is how long a connection waits for another one's lock.
+const busyTimeoutMS = 5000
+
+func dsn(path string, incrementalVacuum bool) string {
 	q := url.Values{}
-	q.Add("_pragma", "busy_timeout(5000)")
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeoutMS))
+	if incrementalVacuum {
+		// Before journal_mode: switching a new file to WAL writes its
+		// first page, after which its auto_vacuum mode is fixed. On a file
+		// that already has tables this only takes effect at a VACUUM.
+		q.Add("_pragma", "auto_vacuum(INCREMENTAL)")
+	}
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Add("_pragma", "synchronous(NORMAL)")
