@@ -8,6 +8,15 @@ import (
 )
 
 func setLimits(l Limits) error {
+	if err := setResourceLimits(l); err != nil {
+		return err
+	}
+	return setProcLimit(l.Procs)
+}
+
+// setResourceLimits lowers every limit but the process count, which the
+// one-shot helper and the worker set differently.
+func setResourceLimits(l Limits) error {
 	for _, r := range []struct {
 		name string
 		res  int
@@ -22,7 +31,7 @@ func setLimits(l Limits) error {
 			return fmt.Errorf("%s: %w", r.name, err)
 		}
 	}
-	return setProcLimit(l.Procs)
+	return nil
 }
 
 // lower sets a limit without ever raising the current one.

@@ -119,19 +119,8 @@ func cloexecFrom(first int) error {
 // the whole allowance; the worker's threads count against the process
 // limit, so they are added to it.
 func setWorkerLimits(l Limits) error {
-	for _, r := range []struct {
-		name string
-		res  int
-		v    uint64
-	}{
-		{"CPU", syscall.RLIMIT_CPU, l.CPUSeconds},
-		{"address space", syscall.RLIMIT_AS, l.MemoryBytes},
-		{"file size", syscall.RLIMIT_FSIZE, l.FileBytes},
-		{"open files", syscall.RLIMIT_NOFILE, l.OpenFiles},
-	} {
-		if err := lower(r.res, r.v); err != nil {
-			return fmt.Errorf("%s: %w", r.name, err)
-		}
+	if err := setResourceLimits(l); err != nil {
+		return err
 	}
 	threads := 8
 	if b, err := os.ReadFile("/proc/self/status"); err == nil {

@@ -107,6 +107,23 @@ func (env *Env) Load() (config.Paths, config.Config, error) {
 	return paths, cfg, nil
 }
 
+// open resolves what a command that works on a store directly needs: the
+// paths (created when missing), the configuration and its logger.
+func (env *Env) open() (config.Paths, config.Config, *slog.Logger, error) {
+	paths, cfg, err := env.Load()
+	if err != nil {
+		return config.Paths{}, config.Config{}, nil, err
+	}
+	if err := paths.Ensure(); err != nil {
+		return config.Paths{}, config.Config{}, nil, err
+	}
+	log, err := env.Logger()
+	if err != nil {
+		return config.Paths{}, config.Config{}, nil, err
+	}
+	return paths, cfg, log, nil
+}
+
 // Logger is the logger of a command that works on the stores directly:
 // stderr only, at warn and above unless --log-level says otherwise.
 func (env *Env) Logger() (*slog.Logger, error) {

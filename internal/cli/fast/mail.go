@@ -21,14 +21,7 @@ import (
 // nothing whose cost grows with the mailbox, since each query runs as its
 // own process. The store is safe to share with a running daemon.
 func (env *Env) OpenMailStore(ctx context.Context) (*mail.Store, error) {
-	paths, cfg, err := env.Load()
-	if err != nil {
-		return nil, err
-	}
-	if err := paths.Ensure(); err != nil {
-		return nil, err
-	}
-	log, err := env.Logger()
+	paths, cfg, log, err := env.open()
 	if err != nil {
 		return nil, err
 	}

@@ -90,14 +90,7 @@ func wikiSearchViaDaemon(ctx context.Context, env *Env, q string, limit int) (wi
 // that answers one query must not load them all (seconds on a large wiki),
 // so it searches words and substrings.
 func (env *Env) openWikiLexical(ctx context.Context) (*wiki.Wiki, error) {
-	paths, cfg, err := env.Load()
-	if err != nil {
-		return nil, err
-	}
-	if err := paths.Ensure(); err != nil {
-		return nil, err
-	}
-	log, err := env.Logger()
+	paths, cfg, log, err := env.open()
 	if err != nil {
 		return nil, err
 	}
