@@ -29,6 +29,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hestia-dev/hestia/internal/tailbuf"
+
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/hestia-dev/hestia/internal/config"
@@ -106,7 +108,7 @@ type server struct {
 	retryAt  time.Time
 	started  time.Time
 	tools    map[string]*remoteTool // by Hestia name
-	stderr   *tailBuffer
+	stderr   *tailbuf.Buffer
 }
 
 // New builds a manager; nothing starts until tools are first listed.
@@ -242,16 +244,16 @@ func (s *server) connect(ctx context.Context) (*sdk.ClientSession, error) {
 				r.cs.Close()
 			}
 		}()
-		return nil, fmt.Errorf("starting mcp server %s: %w%s", s.name, ctx.Err(), stderr.note())
+		return nil, fmt.Errorf("starting mcp server %s: %w%s", s.name, ctx.Err(), stderrNote(stderr))
 	}
 	if r.err != nil {
-		return nil, fmt.Errorf("starting mcp server %s: %w%s", s.name, r.err, stderr.note())
+		return nil, fmt.Errorf("starting mcp server %s: %w%s", s.name, r.err, stderrNote(stderr))
 	}
 	cs := r.cs
 	list, err := listTools(ctx, cs)
 	if err != nil {
 		cs.Close()
-		return nil, fmt.Errorf("listing tools of mcp server %s: %w%s", s.name, err, stderr.note())
+		return nil, fmt.Errorf("listing tools of mcp server %s: %w%s", s.name, err, stderrNote(stderr))
 	}
 	s.mu.Lock()
 	s.session, s.state, s.lastErr, s.failures, s.retryAt, s.started, s.stderr = cs, StateRunning, "", 0, time.Time{}, s.m.now(), stderr
@@ -273,7 +275,7 @@ func (s *server) watch(cs *sdk.ClientSession) {
 		return
 	}
 	s.session = nil
-	tail := s.stderr.note()
+	tail := stderrNote(s.stderr)
 	s.mu.Unlock()
 	if s.m.ctx.Err() != nil {
 		return // shutting down
@@ -359,8 +361,8 @@ func (s *server) sync(list []*sdk.Tool) {
 }
 
 // transport builds the stdio or HTTP transport from the configuration.
-func (s *server) transport() (sdk.Transport, *tailBuffer, error) {
-	stderr := &tailBuffer{max: 2048}
+func (s *server) transport() (sdk.Transport, *tailbuf.Buffer, error) {
+	stderr := tailbuf.New(2048)
 	if s.cfg.URL != "" {
 		hdr, err := s.headers()
 		if err != nil {
@@ -501,38 +503,13 @@ func (m *Manager) Names() []string {
 	return out
 }
 
-// tailBuffer keeps the last bytes a stdio server wrote to stderr, for
-// error messages.
-type tailBuffer struct {
-	mu  sync.Mutex // guards b
-	b   []byte
-	max int
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.b = append(t.b, p...)
-	if len(t.b) > t.max {
-		t.b = t.b[len(t.b)-t.max:]
-	}
-	return len(p), nil
-}
-
-// note is the stderr tail as a suffix for an error ("; stderr: …").
-func (t *tailBuffer) note() string {
+// stderrNote is the stderr tail as a suffix for an error ("; stderr: …").
+func stderrNote(t *tailbuf.Buffer) string {
 	if t == nil {
 		return ""
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	b := t.b
-	if len(b) > 400 {
-		b = b[len(b)-400:]
+	if s := t.Last(400, ""); s != "" {
+		return "; stderr: " + s
 	}
-	s := strings.TrimSpace(strings.ToValidUTF8(string(b), ""))
-	if s == "" {
-		return ""
-	}
-	return "; stderr: " + s
+	return ""
 }

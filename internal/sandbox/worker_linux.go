@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -17,6 +16,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/hestia-dev/hestia/internal/tailbuf"
 
 	"golang.org/x/sys/unix"
 )
@@ -74,7 +75,7 @@ type worker struct {
 	replies  chan reply
 	done     chan struct{} // closed once the connection is gone
 	started  chan struct{} // closed once the start is over, either way
-	stderr   *tailBuffer
+	stderr   *tailbuf.Buffer
 	seq      uint64 // used only by the caller holding the worker
 	retire   bool   // likewise
 
@@ -323,7 +324,7 @@ func (s *Sandbox) launch(spec Spec, js []byte, key, sum string) (<-chan struct{}
 			return w.started, nil
 		}
 	}
-	w := &worker{key: key, sum: sum, replies: make(chan reply, 4), done: make(chan struct{}), started: make(chan struct{}), stderr: &tailBuffer{max: 2048}}
+	w := &worker{key: key, sum: sum, replies: make(chan reply, 4), done: make(chan struct{}), started: make(chan struct{}), stderr: tailbuf.New(2048)}
 	p.all = append(p.all, w)
 	p.mu.Unlock()
 	go func() {
@@ -577,27 +578,4 @@ func (w *worker) run(ctx context.Context, env []string, jobs []Job) ([]string, e
 			return nil, fmt.Errorf("%w: the sandbox worker ended during the call: %s", ErrSetup, w.stderr.String())
 		}
 	}
-}
-
-// tailBuffer keeps the last max bytes written (the worker's stderr).
-type tailBuffer struct {
-	mu  sync.Mutex // guards b
-	b   []byte
-	max int
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.b = append(t.b, p...)
-	if len(t.b) > t.max {
-		t.b = append([]byte(nil), t.b[len(t.b)-t.max:]...)
-	}
-	return len(p), nil
-}
-
-func (t *tailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return strings.TrimSpace(string(bytes.ToValidUTF8(t.b, []byte("?"))))
 }
