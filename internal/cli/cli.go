@@ -114,20 +114,10 @@ func Main(ctx context.Context, args []string, env *Env) int {
 		}
 		err := c.run(ctx, env, rest[1:])
 		var ee exitError
-		switch {
-		case err == nil:
-			return 0
-		case errors.As(err, &ee):
+		if errors.As(err, &ee) {
 			return ee.code
-		case errors.Is(err, flag.ErrHelp):
-			return 0
-		case errors.Is(err, ErrUsage):
-			fmt.Fprintf(env.Stderr, "hestia %s: %v\n", c.name, err)
-			return 2
-		default:
-			fmt.Fprintf(env.Stderr, "hestia %s: %v\n", c.name, err)
-			return 1
 		}
+		return fast.ExitCode(env.fast(), c.name, err)
 	}
 	fmt.Fprintf(env.Stderr, "hestia: unknown command %q (run `hestia help`)\n", rest[0])
 	return 2
