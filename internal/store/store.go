@@ -61,7 +61,15 @@ func Open(ctx context.Context, path string, schema Schema) (*DB, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("creating directory for %s database: %w", schema.Name, err)
 	}
-	sqldb, err := sql.Open("sqlite", dsn(path, schema.IncrementalVacuum))
+	// The auto_vacuum pragma only matters to a file being created; on an
+	// existing auto-vacuum file it rewrites the header, so every pooled
+	// connection, including a one-shot reader, would open a write
+	// transaction (and wait on another process's writer) just to connect.
+	incremental := schema.IncrementalVacuum
+	if fi, err := os.Stat(path); err == nil && fi.Size() > 0 {
+		incremental = false
+	}
+	sqldb, err := sql.Open("sqlite", dsn(path, incremental))
 	if err != nil {
 		return nil, fmt.Errorf("opening %s database %s: %w", schema.Name, path, err)
 	}

@@ -106,3 +106,57 @@ func TestIncrementalVacuumLeavesExistingFilesUntilCompacted(t *testing.T) {
 		t.Errorf("version %d after Compact", v)
 	}
 }
+
+// Opening an existing incremental file must not write: a reader that
+// connects while another connection holds the write lock gets its answer
+// at once, and leaves nothing in the write-ahead log.
+func TestOpenExistingIncrementalFileDoesNotWrite(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	schema := testSchema
+	schema.IncrementalVacuum = true
+	path := filepath.Join(t.TempDir(), "inc.db")
+	db, err := Open(ctx, path, schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+		t.Fatal(err)
+	}
+	writer, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer writer.Close()
+	if _, err := writer.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
+		t.Fatal(err)
+	}
+	defer writer.ExecContext(ctx, `ROLLBACK`)
+
+	reader, err := Open(ctx, path, schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader.Close()
+	// With no wait allowed, any write the open attempted fails here
+	// with SQLITE_BUSY instead of hiding behind the busy timeout.
+	conn, err := reader.Conn(ctx)
+	if err != nil {
+		t.Fatalf("connecting while another connection writes: %v", err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `PRAGMA busy_timeout = 0`); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := conn.QueryRowContext(ctx, `SELECT count(*) FROM notes`).Scan(&n); err != nil {
+		t.Fatalf("reading while another connection writes: %v", err)
+	}
+	if mode, err := reader.AutoVacuum(ctx); err != nil || mode != 2 {
+		t.Fatalf("auto_vacuum = %d, %v; want the file's incremental mode kept", mode, err)
+	}
+	if fi, err := os.Stat(path + "-wal"); err == nil && fi.Size() > 0 {
+		t.Errorf("opening and reading wrote %d bytes to the write-ahead log", fi.Size())
+	}
+}
