@@ -85,7 +85,7 @@ func (s *Store) index(ctx context.Context) (*search.Index, error) {
 	if count == 0 {
 		return nil, nil
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT e.message_id, e.vector FROM embeddings e WHERE e.message_id NOT IN (SELECT id FROM messages WHERE deleted_at IS NOT NULL)`)
+	rows, err := s.db.QueryContext(ctx, `SELECT e.message_id, e.dim, e.vector FROM embeddings e WHERE e.message_id NOT IN (SELECT id FROM messages WHERE deleted_at IS NOT NULL)`)
 	if err != nil {
 		return nil, fmt.Errorf("loading vectors: %w", err)
 	}
@@ -94,11 +94,12 @@ func (s *Store) index(ctx context.Context) (*search.Index, error) {
 	var buf []float32
 	for rows.Next() {
 		var id int64
+		var dim int
 		var blob sql.RawBytes // no copy: decoded before the next row
-		if err := rows.Scan(&id, &blob); err != nil {
+		if err := rows.Scan(&id, &dim, &blob); err != nil {
 			return nil, err
 		}
-		v, err := search.DecodeVectorInto(buf, blob)
+		v, err := search.DecodeVectorInto(buf, blob, dim)
 		if err != nil {
 			continue
 		}

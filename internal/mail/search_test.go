@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -167,6 +168,18 @@ func TestHybridSearchAndEmbeddingLifecycle(t *testing.T) {
 	if err != nil || r.Mode != "hybrid" || r.Messages[0].Subject != "Property taxes 2026" {
 		t.Fatalf("hybrid = %+v %v", r, err)
 	}
+	// Vectors are stored quantised (dim+4 bytes), and an index loaded
+	// back from them ranks exactly as the one built while embedding.
+	var wide int
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM embeddings WHERE length(vector) != dim + 4`).Scan(&wide); err != nil || wide != 0 {
+		t.Errorf("%d vectors not stored quantised (%v)", wide, err)
+	}
+	s.vecMu.Lock()
+	s.vec = nil
+	s.vecMu.Unlock()
+	if again, err := s.Search(ctx, Query{Text: "property taxes"}); err != nil || !reflect.DeepEqual(ids(again.Messages), ids(r.Messages)) {
+		t.Errorf("after loading stored vectors: %v, want %v (%v)", ids(again.Messages), ids(r.Messages), err)
+	}
 	// Hits the vectors added are marked related: exactly those the
 	// word search does not find (conversation rows judged by thread).
 	lex, err := s.Search(ctx, Query{Text: "property taxes", NoVectors: true})
@@ -281,4 +294,12 @@ func TestReadAndThread(t *testing.T) {
 	if _, err := s.Read(ctx, 9999, 0, 0); err == nil {
 		t.Error("missing message read")
 	}
+}
+
+func ids(ms []Summary) []int64 {
+	out := make([]int64, len(ms))
+	for i, m := range ms {
+		out[i] = m.ID
+	}
+	return out
 }

@@ -3,7 +3,11 @@ package search
 import (
 	"context"
 	"database/sql"
+	"encoding/binary"
+	"errors"
+	"math"
 	"math/rand"
+	"slices"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -133,13 +137,69 @@ func TestIndex(t *testing.T) {
 	if _, err := x.Search([]float32{1}, 1, nil); err == nil {
 		t.Error("wrong query dimension accepted")
 	}
-	v := []float32{0.5, -2, 3.25}
-	back, err := DecodeVector(EncodeVector(v))
-	if err != nil || back[0] != v[0] || back[1] != v[1] || back[2] != v[2] {
-		t.Errorf("round trip = %v %v", back, err)
+}
+
+// The stored form is what the index keeps: an index loaded from stored
+// vectors (new or the float32 form of earlier versions) holds exactly the
+// data of one built from the originals, in a quarter of the space.
+func TestStoredVectors(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewSource(3))
+	const dim = 384
+	direct, loaded, legacy := NewIndex(dim), NewIndex(dim), NewIndex(dim)
+	for id := int64(0); id < 50; id++ {
+		v := make([]float32, dim)
+		for j := range v {
+			v[j] = float32(r.NormFloat64()) * 3
+		}
+		b := EncodeVector(v)
+		if len(b) != 4+dim {
+			t.Fatalf("stored vector is %d bytes, want %d", len(b), 4+dim)
+		}
+		back, err := DecodeVector(b, dim)
+		if err != nil {
+			t.Fatal(err)
+		}
+		old := make([]byte, 4*dim) // the float32 form earlier versions wrote
+		for j, f := range v {
+			binary.LittleEndian.PutUint32(old[4*j:], math.Float32bits(f))
+		}
+		fromOld, err := DecodeVector(old, dim)
+		if err != nil || fromOld[7] != v[7] {
+			t.Fatalf("float32 form: %v, %v", fromOld[7], err)
+		}
+		direct.Put(id, v)
+		loaded.Put(id, back)
+		legacy.Put(id, fromOld)
 	}
-	if _, err := DecodeVector([]byte{1, 2, 3}); err != ErrBadVector {
-		t.Errorf("bad blob: %v", err)
+	if !slices.Equal(direct.data, loaded.data) || !slices.Equal(direct.bits, loaded.bits) {
+		t.Error("index loaded from stored vectors differs from one built from the originals")
+	}
+	if !slices.Equal(direct.data, legacy.data) {
+		t.Error("index loaded from float32 vectors differs")
+	}
+	// Scales differ only by the norm the quantisation itself changes.
+	for i := range direct.scales {
+		if d := direct.scales[i] - loaded.scales[i]; d > 0.01*direct.scales[i] || -d > 0.01*direct.scales[i] {
+			t.Fatalf("scale %d: %v vs %v", i, direct.scales[i], loaded.scales[i])
+		}
+	}
+	zero, err := DecodeVector(EncodeVector(make([]float32, 4)), 4)
+	if err != nil || !slices.Equal(zero, make([]float32, 4)) {
+		t.Errorf("zero vector round trip = %v, %v", zero, err)
+	}
+	nan := EncodeVector([]float32{1, 2, 3})
+	binary.LittleEndian.PutUint32(nan, math.Float32bits(float32(math.NaN())))
+	for name, c := range map[string]struct {
+		b   []byte
+		dim int
+	}{
+		"short": {[]byte{1, 2, 3}, 3}, "other dimension": {EncodeVector([]float32{1, 2, 3}), 4},
+		"no dimension": {nil, 0}, "NaN scale": {nan, 3},
+	} {
+		if _, err := DecodeVector(c.b, c.dim); !errors.Is(err, ErrBadVector) {
+			t.Errorf("%s: %v, want ErrBadVector", name, err)
+		}
 	}
 }
 

@@ -12,46 +12,56 @@ import (
 	"sync"
 )
 
-// EncodeVector stores a vector as little-endian float32 bytes.
+// EncodeVector stores v as it is searched: normalised to unit length and
+// quantised to int8 with one float32 scale (little-endian), 4+len(v) bytes
+// instead of 4·len(v) — 38 MB instead of 154 MB for 100k 384-dimension
+// message vectors. Index.Put normalises and quantises the same way, so the
+// index built from the stored form holds exactly what it would have built
+// from v; nothing a search sees is lost.
 func EncodeVector(v []float32) []byte {
-	b := make([]byte, 4*len(v))
-	for i, f := range v {
-		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(f))
+	c := Normalize(append([]float32(nil), v...))
+	b := make([]byte, 4+len(c))
+	q := make([]int8, len(c))
+	binary.LittleEndian.PutUint32(b, math.Float32bits(quantize(c, q)))
+	for i, x := range q {
+		b[4+i] = byte(x)
 	}
 	return b
 }
 
-// DecodeVectorInto decodes b into dst (resized as needed) without allocating
-// when dst has room; bulk loaders reuse one buffer for every row.
-func DecodeVectorInto(dst []float32, b []byte) ([]float32, error) {
-	if len(b)%4 != 0 {
-		return nil, ErrBadVector
+// DecodeVectorInto decodes a stored vector of dimension dim into dst
+// (resized as needed) without allocating when dst has room; bulk loaders
+// reuse one buffer for every row. It reads both the quantised form and the
+// float32 form that earlier versions stored (4·dim bytes).
+func DecodeVectorInto(dst []float32, b []byte, dim int) ([]float32, error) {
+	if dim <= 0 || (len(b) != 4*dim && len(b) != 4+dim) {
+		return nil, fmt.Errorf("%w: %d bytes for dimension %d", ErrBadVector, len(b), dim)
 	}
-	n := len(b) / 4
-	if cap(dst) < n {
-		dst = make([]float32, n)
+	if cap(dst) < dim {
+		dst = make([]float32, dim)
 	}
-	dst = dst[:n]
+	dst = dst[:dim]
+	if len(b) == 4*dim {
+		for i := range dst {
+			dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+		}
+		return dst, nil
+	}
+	scale := math.Float32frombits(binary.LittleEndian.Uint32(b))
+	if math.IsNaN(float64(scale)) || math.IsInf(float64(scale), 0) || scale < 0 {
+		return nil, fmt.Errorf("%w: scale %v", ErrBadVector, scale)
+	}
 	for i := range dst {
-		dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+		dst[i] = float32(int8(b[4+i])) * scale
 	}
 	return dst, nil
 }
 
-// ErrBadVector is returned for a blob that is not a whole number of floats.
-var ErrBadVector = errors.New("vector blob length is not a multiple of 4")
+// ErrBadVector is returned for a stored vector that is neither form.
+var ErrBadVector = errors.New("stored vector is damaged")
 
-// DecodeVector is the inverse of EncodeVector.
-func DecodeVector(b []byte) ([]float32, error) {
-	if len(b)%4 != 0 {
-		return nil, ErrBadVector
-	}
-	v := make([]float32, len(b)/4)
-	for i := range v {
-		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-	}
-	return v, nil
-}
+// DecodeVector is the inverse of EncodeVector (up to its quantisation).
+func DecodeVector(b []byte, dim int) ([]float32, error) { return DecodeVectorInto(nil, b, dim) }
 
 // Normalize scales v to unit length in place (a zero vector stays zero), so
 // a dot product is the cosine similarity.

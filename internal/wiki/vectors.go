@@ -22,7 +22,7 @@ func (w *Wiki) vectorIndex(ctx context.Context) (*search.Index, error) {
 	if w.vec != nil {
 		return w.vec, nil
 	}
-	rows, err := w.db.QueryContext(ctx, `SELECT v.chunk_id, v.vector FROM vectors v JOIN chunks c ON c.id = v.chunk_id AND c.hash = v.hash`)
+	rows, err := w.db.QueryContext(ctx, `SELECT v.chunk_id, v.dim, v.vector FROM vectors v JOIN chunks c ON c.id = v.chunk_id AND c.hash = v.hash`)
 	if err != nil {
 		return nil, fmt.Errorf("loading wiki vectors: %w", err)
 	}
@@ -30,11 +30,12 @@ func (w *Wiki) vectorIndex(ctx context.Context) (*search.Index, error) {
 	var idx *search.Index
 	for rows.Next() {
 		var id int64
+		var dim int
 		var blob []byte
-		if err := rows.Scan(&id, &blob); err != nil {
+		if err := rows.Scan(&id, &dim, &blob); err != nil {
 			return nil, err
 		}
-		v, err := search.DecodeVector(blob)
+		v, err := search.DecodeVector(blob, dim)
 		if err != nil {
 			continue
 		}
