@@ -7,8 +7,8 @@ import (
 	"errors"
 	"math"
 	"math/rand"
-	"slices"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
