@@ -472,6 +472,15 @@ const (
 
 type knownPath struct{ mtime, size int64 }
 
+// knownPathsSQL lists the mirrored paths of an account in two ranges
+// (a directory's files, an mbox file's messages). The ranges must drive the
+// plan: joined the other way round SQLite walks every path of the account
+// for each directory (4×100k rows for 1,000 new messages in four folders);
+// "+mailbox_id" keeps it off the mailbox index.
+const knownPathsSQL = `SELECT p.path, p.mtime, p.size FROM message_paths p
+	WHERE ((p.path >= ? AND p.path < ?) OR (p.path >= ? AND p.path < ?))
+	AND +p.mailbox_id IN (SELECT b.id FROM mailboxes b JOIN accounts a ON a.id = b.account_id WHERE a.name = ?)`
+
 // knownPaths loads the mirrored paths of account below each prefix (a root,
 // or with direct set only the files directly inside each directory).
 func (s *Store) knownPaths(ctx context.Context, account string, prefixes []string, direct bool) (map[string]knownPath, error) {
@@ -480,10 +489,7 @@ func (s *Store) knownPaths(ctx context.Context, account string, prefixes []strin
 		// Range conditions on the primary key: "pre/…" files, "pre#offset" mbox messages.
 		dlo, dhi := prefixRange(pre + string(filepath.Separator))
 		mlo, mhi := prefixRange(pre + "#")
-		rows, err := s.db.QueryContext(ctx, `SELECT p.path, p.mtime, p.size FROM message_paths p
-			JOIN mailboxes b ON b.id = p.mailbox_id JOIN accounts a ON a.id = b.account_id
-			WHERE a.name = ? AND ((p.path >= ? AND p.path < ?) OR (p.path >= ? AND p.path < ?))`,
-			account, dlo, dhi, mlo, mhi)
+		rows, err := s.db.QueryContext(ctx, knownPathsSQL, dlo, dhi, mlo, mhi, account)
 		if err != nil {
 			return nil, fmt.Errorf("loading mirrored paths: %w", err)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -72,5 +73,46 @@ func TestRescanSkipsUnchangedDirectories(t *testing.T) {
 	}
 	if n := count(t, s, Query{}); n != 3 {
 		t.Errorf("%d live messages, want 3", n)
+	}
+}
+
+// The known-paths lookup of a rescan reads the changed directory's range of
+// paths, not every path of the account once per directory.
+func TestKnownPathsReadsOnlyTheDirectory(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := openStore(t, nil)
+	root := t.TempDir()
+	d := "Mon, 5 Jan 2026 10:00:00 +0000"
+	writeMaildir(t, root, "", "1:2,S", msg("1@x", "a@x.org", "b@x.org", "one", d, "first body"), time.Now())
+	writeMaildir(t, root, ".Sent", "2:2,S", msg("2@x", "b@x.org", "a@x.org", "two", d, "second body"), time.Now())
+	if _, err := s.Import(ctx, root, ImportOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := s.db.QueryContext(ctx, `EXPLAIN QUERY PLAN `+knownPathsSQL, "a", "b", "c", "d", "local")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, detail)
+	}
+	all := strings.Join(plan, "\n")
+	if strings.Contains(all, "message_paths_mailbox") || strings.Count(all, "sqlite_autoindex_message_paths_1 (path>? AND path<?)") != 2 {
+		t.Errorf("known paths are not read by path range:\n%s", all)
+	}
+	dir := filepath.Join(root, ".Sent", "cur")
+	known, err := s.knownPaths(ctx, "local", []string{dir}, true)
+	if err != nil || len(known) != 1 {
+		t.Errorf("known paths of %s = %v, %v; want its one file", dir, known, err)
+	}
+	if known, _ := s.knownPaths(ctx, "other", []string{dir}, true); len(known) != 0 {
+		t.Errorf("another account's paths listed: %v", known)
 	}
 }
