@@ -31,9 +31,11 @@ type ImportOptions struct {
 	// Dirs, when set, limits the scan to files directly inside these
 	// directories (the watcher's dirty set) instead of walking root.
 	Dirs []string
-	// Full lists and checks every file. Otherwise a Maildir cur/ or new/
-	// directory whose modification time is unchanged since the last
-	// successful run is skipped without listing it.
+	// Full lists and checks every file (mtime and size). Otherwise a
+	// Maildir cur/ or new/ directory whose modification time is unchanged
+	// since the last successful run is skipped without listing it, and in
+	// a listed one only names not mirrored yet are stat-ed and read: as in
+	// notmuch, a Maildir file's name is its identity.
 	Full bool
 }
 
@@ -65,13 +67,18 @@ type sourceFile struct {
 	size    int64
 	flags   parse.Flags
 	partial bool
+	// unstat marks a Maildir file listed without its mtime and size: in
+	// Maildir a file name is the message's identity (a change of flags
+	// renames it), so a known name needs no stat; new ones get one.
+	unstat bool
 }
 
 // Import mirrors a Maildir tree, an mbox file, an Apple Mail tree of .emlx
 // files, or any mix below root. Files are processed newest first so recent
-// mail is searchable before old history finishes. Files already mirrored
-// with the same mtime and size are skipped, and identities are unique, so a
-// rerun after a crash continues without duplicates.
+// mail is searchable before old history finishes. Maildir files already
+// mirrored under the same name, and other files with the same mtime and
+// size, are skipped (see ImportOptions.Full), and identities are unique, so
+// a rerun after a crash continues without duplicates.
 func (s *Store) Import(ctx context.Context, root string, opts ImportOptions) (Progress, error) {
 	return s.sync(ctx, root, opts, false)
 }
@@ -108,14 +115,14 @@ func (s *Store) sync(ctx context.Context, root string, opts ImportOptions, remov
 		sc    = &dirScan{}
 	)
 	if len(opts.Dirs) > 0 {
-		files, err = scanDirs(base, opts.Dirs)
+		files, err = scanDirs(base, opts.Dirs, !opts.Full)
 	} else {
 		if info.IsDir() && !opts.Full {
 			if sc.recorded, err = s.scanDirs(ctx, opts.Account, root); err != nil {
 				return prog, err
 			}
 		}
-		files, err = scan(ctx, root, base, sc)
+		files, err = scan(ctx, root, base, sc, !opts.Full)
 	}
 	if err != nil {
 		return prog, err
@@ -141,8 +148,6 @@ func (s *Store) sync(ctx context.Context, root string, opts ImportOptions, remov
 		return prog, err
 	}
 	prog.Files += len(files)
-	sort.SliceStable(files, func(i, j int) bool { return files[i].mtime > files[j].mtime })
-
 	seen := map[string]bool{}
 	var todo []sourceFile
 	for _, f := range files {
@@ -150,14 +155,30 @@ func (s *Store) sync(ctx context.Context, root string, opts ImportOptions, remov
 			todo = append(todo, f) // offsets are checked per message
 			continue
 		}
+		k, ok := known[f.path]
+		if ok && f.unstat {
+			seen[f.path] = true
+			prog.Skipped++
+			prog.Done++
+			continue
+		}
+		if f.unstat {
+			info, err := os.Lstat(f.path)
+			if err != nil || info.Size() == 0 {
+				prog.Files-- // gone since the listing, or still being written
+				continue
+			}
+			f.mtime, f.size = info.ModTime().Unix(), info.Size()
+		}
 		seen[f.path] = true
-		if k, ok := known[f.path]; ok && k.mtime == f.mtime && k.size == f.size {
+		if ok && k.mtime == f.mtime && k.size == f.size {
 			prog.Skipped++
 			prog.Done++
 			continue
 		}
 		todo = append(todo, f)
 	}
+	sort.SliceStable(todo, func(i, j int) bool { return todo[i].mtime > todo[j].mtime })
 	if opts.Progress != nil {
 		opts.Progress(prog)
 	}
@@ -591,7 +612,7 @@ var skipNames = map[string]bool{
 	"courierimapuiddb": true, "courierimapkeywords": true, ".mh_sequences": true, "readme": true, "copying": true,
 }
 
-func scan(ctx context.Context, root, base string, sc *dirScan) ([]sourceFile, error) {
+func scan(ctx context.Context, root, base string, sc *dirScan, lazy bool) ([]sourceFile, error) {
 	var out []sourceFile
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -616,7 +637,7 @@ func scan(ctx context.Context, root, base string, sc *dirScan) ([]sourceFile, er
 		if !d.Type().IsRegular() {
 			return nil
 		}
-		if f, ok := classify(base, p, d); ok {
+		if f, ok := classify(base, p, d, lazy); ok {
 			out = append(out, f)
 		}
 		return nil
@@ -627,7 +648,7 @@ func scan(ctx context.Context, root, base string, sc *dirScan) ([]sourceFile, er
 	return out, nil
 }
 
-func scanDirs(base string, dirs []string) ([]sourceFile, error) {
+func scanDirs(base string, dirs []string, lazy bool) ([]sourceFile, error) {
 	var out []sourceFile
 	for _, dir := range dirs {
 		entries, err := os.ReadDir(dir)
@@ -639,7 +660,7 @@ func scanDirs(base string, dirs []string) ([]sourceFile, error) {
 		}
 		for _, d := range entries {
 			if d.Type().IsRegular() {
-				if f, ok := classify(base, filepath.Join(dir, d.Name()), d); ok {
+				if f, ok := classify(base, filepath.Join(dir, d.Name()), d, lazy); ok {
 					out = append(out, f)
 				}
 			}
@@ -648,26 +669,31 @@ func scanDirs(base string, dirs []string) ([]sourceFile, error) {
 	return out, nil
 }
 
-// classify decides whether a file holds mail and which mailbox it belongs to.
-func classify(base, p string, d fs.DirEntry) (sourceFile, bool) {
+// classify decides whether a file holds mail and which mailbox it belongs
+// to. With lazy set, a Maildir message file is not stat-ed (see unstat).
+func classify(base, p string, d fs.DirEntry, lazy bool) (sourceFile, bool) {
 	name := d.Name()
 	lower := strings.ToLower(name)
 	if skipNames[lower] || strings.HasPrefix(lower, "dovecot") || strings.HasSuffix(lower, ".plist") || strings.HasSuffix(lower, ".json") || strings.HasSuffix(lower, ".summary") || strings.HasSuffix(lower, ".msf") {
 		return sourceFile{}, false
+	}
+	dir := filepath.Dir(p)
+	maildir := !strings.HasSuffix(lower, ".emlx") && (filepath.Base(dir) == "cur" || filepath.Base(dir) == "new")
+	if lazy && maildir {
+		return sourceFile{path: p, kind: kindMessage, flags: parse.MaildirFlags(name), mailbox: maildirMailbox(base, filepath.Dir(dir)), unstat: true}, true
 	}
 	info, err := d.Info()
 	if err != nil || info.Size() == 0 {
 		return sourceFile{}, false
 	}
 	f := sourceFile{path: p, mtime: info.ModTime().Unix(), size: info.Size()}
-	dir := filepath.Dir(p)
 	switch {
 	case strings.HasSuffix(lower, ".emlx"):
 		f.kind = kindEmlx
 		f.partial = strings.HasSuffix(lower, ".partial.emlx")
 		f.mailbox = emlxMailbox(base, dir)
 		return f, true
-	case filepath.Base(dir) == "cur" || filepath.Base(dir) == "new":
+	case maildir:
 		f.kind = kindMessage
 		f.flags = parse.MaildirFlags(name)
 		f.mailbox = maildirMailbox(base, filepath.Dir(dir))

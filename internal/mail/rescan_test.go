@@ -116,3 +116,42 @@ func TestKnownPathsReadsOnlyTheDirectory(t *testing.T) {
 		t.Errorf("another account's paths listed: %v", known)
 	}
 }
+
+// In a folder that changed, a Maildir name already mirrored is taken as
+// unchanged without a stat (its name is its identity, as in notmuch); new
+// names are read with their mtime and size recorded; empty files wait; and
+// Full still compares every file.
+func TestRescanTrustsMaildirNames(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := openStore(t, nil)
+	root := t.TempDir()
+	old := time.Now().Add(-time.Hour).Truncate(time.Second)
+	d := "Mon, 5 Jan 2026 10:00:00 +0000"
+	p1 := writeMaildir(t, root, "", "1:2,S", msg("1@x", "a@x.org", "b@x.org", "one", d, "first body"), old)
+	if p, err := s.Import(ctx, root, ImportOptions{}); err != nil || p.Added != 1 {
+		t.Fatalf("first import %+v %v", p, err)
+	}
+	if err := os.WriteFile(p1, []byte(msg("1@x", "a@x.org", "b@x.org", "one", d, "first BODY, longer")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p2 := writeMaildir(t, root, "", "2:2,", msg("2@x", "c@x.org", "b@x.org", "two", d, "second body"), old.Add(time.Minute))
+	writeMaildir(t, root, "", "3:2,", "", time.Time{}) // a delivery still being written
+	p, err := s.Import(ctx, root, ImportOptions{})
+	if err != nil || p.Files != 2 || p.Added != 1 || p.Skipped != 1 || p.Updated != 0 {
+		t.Fatalf("rescan of a changed folder: %+v %v (want 2 files: one new, one known name skipped)", p, err)
+	}
+	var mtime, size int64
+	if err := s.db.QueryRowContext(ctx, `SELECT mtime, size FROM message_paths WHERE path = ?`, p2).Scan(&mtime, &size); err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := os.Stat(p2); mtime != fi.ModTime().Unix() || size != fi.Size() {
+		t.Errorf("new file recorded with mtime %d size %d, file has %d %d", mtime, size, fi.ModTime().Unix(), fi.Size())
+	}
+	if p, err := s.Import(ctx, root, ImportOptions{Full: true}); err != nil || p.Added+p.Updated != 1 || p.Skipped != 1 {
+		t.Errorf("full check after an in-place edit: %+v %v", p, err)
+	}
+	if r, _ := s.Search(ctx, Query{Text: "longer", NoVectors: true}); len(r.Messages) != 1 {
+		t.Errorf("the full check did not re-read the edited file: %+v", r.Messages)
+	}
+}
