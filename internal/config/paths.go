@@ -4,10 +4,11 @@
 package config
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/hestia-dev/hestia/internal/homedir"
 )
 
 // Paths are the directories Hestia reads and writes. With HESTIA_HOME set,
@@ -24,30 +25,11 @@ type Env func(string) string
 
 // ResolvePaths computes the paths from the environment.
 func ResolvePaths(env Env) (Paths, error) {
-	if home := env("HESTIA_HOME"); home != "" {
-		abs, err := filepath.Abs(home)
-		if err != nil {
-			return Paths{}, fmt.Errorf("resolving HESTIA_HOME %q: %w", home, err)
-		}
-		return Paths{Data: abs, Config: abs, Logs: filepath.Join(abs, "logs")}, nil
+	d, err := homedir.Resolve(env)
+	if err != nil {
+		return Paths{}, err
 	}
-	userHome := env("HOME")
-	dataBase := env("XDG_DATA_HOME")
-	if dataBase == "" || !filepath.IsAbs(dataBase) {
-		if userHome == "" {
-			return Paths{}, errors.New("cannot locate data directory: set HESTIA_HOME, XDG_DATA_HOME or HOME")
-		}
-		dataBase = filepath.Join(userHome, ".local", "share")
-	}
-	configBase := env("XDG_CONFIG_HOME")
-	if configBase == "" || !filepath.IsAbs(configBase) {
-		if userHome == "" {
-			return Paths{}, errors.New("cannot locate config directory: set HESTIA_HOME, XDG_CONFIG_HOME or HOME")
-		}
-		configBase = filepath.Join(userHome, ".config")
-	}
-	data := filepath.Join(dataBase, "hestia")
-	return Paths{Data: data, Config: filepath.Join(configBase, "hestia"), Logs: filepath.Join(data, "logs")}, nil
+	return Paths{Data: d.Data, Config: d.Config, Logs: filepath.Join(d.Data, "logs")}, nil
 }
 
 // ConfigFile is the path of the TOML configuration file.

@@ -1,0 +1,182 @@
+// Package clisock lets the small front binary hand a read-only query to the
+// running daemon over a Unix socket in the home's data folder, so a search
+// costs a tiny process plus the daemon's warm answer instead of a process
+// that opens the stores, parses their schema and fills a cold page cache.
+//
+// The socket, not a token, is the credential: it lives in the data folder
+// (mode 0700) with mode 0600, so only the home's owner can connect, the
+// same person who can read the auth token and the databases. The server
+// also checks the peer's uid. A request is one command line; the reply is
+// what the command would have printed, and its exit status. The package
+// imports nothing beyond the standard library: the front links it.
+package clisock
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// FileName is the socket's name in the data folder.
+const FileName = "cli.sock"
+
+// Path is the socket of the home whose data folder is dataDir.
+func Path(dataDir string) string { return filepath.Join(dataDir, FileName) }
+
+// Request is one command line, without the program name.
+type Request struct {
+	Args []string `json:"args"`
+	// TZ is the client's TZ variable: dates on the command line and in
+	// the answer are in the client's local time, not the daemon's.
+	TZ string `json:"tz,omitempty"`
+}
+
+// Reply is what the command printed and its exit status. Handled false
+// means the daemon does not answer this command line here; the client runs
+// it itself.
+type Reply struct {
+	Handled bool   `json:"handled"`
+	Stdout  []byte `json:"stdout,omitempty"`
+	Stderr  []byte `json:"stderr,omitempty"`
+	Code    int    `json:"code"`
+}
+
+// Limits of one exchange.
+const (
+	maxRequest = 64 << 10
+	maxReply   = 64 << 20
+	maxActive  = 8
+)
+
+// ErrNoDaemon is returned by Ask when nothing listens on the socket.
+var ErrNoDaemon = errors.New("no daemon is listening on this home's socket")
+
+// Ask sends req to the daemon listening at path and waits for its reply,
+// at most timeout in all.
+func Ask(path string, req Request, timeout time.Duration) (Reply, error) {
+	conn, err := net.DialTimeout("unix", path, timeout)
+	if err != nil {
+		if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
+			return Reply{}, ErrNoDaemon
+		}
+		return Reply{}, fmt.Errorf("connecting to the daemon: %w", err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(timeout))
+	b, err := json.Marshal(req)
+	if err != nil {
+		return Reply{}, err
+	}
+	if _, err := conn.Write(append(b, '\n')); err != nil {
+		return Reply{}, fmt.Errorf("asking the daemon: %w", err)
+	}
+	var rep Reply
+	if err := json.NewDecoder(io.LimitReader(conn, maxReply)).Decode(&rep); err != nil {
+		return Reply{}, fmt.Errorf("reading the daemon's answer: %w", err)
+	}
+	return rep, nil
+}
+
+// Handler answers one request.
+type Handler func(ctx context.Context, req Request) Reply
+
+// Server answers requests on a home's socket.
+type Server struct {
+	Path    string
+	Handler Handler
+	Logger  *slog.Logger
+}
+
+// Run listens until ctx ends, then removes the socket. A socket file left
+// by a daemon that died is replaced: the caller holds the home's lock, so
+// no other daemon of this home is running.
+func (s *Server) Run(ctx context.Context) error {
+	log := s.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if err := os.Remove(s.Path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("removing stale socket %s: %w", s.Path, err)
+	}
+	ln, err := net.Listen("unix", s.Path)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", s.Path, err)
+	}
+	// The data folder is owner-only already (no one else can reach the
+	// socket in the moment before this); the mode says it again.
+	if err := os.Chmod(s.Path, 0o600); err != nil {
+		ln.Close()
+		return fmt.Errorf("restricting %s: %w", s.Path, err)
+	}
+	ln.(*net.UnixListener).SetUnlinkOnClose(true)
+	go func() {
+		<-ctx.Done()
+		ln.Close()
+	}()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	active := make(chan struct{}, maxActive)
+	for {
+		conn, err := ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("accepting on %s: %w", s.Path, err)
+		}
+		select {
+		case active <- struct{}{}:
+		case <-ctx.Done():
+			conn.Close()
+			return nil
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-active }()
+			s.serve(ctx, conn.(*net.UnixConn), log)
+		}()
+	}
+}
+
+func (s *Server) serve(ctx context.Context, conn *net.UnixConn, log *slog.Logger) {
+	defer conn.Close()
+	if err := samePeer(conn); err != nil {
+		log.Warn("cliSocketRefused", "err", err)
+		return
+	}
+	conn.SetDeadline(time.Now().Add(time.Minute))
+	b, err := s.answer(ctx, conn)
+	if err != nil {
+		log.Warn("cliSocketRequest", "err", err)
+		return
+	}
+	conn.Write(b)
+}
+
+// answer reads one request line from r and returns the encoded reply. A
+// request that is not one JSON line of at most maxRequest bytes gets none.
+func (s *Server) answer(ctx context.Context, r io.Reader) ([]byte, error) {
+	line, err := bufio.NewReaderSize(io.LimitReader(r, maxRequest), 4096).ReadBytes('\n')
+	if err != nil {
+		return nil, fmt.Errorf("reading the request (one line of at most %d bytes): %w", maxRequest, err)
+	}
+	var req Request
+	if err := json.Unmarshal(line, &req); err != nil {
+		return nil, fmt.Errorf("decoding the request: %w", err)
+	}
+	if len(req.Args) == 0 {
+		return nil, errors.New("the request has no command line")
+	}
+	return json.Marshal(s.Handler(ctx, req))
+}
