@@ -1,33 +1,44 @@
-// Command hestia is the assistant's command line. What people run one
-// process at a time — `mail search|read|thread`, `mail import|reconcile`,
-// `wiki search`, `version` — is answered here, in a small binary that starts in
-// a few milliseconds; every other command is handed to hestia-core,
-// installed next to it, by exec (same process, arguments and environment).
-// It only wires: see internal/cli/fast and internal/cli.
+// Command hestia is the assistant's command line, as small as a program
+// can be: a read-only query (`mail search|read|thread`, `wiki search`) goes
+// to the running daemon over its socket in the data folder (internal/
+// clisock), which answers from warm stores; everything else, and every
+// query when no daemon runs, is handed by exec (same process, arguments
+// and environment) to hestia-fast, installed next to it, which answers the
+// one-shot commands itself and hands the rest to hestia-core. It only
+// wires.
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"syscall"
+	"time"
 
-	"github.com/hestia-dev/hestia/internal/cli/fast"
+	"github.com/hestia-dev/hestia/internal/binpath"
+	"github.com/hestia-dev/hestia/internal/clisock"
+	"github.com/hestia-dev/hestia/internal/homedir"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
-
 func main() {
-	if code, ok := fast.Run(context.Background(), os.Args[1:], fast.OSEnv(version)); ok {
-		os.Exit(code)
+	args := os.Args[1:]
+	if len(args) >= 2 && (args[0] == "mail" || args[0] == "wiki") {
+		if dirs, err := homedir.Resolve(os.Getenv); err == nil {
+			// A daemon that does not answer in time is left to itself:
+			// the query runs here instead.
+			rep, err := clisock.Ask(clisock.Path(dirs.Data), clisock.Request{Args: args, TZ: os.Getenv("TZ")}, 30*time.Second)
+			if err == nil && rep.Handled {
+				os.Stdout.Write(rep.Stdout)
+				os.Stderr.Write(rep.Stderr)
+				os.Exit(rep.Code)
+			}
+		}
 	}
-	core, err := fast.CorePath()
+	next, err := binpath.Sibling(binpath.Fast)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "hestia: %v\n", err)
 		os.Exit(1)
 	}
-	err = syscall.Exec(core, append([]string{os.Args[0]}, os.Args[1:]...), os.Environ())
-	fmt.Fprintf(os.Stderr, "hestia: starting %s: %v\n", core, err)
+	err = syscall.Exec(next, append([]string{os.Args[0]}, args...), os.Environ())
+	fmt.Fprintf(os.Stderr, "hestia: starting %s: %v\n", next, err)
 	os.Exit(1)
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/hestia-dev/hestia/internal/doctor"
 	"github.com/hestia-dev/hestia/internal/llm"
 	"github.com/hestia-dev/hestia/internal/lock"
+	"github.com/hestia-dev/hestia/internal/mail"
 	"github.com/hestia-dev/hestia/internal/metrics"
 	"github.com/hestia-dev/hestia/internal/notify"
 	"github.com/hestia-dev/hestia/internal/scheduler"
@@ -37,6 +38,7 @@ import (
 	"github.com/hestia-dev/hestia/internal/store"
 	"github.com/hestia-dev/hestia/internal/usage"
 	"github.com/hestia-dev/hestia/internal/watch"
+	"github.com/hestia-dev/hestia/internal/wiki"
 	"github.com/hestia-dev/hestia/web"
 )
 
@@ -82,6 +84,10 @@ type App struct {
 	workerStates workerStates
 	routes       *metrics.Routes
 	checks       []doctor.Check
+	// cliMail and cliWiki are the daemon's stores that answer the front's
+	// queries on the socket (clisock.go); set only when serving.
+	cliMail *mail.Store
+	cliWiki *wiki.Wiki
 }
 
 type worker struct {
@@ -255,6 +261,7 @@ func (a *App) Serve(ctx context.Context, opts ServeOptions) (err error) {
 	defer cancel()
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return a.Server.Serve(gctx, ln) })
+	g.Go(func() error { return a.cliSocket(gctx) })
 	for _, w := range a.workers {
 		g.Go(func() error { return a.runWorker(gctx, w) })
 	}

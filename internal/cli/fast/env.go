@@ -22,6 +22,8 @@ import (
 
 	"github.com/hestia-dev/hestia/internal/config"
 	"github.com/hestia-dev/hestia/internal/logging"
+	"github.com/hestia-dev/hestia/internal/mail"
+	"github.com/hestia-dev/hestia/internal/wiki"
 )
 
 // Env is what a command runs with. Tests pass their own.
@@ -32,6 +34,20 @@ type Env struct {
 	Getenv   config.Env
 	Version  string
 	LogLevel string // from --log-level; empty keeps each command's default
+
+	// Set when the daemon answers a query on its socket (see Answer): its
+	// open stores, and the time zone of the user who asked.
+	Mail *mail.Store
+	Wiki *wiki.Wiki
+	Zone *time.Location
+}
+
+// zone is where dates are read and shown: the asking user's local time.
+func (env *Env) zone() *time.Location {
+	if env.Zone != nil {
+		return env.Zone
+	}
+	return time.Local
 }
 
 // OSEnv is the Env of the real process.
@@ -143,11 +159,11 @@ func PrintJSON(w io.Writer, v any) error {
 }
 
 // DateFlag reads a YYYY-MM-DD flag value in local time.
-func DateFlag(name, v string) (time.Time, error) {
+func (env *Env) DateFlag(name, v string) (time.Time, error) {
 	if v == "" {
 		return time.Time{}, nil
 	}
-	t, err := time.ParseInLocation(time.DateOnly, v, time.Local)
+	t, err := time.ParseInLocation(time.DateOnly, v, env.zone())
 	if err != nil {
 		return time.Time{}, Usagef("--%s %q is not a date like 2026-06-01", name, v)
 	}

@@ -3,23 +3,26 @@ package fast_test
 import (
 	"bytes"
 	"context"
+	"errors"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/hestia-dev/hestia/internal/cli/fast"
 )
 
-// The front binary must stay small: everything it links starts in every
-// one-shot query. These packages belong to hestia-core only.
-func TestFrontStaysSmall(t *testing.T) {
+func goList(t *testing.T, pkg string) map[string]bool {
+	t.Helper()
 	goBin, err := exec.LookPath("go")
 	if err != nil {
 		t.Skip("go not in PATH")
 	}
-	out, err := exec.Command(goBin, "list", "-deps", "github.com/hestia-dev/hestia/cmd/hestia").CombinedOutput()
+	out, err := exec.Command(goBin, "list", "-deps", pkg).CombinedOutput()
 	if err != nil {
 		t.Fatalf("go list: %v\n%s", err, out)
 	}
@@ -27,8 +30,24 @@ func TestFrontStaysSmall(t *testing.T) {
 	for _, l := range strings.Fields(string(out)) {
 		deps[l] = true
 	}
-	if !deps["github.com/hestia-dev/hestia/internal/cli/fast"] || !deps["modernc.org/sqlite"] {
-		t.Fatalf("go list did not list the front's packages:\n%s", out)
+	return deps
+}
+
+// The binaries must stay small: everything they link starts in every
+// one-shot query. The front links nothing beyond the standard library but
+// its socket client; hestia-fast links the stores but none of the
+// packages that belong to hestia-core only.
+func TestFrontStaysSmall(t *testing.T) {
+	const mod = "github.com/hestia-dev/hestia/"
+	for dep := range goList(t, mod+"cmd/hestia") {
+		if strings.Contains(strings.SplitN(dep, "/", 2)[0], ".") && dep != mod+"cmd/hestia" &&
+			dep != mod+"internal/clisock" && dep != mod+"internal/homedir" && dep != mod+"internal/binpath" {
+			t.Errorf("cmd/hestia links %s; the front must stay a socket client and an exec", dep)
+		}
+	}
+	deps := goList(t, mod+"cmd/hestia-fast")
+	if !deps[mod+"internal/cli/fast"] || !deps["modernc.org/sqlite"] {
+		t.Fatalf("go list did not list hestia-fast's packages: %v", deps)
 	}
 	for _, heavy := range []string{
 		"github.com/hestia-dev/hestia/internal/app", "github.com/hestia-dev/hestia/internal/cli",
@@ -39,7 +58,7 @@ func TestFrontStaysSmall(t *testing.T) {
 		"github.com/modelcontextprotocol/go-sdk/mcp", "github.com/go-shiori/go-readability", "github.com/ledongthuc/pdf",
 	} {
 		if deps[heavy] {
-			t.Errorf("cmd/hestia links %s; keep it in hestia-core", heavy)
+			t.Errorf("cmd/hestia-fast links %s; keep it in hestia-core", heavy)
 		}
 	}
 }
@@ -88,20 +107,22 @@ func TestRunAnswersOnlyItsCommands(t *testing.T) {
 	}
 }
 
-// TestFrontExecsCore builds both binaries as `make build` does and checks
-// that the front answers its queries exactly as hestia-core does, hands
-// everything else over (exit status included), finds hestia-core through
-// a symbolic link, and says clearly when hestia-core is missing.
+// TestFrontExecsCore builds the three binaries as `make build` does and
+// checks that the front answers its queries exactly as hestia-core does,
+// hands everything else over (exit statuses included), finds its siblings
+// through a symbolic link, says clearly when one is missing, and, with the
+// daemon running, has the daemon answer on its socket as the command
+// would have.
 func TestFrontExecsCore(t *testing.T) {
 	if testing.Short() {
-		t.Skip("builds both binaries")
+		t.Skip("builds the binaries")
 	}
 	goBin, err := exec.LookPath("go")
 	if err != nil {
 		t.Skip("go not in PATH")
 	}
 	bin := t.TempDir()
-	for name, pkg := range map[string]string{"hestia": "./cmd/hestia", "hestia-core": "./cmd/hestia-core"} {
+	for name, pkg := range map[string]string{"hestia": "./cmd/hestia", "hestia-fast": "./cmd/hestia-fast", "hestia-core": "./cmd/hestia-core"} {
 		cmd := exec.Command(goBin, "build", "-o", filepath.Join(bin, name), pkg)
 		cmd.Dir = "../../.."
 		if out, err := cmd.CombinedOutput(); err != nil {
@@ -125,7 +146,7 @@ func TestFrontExecsCore(t *testing.T) {
 	runBin := func(path string, args ...string) res {
 		t.Helper()
 		cmd := exec.Command(path, args...)
-		cmd.Env = append(os.Environ(), "HESTIA_HOME="+home)
+		cmd.Env = append(os.Environ(), "HESTIA_HOME="+home, "TZ=Pacific/Kiritimati")
 		var out, errb bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errb
 		err := cmd.Run()
@@ -183,15 +204,83 @@ func TestFrontExecsCore(t *testing.T) {
 		t.Errorf("config show through a link: %+v", r)
 	}
 
-	// Without hestia-core, the front still answers its own commands and
-	// says what is missing for the rest.
+	// Without hestia-core, hestia-fast still answers its own commands and
+	// says what is missing for the rest; the front alone says it needs
+	// hestia-fast.
+	dir := t.TempDir()
+	for _, name := range []string{"hestia", "hestia-fast"} {
+		data, _ := os.ReadFile(filepath.Join(bin, name))
+		os.WriteFile(filepath.Join(dir, name), data, 0o755)
+	}
+	if r := runBin(filepath.Join(dir, "hestia"), "mail", "search", "installer"); r.code != 0 || !strings.Contains(r.stdout, "Solar panels") {
+		t.Errorf("without hestia-core, mail search: %+v", r)
+	}
+	if r := runBin(filepath.Join(dir, "hestia"), "serve"); r.code != 1 || !strings.Contains(r.stderr, "hestia-core is not installed next to") {
+		t.Errorf("without hestia-core, serve: %+v", r)
+	}
 	alone := filepath.Join(t.TempDir(), "hestia")
 	data, _ := os.ReadFile(front)
 	os.WriteFile(alone, data, 0o755)
-	if r := runBin(alone, "mail", "search", "installer"); r.code != 0 || !strings.Contains(r.stdout, "Solar panels") {
-		t.Errorf("front alone, mail search: %+v", r)
+	if r := runBin(alone, "mail", "search", "installer"); r.code != 1 || !strings.Contains(r.stderr, "hestia-fast is not installed next to") {
+		t.Errorf("front alone without a daemon: %+v", r)
 	}
-	if r := runBin(alone, "serve"); r.code != 1 || !strings.Contains(r.stderr, "hestia-core is not installed next to") {
-		t.Errorf("front alone, serve: %+v", r)
+
+	// With the daemon running, the front alone gets its queries answered
+	// on the socket, as the command answers them (dates in the asking
+	// process's zone); other commands still need hestia-fast.
+	want := map[string]res{}
+	queries := [][]string{
+		{"mail", "read", "1"}, {"mail", "thread", "1"}, {"mail", "thread", "1", "--json"}, {"mail", "read", "99"},
+		{"mail", "search", "--after", "soon"}, {"mail", "search", "--from", "ann", "--count"}, {"mail", "read"},
+	}
+	for _, args := range queries {
+		want[strings.Join(args, " ")] = runBin(core, args...)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	daemon := exec.Command(core, "serve", "--addr", addr)
+	daemon.Env = append(os.Environ(), "HESTIA_HOME="+home)
+	var dlog bytes.Buffer
+	daemon.Stdout, daemon.Stderr = &dlog, &dlog
+	if err := daemon.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(home, "cli.sock")
+	defer func() {
+		daemon.Process.Signal(syscall.SIGTERM)
+		daemon.Wait()
+		if _, err := os.Stat(sock); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("socket left after the daemon stopped: %v", err)
+		}
+	}()
+	for i := 0; ; i++ {
+		if _, err := os.Stat(sock); err == nil {
+			break
+		}
+		if i == 300 {
+			t.Fatalf("the daemon made no socket:\n%s", dlog.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, args := range queries {
+		if got := runBin(alone, args...); got != want[strings.Join(args, " ")] {
+			t.Errorf("%q through the daemon: %+v, the command alone: %+v", args, got, want[strings.Join(args, " ")])
+		}
+	}
+	if r := runBin(alone, "mail", "search", "installer"); r.code != 0 || !strings.Contains(r.stdout, "Solar panels") {
+		t.Errorf("mail search through the daemon: %+v", r)
+	}
+	if r := runBin(alone, "wiki", "search", "warranty"); r.code != 0 || !strings.Contains(r.stdout, "Boiler") {
+		t.Errorf("wiki search through the daemon: %+v", r)
+	}
+	if r := runBin(alone, "mail", "import", md); r.code != 1 || !strings.Contains(r.stderr, "hestia-fast is not installed next to") {
+		t.Errorf("mail import is not the daemon's to answer: %+v", r)
+	}
+	if r := runBin(alone, "--log-level", "debug", "mail", "search", "x"); r.code != 1 || !strings.Contains(r.stderr, "hestia-fast is not installed") {
+		t.Errorf("global flags are not the daemon's to answer: %+v", r)
 	}
 }

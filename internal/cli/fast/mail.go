@@ -31,6 +31,18 @@ func (env *Env) OpenMailStore(ctx context.Context) (*mail.Store, error) {
 	})
 }
 
+// mailStore is the daemon's store when the daemon answers, else the mirror
+// opened for this one command; done releases it.
+func (env *Env) mailStore(ctx context.Context) (st *mail.Store, done func(), err error) {
+	if env.Mail != nil {
+		return env.Mail, func() {}, nil
+	}
+	if st, err = env.OpenMailStore(ctx); err != nil {
+		return nil, nil, err
+	}
+	return st, func() { st.Close() }, nil
+}
+
 // MailCommand returns the mail command `hestia mail SUB` that
 // this package answers, or nil.
 func MailCommand(sub string) func(context.Context, *Env, []string) error {
@@ -62,11 +74,11 @@ func MailRead(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	st, err := env.OpenMailStore(ctx)
+	st, done, err := env.mailStore(ctx)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer done()
 	msg, err := st.Read(ctx, id, *off, *limit)
 	if err != nil {
 		return err
@@ -78,7 +90,7 @@ func MailRead(ctx context.Context, env *Env, args []string) error {
 	if msg.Cc != "" {
 		fmt.Fprintf(env.Stdout, "Cc:      %s\n", msg.Cc)
 	}
-	fmt.Fprintf(env.Stdout, "Date:    %s\nSubject: %s\nMailbox: %s/%s  (thread %d, body %s)\n", msg.Date.Local().Format(time.RFC1123), msg.Subject, msg.Account, msg.Mailbox, msg.ThreadID, msg.BodyState)
+	fmt.Fprintf(env.Stdout, "Date:    %s\nSubject: %s\nMailbox: %s/%s  (thread %d, body %s)\n", msg.Date.In(env.zone()).Format(time.RFC1123), msg.Subject, msg.Account, msg.Mailbox, msg.ThreadID, msg.BodyState)
 	for _, at := range msg.Attachments {
 		fmt.Fprintf(env.Stdout, "Attach:  [%d] %s (%s, %d bytes)\n", at.Index, at.Filename, at.ContentType, at.Size)
 	}
@@ -120,18 +132,28 @@ func MailSearch(ctx context.Context, env *Env, args []string) error {
 	}
 	a.Query = strings.Join(fs.Args(), " ")
 	a.Unread, a.Flagged, a.HasAttachment = unread.v, flagged.v, att.v
-	after, err := DateFlag("after", a.After)
+	after, err := env.DateFlag("after", a.After)
 	if err != nil {
 		return err
 	}
-	before, err := DateFlag("before", a.Before)
+	before, err := env.DateFlag("before", a.Before)
 	if err != nil {
 		return err
 	}
 	q := mail.Query{Text: a.Query, Account: a.Account, Mailbox: a.Mailbox, Role: a.Role, From: a.From, To: a.To, Cc: a.Cc,
 		Subject: a.Subject, Body: a.Body, AttachmentName: a.AttachName, After: after, Before: before, Unread: a.Unread, Flagged: a.Flagged, Attachment: a.HasAttachment,
 		Sort: a.Sort, PerMessage: a.PerMessage, Offset: a.Offset, Limit: a.Limit, Count: *countOnly}
-	res, ok := SearchViaDaemon(ctx, env, q)
+	var res mail.Result
+	ok := false
+	switch {
+	case env.Mail != nil: // the daemon answering on its socket: vectors are loaded
+		if res, err = env.Mail.Search(ctx, q); err != nil {
+			return err
+		}
+		ok = true
+	default:
+		res, ok = SearchViaDaemon(ctx, env, q)
+	}
 	if !ok {
 		st, err := env.OpenMailStore(ctx)
 		if err != nil {
@@ -169,7 +191,7 @@ func MailSearch(ctx context.Context, env *Env, args []string) error {
 		} else {
 			mark += " "
 		}
-		fmt.Fprintf(env.Stdout, "%s %6d  %s  %-28.28s  %s\n", mark, s.ID, s.Date.Local().Format("2006-01-02"), s.From, s.Subject)
+		fmt.Fprintf(env.Stdout, "%s %6d  %s  %-28.28s  %s\n", mark, s.ID, s.Date.In(env.zone()).Format("2006-01-02"), s.From, s.Subject)
 	}
 	if res.Note != "" {
 		fmt.Fprintf(env.Stderr, "(~ %s)\n", res.Note)
@@ -247,11 +269,11 @@ func MailThread(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	st, err := env.OpenMailStore(ctx)
+	st, done, err := env.mailStore(ctx)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer done()
 	tp, err := st.Thread(ctx, id, *off, *limit, 0)
 	if err != nil {
 		return err
@@ -261,7 +283,7 @@ func MailThread(ctx context.Context, env *Env, args []string) error {
 	}
 	fmt.Fprintf(env.Stdout, "thread %d: %s (%d messages, newest first)\n", tp.ThreadID, tp.Subject, tp.Count)
 	for _, s := range tp.Messages {
-		fmt.Fprintf(env.Stdout, "\n%6d  %s  %s\n        %s\n", s.ID, s.Date.Local().Format("2006-01-02 15:04"), s.From, s.Snippet)
+		fmt.Fprintf(env.Stdout, "\n%6d  %s  %s\n        %s\n", s.ID, s.Date.In(env.zone()).Format("2006-01-02 15:04"), s.From, s.Snippet)
 	}
 	return nil
 }

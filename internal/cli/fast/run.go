@@ -6,8 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 )
 
 // Run answers the command line when it is one of the commands this
@@ -59,29 +57,4 @@ func ExitCode(env *Env, command string, err error) int {
 		fmt.Fprintf(env.Stderr, "hestia %s: %v\n", command, err)
 		return 1
 	}
-}
-
-// CoreName is the file name of the whole program, installed next to the
-// front binary.
-const CoreName = "hestia-core"
-
-// CorePath finds hestia-core next to this executable (symbolic links
-// resolved, so a link to hestia in ~/bin still finds it).
-func CorePath() (string, error) {
-	self, err := os.Executable()
-	if err != nil {
-		return "", fmt.Errorf("finding this executable: %w", err)
-	}
-	if real, err := filepath.EvalSymlinks(self); err == nil {
-		self = real
-	}
-	core := filepath.Join(filepath.Dir(self), CoreName)
-	fi, err := os.Stat(core)
-	switch {
-	case err != nil:
-		return "", fmt.Errorf("%s is not installed next to %s (build both with `make build`): %w", CoreName, self, err)
-	case fi.IsDir() || fi.Mode().Perm()&0o111 == 0:
-		return "", fmt.Errorf("%s is not an executable file", core)
-	}
-	return core, nil
 }

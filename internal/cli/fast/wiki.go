@@ -27,7 +27,17 @@ func WikiSearch(ctx context.Context, env *Env, args []string) error {
 	if strings.TrimSpace(q) == "" {
 		return Usagef("usage: hestia wiki search QUERY [--json]")
 	}
-	res, ok := wikiSearchViaDaemon(ctx, env, q, *limit)
+	var res wiki.SearchResult
+	ok := false
+	if env.Wiki != nil { // the daemon answering on its socket
+		var err error
+		if res, err = env.Wiki.Search(ctx, q, *limit); err != nil {
+			return err
+		}
+		ok = true
+	} else {
+		res, ok = wikiSearchViaDaemon(ctx, env, q, *limit)
+	}
 	if !ok {
 		w, err := env.openWikiLexical(ctx)
 		if err != nil {
