@@ -176,40 +176,66 @@ func Substring(column, s string) (expr string, ok bool) {
 
 // maxTrigrams bounds how many trigrams of one substring reach a
 // detail=none trigram index: the index only narrows the candidates (the
-// caller checks the substring itself), so a dozen spread over a long
-// value narrow as well as all of them.
-const maxTrigrams = 12
+// caller checks the substring itself), and each trigram costs a doclist
+// walk, so a few rare ones narrow as well as all of them and much faster
+// (a 23-character address: 21 trigrams 3.1 ms, its 4 rarest 0.1 ms, at
+// 100k messages).
+const maxTrigrams = 4
 
 // Trigrams builds a MATCH expression for a trigram index built with
 // detail=none, which answers neither phrases nor column filters: the rows
-// holding every trigram of s (up to maxTrigrams of them, spread over s).
-// It is a superset of the rows containing s; the caller must check the
-// substring itself (see Fold). ok is false when s is too short.
+// holding the rarest few trigrams of s, rarest first. It is a superset of
+// the rows containing s; the caller must check the substring itself (see
+// Fold). ok is false when s is too short.
 func Trigrams(s string) (expr string, ok bool) {
 	r := []rune(strings.TrimSpace(s))
 	if len(r) < MinSubstring {
 		return "", false
 	}
-	n := len(r) - MinSubstring + 1
-	step := 1
-	if n > maxTrigrams {
-		step = (n + maxTrigrams - 1) / maxTrigrams
+	type tri struct {
+		t     string
+		score int
 	}
 	seen := map[string]bool{}
-	var parts []string
-	for i := 0; i < n; i += step {
+	var all []tri
+	for i := 0; i+MinSubstring <= len(r); i++ {
 		t := string(r[i : i+MinSubstring])
 		if seen[t] {
 			continue
 		}
 		seen[t] = true
-		parts = append(parts, quote(t))
+		score := 0
+		for _, c := range r[i : i+MinSubstring] {
+			score += runeRarity(unicode.ToLower(c))
+		}
+		all = append(all, tri{t, score})
 	}
-	// The last trigram too, so the end of s always narrows.
-	if t := string(r[n-1:]); !seen[t] {
-		parts = append(parts, quote(t))
+	sort.SliceStable(all, func(i, j int) bool { return all[i].score > all[j].score })
+	var parts []string
+	for _, t := range all[:min(len(all), maxTrigrams)] {
+		parts = append(parts, quote(t.t))
 	}
 	return strings.Join(parts, " AND "), true
+}
+
+// runeRarity guesses how rare a character is in mail headers and text:
+// digits and the least used letters narrow a trigram search most; the
+// commonest letters, spaces and dots least.
+func runeRarity(c rune) int {
+	switch {
+	case c >= '0' && c <= '9':
+		return 3
+	case strings.ContainsRune("etaoinsrhl. ", c):
+		return 0
+	case strings.ContainsRune("dcumfpgwyb", c):
+		return 1
+	case strings.ContainsRune("vkjxqz", c):
+		return 2
+	case c < 128:
+		return 2 // @ _ - + and other punctuation
+	default:
+		return 2 // letters outside ASCII
+	}
 }
 
 // Fold lower-cases s and strips its diacritics ("Café" → "cafe"), as the

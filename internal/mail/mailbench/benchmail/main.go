@@ -155,9 +155,21 @@ func run(ctx context.Context, args []string) error {
 		return err
 	}
 	if err := step("rescan of an unchanged tree", func(t tool, r *result) error {
-		st, err := t.index(ctx)
-		r.rescan = st.wall
-		return err
+		// The first rescan may still settle state (directory mtimes the
+		// import did not trust yet); the median of the next ones is what
+		// a user rerunning it sees.
+		var ds []time.Duration
+		for i := 0; i <= c.reps; i++ {
+			st, err := t.index(ctx)
+			if err != nil {
+				return err
+			}
+			if i > 0 {
+				ds = append(ds, st.wall)
+			}
+		}
+		r.rescan = median(ds)
+		return nil
 	}); err != nil {
 		return err
 	}
@@ -669,7 +681,7 @@ func printTable(w io.Writer, c config, corpusBytes int64, tools []tool, res map[
 	row("mail.db size / corpus", func(r *result) string {
 		return fmt.Sprintf("%.0f MB (%.2f×)", mb(r.size), float64(r.size)/float64(corpusBytes))
 	}, "≤ 1.5× the corpus", func() (bool, bool) { return hasH && float64(h.size) <= 1.5*float64(corpusBytes), hasH })
-	row("re-run on an unchanged tree", func(r *result) string { return secs(r.rescan) }, "≤ notmuch", func() (bool, bool) {
+	row("re-run on an unchanged tree, p50", func(r *result) string { return msecs(r.rescan) }, "≤ notmuch", func() (bool, bool) {
 		return hasH && hasN && h.rescan <= nm.rescan, hasH && hasN
 	})
 	row(fmt.Sprintf("%d new messages added", c.added), func(r *result) string { return secs(r.incremental) }, "faster than both", func() (bool, bool) {
