@@ -279,11 +279,15 @@ func (b *Broker) Decide(id string, d Decision) (Decision, error) {
 	}
 	delete(b.pending, id)
 	b.rememberLocked(id, d.Outcome)
-	p.done <- d
 	b.mu.Unlock()
+	// Announce the decision before the waiting turn can act on it, so
+	// approval.resolved always precedes the tool's own events. A timeout
+	// or cancel in between finds the request gone and waits for this send
+	// (resolveInternal); done has room for it.
 	if b.notify != nil {
 		b.notify.Resolved(req, d)
 	}
+	p.done <- d
 	return d, nil
 }
 
