@@ -286,6 +286,11 @@ func (a *App) registerMail(ctx context.Context, reg *tools.Registry, paths *path
 	// minutes a run; the next run (a minute later) goes on.
 	if err := a.builtinJob(ctx, "mail.embed", time.Minute, 10*time.Minute, func(ctx context.Context) error {
 		start := time.Now()
+		// Vectors written before they were stored quantised shrink to a
+		// quarter first (once; seconds at 100k).
+		if _, err := m.Store.ShrinkVectors(ctx); err != nil {
+			return err
+		}
 		for time.Since(start) < 5*time.Minute {
 			n, err := m.Store.EmbedPending(ctx, cfg.EmbedBatch, cfg.EmbedBatch*8)
 			if err != nil || n == 0 {

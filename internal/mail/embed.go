@@ -304,3 +304,69 @@ func (s *Store) RunEmbedder(ctx context.Context, batch int, kick <-chan struct{}
 		}
 	}
 }
+
+// ShrinkVectors rewrites every vector still stored as float32 (by versions
+// before the quantised form) in the form search.EncodeVector writes now, a
+// quarter of the size, a thousand per transaction, then hands the freed
+// pages back to the file system. The index built from them is unchanged.
+// It returns how many it rewrote.
+func (s *Store) ShrinkVectors(ctx context.Context) (int, error) {
+	total := 0
+	for {
+		n, err := s.shrinkVectors(ctx, 1000)
+		total += n
+		if err != nil {
+			return total, err
+		}
+		if n == 0 {
+			break
+		}
+	}
+	if total > 0 {
+		if _, err := s.db.ReleaseFreePages(ctx); err != nil {
+			s.log.Warn("mailReleasePages", "err", err)
+		}
+	}
+	return total, nil
+}
+
+func (s *Store) shrinkVectors(ctx context.Context, limit int) (int, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT message_id, dim, vector FROM embeddings WHERE dim > 0 AND length(vector) = 4 * dim LIMIT ?`, limit)
+	if err != nil {
+		return 0, fmt.Errorf("finding float32 vectors: %w", err)
+	}
+	type old struct {
+		id  int64
+		vec []byte
+	}
+	var todo []old
+	for rows.Next() {
+		var id int64
+		var dim int
+		var blob []byte
+		if err := rows.Scan(&id, &dim, &blob); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		if v, err := search.DecodeVector(blob, dim); err == nil {
+			todo = append(todo, old{id, search.EncodeVector(v)})
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil || len(todo) == 0 {
+		return 0, err
+	}
+	err = s.db.Tx(ctx, func(tx *sql.Tx) error {
+		for _, o := range todo {
+			// Only a row still in the old form: a vector stored meanwhile wins.
+			if _, err := tx.ExecContext(ctx, `UPDATE embeddings SET vector = ? WHERE message_id = ? AND length(vector) = 4 * dim`, o.vec, o.id); err != nil {
+				return fmt.Errorf("rewriting vector %d: %w", o.id, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	return len(todo), nil
+}

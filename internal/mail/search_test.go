@@ -2,12 +2,16 @@ package mail
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hestia-dev/hestia/internal/search"
 )
 
 // seedSearch ingests a small mailbox with known content.
@@ -302,4 +306,72 @@ func ids(ms []Summary) []int64 {
 		out[i] = m.ID
 	}
 	return out
+}
+
+// Vectors stored as float32 by earlier versions shrink to the quantised
+// form, and the hybrid ranking is the same before and after.
+func TestShrinkVectors(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	emb := &hashEmbedder{dim: 64}
+	s := openStore(t, emb)
+	seedSearch(t, s)
+	if _, err := s.EmbedPending(ctx, 8, 100); err != nil {
+		t.Fatal(err)
+	}
+	// Write every vector back in the float32 form earlier versions used.
+	rows, err := s.db.QueryContext(ctx, `SELECT message_id, dim, vector FROM embeddings`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	legacy := map[int64][]byte{}
+	for rows.Next() {
+		var id int64
+		var dim int
+		var blob []byte
+		if err := rows.Scan(&id, &dim, &blob); err != nil {
+			t.Fatal(err)
+		}
+		v, err := search.DecodeVector(blob, dim)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := make([]byte, 4*len(v))
+		for i, f := range v {
+			binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(f))
+		}
+		legacy[id] = b
+	}
+	rows.Close()
+	for id, b := range legacy {
+		if _, err := s.db.ExecContext(ctx, `UPDATE embeddings SET vector = ? WHERE message_id = ?`, b, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.vecMu.Lock()
+	s.vec = nil
+	s.vecMu.Unlock()
+	before, err := s.Search(ctx, Query{Text: "property taxes"})
+	if err != nil || before.Mode != "hybrid" {
+		t.Fatalf("hybrid on float32 vectors: %+v %v", before, err)
+	}
+	n, err := s.ShrinkVectors(ctx)
+	if err != nil || n != len(legacy) {
+		t.Fatalf("shrank %d of %d, %v", n, len(legacy), err)
+	}
+	var wide int
+	s.db.QueryRowContext(ctx, `SELECT count(*) FROM embeddings WHERE length(vector) != dim + 4`).Scan(&wide)
+	if wide != 0 {
+		t.Errorf("%d vectors still float32", wide)
+	}
+	if n, err := s.ShrinkVectors(ctx); err != nil || n != 0 {
+		t.Errorf("second run: %d, %v", n, err)
+	}
+	s.vecMu.Lock()
+	s.vec = nil
+	s.vecMu.Unlock()
+	after, err := s.Search(ctx, Query{Text: "property taxes"})
+	if err != nil || !reflect.DeepEqual(ids(after.Messages), ids(before.Messages)) {
+		t.Errorf("ranking after shrinking: %v, before %v (%v)", ids(after.Messages), ids(before.Messages), err)
+	}
 }
