@@ -1,7 +1,6 @@
 package scheduler
 
 import (
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"strings"
@@ -146,5 +145,3 @@ func jitter(name string, slot time.Time, max time.Duration) time.Duration {
 	fmt.Fprintf(h, "@%d", slot.Unix())
 	return time.Duration(h.Sum64() % uint64(max))
 }
-
-var errNever = errors.New("the schedule never fires again")

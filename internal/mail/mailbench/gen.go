@@ -39,8 +39,8 @@ type Options struct {
 }
 
 type msgMeta struct {
-	id, subject, from string
-	refs              []string
+	id, subject string
+	refs        []string
 }
 
 // Generate writes a Maildir++ tree under dir (INBOX, .Sent, .Archive,
