@@ -22,6 +22,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sync"
 	"syscall"
 	"time"
@@ -151,6 +152,13 @@ func (s *Server) Run(ctx context.Context) error {
 
 func (s *Server) serve(ctx context.Context, conn *net.UnixConn, log *slog.Logger) {
 	defer conn.Close()
+	// A query that panics must not take the daemon down: the front gets no
+	// answer and runs the command itself.
+	defer func() {
+		if p := recover(); p != nil {
+			log.Error("cliSocketPanic", "panic", p, "stack", string(debug.Stack()))
+		}
+	}()
 	if err := samePeer(conn); err != nil {
 		log.Warn("cliSocketRefused", "err", err)
 		return

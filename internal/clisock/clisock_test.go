@@ -170,3 +170,34 @@ func FuzzAnswer(f *testing.F) {
 		}
 	})
 }
+
+// A handler that panics leaves the server running and the client without an
+// answer (it then runs the command itself).
+func TestPanickingHandler(t *testing.T) {
+	t.Parallel()
+	dir, err := os.MkdirTemp("", "cs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go (&Server{Path: Path(dir), Handler: func(_ context.Context, req Request) Reply {
+		if req.Args[0] == "boom" {
+			panic("boom")
+		}
+		return echo(context.Background(), req)
+	}}).Run(ctx)
+	for i := 0; i < 200; i++ {
+		if _, err := os.Stat(Path(dir)); err == nil {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if rep, err := Ask(Path(dir), Request{Args: []string{"boom"}}, 5*time.Second); err == nil {
+		t.Errorf("a panicking query answered: %+v", rep)
+	}
+	if rep, err := Ask(Path(dir), Request{Args: []string{"mail", "x"}}, 5*time.Second); err != nil || !rep.Handled {
+		t.Errorf("after a panic: %+v, %v", rep, err)
+	}
+}
