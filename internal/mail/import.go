@@ -148,21 +148,24 @@ func (s *Store) sync(ctx context.Context, root string, opts ImportOptions, remov
 		return prog, err
 	}
 	prog.Files += len(files)
-	seen := map[string]bool{}
-	var todo []sourceFile
+	// Only a reconcile needs the paths seen (to remove the others). The
+	// listing is filtered in place and the per-folder counts kept apart:
+	// at 100k files each copy is ~10 MB of live heap, which the import's
+	// soft heap limit would pay for in garbage collection.
+	var seen map[string]bool
+	if removeMissing {
+		seen = map[string]bool{}
+	}
+	dirFiles := map[string]int{}
+	todo := files[:0]
 	for _, f := range files {
 		if f.kind == kindMbox {
+			dirFiles[filepath.Dir(f.path)]++
 			todo = append(todo, f) // offsets are checked per message
 			continue
 		}
 		k, ok := known[f.path]
-		if ok && f.unstat {
-			seen[f.path] = true
-			prog.Skipped++
-			prog.Done++
-			continue
-		}
-		if f.unstat {
+		if f.unstat && !ok {
 			info, err := os.Lstat(f.path)
 			if err != nil || info.Size() == 0 {
 				prog.Files-- // gone since the listing, or still being written
@@ -170,14 +173,18 @@ func (s *Store) sync(ctx context.Context, root string, opts ImportOptions, remov
 			}
 			f.mtime, f.size = info.ModTime().Unix(), info.Size()
 		}
-		seen[f.path] = true
-		if ok && k.mtime == f.mtime && k.size == f.size {
+		dirFiles[filepath.Dir(f.path)]++
+		if seen != nil {
+			seen[f.path] = true
+		}
+		if ok && (f.unstat || k.mtime == f.mtime && k.size == f.size) {
 			prog.Skipped++
 			prog.Done++
 			continue
 		}
 		todo = append(todo, f)
 	}
+	files = nil
 	sort.SliceStable(todo, func(i, j int) bool { return todo[i].mtime > todo[j].mtime })
 	if opts.Progress != nil {
 		opts.Progress(prog)
@@ -286,7 +293,7 @@ func (s *Store) sync(ctx context.Context, root string, opts ImportOptions, remov
 		}
 	}
 	if len(opts.Dirs) == 0 && info.IsDir() {
-		if err := s.recordScan(ctx, opts.Account, root, sc, files); err != nil {
+		if err := s.recordScan(ctx, opts.Account, root, sc, dirFiles); err != nil {
 			return prog, err
 		}
 	}
@@ -433,11 +440,7 @@ func (s *Store) scanDirs(ctx context.Context, account, root string) (map[string]
 
 // recordScan stores the mtimes of the directories listed by a successful
 // run and forgets recorded ones that are gone.
-func (s *Store) recordScan(ctx context.Context, account, root string, sc *dirScan, files []sourceFile) error {
-	count := map[string]int{}
-	for _, f := range files {
-		count[filepath.Dir(f.path)]++
-	}
+func (s *Store) recordScan(ctx context.Context, account, root string, sc *dirScan, count map[string]int) error {
 	skipped := map[string]bool{}
 	for _, p := range sc.skipped {
 		skipped[p] = true
@@ -577,9 +580,11 @@ func (s *Store) readSource(ctx context.Context, f sourceFile, account string, kn
 				return failed + 1, err
 			}
 			key := fmt.Sprintf("%s#%d", f.path, m.Offset)
-			mu.Lock()
-			seen[key] = true
-			mu.Unlock()
+			if seen != nil {
+				mu.Lock()
+				seen[key] = true
+				mu.Unlock()
+			}
 			if k, ok := known[key]; ok && k.mtime == f.mtime && k.size == f.size {
 				continue
 			}
