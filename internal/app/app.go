@@ -121,6 +121,15 @@ func (a *App) initializers() []initializer {
 	}
 }
 
+// env is the environment the configuration was loaded with (Getenv, or
+// the process environment).
+func (a *App) env() config.Env {
+	if a.Getenv != nil {
+		return a.Getenv
+	}
+	return os.Getenv
+}
+
 // New returns an App for the home without building components yet.
 func New(paths config.Paths, cfg config.Config, log *slog.Logger, version string) *App {
 	return &App{Paths: paths, Config: cfg, Log: log, Version: version, Now: time.Now}

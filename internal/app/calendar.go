@@ -53,10 +53,7 @@ func (a *App) OpenCalendar(ctx context.Context) (*Calendar, error) {
 	hours.End, _ = calendar.ParseClock(cfg.DayEnd)
 	hours.Days, _ = calendar.ParseWeekdays(cfg.WorkDays)
 	c := &Calendar{Store: st, cfg: cfg, Deps: caltools.Deps{Store: st, Now: a.Now, Loc: loc, Hours: hours},
-		davRoot: filepath.Join(a.Paths.Data, "calendar", "caldav"), dav: map[string]davsync.Backend{}, getenv: a.Getenv}
-	if c.getenv == nil {
-		c.getenv = os.Getenv
-	}
+		davRoot: filepath.Join(a.Paths.Data, "calendar", "caldav"), dav: map[string]davsync.Backend{}, getenv: a.env()}
 	w, err := calwrite.Open(ctx, calwrite.Options{DBPath: a.Paths.DB(calwrite.Schema.Name), Index: st, Targets: c.targets,
 		Loc: loc, Now: a.Now, Logger: a.Log.With("component", "calendar")})
 	if err != nil {

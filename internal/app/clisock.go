@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"os"
 
 	"github.com/hestia-dev/hestia/internal/cli/fast"
 	"github.com/hestia-dev/hestia/internal/clisock"
@@ -15,11 +14,7 @@ import (
 // front runs queries itself, as it does when no daemon runs.
 func (a *App) cliSocket(ctx context.Context) error {
 	log := a.Log.With("component", "clisock")
-	getenv := a.Getenv
-	if getenv == nil {
-		getenv = os.Getenv
-	}
-	env := &fast.Env{Getenv: getenv, Version: a.Version, Mail: a.cliMail, Wiki: a.cliWiki}
+	env := &fast.Env{Getenv: a.env(), Version: a.Version, Mail: a.cliMail, Wiki: a.cliWiki}
 	zones := &fast.Zones{}
 	srv := &clisock.Server{Path: clisock.Path(a.Paths.Data), Logger: log, Handler: func(ctx context.Context, req clisock.Request) clisock.Reply {
 		return fast.Answer(ctx, req, env, zones)

@@ -51,10 +51,7 @@ func (a *App) OpenContacts(ctx context.Context) (*Contacts, error) {
 	}
 	a.OnClose(mailStore.Close)
 	c := &Contacts{Store: st, Deps: contacttools.Deps{Store: st, Now: a.Now},
-		dav: a.Config.Contacts.CardDAV, davRoot: filepath.Join(a.Paths.Data, "contacts", "carddav"), getenv: a.Getenv}
-	if c.getenv == nil {
-		c.getenv = os.Getenv
-	}
+		dav: a.Config.Contacts.CardDAV, davRoot: filepath.Join(a.Paths.Data, "contacts", "carddav"), getenv: a.env()}
 	for _, s := range a.Config.Contacts.Sources {
 		c.srcs = append(c.srcs, contacts.Source{Name: s.Name, Path: s.Path, ReadOnly: s.ReadOnly})
 	}

@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"os"
 
 	"github.com/hestia-dev/hestia/internal/config"
 	"github.com/hestia-dev/hestia/internal/llm"
@@ -19,11 +18,7 @@ func (a *App) initSettings(ctx context.Context) error {
 	if a.Server == nil {
 		return nil
 	}
-	env := a.Getenv
-	if env == nil {
-		env = os.Getenv
-	}
-	s := &settings.Service{Paths: a.Paths, Env: env, Running: a.Config, Live: a.applyLive}
+	s := &settings.Service{Paths: a.Paths, Env: a.env(), Running: a.Config, Live: a.applyLive}
 	s.Routes(a.Server.API())
 	return nil
 }
