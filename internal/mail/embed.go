@@ -311,6 +311,9 @@ func (s *Store) RunEmbedder(ctx context.Context, batch int, kick <-chan struct{}
 // pages back to the file system. The index built from them is unchanged.
 // It returns how many it rewrote.
 func (s *Store) ShrinkVectors(ctx context.Context) (int, error) {
+	if s.shrunk.Load() {
+		return 0, nil
+	}
 	total := 0
 	for {
 		n, err := s.shrinkVectors(ctx, 1000)
@@ -322,6 +325,7 @@ func (s *Store) ShrinkVectors(ctx context.Context) (int, error) {
 			break
 		}
 	}
+	s.shrunk.Store(true)
 	if total > 0 {
 		if _, err := s.db.ReleaseFreePages(ctx); err != nil {
 			s.log.Warn("mailReleasePages", "err", err)

@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hestia-dev/hestia/internal/search"
@@ -51,6 +52,9 @@ type Store struct {
 	accounts  map[string]int64
 	mailboxes map[mailboxKey]mailboxInfo
 
+	// shrunk is set once no float32 vector is left (ShrinkVectors): this
+	// version writes none, so the embed job stops looking.
+	shrunk atomic.Bool
 	// vecMu guards vec, loaded lazily from the embeddings table.
 	vecMu sync.Mutex
 	vec   *search.Index
