@@ -19,8 +19,16 @@ func echo(_ context.Context, req Request) Reply {
 	return Reply{Handled: true, Stdout: []byte(strings.Join(req.Args, " ") + "\n"), Stderr: []byte("tz=" + req.TZ), Code: 3}
 }
 
-// start runs a server in a fresh data folder and returns its socket path.
+// start runs a server answering with echo in a fresh data folder and
+// returns its socket path.
 func start(t *testing.T) string {
+	t.Helper()
+	return startWith(t, echo)
+}
+
+// startWith runs a server with handler h and stops it when the test ends,
+// checking that the socket goes with it.
+func startWith(t *testing.T, h Handler) string {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "cs") // short: socket paths are limited to 108 bytes
 	if err != nil {
@@ -30,7 +38,7 @@ func start(t *testing.T) string {
 	path := Path(dir)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- (&Server{Path: path, Handler: echo}).Run(ctx) }()
+	go func() { done <- (&Server{Path: path, Handler: h}).Run(ctx) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
@@ -175,29 +183,16 @@ func FuzzAnswer(f *testing.F) {
 // answer (it then runs the command itself).
 func TestPanickingHandler(t *testing.T) {
 	t.Parallel()
-	dir, err := os.MkdirTemp("", "cs")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go (&Server{Path: Path(dir), Handler: func(_ context.Context, req Request) Reply {
+	path := startWith(t, func(_ context.Context, req Request) Reply {
 		if req.Args[0] == "boom" {
 			panic("boom")
 		}
 		return echo(context.Background(), req)
-	}}).Run(ctx)
-	for i := 0; i < 200; i++ {
-		if _, err := os.Stat(Path(dir)); err == nil {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	if rep, err := Ask(Path(dir), Request{Args: []string{"boom"}}, 5*time.Second); err == nil {
+	})
+	if rep, err := Ask(path, Request{Args: []string{"boom"}}, 5*time.Second); err == nil {
 		t.Errorf("a panicking query answered: %+v", rep)
 	}
-	if rep, err := Ask(Path(dir), Request{Args: []string{"mail", "x"}}, 5*time.Second); err != nil || !rep.Handled {
+	if rep, err := Ask(path, Request{Args: []string{"mail", "x"}}, 5*time.Second); err != nil || !rep.Handled {
 		t.Errorf("after a panic: %+v, %v", rep, err)
 	}
 }
