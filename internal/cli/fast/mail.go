@@ -145,25 +145,20 @@ func MailSearch(ctx context.Context, env *Env, args []string) error {
 		Sort: a.Sort, PerMessage: a.PerMessage, Offset: a.Offset, Limit: a.Limit, Count: *countOnly}
 	var res mail.Result
 	ok := false
-	switch {
-	case env.Mail != nil: // the daemon answering on its socket: vectors are loaded
-		if res, err = env.Mail.Search(ctx, q); err != nil {
-			return err
-		}
-		ok = true
-	default:
+	if env.Mail == nil {
 		res, ok = SearchViaDaemon(ctx, env, q)
 	}
 	if !ok {
-		st, err := env.OpenMailStore(ctx)
+		st, done, err := env.mailStore(ctx)
 		if err != nil {
 			return err
 		}
-		defer st.Close()
+		defer done()
 		// Ranking by vectors needs every message vector in memory; the
-		// daemon keeps them loaded (above), a one-shot process must not
-		// load the whole index for one query, so it ranks lexically.
-		q.NoVectors = true
+		// daemon keeps them loaded (env.Mail, or above), a one-shot
+		// process must not load the whole index for one query, so it
+		// ranks lexically.
+		q.NoVectors = env.Mail == nil
 		if res, err = st.Search(ctx, q); err != nil {
 			return err
 		}

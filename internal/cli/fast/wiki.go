@@ -29,25 +29,21 @@ func WikiSearch(ctx context.Context, env *Env, args []string) error {
 	}
 	var res wiki.SearchResult
 	ok := false
-	if env.Wiki != nil { // the daemon answering on its socket
-		var err error
-		if res, err = env.Wiki.Search(ctx, q, *limit); err != nil {
-			return err
-		}
-		ok = true
-	} else {
+	if env.Wiki == nil {
 		res, ok = wikiSearchViaDaemon(ctx, env, q, *limit)
 	}
 	if !ok {
-		w, err := env.openWikiLexical(ctx)
+		w, done, err := env.wikiIndex(ctx)
 		if err != nil {
 			return err
 		}
-		defer w.Close()
+		defer done()
 		if res, err = w.Search(ctx, q, *limit); err != nil {
 			return err
 		}
-		res.VectorNote = "meaning search runs in the daemon, which is not running"
+		if env.Wiki == nil {
+			res.VectorNote = "meaning search runs in the daemon, which is not running"
+		}
 	}
 	if *asJSON {
 		return PrintJSON(env.Stdout, res)
@@ -93,6 +89,18 @@ func wikiSearchViaDaemon(ctx context.Context, env *Env, q string, limit int) (wi
 		res.Hits = []wiki.Hit{}
 	}
 	return res, true
+}
+
+// wikiIndex is the daemon's wiki when the daemon answers, else the index
+// opened lexically for this one command; done releases it.
+func (env *Env) wikiIndex(ctx context.Context) (w *wiki.Wiki, done func(), err error) {
+	if env.Wiki != nil {
+		return env.Wiki, func() {}, nil
+	}
+	if w, err = env.openWikiLexical(ctx); err != nil {
+		return nil, nil, err
+	}
+	return w, func() { w.Close() }, nil
 }
 
 // openWikiLexical opens the wiki without an embedder: meaning search needs
