@@ -208,7 +208,7 @@ func run(ctx context.Context, args []string) error {
 	// The HTTP figures are taken while it embeds in the background.
 	if h, ok := firstHestia(tools); ok {
 		fmt.Printf("hestia   daemon HTTP search…\n")
-		d, cli, err := h.httpSearch(ctx, qs, c.reps)
+		d, cli, err := h.daemonSearch(ctx, qs, c.reps)
 		if err != nil {
 			fmt.Printf("hestia daemon search failed: %v\n", err)
 		}
@@ -350,11 +350,11 @@ func (h *hestiaTool) search(ctx context.Context, q query) (stat, error) {
 	return st, err
 }
 
-// httpSearch starts the daemon on a free loopback port and times
+// daemonSearch starts the daemon on a free loopback port and times
 // GET /api/mail/search from this process (warm caches, no process start),
 // then the CLI queries again while the daemon runs (the CLI hands free
 // text to it).
-func (h *hestiaTool) httpSearch(ctx context.Context, qs []query, reps int) (map[string]time.Duration, map[string]time.Duration, error) {
+func (h *hestiaTool) daemonSearch(ctx context.Context, qs []query, reps int) (map[string]time.Duration, map[string]time.Duration, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, nil, err
