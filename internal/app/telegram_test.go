@@ -125,6 +125,12 @@ func TestTelegramTurnWithApproval(t *testing.T) {
 	if err != nil || string(data) != "from telegram" {
 		t.Fatalf("file: %q %v", data, err)
 	}
+	// The press is answered after the decision is recorded, in parallel
+	// with the turn going on: the reply may come first.
+	tgtest.WaitFor(t, "the press to be answered", func() bool {
+		_, ok := tg.Answer(press)
+		return ok
+	})
 	if n, _ := tg.Answer(press); !strings.Contains(n, "Approved") {
 		t.Fatalf("press answered %q", n)
 	}
