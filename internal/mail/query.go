@@ -460,32 +460,44 @@ func (s *Store) markRelated(ctx context.Context, msgs []Summary, all string, f *
 			threads = append(threads, m.ThreadID)
 		}
 	}
+	// The page's messages and their threads' other messages that pass the
+	// filters are few; a common word matches tens of thousands. So the
+	// candidates come from the messages indexes, and the word's matches
+	// are read as bare rowids within the candidates' range (a doclist walk,
+	// no row lookups) rather than joining every match to its row.
 	in := func(n int) string { return "(?" + strings.Repeat(",?", n-1) + ")" }
 	where := "m.id IN " + in(len(ids))
-	args := append(append([]any{all}, f.args...), ids...)
+	args := append([]any(nil), ids...)
 	if len(threads) > 0 {
 		where = "(" + where + " OR m.thread_id IN " + in(len(threads)) + ")"
 		args = append(args, threads...)
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT m.id, coalesce(m.thread_id, 0) FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid
-		WHERE messages_fts MATCH ? AND `+f.sql()+` AND `+where, args...)
+	cands, err := s.hits(ctx, `SELECT m.id, coalesce(m.thread_id, 0) FROM messages m WHERE `+where+` AND `+f.sql(), append(args, f.args...)...)
 	if err != nil {
 		return fmt.Errorf("marking related mail: %w", err)
 	}
-	defer rows.Close()
 	matchedID, matchedThread := map[int64]bool{}, map[int64]bool{}
-	for rows.Next() {
-		var id, thread int64
-		if err := rows.Scan(&id, &thread); err != nil {
+	if len(cands) > 0 {
+		lo, hi := cands[0].id, cands[0].id
+		for _, c := range cands {
+			lo, hi = min(lo, c.id), max(hi, c.id)
+		}
+		matches, err := s.ids(ctx, `SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? AND rowid BETWEEN ? AND ?`, all, lo, hi)
+		if err != nil {
 			return fmt.Errorf("marking related mail: %w", err)
 		}
-		matchedID[id] = true
-		if thread != 0 {
-			matchedThread[thread] = true
+		match := make(map[int64]bool, len(matches))
+		for _, id := range matches {
+			match[id] = true
 		}
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("marking related mail: %w", err)
+		for _, c := range cands {
+			if match[c.id] {
+				matchedID[c.id] = true
+				if c.thread != 0 {
+					matchedThread[c.thread] = true
+				}
+			}
+		}
 	}
 	for i, m := range msgs {
 		hit := matchedID[m.ID] || (byThread && m.ThreadID != 0 && matchedThread[m.ThreadID])
