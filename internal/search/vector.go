@@ -354,8 +354,10 @@ func (x *Index) Search(q []float32, k int, keep func(int64) bool) ([]Hit, error)
 		}
 	} else {
 		// Stage 1: Hamming distance on sign bits picks each part's share
-		// of the candidates (score = -distance, so the same top-k heap
-		// applies); stage 2 rescores them exactly in the same goroutine.
+		// of the candidates: the pool nearest, found from a histogram of
+		// the distances (they are small integers) rather than a heap;
+		// ties at the cut go by position. Stage 2 rescores them exactly in
+		// the same goroutine.
 		qb := make([]uint64, x.words)
 		signBits(qq, qb)
 		pool := (max(k*prefilterFactor, prefilterMin) + parts - 1) / parts
@@ -363,22 +365,34 @@ func (x *Index) Search(q []float32, k int, keep func(int64) bool) ([]Hit, error)
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				c := &topK{k: pool, h: make([]Hit, 0, pool)}
-				for i := n * p / parts; i < n*(p+1)/parts; i++ {
+				lo, hi := n*p/parts, n*(p+1)/parts
+				dist := make([]uint16, hi-lo)
+				hist := make([]int, x.words*64+1)
+				for i := lo; i < hi; i++ {
 					row := x.bits[i*x.words : (i+1)*x.words]
 					d := 0
 					for w, v := range row {
 						d += bits.OnesCount64(v ^ qb[w])
 					}
-					s := float32(-d)
-					if s <= c.worst() {
-						continue
+					dist[i-lo] = uint16(d)
+					hist[d]++
+				}
+				cut, atCut := 0, pool // take every distance below cut, atCut at it
+				for cut < len(hist)-1 && hist[cut] < atCut {
+					atCut -= hist[cut]
+					cut++
+				}
+				cands := make([]int, 0, pool)
+				for j, d := range dist {
+					if int(d) < cut || int(d) == cut && atCut > 0 {
+						if int(d) == cut {
+							atCut--
+						}
+						cands = append(cands, lo+j)
 					}
-					c.push(Hit{ID: int64(i), Score: s}) // ID holds the position here
 				}
 				t := &topK{k: k, h: make([]Hit, 0, k)}
-				for _, h := range c.h {
-					i := int(h.ID)
+				for _, i := range cands {
 					if keep != nil && !keep(x.ids[i]) {
 						continue
 					}
