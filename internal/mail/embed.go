@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/hestia-dev/hestia/internal/search"
@@ -152,6 +153,10 @@ func (s *Store) EmbedPending(ctx context.Context, batch, limit int) (int, error)
 			break
 		}
 		cursor = todo[len(todo)-1].id
+		// Store the chunk in ascending id order: rows inserted before
+		// their neighbours, one by one, leave the table's pages about half
+		// full (78 MB of vectors at 100k messages instead of 48).
+		slices.Reverse(todo)
 		n, err := s.embedChunk(ctx, emb, todo, batch)
 		stored += n
 		if err != nil {

@@ -375,3 +375,37 @@ func TestShrinkVectors(t *testing.T) {
 		t.Errorf("ranking after shrinking: %v, before %v (%v)", ids(after.Messages), ids(before.Messages), err)
 	}
 }
+
+// Vectors are stored in ascending id order, a chunk at a time, so the
+// table's pages fill up; in the queue's newest-first order they were about
+// half full.
+func TestVectorPagesFill(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := openStore(t, &hashEmbedder{dim: 384})
+	var items []Item
+	for i := range 3000 {
+		id := fmt.Sprintf("%d@fill", i)
+		items = append(items, Item{Account: "personal", Mailbox: "INBOX", Path: id,
+			Raw: []byte(msg(id, "a@x.org", "me@home.org", fmt.Sprintf("Note %d", i), time.Date(2026, 1, 1, 0, i, 0, 0, time.UTC).Format(time.RFC1123Z), "body text"))})
+	}
+	if _, err := s.Ingest(ctx, items); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		n, err := s.EmbedPending(ctx, 32, 256)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			break
+		}
+	}
+	var fill float64
+	if err := s.DB().QueryRowContext(ctx, `SELECT 1.0 * sum(pgsize - unused) / sum(pgsize) FROM dbstat WHERE name = 'embeddings' AND pagetype = 'leaf'`).Scan(&fill); err != nil {
+		t.Fatal(err)
+	}
+	if fill < 0.85 {
+		t.Errorf("embeddings leaf pages are %.0f %% full, want at least 85 %%", 100*fill)
+	}
+}
