@@ -92,25 +92,22 @@ func (s *Store) index(ctx context.Context) (*search.Index, error) {
 	}
 	defer rows.Close()
 	var idx *search.Index
-	var buf []float32
 	for rows.Next() {
 		var id int64
 		var dim int
-		var blob sql.RawBytes // no copy: decoded before the next row
+		var blob sql.RawBytes // no copy: read before the next row
 		if err := rows.Scan(&id, &dim, &blob); err != nil {
 			return nil, err
 		}
-		v, err := search.DecodeVectorInto(buf, blob, dim)
-		if err != nil {
-			continue
+		if dim <= 0 {
+			continue // damaged row
 		}
-		buf = v
 		if idx == nil {
-			idx = search.NewIndex(len(v))
+			idx = search.NewIndex(dim)
 			idx.Grow(count)
 		}
-		if idx.Put(id, v) != nil {
-			continue // a stray vector of another dimension; reset handles it
+		if idx.PutEncoded(id, blob) != nil {
+			continue // damaged, or a stray vector of another dimension; reset handles it
 		}
 	}
 	if err := rows.Err(); err != nil {

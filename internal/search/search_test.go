@@ -146,7 +146,7 @@ func TestStoredVectors(t *testing.T) {
 	t.Parallel()
 	r := rand.New(rand.NewSource(3))
 	const dim = 384
-	direct, loaded, legacy := NewIndex(dim), NewIndex(dim), NewIndex(dim)
+	direct, loaded, legacy, encoded, encodedOld := NewIndex(dim), NewIndex(dim), NewIndex(dim), NewIndex(dim), NewIndex(dim)
 	for id := int64(0); id < 50; id++ {
 		v := make([]float32, dim)
 		for j := range v {
@@ -171,6 +171,20 @@ func TestStoredVectors(t *testing.T) {
 		direct.Put(id, v)
 		loaded.Put(id, back)
 		legacy.Put(id, fromOld)
+		if err := encoded.PutEncoded(id, b); err != nil {
+			t.Fatal(err)
+		}
+		if err := encodedOld.PutEncoded(id, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Loading the stored form as is gives the index Put builds from the
+	// original, scales included.
+	if !slices.Equal(direct.data, encoded.data) || !slices.Equal(direct.bits, encoded.bits) || !slices.Equal(direct.scales, encoded.scales) {
+		t.Error("index loaded with PutEncoded differs from one built from the originals")
+	}
+	if !slices.Equal(direct.data, encodedOld.data) || !slices.Equal(direct.scales, encodedOld.scales) {
+		t.Error("index loaded with PutEncoded from float32 vectors differs")
 	}
 	if !slices.Equal(direct.data, loaded.data) || !slices.Equal(direct.bits, loaded.bits) {
 		t.Error("index loaded from stored vectors differs from one built from the originals")
@@ -199,6 +213,10 @@ func TestStoredVectors(t *testing.T) {
 	} {
 		if _, err := DecodeVector(c.b, c.dim); !errors.Is(err, ErrBadVector) {
 			t.Errorf("%s: %v, want ErrBadVector", name, err)
+		}
+		x := NewIndex(max(c.dim, 1))
+		if err := x.PutEncoded(1, c.b); !errors.Is(err, ErrBadVector) || x.Len() != 0 {
+			t.Errorf("PutEncoded %s: %v, %d vectors; want ErrBadVector and none", name, err, x.Len())
 		}
 	}
 }

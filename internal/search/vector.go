@@ -29,18 +29,14 @@ func EncodeVector(v []float32) []byte {
 	return b
 }
 
-// DecodeVectorInto decodes a stored vector of dimension dim into dst
-// (resized as needed) without allocating when dst has room; bulk loaders
-// reuse one buffer for every row. It reads both the quantised form and the
-// float32 form that earlier versions stored (4·dim bytes).
-func DecodeVectorInto(dst []float32, b []byte, dim int) ([]float32, error) {
+// DecodeVector is the inverse of EncodeVector (up to its quantisation) for
+// a vector of dimension dim; it also reads the float32 form that earlier
+// versions stored (4·dim bytes).
+func DecodeVector(b []byte, dim int) ([]float32, error) {
 	if dim <= 0 || (len(b) != 4*dim && len(b) != 4+dim) {
 		return nil, fmt.Errorf("%w: %d bytes for dimension %d", ErrBadVector, len(b), dim)
 	}
-	if cap(dst) < dim {
-		dst = make([]float32, dim)
-	}
-	dst = dst[:dim]
+	dst := make([]float32, dim)
 	if len(b) == 4*dim {
 		for i := range dst {
 			dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
@@ -59,9 +55,6 @@ func DecodeVectorInto(dst []float32, b []byte, dim int) ([]float32, error) {
 
 // ErrBadVector is returned for a stored vector that is neither form.
 var ErrBadVector = errors.New("stored vector is damaged")
-
-// DecodeVector is the inverse of EncodeVector (up to its quantisation).
-func DecodeVector(b []byte, dim int) ([]float32, error) { return DecodeVectorInto(nil, b, dim) }
 
 // Normalize scales v to unit length in place (a zero vector stays zero), so
 // a dot product is the cosine similarity.
@@ -181,21 +174,58 @@ func (x *Index) Put(id int64, v []float32) error {
 		x.scratch, x.scratchQ, x.scratchB = make([]float32, x.dim), make([]int8, x.dim), make([]uint64, x.words)
 	}
 	c := Normalize(append(x.scratch[:0], v...))
-	q, b := x.scratchQ, x.scratchB
-	scale := quantize(c, q)
+	q := x.scratchQ
+	x.put(id, q, quantize(c, q))
+	return nil
+}
+
+// PutEncoded adds or replaces the vector of id from its stored form
+// (EncodeVector's output, or the float32 form of earlier versions). The
+// quantised form is taken as is: it is what Put would compute, and a bulk
+// load of 10⁵ vectors skips decoding, normalising and quantising each.
+func (x *Index) PutEncoded(id int64, b []byte) error {
+	if len(b) != 4+x.dim {
+		v, err := DecodeVector(b, x.dim)
+		if err != nil {
+			return err
+		}
+		return x.Put(id, v)
+	}
+	scale := math.Float32frombits(binary.LittleEndian.Uint32(b))
+	if math.IsNaN(float64(scale)) || math.IsInf(float64(scale), 0) || scale < 0 {
+		return fmt.Errorf("%w: scale %v", ErrBadVector, scale)
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if len(x.scratchQ) != x.dim {
+		x.scratchQ = make([]int8, x.dim)
+	}
+	q := x.scratchQ
+	for i := range q {
+		q[i] = int8(b[4+i])
+	}
+	x.put(id, q, scale)
+	return nil
+}
+
+// put stores a quantised vector; x.mu is held.
+func (x *Index) put(id int64, q []int8, scale float32) {
+	if len(x.scratchB) != x.words {
+		x.scratchB = make([]uint64, x.words)
+	}
+	b := x.scratchB
 	signBits(q, b)
 	if p, ok := x.pos[id]; ok {
 		copy(x.data[p*x.dim:], q)
 		copy(x.bits[p*x.words:], b)
 		x.scales[p] = scale
-		return nil
+		return
 	}
 	x.pos[id] = len(x.ids)
 	x.ids = append(x.ids, id)
 	x.data = append(x.data, q...)
 	x.bits = append(x.bits, b...)
 	x.scales = append(x.scales, scale)
-	return nil
 }
 
 // Delete removes id, moving the last vector into its slot.

@@ -35,14 +35,13 @@ func (w *Wiki) vectorIndex(ctx context.Context) (*search.Index, error) {
 		if err := rows.Scan(&id, &dim, &blob); err != nil {
 			return nil, err
 		}
-		v, err := search.DecodeVector(blob, dim)
-		if err != nil {
-			continue
+		if dim <= 0 {
+			continue // damaged row
 		}
 		if idx == nil {
-			idx = search.NewIndex(len(v))
+			idx = search.NewIndex(dim)
 		}
-		_ = idx.Put(id, v) // a stray vector of another dimension is skipped
+		_ = idx.PutEncoded(id, blob) // a damaged vector or a stray one of another dimension is skipped
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
