@@ -42,8 +42,14 @@ func (s *Store) vectorCandidates(ctx context.Context, q Query, f *filter) ([]int
 		return nil, fmt.Sprintf("query vector dimension %d does not match stored %d", len(qv), idx.Dim())
 	}
 	// Take a wider pool, then reapply the structured filters in SQL while
-	// keeping KNN order.
-	hits, err := idx.Search(qv, vectorPool*4, nil)
+	// keeping KNN order. When the only filter is liveness, the index
+	// holds few deleted messages (it is loaded without them), and a
+	// smaller pool halves the rescoring.
+	pool := vectorPool * 4
+	if f.onlyLive() {
+		pool = vectorPool * 2
+	}
+	hits, err := idx.Search(qv, pool, nil)
 	if err != nil {
 		return nil, err.Error()
 	}

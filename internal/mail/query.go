@@ -299,6 +299,20 @@ func (s *Store) Search(ctx context.Context, q Query) (Result, error) {
 		// One ranking query serves the fused head and, for most pages, the
 		// whole tail: re-running it with an OFFSET would rank every match again.
 		firstN := max(lexicalPool, 2*(q.Offset+q.Limit)+16)
+		// The nearest vectors are found while FTS5 ranks: the two are
+		// independent, and each takes milliseconds at 100k messages.
+		type vecResult struct {
+			ids []int64
+			why string
+		}
+		var vecDone chan vecResult
+		if !q.NoVectors {
+			vecDone = make(chan vecResult, 1) // never blocks: an early return leaves it unread
+			go func() {
+				ids, why := s.vectorCandidates(ctx, q, f)
+				vecDone <- vecResult{ids, why}
+			}()
+		}
 		var lex []hit
 		if all != "" {
 			lex, err = s.topHits(ctx, lexQ, all, f, firstN)
@@ -312,10 +326,9 @@ func (s *Store) Search(ctx context.Context, q Query) (Result, error) {
 		}
 		res.Mode = "lexical"
 		var vec []int64
-		if !q.NoVectors {
-			var why string
-			vec, why = s.vectorCandidates(ctx, q, f)
-			res.Degraded = why
+		if vecDone != nil {
+			r := <-vecDone
+			vec, res.Degraded = r.ids, r.why
 		}
 		if len(vec) > 0 {
 			res.Mode = "hybrid"
