@@ -273,6 +273,10 @@ func (s *Store) Search(ctx context.Context, q Query) (Result, error) {
 	res := Result{Page: Page{Offset: q.Offset, Limit: q.Limit}}
 	var src *rankStream
 	lexicalAll := "" // the all-words match expression of a free-text query
+	// lexAll holds the ranking's all-word hits; lexComplete says they are
+	// every one there is (the ranking asked for more).
+	var lexAll []hit
+	var lexComplete bool
 	text := strings.TrimSpace(q.Text)
 	if text != "" && search.MatchAll(text) == "" && q.Vector == nil {
 		text = "" // only punctuation: nothing to rank by
@@ -320,6 +324,7 @@ func (s *Store) Search(ctx context.Context, q Query) (Result, error) {
 				return Result{}, err
 			}
 		}
+		lexAll, lexComplete = lex, len(lex) < firstN
 		head := make([]int64, 0, lexicalPool)
 		for _, h := range lex[:min(len(lex), lexicalPool)] {
 			head = append(head, h.id)
@@ -394,7 +399,7 @@ func (s *Store) Search(ctx context.Context, q Query) (Result, error) {
 		}
 	}
 	if res.Mode == "hybrid" && lexicalAll != "" {
-		if err := s.markRelated(ctx, res.Messages, lexicalAll, f, partial, !q.PerMessage); err != nil {
+		if err := s.markRelated(ctx, res.Messages, lexicalAll, f, partial, !q.PerMessage, lexAll, lexComplete); err != nil {
 			return Result{}, err
 		}
 	}
@@ -461,11 +466,40 @@ func (s *Store) topHits(ctx context.Context, lexQ, all string, f *filter, n int)
 // markRelated flags the page's hits that only the vectors found: no
 // message (or, for conversation rows, no message of the thread) matches
 // every word, and none is a partial word match. The UI shows them apart,
-// since Total counts word matches only.
-func (s *Store) markRelated(ctx context.Context, msgs []Summary, all string, f *filter, partial map[int64]bool, byThread bool) error {
+// since Total counts word matches only. When the lexical ranking read
+// every all-word match (fewer than it asked for), those are known: words
+// holds them and complete is set; otherwise they are looked up.
+func (s *Store) markRelated(ctx context.Context, msgs []Summary, all string, f *filter, partial map[int64]bool, byThread bool, words []hit, complete bool) error {
 	if len(msgs) == 0 {
 		return nil
 	}
+	if !complete {
+		var err error
+		if words, err = s.wordHitsAround(ctx, msgs, all, f, byThread); err != nil {
+			return err
+		}
+	}
+	matchedID, matchedThread := map[int64]bool{}, map[int64]bool{}
+	for _, h := range words {
+		matchedID[h.id] = true
+		if h.thread != 0 {
+			matchedThread[h.thread] = true
+		}
+	}
+	for i, m := range msgs {
+		hit := matchedID[m.ID] || (byThread && m.ThreadID != 0 && matchedThread[m.ThreadID])
+		msgs[i].Related = !hit && !partial[m.ID]
+	}
+	return nil
+}
+
+// wordHitsAround returns the messages among msgs and their threads that
+// pass f and match the all-words expression all. The page's messages and
+// their threads' other messages are few; a common word matches tens of
+// thousands. So the candidates come from the messages indexes, and the
+// word's matches are read as bare rowids within the candidates' range (a
+// doclist walk, no row lookups) rather than joining every match to its row.
+func (s *Store) wordHitsAround(ctx context.Context, msgs []Summary, all string, f *filter, byThread bool) ([]hit, error) {
 	var ids, threads []any
 	for _, m := range msgs {
 		ids = append(ids, m.ID)
@@ -473,11 +507,6 @@ func (s *Store) markRelated(ctx context.Context, msgs []Summary, all string, f *
 			threads = append(threads, m.ThreadID)
 		}
 	}
-	// The page's messages and their threads' other messages that pass the
-	// filters are few; a common word matches tens of thousands. So the
-	// candidates come from the messages indexes, and the word's matches
-	// are read as bare rowids within the candidates' range (a doclist walk,
-	// no row lookups) rather than joining every match to its row.
 	in := func(n int) string { return "(?" + strings.Repeat(",?", n-1) + ")" }
 	where := "m.id IN " + in(len(ids))
 	args := append([]any(nil), ids...)
@@ -486,37 +515,28 @@ func (s *Store) markRelated(ctx context.Context, msgs []Summary, all string, f *
 		args = append(args, threads...)
 	}
 	cands, err := s.hits(ctx, `SELECT m.id, coalesce(m.thread_id, 0) FROM messages m WHERE `+where+` AND `+f.sql(), append(args, f.args...)...)
+	if err != nil || len(cands) == 0 {
+		return nil, err
+	}
+	lo, hi := cands[0].id, cands[0].id
+	for _, c := range cands {
+		lo, hi = min(lo, c.id), max(hi, c.id)
+	}
+	matches, err := s.ids(ctx, `SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? AND rowid BETWEEN ? AND ?`, all, lo, hi)
 	if err != nil {
-		return fmt.Errorf("marking related mail: %w", err)
+		return nil, fmt.Errorf("marking related mail: %w", err)
 	}
-	matchedID, matchedThread := map[int64]bool{}, map[int64]bool{}
-	if len(cands) > 0 {
-		lo, hi := cands[0].id, cands[0].id
-		for _, c := range cands {
-			lo, hi = min(lo, c.id), max(hi, c.id)
-		}
-		matches, err := s.ids(ctx, `SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? AND rowid BETWEEN ? AND ?`, all, lo, hi)
-		if err != nil {
-			return fmt.Errorf("marking related mail: %w", err)
-		}
-		match := make(map[int64]bool, len(matches))
-		for _, id := range matches {
-			match[id] = true
-		}
-		for _, c := range cands {
-			if match[c.id] {
-				matchedID[c.id] = true
-				if c.thread != 0 {
-					matchedThread[c.thread] = true
-				}
-			}
+	match := make(map[int64]bool, len(matches))
+	for _, id := range matches {
+		match[id] = true
+	}
+	out := cands[:0]
+	for _, c := range cands {
+		if match[c.id] {
+			out = append(out, c)
 		}
 	}
-	for i, m := range msgs {
-		hit := matchedID[m.ID] || (byThread && m.ThreadID != 0 && matchedThread[m.ThreadID])
-		msgs[i].Related = !hit && !partial[m.ID]
-	}
-	return nil
+	return out, nil
 }
 
 // rankedHit is one entry of a ranking: a message, its thread, and whether

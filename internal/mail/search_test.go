@@ -409,3 +409,85 @@ func TestVectorPagesFill(t *testing.T) {
 		t.Errorf("embeddings leaf pages are %.0f %% full, want at least 85 %%", 100*fill)
 	}
 }
+
+// Related marks stay exact when the word ranking is cut short (more
+// all-word matches than it reads, so they are looked up around the page)
+// and when it read every match. Replies without the word are related only
+// when no message of their conversation has it.
+func TestRelatedMarksAcrossRankingCut(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	emb := &hashEmbedder{dim: 64}
+	s := openStore(t, emb)
+	d := func(i int) string { return time.Date(2026, 3, 1, 0, i, 0, 0, time.UTC).Format(time.RFC1123Z) }
+	var items []Item
+	hasWord := map[string]bool{}
+	for i := range 200 {
+		id := fmt.Sprintf("%d@rel", i)
+		body := "lunch at the canteen at noon"
+		if i%4 != 0 { // three in four have the word
+			body = "the alpha report is attached"
+			hasWord[id] = true
+		}
+		items = append(items, Item{Account: "personal", Mailbox: "INBOX", Path: id,
+			Raw: []byte(msg(id, "a@x.org", "me@home.org", fmt.Sprintf("Note %d", i), d(i), body))})
+		if i%10 == 0 { // a reply without the word in the same conversation
+			rid := fmt.Sprintf("r%d@rel", i)
+			items = append(items, Item{Account: "personal", Mailbox: "INBOX", Path: rid,
+				Raw: []byte(msg(rid, "me@home.org", "a@x.org", fmt.Sprintf("Re: Note %d", i), d(i+1), "lunch at noon then", "In-Reply-To: <"+id+">"))})
+		}
+	}
+	if _, err := s.Ingest(ctx, items); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.EmbedPending(ctx, 32, 1000); err != nil {
+		t.Fatal(err)
+	}
+	msgID := map[int64]string{}
+	threadHasWord := map[int64]bool{}
+	rows, err := s.DB().QueryContext(ctx, `SELECT id, message_id, coalesce(thread_id, 0) FROM messages`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var id, thread int64
+		var mid string
+		rows.Scan(&id, &mid, &thread)
+		msgID[id] = mid
+		if hasWord[mid] && thread != 0 {
+			threadHasWord[thread] = true
+		}
+	}
+	rows.Close()
+	// The query vector is the canteen text's: the vectors bring messages
+	// without the word onto the page.
+	v, _ := emb.Embed(ctx, []string{"lunch at the canteen at noon"})
+	for _, c := range []struct {
+		name  string
+		q     Query
+		words int // all-word matches the filter leaves
+	}{
+		{"ranking cut", Query{Text: "alpha", Vector: v[0], Limit: 50}, 150},
+		{"every match read", Query{Text: "alpha", Vector: v[0], Limit: 50, After: time.Date(2026, 3, 1, 2, 40, 0, 0, time.UTC)}, 30},
+		{"per message", Query{Text: "alpha", Vector: v[0], Limit: 50, PerMessage: true}, 150},
+	} {
+		c.q.Count = true
+		r, err := s.Search(ctx, c.q)
+		if err != nil || r.Mode != "hybrid" || r.Total == nil || *r.Total != c.words {
+			t.Fatalf("%s: mode %s, total %v, want %d all-word matches, %v", c.name, r.Mode, r.Total, c.words, err)
+		}
+		related := 0
+		for _, m := range r.Messages {
+			word := hasWord[msgID[m.ID]] || (!c.q.PerMessage && m.ThreadID != 0 && threadHasWord[m.ThreadID])
+			if m.Related == word {
+				t.Errorf("%s: %s related=%v, has the word (or its conversation does)=%v", c.name, msgID[m.ID], m.Related, word)
+			}
+			if m.Related {
+				related++
+			}
+		}
+		if related == 0 || related == len(r.Messages) {
+			t.Errorf("%s: %d of %d hits related: the fixture should give both kinds", c.name, related, len(r.Messages))
+		}
+	}
+}
