@@ -6,10 +6,10 @@ import (
 )
 
 // BenchmarkIndexSearch is one mail query's vector step at 100k messages:
-// the daemon's local embedder has 384 dimensions, and mail asks for 200
+// the daemon's local embedder has 384 dimensions, and a plain mail search asks for 100
 // candidates.
 func BenchmarkIndexSearch(b *testing.B) {
-	const n, dim, k = 100_000, 384, 200
+	const n, dim, k = 100_000, 384, 100
 	r := rand.New(rand.NewPCG(1, 2))
 	x := NewIndex(dim)
 	v := make([]float32, dim)
