@@ -78,6 +78,16 @@ func (s *Store) vectorCandidates(ctx context.Context, q Query, f *filter) ([]int
 	return out, ""
 }
 
+// LoadVectors loads the in-memory vector index now instead of at the
+// first hybrid search. Without an embedder there is nothing to load.
+func (s *Store) LoadVectors(ctx context.Context) error {
+	if s.opts.Embedder == nil {
+		return nil
+	}
+	_, err := s.index(ctx)
+	return err
+}
+
 // index returns the in-memory vector index, loading it on first use.
 func (s *Store) index(ctx context.Context) (*search.Index, error) {
 	s.vecMu.Lock()

@@ -181,6 +181,9 @@ func TestHybridSearchAndEmbeddingLifecycle(t *testing.T) {
 	s.vecMu.Lock()
 	s.vec = nil
 	s.vecMu.Unlock()
+	if err := s.LoadVectors(ctx); err != nil || s.vec == nil || s.vec.Len() != 5 {
+		t.Fatalf("LoadVectors: %v, index %v", err, s.vec)
+	}
 	if again, err := s.Search(ctx, Query{Text: "property taxes"}); err != nil || !reflect.DeepEqual(ids(again.Messages), ids(r.Messages)) {
 		t.Errorf("after loading stored vectors: %v, want %v (%v)", ids(again.Messages), ids(r.Messages), err)
 	}
