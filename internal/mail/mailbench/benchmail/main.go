@@ -231,7 +231,7 @@ type result struct {
 	size                            int64
 	embedWall                       time.Duration // hestia: vectors for every message
 	sizeVectors                     int64         // hestia: mail.db once they are stored
-	blobs                           int64 // hestia's attachment copies, beside the index
+	blobs                           int64         // hestia's attachment copies, beside the index
 	queries                         map[string]time.Duration
 	queryCPU                        map[string]time.Duration
 	http                            map[string]time.Duration
