@@ -43,14 +43,23 @@ func DecodeVector(b []byte, dim int) ([]float32, error) {
 		}
 		return dst, nil
 	}
-	scale := math.Float32frombits(binary.LittleEndian.Uint32(b))
-	if math.IsNaN(float64(scale)) || math.IsInf(float64(scale), 0) || scale < 0 {
-		return nil, fmt.Errorf("%w: scale %v", ErrBadVector, scale)
+	scale, err := storedScale(b)
+	if err != nil {
+		return nil, err
 	}
 	for i := range dst {
 		dst[i] = float32(int8(b[4+i])) * scale
 	}
 	return dst, nil
+}
+
+// storedScale reads the scale that heads a quantised stored vector.
+func storedScale(b []byte) (float32, error) {
+	scale := math.Float32frombits(binary.LittleEndian.Uint32(b))
+	if math.IsNaN(float64(scale)) || math.IsInf(float64(scale), 0) || scale < 0 {
+		return 0, fmt.Errorf("%w: scale %v", ErrBadVector, scale)
+	}
+	return scale, nil
 }
 
 // ErrBadVector is returned for a stored vector that is neither form.
@@ -191,9 +200,9 @@ func (x *Index) PutEncoded(id int64, b []byte) error {
 		}
 		return x.Put(id, v)
 	}
-	scale := math.Float32frombits(binary.LittleEndian.Uint32(b))
-	if math.IsNaN(float64(scale)) || math.IsInf(float64(scale), 0) || scale < 0 {
-		return fmt.Errorf("%w: scale %v", ErrBadVector, scale)
+	scale, err := storedScale(b)
+	if err != nil {
+		return err
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
