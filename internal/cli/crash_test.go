@@ -288,7 +288,11 @@ func TestDaemonKilledMidWatchDelivery(t *testing.T) {
 	var w struct{ ID string }
 	apiCall(t, base, tok, "POST", "/api/watches", `{"source":"file","ref":`+strconv.Quote(watched)+`,"instruction":"when it changes, write seen to out.txt","expires_at":"`+time.Now().Add(24*time.Hour).UTC().Format(time.RFC3339)+`",
 		"rules":[{"id":"chg","event":"file.changed","grants":[{"tool":"write_file","args":{"path":{"exact":`+strconv.Quote(out)+`},"content":{"exact":"seen"}}}]}]}`, &w)
-	os.WriteFile(watched, []byte("v2, longer"), 0o600)
+	// Replaced whole (write and rename), as editors save: os.WriteFile
+	// truncates first, and a poll between the truncate and the write sees
+	// an empty file, a second change with its own event and model turns.
+	os.WriteFile(watched+".new", []byte("v2, longer"), 0o600)
+	os.Rename(watched+".new", watched)
 	// Wait until the granted write ran and the model is composing.
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		_, err := os.Stat(out)
