@@ -286,7 +286,8 @@ func (a *App) registerMail(ctx context.Context, reg *tools.Registry, paths *path
 			if _, err := (&imapsync.Syncer{Store: m.Store, Log: log}).Sync(ctx, ia); err != nil {
 				return fmt.Errorf("syncing %s: %w", acc.Name, err)
 			}
-			return nil
+			_, err = m.Store.RefreshRankLengths(ctx)
+			return err
 		}); err != nil {
 			return err
 		}
@@ -295,6 +296,11 @@ func (a *App) registerMail(ctx context.Context, reg *tools.Registry, paths *path
 	// minutes a run; the next run (a minute later) goes on.
 	if err := a.builtinJob(ctx, "mail.embed", time.Minute, 10*time.Minute, func(ctx context.Context) error {
 		start := time.Now()
+		// Whatever else changed the word index (an IMAP sync cut short, a
+		// rebuild), common-word searches get their fast ranking back.
+		if _, err := m.Store.RefreshRankLengths(ctx); err != nil {
+			return err
+		}
 		// Vectors written before they were stored quantised shrink to a
 		// quarter first (once; seconds at 100k).
 		if _, err := m.Store.ShrinkVectors(ctx); err != nil {

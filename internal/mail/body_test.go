@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -266,10 +267,11 @@ func TestMigrationFromUncompressedSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// The previous version's file: every migration but the last, bodies
-	// as TEXT, its full-text tables built from those rows.
+	// The previous version's file: the migrations before the one that
+	// compressed bodies, bodies as TEXT, its full-text tables built from
+	// those rows.
 	oldPath := filepath.Join(t.TempDir(), "old.db")
-	compress := len(Schema.Migrations) - 1
+	compress := slices.IndexFunc(Schema.Migrations, func(m string) bool { return strings.Contains(m, "hestia_pack(body)") })
 	old, err := store.Open(ctx, oldPath, store.Schema{Name: "mail", Migrations: Schema.Migrations[:compress]})
 	if err != nil {
 		t.Fatal(err)

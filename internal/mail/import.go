@@ -302,6 +302,12 @@ func (s *Store) sync(ctx context.Context, root string, opts ImportOptions, remov
 			s.log.Warn("mailCompactIndexes", "err", err)
 		}
 	}
+	// Also after a run that changed nothing: the index may have changed
+	// under another writer, or the counts never been computed (a file
+	// from an earlier version).
+	if _, err := s.refreshRankLengths(ctx, opts.Full); err != nil {
+		s.log.Warn("mailRankLengths", "err", err)
+	}
 	if opts.Progress != nil {
 		opts.Progress(prog)
 	}

@@ -58,6 +58,11 @@ type Store struct {
 	// vecMu guards vec, loaded lazily from the embeddings table.
 	vecMu sync.Mutex
 	vec   *search.Index
+	// docLengths caches the stored message token counts (see rank.go);
+	// wordRankMin is how many messages a word must be in for rankWord
+	// (minWordDocs; tests lower it).
+	docLengths  atomic.Pointer[docLengths]
+	wordRankMin int
 }
 
 type mailboxKey struct {
@@ -98,7 +103,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	}
 	return &Store{
 		db: db, blobs: &blobStore{dir: opts.BlobDir}, bodies: codec, log: opts.Logger, now: opts.Now, opts: opts,
-		accounts: map[string]int64{}, mailboxes: map[mailboxKey]mailboxInfo{},
+		accounts: map[string]int64{}, mailboxes: map[mailboxKey]mailboxInfo{}, wordRankMin: minWordDocs,
 	}, nil
 }
 

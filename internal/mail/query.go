@@ -435,7 +435,17 @@ func (s *Store) topHits(ctx context.Context, lexQ, all string, f *filter, n int)
 	if deleted > maxDeletedSlack {
 		return join()
 	}
-	ids, err := s.ids(ctx, `SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? ORDER BY rank + 0, rowid LIMIT ?`, all, n+deleted)
+	var ids []int64
+	var ranked bool
+	var err error
+	if word, ok := plainWord(all); ok {
+		if ids, ranked, err = s.rankWord(ctx, word, n+deleted, s.wordRankMin); err != nil {
+			return nil, err
+		}
+	}
+	if !ranked {
+		ids, err = s.ids(ctx, `SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? ORDER BY rank + 0, rowid LIMIT ?`, all, n+deleted)
+	}
 	if err != nil || len(ids) == 0 {
 		return nil, err
 	}

@@ -233,5 +233,16 @@ CREATE TRIGGER messages_ad AFTER DELETE ON messages BEGIN
 	INSERT INTO messages_tri(messages_tri, rowid, body) VALUES ('delete', old.id, hestia_body(old.body));
 	INSERT INTO messages_hdr_tri(messages_hdr_tri, rowid, subject, from_addr, to_addr, cc_addr) VALUES ('delete', old.id, old.subject, old.from_addr, old.to_addr, old.cc_addr);
 END;`,
+		// Message token counts for ranking one common word (rank.go), and
+		// the word index's instances, which that ranking reads.
+		`CREATE TABLE fts_lengths (
+	id        INTEGER PRIMARY KEY CHECK (id = 1),
+	averages  BLOB NOT NULL,
+	structure BLOB NOT NULL,
+	base      INTEGER NOT NULL,
+	lengths   BLOB NOT NULL,
+	crc       INTEGER NOT NULL
+);
+CREATE VIRTUAL TABLE messages_fts_instances USING fts5vocab(messages_fts, instance);`,
 	},
 }

@@ -1,0 +1,219 @@
+package mail
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hestia-dev/hestia/internal/mail/mailbench"
+)
+
+// ftsOrder is FTS5's own ranking of a one-word query: ids and bm25 scores.
+func ftsOrder(t *testing.T, s *Store, word string) ([]int64, map[int64]float64) {
+	t.Helper()
+	rows, err := s.DB().Query(`SELECT rowid, rank FROM messages_fts WHERE messages_fts MATCH ? ORDER BY rank + 0, rowid`, `"`+word+`"`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var ids []int64
+	score := map[int64]float64{}
+	for rows.Next() {
+		var id int64
+		var rank float64
+		if err := rows.Scan(&id, &rank); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+		score[id] = -rank
+	}
+	return ids, score
+}
+
+// checkWords compares rankWord with FTS5 for every indexed word: the same
+// scores bit for bit, the same order, the same cut at n.
+func checkWords(t *testing.T, s *Store) (checked int) {
+	t.Helper()
+	ctx := context.Background()
+	// Every word in five messages or more, and a sample of the rarer ones
+	// (13,000 words in all take seconds).
+	rows, err := s.DB().Query(`SELECT term, doc FROM temp_vocab`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var words []string
+	for i := 0; rows.Next(); i++ {
+		var w string
+		var docs int
+		rows.Scan(&w, &docs)
+		if _, ok := plainWord(`"` + w + `"`); ok && (docs >= 5 || i%20 == 0) {
+			words = append(words, w)
+		}
+	}
+	rows.Close()
+	if len(words) < 100 {
+		t.Fatalf("only %d words indexed", len(words))
+	}
+	for _, w := range words {
+		want, score := ftsOrder(t, s, w)
+		docs, scores, ok, err := s.wordScores(ctx, w, 0)
+		if err != nil || !ok {
+			t.Fatalf("%q: ok=%v, %v", w, ok, err)
+		}
+		if len(docs) != len(want) {
+			t.Fatalf("%q: %d matches, FTS5 has %d", w, len(docs), len(want))
+		}
+		for i, id := range docs {
+			if math.Float64bits(scores[i]) != math.Float64bits(score[id]) {
+				t.Fatalf("%q: message %d scores %v, FTS5 %v", w, id, scores[i], score[id])
+			}
+		}
+		cuts := []int{len(want) + 10}
+		if checked%20 == 0 {
+			cuts = append(cuts, 1, 50)
+		}
+		for _, n := range cuts {
+			got, ok, err := s.rankWord(ctx, w, n, 0)
+			if err != nil || !ok || !slices.Equal(got, want[:min(n, len(want))]) {
+				t.Fatalf("%q, first %d: %v (ok=%v, %v), FTS5 %v", w, n, got, ok, err, want[:min(n, len(want))])
+			}
+		}
+		checked++
+	}
+	return checked
+}
+
+// TestWordRankingIsFTS5s: a one-word ranking computed from the stored
+// message lengths is FTS5's bm25 ranking, score for score, for every word
+// of a mailbox (subject, sender and recipient words weighted, long bodies,
+// ties, deleted and replaced messages); stale lengths are never used, and
+// a search gives the same page either way.
+func TestWordRankingIsFTS5s(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	if _, err := mailbench.Generate(filepath.Join(dir, "Maildir"), mailbench.Options{Messages: 600, Seed: 3}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(ctx, Options{DBPath: filepath.Join(dir, "mail.db"), BlobDir: filepath.Join(dir, "blobs")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Import(ctx, filepath.Join(dir, "Maildir"), ImportOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	d := func(i int) string { return time.Date(2026, 3, 1, 0, i, 0, 0, time.UTC).Format(time.RFC1123Z) }
+	var items []Item
+	for i := range 40 {
+		body := "short note"
+		switch i % 4 {
+		case 1: // long: token counts past one and two varint bytes
+			body = strings.Repeat("water level report ", 200*(i+1))
+		case 2:
+			body = strings.Repeat("water ", i)
+		}
+		items = append(items, Item{Account: "extra", Mailbox: "INBOX", Path: fmt.Sprintf("x%d", i),
+			Raw: []byte(msg(fmt.Sprintf("x%d@rank", i), "water@utility.example", "me@home.example", fmt.Sprintf("Water bill %d", i%3), d(i), body))})
+	}
+	if _, err := s.Ingest(ctx, items); err != nil {
+		t.Fatal(err)
+	}
+	// Hard deletes leave FTS5 tombstones; a replaced body changes a length.
+	if _, err := s.DB().ExecContext(ctx, `DELETE FROM messages WHERE id % 17 = 0`); err != nil {
+		t.Fatal(err)
+	}
+	items[3].Raw = []byte(msg("x3@rank", "water@utility.example", "me@home.example", "Water bill", d(3), "now a much longer note about the water meter"))
+	if _, err := s.Ingest(ctx, items[3:4]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.DB().ExecContext(ctx, `CREATE VIRTUAL TABLE temp.temp_vocab USING fts5vocab(main, messages_fts, row)`); err != nil {
+		t.Fatal(err)
+	}
+
+	// The import stored lengths, but the ingest and deletes since made
+	// them stale: nothing is ranked from them.
+	if _, ok, err := s.rankWord(ctx, "water", 10, 0); ok || err != nil {
+		t.Fatalf("stale lengths used: ok=%v, %v", ok, err)
+	}
+	plain, err := s.Search(ctx, Query{Text: "water", Limit: 20, NoVectors: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wrote, err := s.RefreshRankLengths(ctx); !wrote || err != nil {
+		t.Fatalf("refresh: wrote=%v, %v", wrote, err)
+	}
+	if wrote, err := s.RefreshRankLengths(ctx); wrote || err != nil {
+		t.Fatalf("second refresh: wrote=%v, %v", wrote, err)
+	}
+	st := time.Now()
+	n := checkWords(t, s)
+	t.Logf("checked %d in %v", n, time.Since(st))
+	if n < 100 {
+		t.Fatalf("%d words checked", n)
+	}
+	s.wordRankMin = 1
+	fast, err := s.Search(ctx, Query{Text: "water", Limit: 20, NoVectors: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(summaryIDs(fast.Messages)) != fmt.Sprint(summaryIDs(plain.Messages)) || len(plain.Messages) != 20 {
+		t.Fatalf("page ranked from lengths %v, by FTS5 %v", summaryIDs(fast.Messages), summaryIDs(plain.Messages))
+	}
+
+	// Another process (the CLI) reads the stored lengths.
+	other, err := Open(ctx, Options{DBPath: filepath.Join(dir, "mail.db"), BlobDir: filepath.Join(dir, "blobs")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if got, ok, err := other.rankWord(ctx, "water", 5, 0); !ok || err != nil || len(got) != 5 {
+		t.Fatalf("second store: %v ok=%v, %v", got, ok, err)
+	}
+
+	// A damaged row is not used; a forced refresh replaces it.
+	if _, err := s.DB().ExecContext(ctx, `UPDATE fts_lengths SET lengths = zeroblob(length(lengths) - 4) || x'01000000'`); err != nil {
+		t.Fatal(err)
+	}
+	third, err := Open(ctx, Options{DBPath: filepath.Join(dir, "mail.db"), BlobDir: filepath.Join(dir, "blobs")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer third.Close()
+	if _, ok, err := third.rankWord(ctx, "water", 5, 0); ok || err != nil {
+		t.Fatalf("damaged lengths used: ok=%v, %v", ok, err)
+	}
+	if wrote, err := third.RefreshRankLengths(ctx); wrote || err != nil {
+		t.Fatalf("refresh with current state: wrote=%v, %v", wrote, err)
+	}
+	// A forced one (hestia mail import --full) replaces it.
+	if wrote, err := third.refreshRankLengths(ctx, true); !wrote || err != nil {
+		t.Fatalf("forced refresh over a damaged row: wrote=%v, %v", wrote, err)
+	}
+	if _, ok, err := third.rankWord(ctx, "water", 5, 0); !ok || err != nil {
+		t.Fatalf("after the refresh: ok=%v, %v", ok, err)
+	}
+
+	// Words FTS5 would tokenize differently are left to it.
+	for _, expr := range []string{`"wäter"`, `"water level"`, `"water"*`, `water`, `"wat_er"`, `""`} {
+		if _, ok := plainWord(expr); ok {
+			t.Errorf("plainWord(%s) accepted", expr)
+		}
+	}
+	if w, ok := plainWord(`"WaTer42"`); !ok || w != "water42" {
+		t.Errorf("plainWord folds case: %q %v", w, ok)
+	}
+}
+
+func summaryIDs(ms []Summary) []int64 {
+	out := make([]int64, len(ms))
+	for i, m := range ms {
+		out[i] = m.ID
+	}
+	return out
+}
