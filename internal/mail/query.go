@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -277,6 +278,9 @@ func (s *Store) Search(ctx context.Context, q Query) (Result, error) {
 	// every one there is (the ranking asked for more).
 	var lexAll []hit
 	var lexComplete bool
+	// lexDocs, when the ranking had them, are every message holding the
+	// (one) word, in id order.
+	var lexDocs []int64
 	text := strings.TrimSpace(q.Text)
 	if text != "" && search.MatchAll(text) == "" && q.Vector == nil {
 		text = "" // only punctuation: nothing to rank by
@@ -319,7 +323,7 @@ func (s *Store) Search(ctx context.Context, q Query) (Result, error) {
 		}
 		var lex []hit
 		if all != "" {
-			lex, err = s.topHits(ctx, lexQ, all, f, firstN)
+			lex, lexDocs, err = s.topHits(ctx, lexQ, all, f, firstN)
 			if err != nil {
 				return Result{}, err
 			}
@@ -399,7 +403,7 @@ func (s *Store) Search(ctx context.Context, q Query) (Result, error) {
 		}
 	}
 	if res.Mode == "hybrid" && lexicalAll != "" {
-		if err := s.markRelated(ctx, res.Messages, lexicalAll, f, partial, !q.PerMessage, lexAll, lexComplete); err != nil {
+		if err := s.markRelated(ctx, res.Messages, lexicalAll, f, partial, !q.PerMessage, lexAll, lexComplete, lexDocs); err != nil {
 			return Result{}, err
 		}
 	}
@@ -421,33 +425,33 @@ const maxDeletedSlack = 500
 // (TestSearchMatchesReference). Dropping the deleted ones afterwards keeps
 // that order; should fewer than n remain while more matches may follow,
 // the join runs instead.
-func (s *Store) topHits(ctx context.Context, lexQ, all string, f *filter, n int) ([]hit, error) {
-	join := func() ([]hit, error) {
-		return s.hits(ctx, lexQ+` LIMIT ?`, append(append([]any{all}, f.args...), n)...)
+func (s *Store) topHits(ctx context.Context, lexQ, all string, f *filter, n int) (hits []hit, wordDocs []int64, err error) {
+	join := func() ([]hit, []int64, error) {
+		hits, err := s.hits(ctx, lexQ+` LIMIT ?`, append(append([]any{all}, f.args...), n)...)
+		return hits, nil, err
 	}
 	if !f.onlyLive() {
 		return join()
 	}
 	var deleted int
 	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM messages INDEXED BY messages_deleted WHERE deleted_at IS NOT NULL`).Scan(&deleted); err != nil {
-		return nil, fmt.Errorf("counting deleted mail: %w", err)
+		return nil, nil, fmt.Errorf("counting deleted mail: %w", err)
 	}
 	if deleted > maxDeletedSlack {
 		return join()
 	}
 	var ids []int64
 	var ranked bool
-	var err error
 	if word, ok := plainWord(all); ok {
-		if ids, ranked, err = s.rankWord(ctx, word, n+deleted, s.wordRankMin); err != nil {
-			return nil, err
+		if ids, wordDocs, ranked, err = s.rankWord(ctx, word, n+deleted, s.wordRankMin); err != nil {
+			return nil, nil, err
 		}
 	}
 	if !ranked {
 		ids, err = s.ids(ctx, `SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? ORDER BY rank + 0, rowid LIMIT ?`, all, n+deleted)
 	}
 	if err != nil || len(ids) == 0 {
-		return nil, err
+		return nil, nil, err
 	}
 	args := make([]any, len(ids))
 	for i, id := range ids {
@@ -455,7 +459,7 @@ func (s *Store) topHits(ctx context.Context, lexQ, all string, f *filter, n int)
 	}
 	found, err := s.hits(ctx, `SELECT m.id, coalesce(m.thread_id, 0) FROM messages m WHERE m.id IN (`+placeholders(len(ids))+`) AND `+liveMessage, args...)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if len(found) < n && len(ids) == n+deleted {
 		return join()
@@ -470,7 +474,7 @@ func (s *Store) topHits(ctx context.Context, lexQ, all string, f *filter, n int)
 			out = append(out, hit{id, t})
 		}
 	}
-	return out, nil
+	return out, wordDocs, nil
 }
 
 // markRelated flags the page's hits that only the vectors found: no
@@ -479,13 +483,13 @@ func (s *Store) topHits(ctx context.Context, lexQ, all string, f *filter, n int)
 // since Total counts word matches only. When the lexical ranking read
 // every all-word match (fewer than it asked for), those are known: words
 // holds them and complete is set; otherwise they are looked up.
-func (s *Store) markRelated(ctx context.Context, msgs []Summary, all string, f *filter, partial map[int64]bool, byThread bool, words []hit, complete bool) error {
+func (s *Store) markRelated(ctx context.Context, msgs []Summary, all string, f *filter, partial map[int64]bool, byThread bool, words []hit, complete bool, wordDocs []int64) error {
 	if len(msgs) == 0 {
 		return nil
 	}
 	if !complete {
 		var err error
-		if words, err = s.wordHitsAround(ctx, msgs, all, f, byThread); err != nil {
+		if words, err = s.wordHitsAround(ctx, msgs, all, f, byThread, wordDocs); err != nil {
 			return err
 		}
 	}
@@ -508,8 +512,9 @@ func (s *Store) markRelated(ctx context.Context, msgs []Summary, all string, f *
 // their threads' other messages are few; a common word matches tens of
 // thousands. So the candidates come from the messages indexes, and the
 // word's matches are read as bare rowids within the candidates' range (a
-// doclist walk, no row lookups) rather than joining every match to its row.
-func (s *Store) wordHitsAround(ctx context.Context, msgs []Summary, all string, f *filter, byThread bool) ([]hit, error) {
+// doclist walk, no row lookups) rather than joining every match to its row;
+// when the ranking already read them all (wordDocs, in id order), not at all.
+func (s *Store) wordHitsAround(ctx context.Context, msgs []Summary, all string, f *filter, byThread bool, wordDocs []int64) ([]hit, error) {
 	var ids, threads []any
 	for _, m := range msgs {
 		ids = append(ids, m.ID)
@@ -528,21 +533,25 @@ func (s *Store) wordHitsAround(ctx context.Context, msgs []Summary, all string, 
 	if err != nil || len(cands) == 0 {
 		return nil, err
 	}
-	lo, hi := cands[0].id, cands[0].id
-	for _, c := range cands {
-		lo, hi = min(lo, c.id), max(hi, c.id)
-	}
-	matches, err := s.ids(ctx, `SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? AND rowid BETWEEN ? AND ?`, all, lo, hi)
-	if err != nil {
-		return nil, fmt.Errorf("marking related mail: %w", err)
-	}
-	match := make(map[int64]bool, len(matches))
-	for _, id := range matches {
-		match[id] = true
+	match := func(id int64) bool { _, ok := slices.BinarySearch(wordDocs, id); return ok }
+	if wordDocs == nil {
+		lo, hi := cands[0].id, cands[0].id
+		for _, c := range cands {
+			lo, hi = min(lo, c.id), max(hi, c.id)
+		}
+		matches, err := s.ids(ctx, `SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? AND rowid BETWEEN ? AND ?`, all, lo, hi)
+		if err != nil {
+			return nil, fmt.Errorf("marking related mail: %w", err)
+		}
+		set := make(map[int64]bool, len(matches))
+		for _, id := range matches {
+			set[id] = true
+		}
+		match = func(id int64) bool { return set[id] }
 	}
 	out := cands[:0]
 	for _, c := range cands {
-		if match[c.id] {
+		if match(c.id) {
 			out = append(out, c)
 		}
 	}

@@ -78,8 +78,8 @@ func checkWords(t *testing.T, s *Store) (checked int) {
 			cuts = append(cuts, 1, 50)
 		}
 		for _, n := range cuts {
-			got, ok, err := s.rankWord(ctx, w, n, 0)
-			if err != nil || !ok || !slices.Equal(got, want[:min(n, len(want))]) {
+			got, all, ok, err := s.rankWord(ctx, w, n, 0)
+			if err != nil || !ok || !slices.Equal(got, want[:min(n, len(want))]) || !slices.Equal(all, docs) {
 				t.Fatalf("%q, first %d: %v (ok=%v, %v), FTS5 %v", w, n, got, ok, err, want[:min(n, len(want))])
 			}
 		}
@@ -138,7 +138,7 @@ func TestWordRankingIsFTS5s(t *testing.T) {
 
 	// The import stored lengths, but the ingest and deletes since made
 	// them stale: nothing is ranked from them.
-	if _, ok, err := s.rankWord(ctx, "water", 10, 0); ok || err != nil {
+	if _, _, ok, err := s.rankWord(ctx, "water", 10, 0); ok || err != nil {
 		t.Fatalf("stale lengths used: ok=%v, %v", ok, err)
 	}
 	plain, err := s.Search(ctx, Query{Text: "water", Limit: 20, NoVectors: true})
@@ -172,7 +172,7 @@ func TestWordRankingIsFTS5s(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer other.Close()
-	if got, ok, err := other.rankWord(ctx, "water", 5, 0); !ok || err != nil || len(got) != 5 {
+	if got, _, ok, err := other.rankWord(ctx, "water", 5, 0); !ok || err != nil || len(got) != 5 {
 		t.Fatalf("second store: %v ok=%v, %v", got, ok, err)
 	}
 
@@ -185,7 +185,7 @@ func TestWordRankingIsFTS5s(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer third.Close()
-	if _, ok, err := third.rankWord(ctx, "water", 5, 0); ok || err != nil {
+	if _, _, ok, err := third.rankWord(ctx, "water", 5, 0); ok || err != nil {
 		t.Fatalf("damaged lengths used: ok=%v, %v", ok, err)
 	}
 	if wrote, err := third.RefreshRankLengths(ctx); wrote || err != nil {
@@ -195,7 +195,7 @@ func TestWordRankingIsFTS5s(t *testing.T) {
 	if wrote, err := third.refreshRankLengths(ctx, true); !wrote || err != nil {
 		t.Fatalf("forced refresh over a damaged row: wrote=%v, %v", wrote, err)
 	}
-	if _, ok, err := third.rankWord(ctx, "water", 5, 0); !ok || err != nil {
+	if _, _, ok, err := third.rankWord(ctx, "water", 5, 0); !ok || err != nil {
 		t.Fatalf("after the refresh: ok=%v, %v", ok, err)
 	}
 
@@ -216,4 +216,30 @@ func summaryIDs(ms []Summary) []int64 {
 		out[i] = m.ID
 	}
 	return out
+}
+
+// TestWordFrequencies: the instance list is parsed into weighted
+// frequencies per message, and a list that is not what the query writes
+// is refused with what is wrong, never half-read.
+func TestWordFrequencies(t *testing.T) {
+	// 7 in its subject and body twice, 9 in its sender.
+	docs, freq, err := wordFrequencies("1011,994,994,1254")
+	if err != nil || !slices.Equal(docs, []int64{7, 9}) || !slices.Equal(freq, []float64{6, 2}) {
+		t.Fatalf("got %v %v, %v", docs, freq, err)
+	}
+	if docs, freq, err := wordFrequencies(""); docs != nil || freq != nil || err != nil {
+		t.Fatalf("empty list: %v %v %v", docs, freq, err)
+	}
+	for list, want := range map[string]string{
+		"1011,,994":            "empty entry",
+		"1011,x":               "bad instance list near",
+		"1254,1011":            "out of order",
+		"1000":                 "no column",
+		"99999999999999999999": "bad instance list near",
+		"1011,":                "empty entry",
+	} {
+		if _, _, err := wordFrequencies(list); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", list, err, want)
+		}
+	}
 }

@@ -465,32 +465,45 @@ func TestRelatedMarksAcrossRankingCut(t *testing.T) {
 	// The query vector is the canteen text's: the vectors bring messages
 	// without the word onto the page.
 	v, _ := emb.Embed(ctx, []string{"lunch at the canteen at noon"})
-	for _, c := range []struct {
-		name  string
-		q     Query
-		words int // all-word matches the filter leaves
-	}{
-		{"ranking cut", Query{Text: "alpha", Vector: v[0], Limit: 50}, 150},
-		{"every match read", Query{Text: "alpha", Vector: v[0], Limit: 50, After: time.Date(2026, 3, 1, 2, 40, 0, 0, time.UTC)}, 30},
-		{"per message", Query{Text: "alpha", Vector: v[0], Limit: 50, PerMessage: true}, 150},
-	} {
-		c.q.Count = true
-		r, err := s.Search(ctx, c.q)
-		if err != nil || r.Mode != "hybrid" || r.Total == nil || *r.Total != c.words {
-			t.Fatalf("%s: mode %s, total %v, want %d all-word matches, %v", c.name, r.Mode, r.Total, c.words, err)
-		}
-		related := 0
-		for _, m := range r.Messages {
-			word := hasWord[msgID[m.ID]] || (!c.q.PerMessage && m.ThreadID != 0 && threadHasWord[m.ThreadID])
-			if m.Related == word {
-				t.Errorf("%s: %s related=%v, has the word (or its conversation does)=%v", c.name, msgID[m.ID], m.Related, word)
+	// Both ways of ranking the word: FTS5's, then from the stored lengths
+	// (which also hands markRelated every message holding the word).
+	for _, fast := range []bool{false, true} {
+		if fast {
+			s.wordRankMin = 1
+			if wrote, err := s.RefreshRankLengths(ctx); !wrote || err != nil {
+				t.Fatalf("refresh: %v %v", wrote, err)
 			}
-			if m.Related {
-				related++
+			if _, _, ok, _ := s.rankWord(ctx, "alpha", 10, s.wordRankMin); !ok {
+				t.Fatal("the word is not ranked from lengths")
 			}
 		}
-		if related == 0 || related == len(r.Messages) {
-			t.Errorf("%s: %d of %d hits related: the fixture should give both kinds", c.name, related, len(r.Messages))
+		for _, c := range []struct {
+			name  string
+			q     Query
+			words int // all-word matches the filter leaves
+		}{
+			{"ranking cut", Query{Text: "alpha", Vector: v[0], Limit: 50}, 150},
+			{"every match read", Query{Text: "alpha", Vector: v[0], Limit: 50, After: time.Date(2026, 3, 1, 2, 40, 0, 0, time.UTC)}, 30},
+			{"per message", Query{Text: "alpha", Vector: v[0], Limit: 50, PerMessage: true}, 150},
+		} {
+			c.q.Count = true
+			r, err := s.Search(ctx, c.q)
+			if err != nil || r.Mode != "hybrid" || r.Total == nil || *r.Total != c.words {
+				t.Fatalf("%s (fast %v): mode %s, total %v, want %d all-word matches, %v", c.name, fast, r.Mode, r.Total, c.words, err)
+			}
+			related := 0
+			for _, m := range r.Messages {
+				word := hasWord[msgID[m.ID]] || (!c.q.PerMessage && m.ThreadID != 0 && threadHasWord[m.ThreadID])
+				if m.Related == word {
+					t.Errorf("%s (fast %v): %s related=%v, has the word (or its conversation does)=%v", c.name, fast, msgID[m.ID], m.Related, word)
+				}
+				if m.Related {
+					related++
+				}
+			}
+			if related == 0 || related == len(r.Messages) {
+				t.Errorf("%s: %d of %d hits related: the fixture should give both kinds", c.name, related, len(r.Messages))
+			}
 		}
 	}
 }
