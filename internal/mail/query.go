@@ -59,6 +59,9 @@ type Query struct {
 	Vector []float32 `json:"-"`
 	// NoVectors ranks free text lexically only.
 	NoVectors bool `json:"-"`
+	// NoSnippets leaves Summary.Snippet empty: the bodies are not read
+	// (the CLI's one-line listing shows none).
+	NoSnippets bool `json:"-"`
 	// Count asks for Result.Total, the exact number of matching messages.
 	Count bool `json:"count,omitempty"`
 	// AfterID and UpToID bound the mirror's message ids (exclusive,
@@ -383,7 +386,7 @@ func (s *Store) Search(ctx context.Context, q Query) (Result, error) {
 		res.Page.Next = q.Offset + q.Limit
 	}
 	// Rows and bodies only for the page.
-	res.Messages, err = s.summaries(ctx, page, true)
+	res.Messages, err = s.summaries(ctx, page, !q.NoSnippets)
 	if err != nil {
 		return Result{}, err
 	}
@@ -396,7 +399,9 @@ func (s *Store) Search(ctx context.Context, q Query) (Result, error) {
 		if i < 3 {
 			limit = 200
 		}
-		res.Messages[i].Snippet = snippet(res.Messages[i].Snippet, terms, limit)
+		if !q.NoSnippets {
+			res.Messages[i].Snippet = snippet(res.Messages[i].Snippet, terms, limit)
+		}
 		if partial[res.Messages[i].ID] {
 			res.Messages[i].Partial = true
 			res.Note = "results marked partial_match contain only some of the words; every full match is listed before them"

@@ -145,6 +145,23 @@ func TestSearchPagingAndSnippets(t *testing.T) {
 	if len(seen) != 25 {
 		t.Errorf("paged through %d messages, want 25", len(seen))
 	}
+	// Without snippets: the same page, no body text.
+	with, err := s.Search(ctx, Query{Text: "quarterly", Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	without, err := s.Search(ctx, Query{Text: "quarterly", Limit: 10, NoSnippets: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(summaryIDs(with.Messages)) != fmt.Sprint(summaryIDs(without.Messages)) || len(without.Messages) != 10 {
+		t.Fatalf("NoSnippets changed the page: %v vs %v", summaryIDs(without.Messages), summaryIDs(with.Messages))
+	}
+	for _, m := range without.Messages {
+		if m.Snippet != "" || m.Subject == "" {
+			t.Fatalf("NoSnippets summary: %+v", m)
+		}
+	}
 }
 
 func TestHybridSearchAndEmbeddingLifecycle(t *testing.T) {

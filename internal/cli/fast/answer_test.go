@@ -17,7 +17,7 @@ import (
 func TestAnswer(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	st, err := mail.Open(ctx, mail.Options{DBPath: filepath.Join(dir, "mail.db"), BlobDir: filepath.Join(dir, "blobs")})
+	st, err := mail.Open(ctx, mail.Options{DBPath: filepath.Join(dir, "mail.db"), BlobDir: filepath.Join(dir, "blobs"), Embedder: sameVector{}, EmbedModel: "same"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,6 +52,21 @@ func TestAnswer(t *testing.T) {
 	if !rep.Handled || rep.Code != 2 || !strings.Contains(string(rep.Stderr), `message id "x" is not a number`) {
 		t.Errorf("bad id: %+v %s", rep, rep.Stderr)
 	}
+	// The daemon's search is hybrid: a hit found by meaning alone is
+	// marked, and the listing says what the mark means.
+	os.WriteFile(filepath.Join(md, "cur", "2:2,S"), []byte("Message-ID: <b@x>\nFrom: Bo <bo@x.org>\nTo: me@x.org\nSubject: Roof\nDate: Tue, 6 Jan 2026 10:00:00 +0000\n\nThe roof is ready.\n"), 0o644)
+	if _, err := st.Import(ctx, md, mail.ImportOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := st.EmbedPending(ctx, 8, 8); n != 2 || err != nil {
+		t.Fatalf("embedded %d, %v", n, err)
+	}
+	rep = Answer(ctx, clisock.Request{Args: []string{"mail", "search", "installer"}, TZ: ":UTC"}, env, zones)
+	lines := strings.Split(strings.TrimRight(string(rep.Stdout), "\n"), "\n")
+	if !rep.Handled || rep.Code != 0 || len(lines) != 2 || !strings.HasPrefix(lines[0], "  ") || !strings.Contains(lines[0], "Solar panels") ||
+		!strings.HasPrefix(lines[1], " ≈") || !strings.Contains(lines[1], "Roof") || !strings.Contains(string(rep.Stderr), "≈ close in meaning") {
+		t.Errorf("hybrid mail search: %+v\n%s%s", rep, rep.Stdout, rep.Stderr)
+	}
 	// The store stays open for the next query: the daemon owns it.
 	if _, err := st.Read(ctx, 1, 0, 10); err != nil {
 		t.Errorf("store closed by a query: %v", err)
@@ -81,4 +96,17 @@ func TestZones(t *testing.T) {
 			t.Errorf("%q loaded", bad)
 		}
 	}
+}
+
+// sameVector embeds every text alike: every message is as close as any.
+type sameVector struct{}
+
+func (sameVector) Dimension() int { return 4 }
+
+func (sameVector) Embed(_ context.Context, texts []string) ([][]float32, error) {
+	out := make([][]float32, len(texts))
+	for i := range out {
+		out[i] = []float32{1, 0, 0, 0}
+	}
+	return out, nil
 }

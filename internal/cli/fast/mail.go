@@ -159,6 +159,7 @@ func MailSearch(ctx context.Context, env *Env, args []string) error {
 		// process must not load the whole index for one query, so it
 		// ranks lexically.
 		q.NoVectors = env.Mail == nil
+		q.NoSnippets = !*asJSON // the listing below prints none
 		if res, err = st.Search(ctx, q); err != nil {
 			return err
 		}
@@ -176,20 +177,28 @@ func MailSearch(ctx context.Context, env *Env, args []string) error {
 	if *asJSON {
 		return PrintJSON(env.Stdout, res)
 	}
+	related := false
 	for _, s := range res.Messages {
 		mark := " "
 		if s.Unread {
 			mark = "*"
 		}
-		if s.Partial {
+		switch {
+		case s.Partial:
 			mark += "~"
-		} else {
+		case s.Related:
+			mark += "≈"
+			related = true
+		default:
 			mark += " "
 		}
 		fmt.Fprintf(env.Stdout, "%s %6d  %s  %-28.28s  %s\n", mark, s.ID, s.Date.In(env.zone()).Format("2006-01-02"), s.From, s.Subject)
 	}
 	if res.Note != "" {
 		fmt.Fprintf(env.Stderr, "(~ %s)\n", res.Note)
+	}
+	if related {
+		fmt.Fprintln(env.Stderr, "(≈ close in meaning, without the words)")
 	}
 	if res.Truncated {
 		fmt.Fprintln(env.Stderr, "(ranking cut short: narrow the search to see later results)")
