@@ -151,6 +151,13 @@ func (s *Store) EmbedPending(ctx context.Context, batch, limit int) (int, error)
 	if batch <= 0 {
 		batch = 32
 	}
+	var queued bool
+	if err := s.db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM embed_queue)`).Scan(&queued); err != nil {
+		return 0, fmt.Errorf("reading the embed queue: %w", err)
+	}
+	if !queued {
+		return 0, nil
+	}
 	stored := 0
 	cursor := int64(math.MaxInt64)
 	// Page through the queue newest id first, a few batches at a time, so
@@ -163,6 +170,10 @@ func (s *Store) EmbedPending(ctx context.Context, batch, limit int) (int, error)
 			return stored, err
 		}
 		if len(todo) == 0 {
+			// Nothing left but queued messages that need no vector.
+			if err := s.trimEmbedQueue(ctx); err != nil {
+				return stored, err
+			}
 			break
 		}
 		cursor = todo[len(todo)-1].id
@@ -176,17 +187,34 @@ func (s *Store) EmbedPending(ctx context.Context, batch, limit int) (int, error)
 			return stored, err
 		}
 		if len(todo) < chunk {
+			// The whole queue was read: what is left in it needs nothing
+			// (deleted meanwhile, or its vector current) or failed, and a
+			// failure is retried by the next run.
+			if err := s.trimEmbedQueue(ctx); err != nil {
+				return stored, err
+			}
 			break
 		}
 	}
 	return stored, nil
 }
 
+// trimEmbedQueue drops the queued messages that need no vector.
+func (s *Store) trimEmbedQueue(ctx context.Context) error {
+	_, err := s.db.ExecContext(ctx, `DELETE FROM embed_queue WHERE message_id IN (SELECT q.message_id FROM embed_queue q
+		JOIN messages m ON m.id = q.message_id LEFT JOIN embeddings e ON e.message_id = m.id
+		WHERE m.deleted_at IS NOT NULL OR e.hash = m.embed_hash)`)
+	if err != nil {
+		return fmt.Errorf("trimming the embed queue: %w", err)
+	}
+	return nil
+}
+
 func (s *Store) pendingEmbeds(ctx context.Context, before int64, limit int) ([]pending, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT m.id, m.embed_hash, m.subject, substr(hestia_body(m.body), 1, ?) FROM messages m
-		LEFT JOIN embeddings e ON e.message_id = m.id
-		WHERE m.id < ? AND m.deleted_at IS NULL AND (e.message_id IS NULL OR e.hash != m.embed_hash)
-		ORDER BY m.id DESC LIMIT ?`, s.opts.EmbedMaxChars, before, limit)
+	rows, err := s.db.QueryContext(ctx, `SELECT m.id, m.embed_hash, m.subject, substr(hestia_body(m.body), 1, ?) FROM embed_queue q
+		JOIN messages m ON m.id = q.message_id LEFT JOIN embeddings e ON e.message_id = m.id
+		WHERE q.message_id < ? AND m.deleted_at IS NULL AND (e.message_id IS NULL OR e.hash != m.embed_hash)
+		ORDER BY q.message_id DESC LIMIT ?`, s.opts.EmbedMaxChars, before, limit)
 	if err != nil {
 		return nil, fmt.Errorf("finding messages to embed: %w", err)
 	}
@@ -260,6 +288,9 @@ func (s *Store) storeVectors(ctx context.Context, items []pending, vecs [][]floa
 			if _, err := tx.ExecContext(ctx, `DELETE FROM embeddings`); err != nil {
 				return fmt.Errorf("resetting vectors: %w", err)
 			}
+			if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO embed_queue SELECT id FROM messages WHERE deleted_at IS NULL`); err != nil {
+				return fmt.Errorf("queueing every message for new vectors: %w", err)
+			}
 			reset = true
 		}
 		now := s.now().Unix()
@@ -268,6 +299,10 @@ func (s *Store) storeVectors(ctx context.Context, items []pending, vecs [][]floa
 				ON CONFLICT(message_id) DO UPDATE SET hash = excluded.hash, model = excluded.model, dim = excluded.dim, vector = excluded.vector, updated_at = excluded.updated_at`,
 				p.id, p.hash, s.opts.EmbedModel, dim, search.EncodeVector(vecs[i]), now); err != nil {
 				return fmt.Errorf("storing vector: %w", err)
+			}
+			// Unless the text changed again since it was read.
+			if _, err := tx.ExecContext(ctx, `DELETE FROM embed_queue WHERE message_id = ? AND (SELECT embed_hash FROM messages WHERE id = ?) = ?`, p.id, p.id, p.hash); err != nil {
+				return fmt.Errorf("dequeueing message %d: %w", p.id, err)
 			}
 		}
 		return nil

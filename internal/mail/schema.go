@@ -244,5 +244,19 @@ END;`,
 	crc       INTEGER NOT NULL
 );
 CREATE VIRTUAL TABLE messages_fts_instances USING fts5vocab(messages_fts, instance);`,
+		// The messages whose vector may be missing or stale, kept by
+		// triggers, so that the embed job does not look at every message
+		// each minute (~150 ms at 100,000) to find none. Filled once with
+		// the messages pending now.
+		`CREATE TABLE embed_queue (message_id INTEGER PRIMARY KEY REFERENCES messages(id) ON DELETE CASCADE);
+INSERT INTO embed_queue SELECT m.id FROM messages m LEFT JOIN embeddings e ON e.message_id = m.id
+	WHERE m.deleted_at IS NULL AND (e.message_id IS NULL OR e.hash != m.embed_hash);
+CREATE TRIGGER messages_embed_ai AFTER INSERT ON messages BEGIN
+	INSERT OR IGNORE INTO embed_queue VALUES (new.id);
+END;
+CREATE TRIGGER messages_embed_au AFTER UPDATE OF embed_hash, deleted_at ON messages
+	WHEN new.embed_hash IS NOT old.embed_hash OR (new.deleted_at IS NULL AND old.deleted_at IS NOT NULL) BEGIN
+	INSERT OR IGNORE INTO embed_queue VALUES (new.id);
+END;`,
 	},
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -522,5 +523,87 @@ func TestRelatedMarksAcrossRankingCut(t *testing.T) {
 				t.Errorf("%s: %d of %d hits related: the fixture should give both kinds", c.name, related, len(r.Messages))
 			}
 		}
+	}
+}
+
+// TestEmbedQueue: the embed job reads only the queued messages. New and
+// changed messages and ones that reappear are queued, embedded ones leave
+// the queue, failures stay for the next run, an empty queue costs no
+// embedder call, and a file from before the queue gets the pending ones.
+func TestEmbedQueue(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	emb := &hashEmbedder{dim: 16, fail: func(s string) bool { return strings.Contains(s, "canteen") }}
+	s := openStore(t, emb)
+	seedSearch(t, s)
+	queued := func() []int64 {
+		t.Helper()
+		ids, err := s.ids(ctx, `SELECT message_id FROM embed_queue ORDER BY message_id`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ids
+	}
+	var all []int64
+	all, _ = s.ids(ctx, `SELECT id FROM messages ORDER BY id`)
+	if q := queued(); !slices.Equal(q, all) || len(q) != 5 {
+		t.Fatalf("queued after import: %v, messages %v", q, all)
+	}
+	if n, err := s.EmbedPending(ctx, 32, 100); n != 4 || err != nil {
+		t.Fatalf("stored %d, %v", n, err)
+	}
+	failed, _ := s.ids(ctx, `SELECT id FROM messages WHERE id NOT IN (SELECT message_id FROM embeddings)`)
+	if q := queued(); len(failed) != 1 || !slices.Equal(q, failed) {
+		t.Fatalf("queued after embedding: %v, want the failed one %v", q, failed)
+	}
+	emb.fail = nil
+	if n, err := s.EmbedPending(ctx, 32, 100); n != 1 || err != nil || len(queued()) != 0 {
+		t.Fatalf("retry stored %d, %v; queue %v", n, err, queued())
+	}
+	calls := emb.calls
+	if n, err := s.EmbedPending(ctx, 32, 100); n != 0 || err != nil || emb.calls != calls {
+		t.Fatalf("empty queue: stored %d, %v, %d embedder calls", n, err, emb.calls-calls)
+	}
+	// A changed text is queued and embedded again.
+	s.DB().ExecContext(ctx, `UPDATE messages SET embed_hash = 'changed' WHERE id = ?`, all[0])
+	if q := queued(); !slices.Equal(q, all[:1]) {
+		t.Fatalf("queued after a change: %v", q)
+	}
+	if n, err := s.EmbedPending(ctx, 32, 100); n != 1 || err != nil || len(queued()) != 0 {
+		t.Fatalf("changed text: stored %d, %v; queue %v", n, err, queued())
+	}
+	// A message that goes and comes back is looked at again; its vector
+	// is current, so it just leaves the queue.
+	s.DB().ExecContext(ctx, `UPDATE messages SET deleted_at = 1 WHERE id = ?`, all[1])
+	if q := queued(); len(q) != 0 {
+		t.Fatalf("a deletion queued %v", q)
+	}
+	s.DB().ExecContext(ctx, `UPDATE messages SET deleted_at = NULL WHERE id = ?`, all[1])
+	if q := queued(); !slices.Equal(q, all[1:2]) {
+		t.Fatalf("queued after coming back: %v", q)
+	}
+	if n, err := s.EmbedPending(ctx, 32, 100); n != 0 || err != nil || len(queued()) != 0 {
+		t.Fatalf("came back: stored %d, %v; queue %v", n, err, queued())
+	}
+
+	// A file from before the queue: the migration queues what is pending.
+	s.DB().ExecContext(ctx, `DELETE FROM embeddings WHERE message_id = ?`, all[2])
+	s.DB().ExecContext(ctx, `UPDATE embeddings SET hash = 'old' WHERE message_id = ?`, all[3])
+	v, _ := s.DB().Version(ctx)
+	for _, q := range []string{`DROP TRIGGER messages_embed_ai`, `DROP TRIGGER messages_embed_au`, `DROP TABLE embed_queue`, fmt.Sprintf(`PRAGMA user_version = %d`, v-1)} {
+		if _, err := s.DB().ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path := s.DB().Path
+	s.Close()
+	s2, err := Open(ctx, Options{DBPath: path, BlobDir: t.TempDir(), Embedder: emb, EmbedModel: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	s = s2
+	if q := queued(); !slices.Equal(q, all[2:4]) {
+		t.Fatalf("migrated queue %v, want %v", q, all[2:4])
 	}
 }
