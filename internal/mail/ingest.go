@@ -246,6 +246,7 @@ func (s *Store) apply(ctx context.Context, tx *txc, p *prepared, acc map[string]
 			}
 		}
 		if deleted.Valid {
+			tx.revived = append(tx.revived, id)
 			var thread int64
 			tx.QueryRowContext(ctx, `SELECT coalesce(thread_id, 0) FROM messages WHERE id = ?`, id).Scan(&thread)
 			if err := refreshThread(ctx, tx, thread); err != nil {
@@ -334,9 +335,11 @@ func (s *Store) RemovePaths(ctx context.Context, paths []string) (int, error) {
 	deleted := 0
 	for start := 0; start < len(paths); start += 500 {
 		end := min(start+500, len(paths))
+		var gone, revived []int64
 		err := s.db.Tx(ctx, func(stx *sql.Tx) error {
 			tx := newTxc(stx)
 			defer tx.close()
+			defer func() { gone, revived = tx.gone, tx.revived }()
 			for _, p := range paths[start:end] {
 				var msg int64
 				err := tx.QueryRowContext(ctx, `DELETE FROM message_paths WHERE path = ? RETURNING message_id`, p).Scan(&msg)
@@ -360,8 +363,54 @@ func (s *Store) RemovePaths(ctx context.Context, paths []string) (int, error) {
 		if err != nil {
 			return deleted, err
 		}
+		if err := s.followDeletions(ctx, gone, revived); err != nil {
+			return deleted, err
+		}
 	}
 	return deleted, nil
+}
+
+// followDeletions brings the loaded vector index in line with messages a
+// committed transaction soft-deleted (their vectors leave it, so they no
+// longer take places among the nearest) or brought back (their stored
+// vectors return).
+func (s *Store) followDeletions(ctx context.Context, gone, revived []int64) error {
+	s.vecMu.Lock()
+	idx := s.vec
+	s.vecMu.Unlock()
+	if idx == nil || len(gone)+len(revived) == 0 {
+		return nil
+	}
+	for _, id := range gone {
+		idx.Delete(id)
+	}
+	for start := 0; start < len(revived); start += 500 {
+		ids := revived[start:min(start+500, len(revived))]
+		args := make([]any, len(ids))
+		for i, id := range ids {
+			args[i] = id
+		}
+		rows, err := s.db.QueryContext(ctx, `SELECT e.message_id, e.vector FROM embeddings e JOIN messages m ON m.id = e.message_id
+			WHERE e.message_id IN (`+placeholders(len(ids))+`) AND m.deleted_at IS NULL`, args...)
+		if err != nil {
+			return fmt.Errorf("reloading vectors: %w", err)
+		}
+		for rows.Next() {
+			var id int64
+			var blob []byte
+			if err := rows.Scan(&id, &blob); err != nil {
+				rows.Close()
+				return fmt.Errorf("reloading vectors: %w", err)
+			}
+			idx.PutEncoded(id, blob) // a damaged one stays out, as at load
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return fmt.Errorf("reloading vectors: %w", err)
+		}
+	}
+	return nil
 }
 
 // softDeleteOrphan marks msg deleted when no path remains, and otherwise
@@ -384,6 +433,7 @@ func (s *Store) softDeleteOrphan(ctx context.Context, tx *txc, msg int64) error 
 		}
 		return fmt.Errorf("soft-deleting %d: %w", msg, err)
 	}
+	tx.gone = append(tx.gone, msg)
 	return refreshThread(ctx, tx, thread)
 }
 
@@ -436,9 +486,11 @@ func (s *Store) applyBatch(ctx context.Context, preps []*prepared) (IngestResult
 	}
 	acc := map[string]int64{}
 	mbs := map[mailboxKey]mailboxInfo{}
+	var gone, revived []int64
 	err := s.db.Tx(ctx, func(stx *sql.Tx) error {
 		tx := newTxc(stx)
 		defer tx.close()
+		defer func() { gone, revived = tx.gone, tx.revived }()
 		res = IngestResult{}
 		// A larger page cache for the writing connection: index inserts
 		// into a big mirror otherwise turn into one pread per page. 8 MiB
@@ -464,5 +516,5 @@ func (s *Store) applyBatch(ctx context.Context, preps []*prepared) (IngestResult
 		return IngestResult{}, err
 	}
 	s.cache(acc, mbs)
-	return res, nil
+	return res, s.followDeletions(ctx, gone, revived)
 }

@@ -607,3 +607,48 @@ func TestEmbedQueue(t *testing.T) {
 		t.Fatalf("migrated queue %v, want %v", q, all[2:4])
 	}
 }
+
+// TestDeletedMessagesLeaveTheVectorIndex: a message soft-deleted while the
+// index is loaded leaves it (it no longer takes a place among the nearest)
+// and comes back with its stored vector when its copy reappears.
+func TestDeletedMessagesLeaveTheVectorIndex(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	emb := &hashEmbedder{dim: 16}
+	s := openStore(t, emb)
+	seedSearch(t, s)
+	if _, err := s.EmbedPending(ctx, 32, 100); err != nil {
+		t.Fatal(err)
+	}
+	idx, err := s.index(ctx)
+	if err != nil || idx.Len() != 5 {
+		t.Fatalf("index: %v, %v", idx, err)
+	}
+	var lunch int64
+	s.DB().QueryRowContext(ctx, `SELECT id FROM messages WHERE message_id = '4@x'`).Scan(&lunch)
+	v, _ := emb.Embed(ctx, []string{"See you at noon at the canteen."})
+	nearest := func() int64 {
+		t.Helper()
+		hits, err := idx.Search(v[0], 1, nil)
+		if err != nil || len(hits) != 1 {
+			t.Fatalf("nearest: %v %v", hits, err)
+		}
+		return hits[0].ID
+	}
+	if nearest() != lunch {
+		t.Fatal("the fixture's nearest message is not the lunch one")
+	}
+	if n, err := s.RemovePaths(ctx, []string{"4"}); n != 1 || err != nil {
+		t.Fatalf("removed %d, %v", n, err)
+	}
+	if idx.Len() != 4 || nearest() == lunch {
+		t.Fatalf("after the deletion: %d vectors, nearest %d", idx.Len(), nearest())
+	}
+	d := time.Date(2026, 6, 4, 9, 0, 0, 0, time.UTC).Format(time.RFC1123Z)
+	if _, err := s.Ingest(ctx, []Item{{Account: "personal", Mailbox: "Sent", Path: "4", Raw: []byte(msg("4@x", "me@home.org", "anna@polimi.it", "Lunch", d, "See you at noon at the canteen."))}}); err != nil {
+		t.Fatal(err)
+	}
+	if idx.Len() != 5 || nearest() != lunch {
+		t.Fatalf("after it came back: %d vectors, nearest %d", idx.Len(), nearest())
+	}
+}

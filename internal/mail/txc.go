@@ -24,6 +24,10 @@ type txc struct {
 	texts map[int64]ftsText
 	// fresh are the ids inserted in this transaction (not yet indexed).
 	fresh map[int64]bool
+	// gone and revived are the messages this transaction soft-deleted and
+	// brought back; once it commits, the in-memory vector index follows
+	// (Store.followDeletions).
+	gone, revived []int64
 }
 
 func newTxc(tx *sql.Tx) *txc {
