@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"time"
 
@@ -151,70 +150,82 @@ func (s *Store) EmbedPending(ctx context.Context, batch, limit int) (int, error)
 	if batch <= 0 {
 		batch = 32
 	}
+	// What to look at: ids from next_id up to the newest now (later ones
+	// wait for the next run), and the queue.
+	var from, top int64
 	var queued bool
-	if err := s.db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM embed_queue)`).Scan(&queued); err != nil {
+	if err := s.db.QueryRowContext(ctx, `SELECT (SELECT next_id FROM embed_state), (SELECT coalesce(max(id), 0) FROM messages),
+		EXISTS (SELECT 1 FROM embed_queue)`).Scan(&from, &top, &queued); err != nil {
 		return 0, fmt.Errorf("reading the embed queue: %w", err)
 	}
-	if !queued {
+	if top < from && !queued {
 		return 0, nil
 	}
 	stored := 0
-	cursor := int64(math.MaxInt64)
-	// Page through the queue newest id first, a few batches at a time, so
-	// a 100k backlog never holds every source text in memory. The id
-	// cursor also guarantees progress past items that keep failing.
+	cursor := top + 1
+	// Page through newest id first, a few batches at a time, so a 100k
+	// backlog never holds every source text in memory. The id cursor also
+	// guarantees progress past items that keep failing.
 	for stored < limit {
 		chunk := min(limit-stored, 8*batch)
-		todo, err := s.pendingEmbeds(ctx, cursor, chunk)
+		todo, err := s.pendingEmbeds(ctx, from, cursor, chunk)
 		if err != nil {
 			return stored, err
 		}
-		if len(todo) == 0 {
-			// Nothing left but queued messages that need no vector.
-			if err := s.trimEmbedQueue(ctx); err != nil {
+		if len(todo) > 0 {
+			cursor = todo[len(todo)-1].id
+			// Store the chunk in ascending id order: rows inserted before
+			// their neighbours, one by one, leave the table's pages about
+			// half full (78 MB of vectors at 100k messages instead of 48).
+			slices.Reverse(todo)
+			n, err := s.embedChunk(ctx, emb, todo, batch)
+			stored += n
+			if err != nil {
 				return stored, err
 			}
-			break
-		}
-		cursor = todo[len(todo)-1].id
-		// Store the chunk in ascending id order: rows inserted before
-		// their neighbours, one by one, leave the table's pages about half
-		// full (78 MB of vectors at 100k messages instead of 48).
-		slices.Reverse(todo)
-		n, err := s.embedChunk(ctx, emb, todo, batch)
-		stored += n
-		if err != nil {
-			return stored, err
 		}
 		if len(todo) < chunk {
-			// The whole queue was read: what is left in it needs nothing
-			// (deleted meanwhile, or its vector current) or failed, and a
-			// failure is retried by the next run.
-			if err := s.trimEmbedQueue(ctx); err != nil {
-				return stored, err
-			}
-			break
+			// Everything was read: the pass is complete.
+			return stored, s.finishEmbedPass(ctx, from, top)
 		}
 	}
 	return stored, nil
 }
 
-// trimEmbedQueue drops the queued messages that need no vector.
-func (s *Store) trimEmbedQueue(ctx context.Context) error {
-	_, err := s.db.ExecContext(ctx, `DELETE FROM embed_queue WHERE message_id IN (SELECT q.message_id FROM embed_queue q
-		JOIN messages m ON m.id = q.message_id LEFT JOIN embeddings e ON e.message_id = m.id
-		WHERE m.deleted_at IS NOT NULL OR e.hash = m.embed_hash)`)
+// finishEmbedPass records a complete pass over ids from..top: what still
+// has no current vector there (a failure, retried by the next run) joins
+// the queue, queued messages that need nothing leave it, and the next
+// pass starts above top.
+func (s *Store) finishEmbedPass(ctx context.Context, from, top int64) error {
+	err := s.db.Tx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO embed_queue SELECT m.id FROM messages m LEFT JOIN embeddings e ON e.message_id = m.id
+			WHERE m.id >= ? AND m.id <= ? AND m.deleted_at IS NULL AND (e.message_id IS NULL OR e.hash != m.embed_hash)`, from, top); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM embed_queue WHERE message_id IN (SELECT q.message_id FROM embed_queue q
+			JOIN messages m ON m.id = q.message_id LEFT JOIN embeddings e ON e.message_id = m.id
+			WHERE m.deleted_at IS NOT NULL OR e.hash = m.embed_hash)`); err != nil {
+			return err
+		}
+		// Unless a reset (new vector dimension) restarted from 0 meanwhile.
+		_, err := tx.ExecContext(ctx, `UPDATE embed_state SET next_id = ? WHERE next_id = ?`, top+1, from)
+		return err
+	})
 	if err != nil {
-		return fmt.Errorf("trimming the embed queue: %w", err)
+		return fmt.Errorf("recording the embed pass: %w", err)
 	}
 	return nil
 }
 
-func (s *Store) pendingEmbeds(ctx context.Context, before int64, limit int) ([]pending, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT m.id, m.embed_hash, m.subject, substr(hestia_body(m.body), 1, ?) FROM embed_queue q
-		JOIN messages m ON m.id = q.message_id LEFT JOIN embeddings e ON e.message_id = m.id
-		WHERE q.message_id < ? AND m.deleted_at IS NULL AND (e.message_id IS NULL OR e.hash != m.embed_hash)
-		ORDER BY q.message_id DESC LIMIT ?`, s.opts.EmbedMaxChars, before, limit)
+// pendingEmbeds returns up to limit messages below the id before, newest
+// first, that are new since the last pass (from up) or queued and have no
+// current vector.
+func (s *Store) pendingEmbeds(ctx context.Context, from, before int64, limit int) ([]pending, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT m.id, m.embed_hash, m.subject, substr(hestia_body(m.body), 1, ?) FROM messages m
+		LEFT JOIN embeddings e ON e.message_id = m.id
+		WHERE m.id IN (SELECT id FROM messages WHERE id >= ? AND id < ? UNION SELECT message_id FROM embed_queue WHERE message_id < ?)
+		AND m.deleted_at IS NULL AND (e.message_id IS NULL OR e.hash != m.embed_hash)
+		ORDER BY m.id DESC LIMIT ?`, s.opts.EmbedMaxChars, from, before, before, limit)
 	if err != nil {
 		return nil, fmt.Errorf("finding messages to embed: %w", err)
 	}
@@ -288,8 +299,8 @@ func (s *Store) storeVectors(ctx context.Context, items []pending, vecs [][]floa
 			if _, err := tx.ExecContext(ctx, `DELETE FROM embeddings`); err != nil {
 				return fmt.Errorf("resetting vectors: %w", err)
 			}
-			if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO embed_queue SELECT id FROM messages WHERE deleted_at IS NULL`); err != nil {
-				return fmt.Errorf("queueing every message for new vectors: %w", err)
+			if _, err := tx.ExecContext(ctx, `UPDATE embed_state SET next_id = 0`); err != nil {
+				return fmt.Errorf("starting a pass over every message: %w", err)
 			}
 			reset = true
 		}

@@ -68,7 +68,8 @@ func columnWeight(letter byte) float64 {
 type docLengths struct {
 	averages, structure []byte
 	base                int64  // id of the first count
-	lengths             []byte // little-endian uint32 by id - base; 0: not indexed
+	lengths             []byte // little-endian uint16 by id - base; 0: not indexed, bigLength: in big
+	big                 []byte // (id - base, count) as little-endian uint32 pairs, by id
 	rows, tokens        int64  // from the averages record
 }
 
@@ -272,13 +273,60 @@ func wordFrequencies(list string) (docs []int64, freq []float64, err error) {
 	return docs, freq, nil
 }
 
+// bigLength marks a count of 65,535 tokens or more, kept apart: two bytes
+// a message instead of four (200 KB at 100,000 messages).
+const bigLength = 0xFFFF
+
 func (d *docLengths) length(id int64) (uint32, bool) {
 	i := id - d.base
-	if i < 0 || 4*i >= int64(len(d.lengths)) {
+	if i < 0 || 2*i >= int64(len(d.lengths)) {
 		return 0, false
 	}
-	n := binary.LittleEndian.Uint32(d.lengths[4*i:])
+	n := uint32(binary.LittleEndian.Uint16(d.lengths[2*i:]))
+	if n == bigLength {
+		lo, hi := 0, len(d.big)/8
+		for lo < hi {
+			m := (lo + hi) / 2
+			if binary.LittleEndian.Uint32(d.big[8*m:]) < uint32(i) {
+				lo = m + 1
+			} else {
+				hi = m
+			}
+		}
+		if lo == len(d.big)/8 || binary.LittleEndian.Uint32(d.big[8*lo:]) != uint32(i) {
+			return 0, false
+		}
+		n = binary.LittleEndian.Uint32(d.big[8*lo+4:])
+	}
 	return n, n > 0
+}
+
+// packLengths lays out counts (by id - base) as stored: the number of
+// ids, a uint16 each, then the big ones.
+func packLengths(counts []uint32) []byte {
+	out := binary.LittleEndian.AppendUint32(nil, uint32(len(counts)))
+	var big []byte
+	for i, n := range counts {
+		if n >= bigLength {
+			big = binary.LittleEndian.AppendUint32(big, uint32(i))
+			big = binary.LittleEndian.AppendUint32(big, n)
+			n = bigLength
+		}
+		out = binary.LittleEndian.AppendUint16(out, uint16(n))
+	}
+	return append(out, big...)
+}
+
+// unpackLengths splits a stored blob; ok is false for one of another shape.
+func unpackLengths(b []byte) (lengths, big []byte, ok bool) {
+	if len(b) < 4 {
+		return nil, nil, false
+	}
+	n := int64(binary.LittleEndian.Uint32(b))
+	if int64(len(b)) < 4+2*n || (int64(len(b))-4-2*n)%8 != 0 {
+		return nil, nil, false
+	}
+	return b[4 : 4+2*n], b[4+2*n:], true
 }
 
 type queryer interface {
@@ -324,14 +372,19 @@ func (s *Store) rankLengthsCurrent(ctx context.Context) (bool, error) {
 func loadDocLengths(ctx context.Context, q queryer) (*docLengths, error) {
 	var d docLengths
 	var crc int64
-	err := q.QueryRowContext(ctx, `SELECT averages, structure, base, lengths, crc FROM fts_lengths WHERE id = 1`).Scan(&d.averages, &d.structure, &d.base, &d.lengths, &crc)
+	var packed []byte
+	err := q.QueryRowContext(ctx, `SELECT averages, structure, base, lengths, crc FROM fts_lengths WHERE id = 1`).Scan(&d.averages, &d.structure, &d.base, &packed, &crc)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading message lengths: %w", err)
 	}
-	if d.rows, d.tokens, err = parseAverages(d.averages); err != nil || len(d.lengths)%4 != 0 || int64(lengthsCRC(d.lengths)) != crc {
+	var ok bool
+	if d.lengths, d.big, ok = unpackLengths(packed); !ok || lengthsCRC(packed) != crc {
+		return nil, nil
+	}
+	if d.rows, d.tokens, err = parseAverages(d.averages); err != nil {
 		return nil, nil
 	}
 	return &d, nil
@@ -409,7 +462,7 @@ func (s *Store) refreshRankLengths(ctx context.Context, force bool) (bool, error
 			return fmt.Errorf("reading message lengths: %w", err)
 		}
 		defer rows.Close()
-		var packed []byte
+		var counts []uint32
 		base, next := int64(-1), int64(0)
 		for rows.Next() {
 			var id int64
@@ -430,9 +483,9 @@ func (s *Store) refreshRankLengths(ctx context.Context, force bool) (bool, error
 				base, next = id, id
 			}
 			for ; next < id; next++ {
-				packed = binary.LittleEndian.AppendUint32(packed, 0) // an id not in the index
+				counts = append(counts, 0) // an id not in the index
 			}
-			packed = binary.LittleEndian.AppendUint32(packed, uint32(d))
+			counts = append(counts, d)
 			next = id + 1
 		}
 		if err := rows.Err(); err != nil {
@@ -442,8 +495,9 @@ func (s *Store) refreshRankLengths(ctx context.Context, force bool) (bool, error
 		if base < 0 {
 			base = 0
 		}
+		packed := packLengths(counts)
 		if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO fts_lengths (id, averages, structure, base, lengths, crc) VALUES (1, ?, ?, ?, ?, ?)`,
-			averages, structure, base, packed, int64(lengthsCRC(packed))); err != nil {
+			averages, structure, base, packed, lengthsCRC(packed)); err != nil {
 			return fmt.Errorf("storing message lengths: %w", err)
 		}
 		wrote = true

@@ -118,6 +118,9 @@ func TestWordRankingIsFTS5s(t *testing.T) {
 		case 2:
 			body = strings.Repeat("water ", i)
 		}
+		if i == 5 { // past 65,535 tokens: stored apart from the two-byte counts
+			body = strings.Repeat("water x ", 35000)
+		}
 		items = append(items, Item{Account: "extra", Mailbox: "INBOX", Path: fmt.Sprintf("x%d", i),
 			Raw: []byte(msg(fmt.Sprintf("x%d@rank", i), "water@utility.example", "me@home.example", fmt.Sprintf("Water bill %d", i%3), d(i), body))})
 	}
@@ -150,6 +153,9 @@ func TestWordRankingIsFTS5s(t *testing.T) {
 	}
 	if wrote, err := s.RefreshRankLengths(ctx); wrote || err != nil {
 		t.Fatalf("second refresh: wrote=%v, %v", wrote, err)
+	}
+	if dl, err := loadDocLengths(ctx, s.DB()); err != nil || dl == nil || len(dl.big) != 8 {
+		t.Fatalf("stored lengths: %+v, %v; want one past 65,535 tokens", dl, err)
 	}
 	st := time.Now()
 	n := checkWords(t, s)
@@ -240,6 +246,34 @@ func TestWordFrequencies(t *testing.T) {
 	} {
 		if _, _, err := wordFrequencies(list); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: %v, want %q", list, err, want)
+		}
+	}
+}
+
+// TestPackLengths: counts round-trip through the stored layout, big ones
+// included, and blobs of another shape are refused.
+func TestPackLengths(t *testing.T) {
+	counts := []uint32{0, 7, 65534, 65535, 1 << 20, 3, 70000}
+	packed := packLengths(counts)
+	lengths, big, ok := unpackLengths(packed)
+	if !ok || len(lengths) != 2*len(counts) || len(big) != 3*8 {
+		t.Fatalf("unpacked %d, %d bytes, %v", len(lengths), len(big), ok)
+	}
+	d := &docLengths{base: 10, lengths: lengths, big: big}
+	for i, want := range counts {
+		got, ok := d.length(int64(10 + i))
+		if got != want || ok != (want > 0) {
+			t.Errorf("id %d: %d %v, want %d", 10+i, got, ok, want)
+		}
+	}
+	for _, id := range []int64{9, 17, -1} {
+		if _, ok := d.length(id); ok {
+			t.Errorf("id %d outside the counts found", id)
+		}
+	}
+	for _, bad := range [][]byte{nil, {1, 0}, {2, 0, 0, 0, 1, 0}, append(packed, 1)} {
+		if _, _, ok := unpackLengths(bad); ok {
+			t.Errorf("%x accepted", bad)
 		}
 	}
 }

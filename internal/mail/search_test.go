@@ -526,10 +526,11 @@ func TestRelatedMarksAcrossRankingCut(t *testing.T) {
 	}
 }
 
-// TestEmbedQueue: the embed job reads only the queued messages. New and
-// changed messages and ones that reappear are queued, embedded ones leave
-// the queue, failures stay for the next run, an empty queue costs no
-// embedder call, and a file from before the queue gets the pending ones.
+// TestEmbedQueue: the embed job looks only at messages new since its last
+// complete pass and at queued ones: changed texts, messages that came
+// back, failures, ids reused below the mark. Embedded ones leave the
+// queue, nothing to do costs no embedder call, a file from before the
+// queue gets one full pass.
 func TestEmbedQueue(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -544,17 +545,21 @@ func TestEmbedQueue(t *testing.T) {
 		}
 		return ids
 	}
-	var all []int64
-	all, _ = s.ids(ctx, `SELECT id FROM messages ORDER BY id`)
-	if q := queued(); !slices.Equal(q, all) || len(q) != 5 {
-		t.Fatalf("queued after import: %v, messages %v", q, all)
+	next := func() int64 {
+		var n int64
+		s.DB().QueryRowContext(ctx, `SELECT next_id FROM embed_state`).Scan(&n)
+		return n
+	}
+	all, _ := s.ids(ctx, `SELECT id FROM messages ORDER BY id`)
+	if q := queued(); len(q) != 0 || next() != 0 {
+		t.Fatalf("after import: queue %v, next %d", q, next())
 	}
 	if n, err := s.EmbedPending(ctx, 32, 100); n != 4 || err != nil {
 		t.Fatalf("stored %d, %v", n, err)
 	}
 	failed, _ := s.ids(ctx, `SELECT id FROM messages WHERE id NOT IN (SELECT message_id FROM embeddings)`)
-	if q := queued(); len(failed) != 1 || !slices.Equal(q, failed) {
-		t.Fatalf("queued after embedding: %v, want the failed one %v", q, failed)
+	if q := queued(); len(failed) != 1 || !slices.Equal(q, failed) || next() != all[4]+1 {
+		t.Fatalf("after the pass: queue %v, want the failed one %v; next %d", q, failed, next())
 	}
 	emb.fail = nil
 	if n, err := s.EmbedPending(ctx, 32, 100); n != 1 || err != nil || len(queued()) != 0 {
@@ -562,7 +567,7 @@ func TestEmbedQueue(t *testing.T) {
 	}
 	calls := emb.calls
 	if n, err := s.EmbedPending(ctx, 32, 100); n != 0 || err != nil || emb.calls != calls {
-		t.Fatalf("empty queue: stored %d, %v, %d embedder calls", n, err, emb.calls-calls)
+		t.Fatalf("nothing to do: stored %d, %v, %d embedder calls", n, err, emb.calls-calls)
 	}
 	// A changed text is queued and embedded again.
 	s.DB().ExecContext(ctx, `UPDATE messages SET embed_hash = 'changed' WHERE id = ?`, all[0])
@@ -585,12 +590,35 @@ func TestEmbedQueue(t *testing.T) {
 	if n, err := s.EmbedPending(ctx, 32, 100); n != 0 || err != nil || len(queued()) != 0 {
 		t.Fatalf("came back: stored %d, %v; queue %v", n, err, queued())
 	}
+	// The newest message removed, its id is given again: below the mark,
+	// so it is queued.
+	newest := all[4]
+	if _, err := s.DB().ExecContext(ctx, `DELETE FROM messages WHERE id = ?`, newest); err != nil {
+		t.Fatal(err)
+	}
+	d := time.Date(2026, 6, 9, 9, 0, 0, 0, time.UTC).Format(time.RFC1123Z)
+	if _, err := s.Ingest(ctx, []Item{{Account: "personal", Mailbox: "INBOX", Path: "9", Raw: []byte(msg("9@x", "a@x.org", "me@home.org", "Boiler", d, "The boiler needs service."))}}); err != nil {
+		t.Fatal(err)
+	}
+	if q := queued(); !slices.Equal(q, []int64{newest}) {
+		t.Fatalf("reused id %d: queue %v", newest, q)
+	}
+	if n, err := s.EmbedPending(ctx, 32, 100); n != 1 || err != nil || len(queued()) != 0 {
+		t.Fatalf("reused id: stored %d, %v; queue %v", n, err, queued())
+	}
+	// A new message above the mark is found without the queue.
+	if _, err := s.Ingest(ctx, []Item{{Account: "personal", Mailbox: "INBOX", Path: "10", Raw: []byte(msg("10@x", "a@x.org", "me@home.org", "Roof", d, "The roof is fine."))}}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.EmbedPending(ctx, 32, 100); n != 1 || err != nil {
+		t.Fatalf("new message: stored %d, %v", n, err)
+	}
 
-	// A file from before the queue: the migration queues what is pending.
+	// A file from before the queue: one full pass finds what is pending.
 	s.DB().ExecContext(ctx, `DELETE FROM embeddings WHERE message_id = ?`, all[2])
 	s.DB().ExecContext(ctx, `UPDATE embeddings SET hash = 'old' WHERE message_id = ?`, all[3])
 	v, _ := s.DB().Version(ctx)
-	for _, q := range []string{`DROP TRIGGER messages_embed_ai`, `DROP TRIGGER messages_embed_au`, `DROP TABLE embed_queue`, fmt.Sprintf(`PRAGMA user_version = %d`, v-1)} {
+	for _, q := range []string{`DROP TRIGGER messages_embed_ai`, `DROP TRIGGER messages_embed_au`, `DROP TABLE embed_queue`, `DROP TABLE embed_state`, fmt.Sprintf(`PRAGMA user_version = %d`, v-1)} {
 		if _, err := s.DB().ExecContext(ctx, q); err != nil {
 			t.Fatal(err)
 		}
@@ -603,8 +631,8 @@ func TestEmbedQueue(t *testing.T) {
 	}
 	defer s2.Close()
 	s = s2
-	if q := queued(); !slices.Equal(q, all[2:4]) {
-		t.Fatalf("migrated queue %v, want %v", q, all[2:4])
+	if n, err := s.EmbedPending(ctx, 32, 100); n != 2 || err != nil {
+		t.Fatalf("after the migration: stored %d, %v", n, err)
 	}
 }
 
