@@ -168,8 +168,8 @@ func TestWordRankingIsFTS5s(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fmt.Sprint(summaryIDs(fast.Messages)) != fmt.Sprint(summaryIDs(plain.Messages)) || len(plain.Messages) != 20 {
-		t.Fatalf("page ranked from lengths %v, by FTS5 %v", summaryIDs(fast.Messages), summaryIDs(plain.Messages))
+	if fmt.Sprint(ids(fast.Messages)) != fmt.Sprint(ids(plain.Messages)) || len(plain.Messages) != 20 {
+		t.Fatalf("page ranked from lengths %v, by FTS5 %v", ids(fast.Messages), ids(plain.Messages))
 	}
 
 	// Another process (the CLI) reads the stored lengths.
@@ -214,14 +214,6 @@ func TestWordRankingIsFTS5s(t *testing.T) {
 	if w, ok := plainWord(`"WaTer42"`); !ok || w != "water42" {
 		t.Errorf("plainWord folds case: %q %v", w, ok)
 	}
-}
-
-func summaryIDs(ms []Summary) []int64 {
-	out := make([]int64, len(ms))
-	for i, m := range ms {
-		out[i] = m.ID
-	}
-	return out
 }
 
 // TestWordFrequencies: the instance list is parsed into weighted

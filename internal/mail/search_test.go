@@ -155,8 +155,8 @@ func TestSearchPagingAndSnippets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fmt.Sprint(summaryIDs(with.Messages)) != fmt.Sprint(summaryIDs(without.Messages)) || len(without.Messages) != 10 {
-		t.Fatalf("NoSnippets changed the page: %v vs %v", summaryIDs(without.Messages), summaryIDs(with.Messages))
+	if fmt.Sprint(ids(with.Messages)) != fmt.Sprint(ids(without.Messages)) || len(without.Messages) != 10 {
+		t.Fatalf("NoSnippets changed the page: %v vs %v", ids(without.Messages), ids(with.Messages))
 	}
 	for _, m := range without.Messages {
 		if m.Snippet != "" || m.Subject == "" {
