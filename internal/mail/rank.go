@@ -10,6 +10,7 @@ import (
 	"hash/crc32"
 	"math"
 	"slices"
+	"sort"
 
 	"modernc.org/libc"
 )
@@ -165,10 +166,6 @@ func (s *Store) wordScores(ctx context.Context, word string, minDocs int) (docs 
 		return nil, nil, false, fmt.Errorf("ranking %q: %w", word, err)
 	}
 	defer tx.Rollback()
-	averages, structure, err := ftsState(ctx, tx)
-	if err != nil || averages == nil {
-		return nil, nil, false, err
-	}
 	// Each instance as id*128 + the first letter of its column, in id
 	// order, in one string: the rows one by one cost more in database/sql
 	// than in FTS5, and a CASE on the column name costs a third more.
@@ -183,6 +180,12 @@ func (s *Store) wordScores(ctx context.Context, word string, minDocs int) (docs 
 	}
 	if len(docs) < minDocs || len(docs) == 0 {
 		return nil, nil, false, nil
+	}
+	// The index state in the same read transaction as the instances, and
+	// only for a word common enough to need it.
+	averages, structure, err := ftsState(ctx, tx)
+	if err != nil || averages == nil {
+		return nil, nil, false, err
 	}
 	dl := s.docLengths.Load()
 	if !dl.current(averages, structure) {
@@ -284,15 +287,7 @@ func (d *docLengths) length(id int64) (uint32, bool) {
 	}
 	n := uint32(binary.LittleEndian.Uint16(d.lengths[2*i:]))
 	if n == bigLength {
-		lo, hi := 0, len(d.big)/8
-		for lo < hi {
-			m := (lo + hi) / 2
-			if binary.LittleEndian.Uint32(d.big[8*m:]) < uint32(i) {
-				lo = m + 1
-			} else {
-				hi = m
-			}
-		}
+		lo := sort.Search(len(d.big)/8, func(m int) bool { return binary.LittleEndian.Uint32(d.big[8*m:]) >= uint32(i) })
 		if lo == len(d.big)/8 || binary.LittleEndian.Uint32(d.big[8*lo:]) != uint32(i) {
 			return 0, false
 		}
@@ -329,13 +324,9 @@ func unpackLengths(b []byte) (lengths, big []byte, ok bool) {
 	return b[4 : 4+2*n], b[4+2*n:], true
 }
 
-type queryer interface {
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
-
 // ftsState reads the word index's averages and structure records; both are
 // nil for an index never written.
-func ftsState(ctx context.Context, q queryer) (averages, structure []byte, err error) {
+func ftsState(ctx context.Context, q querier) (averages, structure []byte, err error) {
 	err = q.QueryRowContext(ctx, `SELECT (SELECT block FROM messages_fts_data WHERE id = ?), (SELECT block FROM messages_fts_data WHERE id = ?)`,
 		ftsAveragesRow, ftsStructureRow).Scan(&averages, &structure)
 	if err != nil {
@@ -369,7 +360,7 @@ func (s *Store) rankLengthsCurrent(ctx context.Context) (bool, error) {
 
 // loadDocLengths reads the stored counts; a missing or damaged row is
 // treated as stale (nil), so the search still answers through FTS5.
-func loadDocLengths(ctx context.Context, q queryer) (*docLengths, error) {
+func loadDocLengths(ctx context.Context, q querier) (*docLengths, error) {
 	var d docLengths
 	var crc int64
 	var packed []byte
