@@ -257,8 +257,12 @@ func (a *App) registerMail(ctx context.Context, reg *tools.Registry, paths *path
 		}
 	}
 	// The vector index is loaded at start rather than by the first hybrid
-	// search, which would otherwise wait for it (0.6 s at 100k messages).
+	// search, which would otherwise wait for it (0.6 s at 100k messages),
+	// and so are the message lengths one-word searches rank with.
 	a.AddWorker("mail.vectors", func(ctx context.Context) error {
+		if err := m.Store.WarmRanking(ctx); err != nil && ctx.Err() == nil {
+			log.Warn("mailLengthsNotLoaded", "err", err, "effect", "one-word searches read them when first needed")
+		}
 		if err := m.Store.LoadVectors(ctx); err != nil && ctx.Err() == nil {
 			log.Warn("mailVectorsNotLoaded", "err", err, "effect", "the first hybrid search loads them")
 		}

@@ -20,11 +20,12 @@ import (
 // ORDER BY rank makes FTS5's bm25 read every match's token count from the
 // messages_fts_docsize table, one B-tree lookup per match: for a word in
 // 30,000 of 100,000 messages that is ~50 ms of a ~60 ms search, while
-// walking the word's matches with their columns takes ~5 ms. So the token
-// counts of every message are kept as one row (fts_lengths), refreshed by
-// the writers after the index changes, and a one-word search computes the
-// same BM25 in Go from the word's instances (the fts5vocab table
-// messages_fts_instances) and those counts.
+// reading the word's matches with their columns from the index pages takes
+// ~1 ms (doclist.go). So the token counts of every message are kept as one
+// row (fts_lengths), refreshed by the writers after the index changes, and
+// a one-word search computes the same BM25 in Go from the word's doclist
+// (or, for pages doclist.go does not read, its instances in the fts5vocab
+// table messages_fts_instances) and those counts.
 //
 // The result must be exactly FTS5's order, so the formula below is
 // bm25() as SQLite computes it (same constants, same operations, same
@@ -41,9 +42,11 @@ const (
 	// %_data table (FTS5_AVERAGES_ROWID, FTS5_STRUCTURE_ROWID).
 	ftsAveragesRow  = 1
 	ftsStructureRow = 10
-	// minWordDocs is where reading the counts starts to pay: below it
-	// FTS5's own lookups take under ~3 ms.
-	minWordDocs = 2000
+	// minWordDocs is where loading the counts (a 200 KB row at 100,000
+	// messages) starts to pay against FTS5's lookup of each match's
+	// count. Once they are in memory (the daemon loads them at start), a
+	// word of any frequency is ranked from them.
+	minWordDocs = 200
 )
 
 // ftsColumns is the number of messages_fts columns.
@@ -101,8 +104,8 @@ func plainWord(all string) (string, bool) {
 // rankWord returns the first n matches of word in the order of
 // "ORDER BY rank + 0, rowid", and every message holding it (docs, in id
 // order, deleted ones too). ok is false when it cannot say (fewer than
-// minDocs matches, or counts not computed for the index as it is); the
-// caller then asks FTS5.
+// minDocs matches while the counts are not in memory, or counts not
+// computed for the index as it is); the caller then asks FTS5.
 func (s *Store) rankWord(ctx context.Context, word string, n, minDocs int) (ids, docs []int64, ok bool, err error) {
 	docs, scores, ok, err := s.wordScores(ctx, word, minDocs)
 	if !ok || err != nil {
@@ -166,29 +169,34 @@ func (s *Store) wordScores(ctx context.Context, word string, minDocs int) (docs 
 		return nil, nil, false, fmt.Errorf("ranking %q: %w", word, err)
 	}
 	defer tx.Rollback()
-	// Each instance as id*128 + the first letter of its column, in id
-	// order, in one string: the rows one by one cost more in database/sql
-	// than in FTS5, and a CASE on the column name costs a third more.
-	var list sql.NullString
-	err = tx.QueryRowContext(ctx, `SELECT group_concat(doc * 128 + unicode(col)) FROM messages_fts_instances WHERE term = ?`, word).Scan(&list)
-	if err != nil {
-		return nil, nil, false, fmt.Errorf("ranking %q: %w", word, err)
-	}
-	docs, freq, err := wordFrequencies(list.String)
-	if err != nil {
-		return nil, nil, false, fmt.Errorf("ranking %q: %w", word, err)
-	}
-	if len(docs) < minDocs || len(docs) == 0 {
-		return nil, nil, false, nil
-	}
-	// The index state in the same read transaction as the instances, and
-	// only for a word common enough to need it.
 	averages, structure, err := ftsState(ctx, tx)
 	if err != nil || averages == nil {
 		return nil, nil, false, err
 	}
+	docs, freq, ok, err := wordDoclist(ctx, tx, word, structure)
+	if err != nil {
+		return nil, nil, false, fmt.Errorf("ranking %q: %w", word, err)
+	}
+	if !ok {
+		// Pages wordDoclist does not read: the instances through the
+		// fts5vocab table, each as id*128 + the first letter of its
+		// column, in id order, in one string (the rows one by one cost
+		// more in database/sql than in FTS5).
+		var list sql.NullString
+		err = tx.QueryRowContext(ctx, `SELECT group_concat(doc * 128 + unicode(col)) FROM messages_fts_instances WHERE term = ?`, word).Scan(&list)
+		if err != nil {
+			return nil, nil, false, fmt.Errorf("ranking %q: %w", word, err)
+		}
+		if docs, freq, err = wordFrequencies(list.String); err != nil {
+			return nil, nil, false, fmt.Errorf("ranking %q: %w", word, err)
+		}
+	}
 	dl := s.docLengths.Load()
-	if !dl.current(averages, structure) {
+	warm := dl.current(averages, structure)
+	if len(docs) == 0 || len(docs) < minDocs && !warm {
+		return nil, nil, false, nil
+	}
+	if !warm {
 		if dl, err = loadDocLengths(ctx, tx); err != nil {
 			return nil, nil, false, err
 		}
@@ -336,7 +344,9 @@ func ftsState(ctx context.Context, q querier) (averages, structure []byte, err e
 }
 
 // rankLengthsCurrent says whether the stored counts were computed for the
-// index as it is, reading only the state they record.
+// index as it is and still decode (a row written by an older layout, or
+// damaged, is stale too: otherwise only --full would ever replace it). It
+// reads the index state and the one row (200 KB at 100,000 messages).
 func (s *Store) rankLengthsCurrent(ctx context.Context) (bool, error) {
 	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
@@ -347,13 +357,16 @@ func (s *Store) rankLengthsCurrent(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	var d docLengths
-	err = tx.QueryRowContext(ctx, `SELECT averages, structure FROM fts_lengths WHERE id = 1`).Scan(&d.averages, &d.structure)
-	if errors.Is(err, sql.ErrNoRows) {
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM fts_lengths`).Scan(&n); err != nil {
+		return false, fmt.Errorf("checking message lengths: %w", err)
+	}
+	if n == 0 {
 		return averages == nil, nil
 	}
+	d, err := loadDocLengths(ctx, tx)
 	if err != nil {
-		return false, fmt.Errorf("checking message lengths: %w", err)
+		return false, err
 	}
 	return d.current(averages, structure), nil
 }
@@ -418,6 +431,29 @@ func sqliteVarint(b []byte) (v uint64, n int) {
 	return 0, 0
 }
 
+// WarmRanking loads the stored message token counts into memory when they
+// are current, so the first one-word searches do not read them. A
+// long-running process calls it at start.
+func (s *Store) WarmRanking(ctx context.Context) error {
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return fmt.Errorf("loading message lengths: %w", err)
+	}
+	defer tx.Rollback()
+	averages, structure, err := ftsState(ctx, tx)
+	if err != nil {
+		return err
+	}
+	dl, err := loadDocLengths(ctx, tx)
+	if err != nil {
+		return err
+	}
+	if dl.current(averages, structure) {
+		s.docLengths.Store(dl)
+	}
+	return nil
+}
+
 // RefreshRankLengths recomputes the stored message token counts when the
 // word index changed since they were computed (a scan of its docsize
 // table: ~35 ms at 100,000 messages). Writers call it after changing the
@@ -429,8 +465,7 @@ func (s *Store) RefreshRankLengths(ctx context.Context) (bool, error) {
 }
 
 // refreshRankLengths with force recomputes them even when they look
-// current (hestia mail import --full: a damaged row is only noticed by the
-// searches it slows down).
+// current (hestia mail import --full: a check that trusts nothing stored).
 func (s *Store) refreshRankLengths(ctx context.Context, force bool) (bool, error) {
 	if !force {
 		current, err := s.rankLengthsCurrent(ctx)

@@ -59,7 +59,15 @@ func checkWords(t *testing.T, s *Store) (checked int) {
 	if len(words) < 100 {
 		t.Fatalf("only %d words indexed", len(words))
 	}
+	// The scores below come from the index pages, not the fts5vocab table.
+	_, structure, err := ftsState(ctx, s.DB())
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, w := range words {
+		if _, _, ok, err := wordDoclist(ctx, s.DB(), w, structure); !ok || err != nil {
+			t.Fatalf("%q: the index pages were not read: ok=%v, %v", w, ok, err)
+		}
 		want, score := ftsOrder(t, s, w)
 		docs, scores, ok, err := s.wordScores(ctx, w, 0)
 		if err != nil || !ok {
@@ -182,7 +190,29 @@ func TestWordRankingIsFTS5s(t *testing.T) {
 		t.Fatalf("second store: %v ok=%v, %v", got, ok, err)
 	}
 
-	// A damaged row is not used; a forced refresh replaces it.
+	// Below minDocs a word is left to FTS5 while the counts are not in
+	// memory, and ranked from them once WarmRanking (the daemon, at
+	// start) loaded them.
+	if _, _, ok, err := other.rankWord(ctx, "level", 5, 1<<30); !ok || err != nil {
+		t.Fatalf("counts loaded by a search are not reused: ok=%v, %v", ok, err)
+	}
+	fresh, err := Open(ctx, Options{DBPath: filepath.Join(dir, "mail.db"), BlobDir: filepath.Join(dir, "blobs")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Close()
+	if _, _, ok, err := fresh.rankWord(ctx, "level", 5, 1<<30); ok || err != nil {
+		t.Fatalf("a rare word ranked from counts not in memory: ok=%v, %v", ok, err)
+	}
+	if err := fresh.WarmRanking(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, ok, err := fresh.rankWord(ctx, "level", 5, 1<<30); !ok || err != nil {
+		t.Fatalf("after WarmRanking: ok=%v, %v", ok, err)
+	}
+
+	// A damaged row (or one an older layout wrote) is not used; the next
+	// refresh, which every import runs, replaces it.
 	if _, err := s.DB().ExecContext(ctx, `UPDATE fts_lengths SET lengths = zeroblob(length(lengths) - 4) || x'01000000'`); err != nil {
 		t.Fatal(err)
 	}
@@ -194,15 +224,15 @@ func TestWordRankingIsFTS5s(t *testing.T) {
 	if _, _, ok, err := third.rankWord(ctx, "water", 5, 0); ok || err != nil {
 		t.Fatalf("damaged lengths used: ok=%v, %v", ok, err)
 	}
-	if wrote, err := third.RefreshRankLengths(ctx); wrote || err != nil {
-		t.Fatalf("refresh with current state: wrote=%v, %v", wrote, err)
-	}
-	// A forced one (hestia mail import --full) replaces it.
-	if wrote, err := third.refreshRankLengths(ctx, true); !wrote || err != nil {
-		t.Fatalf("forced refresh over a damaged row: wrote=%v, %v", wrote, err)
+	if wrote, err := third.RefreshRankLengths(ctx); !wrote || err != nil {
+		t.Fatalf("refresh over a damaged row: wrote=%v, %v", wrote, err)
 	}
 	if _, _, ok, err := third.rankWord(ctx, "water", 5, 0); !ok || err != nil {
 		t.Fatalf("after the refresh: ok=%v, %v", ok, err)
+	}
+	// A forced one (hestia mail import --full) rewrites a current row.
+	if wrote, err := third.refreshRankLengths(ctx, true); !wrote || err != nil {
+		t.Fatalf("forced refresh: wrote=%v, %v", wrote, err)
 	}
 
 	// Words FTS5 would tokenize differently are left to it.
