@@ -399,3 +399,38 @@ func TestTrigramsAndFold(t *testing.T) {
 		}
 	}
 }
+
+// TestHammingPaths: the unrolled six-word loop and the general one give
+// the same distances and histogram.
+func TestHammingPaths(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewSource(4))
+	const n = 1000
+	rows, q := make([]uint64, 6*n), make([]uint64, 6)
+	for i := range rows {
+		rows[i] = r.Uint64()
+	}
+	for i := range q {
+		q[i] = r.Uint64()
+	}
+	copy(rows[6*7:], q) // one row at distance 0
+	for i := 6 * 9; i < 6*10; i++ {
+		rows[i] = ^q[i-6*9] // one at 384
+	}
+	fast, fastHist := make([]uint16, n), make([]int, 6*64+1)
+	hamming(rows, q, fast, fastHist)
+	// The general loop, as seven words of which the last is the same
+	// (zero distance) everywhere.
+	rows7 := make([]uint64, 0, 7*n)
+	for i := 0; i < n; i++ {
+		rows7 = append(append(rows7, rows[6*i:6*i+6]...), 0)
+	}
+	slow, slowHist := make([]uint16, n), make([]int, 7*64+1)
+	hamming(rows7, append(slices.Clone(q), 0), slow, slowHist)
+	if !slices.Equal(fast, slow) || !slices.Equal(fastHist, slowHist[:len(fastHist)]) {
+		t.Fatal("the six-word loop disagrees with the general one")
+	}
+	if fast[7] != 0 || fast[9] != 384 {
+		t.Fatalf("distances %d and %d, want 0 and 384", fast[7], fast[9])
+	}
+}

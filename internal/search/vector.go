@@ -335,6 +335,33 @@ func (t *topK) push(h Hit) {
 	}
 }
 
+// hamming writes the distance of each row of sign bits (len(q) words a
+// row) to q into dist and counts it in hist. Six words (384 dimensions,
+// the local embedder's) get a loop of their own: unrolled, it runs twice
+// as fast as the general one.
+func hamming(rows, q []uint64, dist []uint16, hist []int) {
+	if len(q) == 6 {
+		q0, q1, q2, q3, q4, q5 := q[0], q[1], q[2], q[3], q[4], q[5]
+		for i := range dist {
+			r := rows[i*6 : i*6+6 : i*6+6]
+			d := bits.OnesCount64(r[0]^q0) + bits.OnesCount64(r[1]^q1) + bits.OnesCount64(r[2]^q2) +
+				bits.OnesCount64(r[3]^q3) + bits.OnesCount64(r[4]^q4) + bits.OnesCount64(r[5]^q5)
+			dist[i] = uint16(d)
+			hist[d]++
+		}
+		return
+	}
+	w := len(q)
+	for i := range dist {
+		d := 0
+		for j, v := range rows[i*w : i*w+w] {
+			d += bits.OnesCount64(v ^ q[j])
+		}
+		dist[i] = uint16(d)
+		hist[d]++
+	}
+}
+
 // Search tuning. parallelFrom: index size from which scans split across
 // cores. prefilterFrom: size from which the sign-bit prefilter runs; it
 // keeps max(k·prefilterFactor, prefilterMin) candidates for rescoring,
@@ -407,15 +434,7 @@ func (x *Index) Search(q []float32, k int, keep func(int64) bool) ([]Hit, error)
 				lo, hi := n*p/parts, n*(p+1)/parts
 				dist := make([]uint16, hi-lo)
 				hist := make([]int, x.words*64+1)
-				for i := lo; i < hi; i++ {
-					row := x.bits[i*x.words : (i+1)*x.words]
-					d := 0
-					for w, v := range row {
-						d += bits.OnesCount64(v ^ qb[w])
-					}
-					dist[i-lo] = uint16(d)
-					hist[d]++
-				}
+				hamming(x.bits[lo*x.words:hi*x.words], qb, dist, hist)
 				cut, atCut := 0, pool // take every distance below cut, atCut at it
 				for cut < len(hist)-1 && hist[cut] < atCut {
 					atCut -= hist[cut]
