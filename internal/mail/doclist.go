@@ -109,11 +109,7 @@ func wordDoclist(ctx context.Context, q querier, word string, structure []byte) 
 		return nil, nil, false, nil
 	}
 	key := []byte("0" + word) // the main index's terms start with '0'
-	type entry struct {
-		id   int64
-		freq float64 // 0: deleted in this segment
-	}
-	var lists [][]entry
+	var lists []segmentDoclist
 	for _, seg := range segs {
 		var page int64
 		err := q.QueryRowContext(ctx, `SELECT pgno FROM messages_fts_idx WHERE segid = ? AND term <= ? ORDER BY term DESC LIMIT 1`, seg.id, key).Scan(&page)
@@ -128,8 +124,7 @@ func wordDoclist(ctx context.Context, q querier, word string, structure []byte) 
 		if page < seg.first || page > seg.last {
 			return nil, nil, false, nil
 		}
-		var list []entry
-		err = readDoclist(ctx, q, seg, page, key, func(id int64, f float64) { list = append(list, entry{id, f}) })
+		list, err := readDoclist(ctx, q, seg, page, key)
 		if errors.Is(err, errNotUnderstood) {
 			return nil, nil, false, nil
 		}
@@ -138,68 +133,81 @@ func wordDoclist(ctx context.Context, q querier, word string, structure []byte) 
 		}
 		lists = append(lists, list)
 	}
-	if len(lists) == 1 { // one segment (after a merge): nothing to reconcile
-		for _, e := range lists[0] {
-			if e.freq > 0 {
-				docs, freq = append(docs, e.id), append(freq, e.freq)
+	if len(lists) == 1 { // one segment (after a merge): only deletes to drop, in place
+		l := lists[0]
+		n := 0
+		for i, id := range l.ids {
+			if l.freq[i] > 0 {
+				l.ids[n], l.freq[n] = id, l.freq[i]
+				n++
 			}
 		}
-		return docs, freq, true, nil
+		return l.ids[:n], l.freq[:n], true, nil
 	}
 	// Several: a k-way merge by id; on equal ids the newest segment's
 	// entry (the lowest list index) decides.
+	total := 0
+	for _, l := range lists {
+		total += len(l.ids)
+	}
+	docs, freq = make([]int64, 0, total), make([]float64, 0, total)
 	at := make([]int, len(lists))
 	for {
 		best := -1
 		for i, l := range lists {
-			if at[i] < len(l) && (best < 0 || l[at[i]].id < lists[best][at[best]].id) {
+			if at[i] < len(l.ids) && (best < 0 || l.ids[at[i]] < lists[best].ids[at[best]]) {
 				best = i
 			}
 		}
 		if best < 0 {
 			return docs, freq, true, nil
 		}
-		e := lists[best][at[best]]
+		id, f := lists[best].ids[at[best]], lists[best].freq[at[best]]
 		for i, l := range lists {
-			if at[i] < len(l) && l[at[i]].id == e.id {
+			if at[i] < len(l.ids) && l.ids[at[i]] == id {
 				at[i]++
 			}
 		}
-		if e.freq > 0 {
-			docs, freq = append(docs, e.id), append(freq, e.freq)
+		if f > 0 {
+			docs, freq = append(docs, id), append(freq, f)
 		}
 	}
 }
 
-// readDoclist finds key on leaf page of seg and calls emit for each entry
-// of its doclist, in id order, with the weighted frequency of its
-// positions (0 for an entry without any: a delete).
-func readDoclist(ctx context.Context, q querier, seg ftsSegment, page int64, key []byte, emit func(id int64, freq float64)) error {
+// segmentDoclist is one segment's doclist of a word: ids ascending, the
+// weighted frequency of each (0: an entry without positions, a delete).
+type segmentDoclist struct {
+	ids  []int64
+	freq []float64
+}
+
+// readDoclist finds key on leaf page of seg and decodes its doclist.
+func readDoclist(ctx context.Context, q querier, seg ftsSegment, page int64, key []byte) (segmentDoclist, error) {
 	rows, err := q.QueryContext(ctx, `SELECT id, block FROM messages_fts_data WHERE id BETWEEN ? AND ? ORDER BY id`, leafRowid(seg.id, page), leafRowid(seg.id, seg.last))
 	if err != nil {
-		return fmt.Errorf("reading the word index: %w", err)
+		return segmentDoclist{}, fmt.Errorf("reading the word index: %w", err)
 	}
 	defer rows.Close()
 	var d doclistDecoder
 	for want := page; rows.Next(); want++ {
 		var id int64
-		var block []byte
+		var block sql.RawBytes // copied into d.buf before the next row
 		if err := rows.Scan(&id, &block); err != nil {
-			return fmt.Errorf("reading the word index: %w", err)
+			return segmentDoclist{}, fmt.Errorf("reading the word index: %w", err)
 		}
 		if id != leafRowid(seg.id, want) { // a missing page
-			return errNotUnderstood
+			return segmentDoclist{}, errNotUnderstood
 		}
 		leaf, err := parseLeaf(block)
 		if err != nil {
-			return err
+			return segmentDoclist{}, err
 		}
 		var start, end int
 		if want == page {
 			// The page the term index names: find the term on it.
 			off, found, err := leaf.find(key)
 			if err != nil || !found {
-				return err
+				return segmentDoclist{}, err
 			}
 			start, end = off, leaf.termEnd(off)
 			d.startAbsolute(len(d.buf))
@@ -212,10 +220,15 @@ func readDoclist(ctx context.Context, q querier, seg ftsSegment, page int64, key
 			}
 			if leaf.firstRowid != 0 {
 				if leaf.firstRowid < start || leaf.firstRowid > end {
-					return errNotUnderstood
+					return segmentDoclist{}, errNotUnderstood
 				}
 				d.startAbsolute(len(d.buf) + leaf.firstRowid - start)
 			}
+		}
+		if d.buf == nil {
+			// Room for a common word's doclist (~45 pages for one in
+			// 30,000 messages): each regrowth copies it all.
+			d.buf = make([]byte, 0, 64*len(leaf.data))
 		}
 		d.buf = append(d.buf, leaf.data[start:end]...)
 		if want > page && len(leaf.terms) > 0 || want == page && end < leaf.size {
@@ -223,9 +236,9 @@ func readDoclist(ctx context.Context, q querier, seg ftsSegment, page int64, key
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("reading the word index: %w", err)
+		return segmentDoclist{}, fmt.Errorf("reading the word index: %w", err)
 	}
-	return d.decode(emit)
+	return d.decode()
 }
 
 // ftsLeaf is one leaf page: its data up to the footer, where its first id
@@ -312,30 +325,35 @@ type doclistDecoder struct {
 
 func (d *doclistDecoder) startAbsolute(at int) { d.absolute = append(d.absolute, at) }
 
-func (d *doclistDecoder) decode(emit func(id int64, freq float64)) error {
+// decode returns the doclist's entries. Each takes at least three bytes
+// (id delta, size, one position), which bounds how many there can be: the
+// slices are made once at that size (pages never written are never
+// touched), not regrown entry by entry.
+func (d *doclistDecoder) decode() (segmentDoclist, error) {
+	l := segmentDoclist{ids: make([]int64, 0, len(d.buf)/3+1), freq: make([]float64, 0, len(d.buf)/3+1)}
 	weights := [ftsColumns]float64{columnWeight('s'), columnWeight('f'), columnWeight('t'), columnWeight('b')}
 	p, abs := 0, d.absolute
 	var id int64
 	for p < len(d.buf) {
 		v, n := sqliteVarint(d.buf[p:])
 		if n == 0 || v > math.MaxInt64-uint64(max(id, 0)) {
-			return errNotUnderstood
+			return segmentDoclist{}, errNotUnderstood
 		}
 		switch {
 		case len(abs) > 0 && abs[0] == p:
 			if int64(v) <= id && p > 0 {
-				return errNotUnderstood
+				return segmentDoclist{}, errNotUnderstood
 			}
 			id, abs = int64(v), abs[1:]
 		case len(abs) > 0 && abs[0] < p, v == 0: // stepped over a page's first id, or no delta
-			return errNotUnderstood
+			return segmentDoclist{}, errNotUnderstood
 		default:
 			id += int64(v)
 		}
 		p += n
 		h, n := sqliteVarint(d.buf[p:])
 		if n == 0 || h>>1 > uint64(len(d.buf)-p-n) {
-			return errNotUnderstood
+			return segmentDoclist{}, errNotUnderstood
 		}
 		p += n
 		pos := d.buf[p : p+int(h>>1)]
@@ -344,23 +362,23 @@ func (d *doclistDecoder) decode(emit func(id int64, freq float64)) error {
 		for len(pos) > 0 {
 			v, n := sqliteVarint(pos)
 			if n == 0 {
-				return errNotUnderstood
+				return segmentDoclist{}, errNotUnderstood
 			}
 			pos = pos[n:]
 			if v == 1 { // a column change, then the column
 				c, n := sqliteVarint(pos)
 				if n == 0 || c >= ftsColumns || int(c) <= col { // columns ascend from 0
-					return errNotUnderstood
+					return segmentDoclist{}, errNotUnderstood
 				}
 				col, pos = int(c), pos[n:]
 				continue
 			}
 			f += weights[col]
 		}
-		emit(id, f)
+		l.ids, l.freq = append(l.ids, id), append(l.freq, f)
 	}
 	if len(abs) > 0 {
-		return errNotUnderstood
+		return segmentDoclist{}, errNotUnderstood
 	}
-	return nil
+	return l, nil
 }

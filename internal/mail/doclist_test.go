@@ -183,12 +183,14 @@ func FuzzLeafPage(f *testing.F) {
 			d.startAbsolute(leaf.firstRowid - 4)
 			d.buf = append(d.buf, leaf.data[4:leaf.size]...)
 		}
-		last := int64(-1)
-		d.decode(func(id int64, f float64) {
-			if id <= last || f < 0 {
-				t.Fatalf("id %d after %d, frequency %v", id, last, f)
+		l, err := d.decode()
+		if err != nil {
+			return
+		}
+		for i, id := range l.ids {
+			if i > 0 && id <= l.ids[i-1] || l.freq[i] < 0 {
+				t.Fatalf("id %d after %d, frequency %v", id, l.ids[max(i-1, 0)], l.freq[i])
 			}
-			last = id
-		})
+		}
 	})
 }
