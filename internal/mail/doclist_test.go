@@ -5,13 +5,10 @@ import (
 	"database/sql"
 	"encoding/binary"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/hestia-dev/hestia/internal/mail/mailbench"
 )
 
 // vocabFrequencies is what FTS5's own fts5vocab table says of word: the
@@ -78,15 +75,7 @@ func compareDoclists(t *testing.T, s *Store, stage string) int {
 func TestWordDoclistIsFTS5s(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	dir := t.TempDir()
-	if _, err := mailbench.Generate(filepath.Join(dir, "Maildir"), mailbench.Options{Messages: 400, Seed: 5}); err != nil {
-		t.Fatal(err)
-	}
-	s, err := Open(ctx, Options{DBPath: filepath.Join(dir, "mail.db"), BlobDir: filepath.Join(dir, "blobs")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, _, maildir := generatedStore(t, 400, 5)
 	exec := func(q string, args ...any) {
 		t.Helper()
 		if _, err := s.DB().ExecContext(ctx, q, args...); err != nil {
@@ -96,7 +85,7 @@ func TestWordDoclistIsFTS5s(t *testing.T) {
 	// Small pages: common words' doclists run over dozens of them, and
 	// positions lists across page ends.
 	exec(`INSERT INTO messages_fts(messages_fts, rank) VALUES ('pgsz', 64)`)
-	if _, err := s.Import(ctx, filepath.Join(dir, "Maildir"), ImportOptions{}); err != nil {
+	if _, err := s.Import(ctx, maildir, ImportOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	exec(`CREATE VIRTUAL TABLE temp.temp_vocab USING fts5vocab(main, messages_fts, row)`)

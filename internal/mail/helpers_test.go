@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hestia-dev/hestia/internal/mail/mailbench"
 	"github.com/hestia-dev/hestia/internal/mail/parse"
 	"github.com/hestia-dev/hestia/internal/search"
 )
@@ -105,3 +106,21 @@ func msg(id, from, to, subject, date, body string, extra ...string) string {
 }
 
 func flagsSeen() parse.Flags { return parse.Flags{Seen: true} }
+
+// generatedStore writes a mailbench Maildir of n messages (seed decides
+// them) into a fresh folder and opens an empty mirror beside it, closed
+// when the test ends. It returns the store, the folder and the Maildir.
+func generatedStore(t *testing.T, n int, seed int64) (s *Store, dir, maildir string) {
+	t.Helper()
+	dir = t.TempDir()
+	maildir = filepath.Join(dir, "Maildir")
+	if _, err := mailbench.Generate(maildir, mailbench.Options{Messages: n, Seed: seed}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(context.Background(), Options{DBPath: filepath.Join(dir, "mail.db"), BlobDir: filepath.Join(dir, "blobs")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, dir, maildir
+}

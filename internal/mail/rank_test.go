@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/hestia-dev/hestia/internal/mail/mailbench"
 )
 
 // ftsOrder is FTS5's own ranking of a one-word query: ids and bm25 scores.
@@ -104,16 +102,8 @@ func checkWords(t *testing.T, s *Store) (checked int) {
 func TestWordRankingIsFTS5s(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	dir := t.TempDir()
-	if _, err := mailbench.Generate(filepath.Join(dir, "Maildir"), mailbench.Options{Messages: 600, Seed: 3}); err != nil {
-		t.Fatal(err)
-	}
-	s, err := Open(ctx, Options{DBPath: filepath.Join(dir, "mail.db"), BlobDir: filepath.Join(dir, "blobs")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if _, err := s.Import(ctx, filepath.Join(dir, "Maildir"), ImportOptions{}); err != nil {
+	s, dir, maildir := generatedStore(t, 600, 3)
+	if _, err := s.Import(ctx, maildir, ImportOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	d := func(i int) string { return time.Date(2026, 3, 1, 0, i, 0, 0, time.UTC).Format(time.RFC1123Z) }
