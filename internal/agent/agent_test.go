@@ -152,7 +152,7 @@ func TestApprovalOutcomes(t *testing.T) {
 	t.Run("approve", func(t *testing.T) {
 		t.Parallel()
 		h := newHarness(t, harnessOpts{}, llmtest.ToolCalls(writeCall("w", "out.txt", "hi")), llmtest.Text("written"))
-		go h.decideNext(approval.Decision{Outcome: approval.Approve})
+		h.decideInBackground(approval.Decision{Outcome: approval.Approve})
 		res := h.run("write it", Options{})
 		if !res.OK || h.read("out.txt") != "hi" {
 			t.Fatalf("res=%+v file=%q", res, h.read("out.txt"))
@@ -224,7 +224,7 @@ func TestApprovalOutcomes(t *testing.T) {
 			t.Parallel()
 			h := newHarness(t, harnessOpts{timeout: c.timeout, noApprovers: c.noAppr}, llmtest.ToolCalls(writeCall("w", "out.txt", "hi")), llmtest.Text("ok"))
 			if c.decision.Outcome != "" {
-				go h.decideNext(c.decision)
+				h.decideInBackground(c.decision)
 			}
 			res := h.run("write it", c.opts)
 			if !res.OK {
@@ -502,7 +502,7 @@ func TestSensitivePathsRefused(t *testing.T) {
 func TestAuditTrail(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, harnessOpts{}, llmtest.ToolCalls(writeCall("w", "k.txt", "api_key=sk-abcdefghijklmnop")), llmtest.Text("done"))
-	go h.decideNext(approval.Decision{Outcome: approval.Approve})
+	h.decideInBackground(approval.Decision{Outcome: approval.Approve})
 	h.run("store my key sk-abcdefghijklmnop", Options{})
 	evs, err := h.audit.List(context.Background(), auditFilter(h.chatID))
 	if err != nil {

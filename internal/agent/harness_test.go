@@ -3,6 +3,8 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -141,18 +143,40 @@ func (h *harness) run(text string, opts Options) Result {
 // decideNext waits for the next pending approval and applies d.
 func (h *harness) decideNext(d approval.Decision) approval.Request {
 	h.t.Helper()
+	req, err := h.decide(d)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return req
+}
+
+// decideInBackground applies d to the next pending approval from another
+// goroutine, while the test's own goroutine runs the turn that asks for
+// it; a failure is reported with Error (Fatal must not be called off the
+// test's goroutine) and the test waits for it before it ends.
+func (h *harness) decideInBackground(d approval.Decision) {
+	done := make(chan struct{})
+	h.t.Cleanup(func() { <-done })
+	go func() {
+		defer close(done)
+		if _, err := h.decide(d); err != nil {
+			h.t.Error(err)
+		}
+	}()
+}
+
+func (h *harness) decide(d approval.Decision) (approval.Request, error) {
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
 		if p := h.broker.Pending(h.chatID); len(p) > 0 {
 			if _, err := h.broker.Decide(p[0].ID, d); err != nil {
-				h.t.Fatalf("decide %s: %v", p[0].ID, err)
+				return approval.Request{}, fmt.Errorf("decide %s: %w", p[0].ID, err)
 			}
-			return p[0]
+			return p[0], nil
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
-	h.t.Fatal("no approval request appeared")
-	return approval.Request{}
+	return approval.Request{}, errors.New("no approval request appeared")
 }
 
 func (h *harness) waitPending() approval.Request {
@@ -215,13 +239,11 @@ func (h *harness) read(rel string) string {
 // probeTool is a parallel-safe low-risk tool that records calls and
 // concurrency and can be slowed down.
 type probeTool struct {
-	mu       sync.Mutex
-	calls    []string
-	active   atomic.Int32
-	maxSeen  atomic.Int32
-	delay    time.Duration
-	fail     bool
-	parallel bool
+	mu      sync.Mutex
+	calls   []string
+	active  atomic.Int32
+	maxSeen atomic.Int32
+	delay   time.Duration
 }
 
 func (p *probeTool) Spec() tools.Spec {
