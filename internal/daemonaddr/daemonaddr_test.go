@@ -79,7 +79,7 @@ func TestVerify(t *testing.T) {
 	relay := l.serve(t, func(w http.ResponseWriter, r *http.Request) {
 		resp, err := http.Get(real.URL + r.URL.RequestURI())
 		if err != nil {
-			http.Error(w, err.Error(), 502)
+			http.Error(w, err.Error(), http.StatusBadGateway)
 			return
 		}
 		defer resp.Body.Close()

@@ -20,7 +20,7 @@ func TestCompilesOnFirstUseOnce(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if re.Get() != re.Get() {
+	if first, second := re.Get(), re.Get(); first != second {
 		t.Error("compiled twice")
 	}
 	if got := re.ReplaceAllString("bob@x.org and c@y.org", "$1"); got != "bob and c" {

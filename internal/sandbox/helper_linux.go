@@ -96,7 +96,7 @@ func restrict(spec Spec) error {
 			rights &= fileRights
 		}
 		if err := addPathRule(fd, f.Fd(), rights&handled); err != nil {
-			return fmt.Errorf("Landlock rule for %s: %w", path, err)
+			return fmt.Errorf("adding the Landlock rule for %s: %w", path, err)
 		}
 		return nil
 	}
@@ -152,7 +152,7 @@ func restrict(spec Spec) error {
 		}
 	}
 	if _, _, errno := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, uintptr(fd), 0, 0); errno != 0 {
-		return fmt.Errorf("Landlock restrict_self: %w", errno)
+		return fmt.Errorf("restricting with Landlock (restrict_self): %w", errno)
 	}
 	return nil
 }

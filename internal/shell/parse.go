@@ -186,7 +186,7 @@ func (c *Command) redirect(r *syntax.Redirect) error {
 		target = w.Text
 	}
 	switch {
-	case (r.Op == syntax.RdrOut || r.Op == syntax.AppOut || r.Op == syntax.ClbOut) && target == "/dev/null" && (fd == "" || fd == "1"):
+	case (r.Op == syntax.RdrOut || r.Op == syntax.AppOut || r.Op == syntax.RdrClob) && target == "/dev/null" && (fd == "" || fd == "1"):
 		c.StdoutNull = true
 	case (r.Op == syntax.RdrOut || r.Op == syntax.AppOut) && target == "/dev/null" && fd == "2":
 		c.StderrNull = true

@@ -94,10 +94,7 @@ func TestResearchCitesAndTaintsParent(t *testing.T) {
 	if len(reqs) != 2 {
 		t.Fatalf("%d model calls", len(reqs))
 	}
-	var offered []string
-	for _, tl := range reqs[0].Tools {
-		offered = append(offered, tl)
-	}
+	offered := append([]string(nil), reqs[0].Tools...)
 	if strings.Join(offered, ",") != "mail_search,wiki_search" {
 		t.Fatalf("research offered %v, want only the preset's read tools", offered)
 	}

@@ -22,7 +22,7 @@ func renderTemplate(tmpl string, vars map[string]any, check bool) (string, error
 	out := placeholderRE.ReplaceAllStringFunc(tmpl, func(m string) string {
 		path := placeholderRE.FindStringSubmatch(m)[1]
 		if !strings.HasPrefix(path, "event.") && !strings.HasPrefix(path, "watch.") {
-			bad = fmt.Errorf("template placeholder %q must start with event. or watch.", path)
+			bad = fmt.Errorf("template placeholder %q must start with \"event.\" or \"watch.\"", path)
 			return ""
 		}
 		if !check {

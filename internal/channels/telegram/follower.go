@@ -499,8 +499,10 @@ func (b *Bot) handleCallback(ctx context.Context, q *CallbackQuery) {
 		refuse(fmt.Sprintf("user %d may not approve", q.From.ID), "You may not decide approvals here.")
 		return
 	}
+	// An empty section: waits for cards being posted.
 	b.cards.Lock()
-	b.cards.Unlock() //nolint:staticcheck // an empty section: waits for cards being posted
+	//lint:ignore SA2001 the lock is the wait
+	b.cards.Unlock()
 	c, err := b.d.Store.Card(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		refuse("no card for approval "+id, "Unknown approval.")

@@ -164,11 +164,10 @@ func (s *Server) checkVAPID(h string) (string, error) {
 	if err != nil || len(kb) != 65 {
 		return "", errors.New("bad vapid key")
 	}
-	x, y := elliptic.Unmarshal(elliptic.P256(), kb) //nolint:staticcheck // only way to build an ecdsa key from raw bytes
-	if x == nil {
+	pub, err := ecdsa.ParseUncompressedPublicKey(elliptic.P256(), kb)
+	if err != nil {
 		return "", errors.New("vapid key is not a P-256 point")
 	}
-	pub := &ecdsa.PublicKey{Curve: elliptic.P256(), X: x, Y: y}
 	parts := strings.Split(tok, ".")
 	if len(parts) != 3 {
 		return "", errors.New("vapid token is not a JWT")
