@@ -532,6 +532,13 @@ func (s *Store) refreshRankLengths(ctx context.Context, force bool) (bool, error
 	if err != nil {
 		return false, fmt.Errorf("refreshing message lengths: %w", err)
 	}
+	if wrote && s.docLengths.Load() != nil {
+		// A process that had them in memory keeps ranking every word from
+		// them (see minWordDocs).
+		if err := s.WarmRanking(ctx); err != nil {
+			return wrote, err
+		}
+	}
 	return wrote, nil
 }
 

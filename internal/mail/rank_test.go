@@ -200,6 +200,21 @@ func TestWordRankingIsFTS5s(t *testing.T) {
 	if _, _, ok, err := fresh.rankWord(ctx, "level", 5, 1<<30); !ok || err != nil {
 		t.Fatalf("after WarmRanking: ok=%v, %v", ok, err)
 	}
+	// A write makes them stale; the refresh that follows keeps them in
+	// memory for a process that had them (the daemon).
+	if _, err := fresh.Ingest(ctx, []Item{{Account: "extra", Mailbox: "INBOX", Path: "warm",
+		Raw: []byte(msg("warm@rank", "a@b.example", "me@home.example", "Level", d(50), "level water"))}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, ok, err := fresh.rankWord(ctx, "level", 5, 1<<30); ok || err != nil {
+		t.Fatalf("stale counts in memory used: ok=%v, %v", ok, err)
+	}
+	if wrote, err := fresh.RefreshRankLengths(ctx); !wrote || err != nil {
+		t.Fatalf("refresh after the write: wrote=%v, %v", wrote, err)
+	}
+	if _, _, ok, err := fresh.rankWord(ctx, "level", 5, 1<<30); !ok || err != nil {
+		t.Fatalf("the refresh dropped the counts from memory: ok=%v, %v", ok, err)
+	}
 
 	// A damaged row (or one an older layout wrote) is not used; the next
 	// refresh, which every import runs, replaces it.
