@@ -343,32 +343,37 @@ func ftsState(ctx context.Context, q querier) (averages, structure []byte, err e
 	return averages, structure, nil
 }
 
+// storedLengths reads the index state and the stored counts in one read
+// transaction; dl is nil when no row is stored or it does not decode.
+func (s *Store) storedLengths(ctx context.Context) (dl *docLengths, averages, structure []byte, err error) {
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("reading message lengths: %w", err)
+	}
+	defer tx.Rollback()
+	if averages, structure, err = ftsState(ctx, tx); err != nil {
+		return nil, nil, nil, err
+	}
+	dl, err = loadDocLengths(ctx, tx)
+	return dl, averages, structure, err
+}
+
 // rankLengthsCurrent says whether the stored counts were computed for the
 // index as it is and still decode (a row written by an older layout, or
 // damaged, is stale too: otherwise only --full would ever replace it). It
-// reads the index state and the one row (200 KB at 100,000 messages).
+// reads the index state and the one row (200 KB at 100,000 messages). An
+// index never written is current when no counts are stored.
 func (s *Store) rankLengthsCurrent(ctx context.Context) (bool, error) {
-	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-	if err != nil {
-		return false, fmt.Errorf("checking message lengths: %w", err)
-	}
-	defer tx.Rollback()
-	averages, structure, err := ftsState(ctx, tx)
+	dl, averages, structure, err := s.storedLengths(ctx)
 	if err != nil {
 		return false, err
 	}
-	var n int
-	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM fts_lengths`).Scan(&n); err != nil {
-		return false, fmt.Errorf("checking message lengths: %w", err)
+	if averages == nil {
+		var n int
+		err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM fts_lengths`).Scan(&n)
+		return n == 0, err
 	}
-	if n == 0 {
-		return averages == nil, nil
-	}
-	d, err := loadDocLengths(ctx, tx)
-	if err != nil {
-		return false, err
-	}
-	return d.current(averages, structure), nil
+	return dl.current(averages, structure), nil
 }
 
 // loadDocLengths reads the stored counts; a missing or damaged row is
@@ -384,14 +389,25 @@ func loadDocLengths(ctx context.Context, q querier) (*docLengths, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading message lengths: %w", err)
 	}
+	if lengthsCRC(packed) != crc {
+		return nil, nil
+	}
+	return decodeLengths(d.averages, d.structure, d.base, packed), nil
+}
+
+// decodeLengths is the counts as stored (packLengths' layout) for the index
+// state averages and structure; nil when they do not decode.
+func decodeLengths(averages, structure []byte, base int64, packed []byte) *docLengths {
+	d := &docLengths{averages: averages, structure: structure, base: base}
 	var ok bool
-	if d.lengths, d.big, ok = unpackLengths(packed); !ok || lengthsCRC(packed) != crc {
-		return nil, nil
+	if d.lengths, d.big, ok = unpackLengths(packed); !ok {
+		return nil
 	}
-	if d.rows, d.tokens, err = parseAverages(d.averages); err != nil {
-		return nil, nil
+	var err error
+	if d.rows, d.tokens, err = parseAverages(averages); err != nil {
+		return nil
 	}
-	return &d, nil
+	return d
 }
 
 // parseAverages decodes FTS5's averages record: the row count, then the
@@ -435,23 +451,11 @@ func sqliteVarint(b []byte) (v uint64, n int) {
 // are current, so the first one-word searches do not read them. A
 // long-running process calls it at start.
 func (s *Store) WarmRanking(ctx context.Context) error {
-	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-	if err != nil {
-		return fmt.Errorf("loading message lengths: %w", err)
-	}
-	defer tx.Rollback()
-	averages, structure, err := ftsState(ctx, tx)
-	if err != nil {
-		return err
-	}
-	dl, err := loadDocLengths(ctx, tx)
-	if err != nil {
-		return err
-	}
-	if dl.current(averages, structure) {
+	dl, averages, structure, err := s.storedLengths(ctx)
+	if err == nil && dl.current(averages, structure) {
 		s.docLengths.Store(dl)
 	}
-	return nil
+	return err
 }
 
 // RefreshRankLengths recomputes the stored message token counts when the
@@ -474,6 +478,7 @@ func (s *Store) refreshRankLengths(ctx context.Context, force bool) (bool, error
 		}
 	}
 	wrote := false
+	var fresh *docLengths // what was stored, as a search reads it
 	err := s.db.Tx(ctx, func(tx *sql.Tx) error {
 		averages, structure, err := ftsState(ctx, tx)
 		if err != nil {
@@ -526,18 +531,16 @@ func (s *Store) refreshRankLengths(ctx context.Context, force bool) (bool, error
 			averages, structure, base, packed, lengthsCRC(packed)); err != nil {
 			return fmt.Errorf("storing message lengths: %w", err)
 		}
-		wrote = true
+		wrote, fresh = true, decodeLengths(averages, structure, base, packed)
 		return nil
 	})
 	if err != nil {
 		return false, fmt.Errorf("refreshing message lengths: %w", err)
 	}
-	if wrote && s.docLengths.Load() != nil {
+	if fresh != nil && s.docLengths.Load() != nil {
 		// A process that had them in memory keeps ranking every word from
 		// them (see minWordDocs).
-		if err := s.WarmRanking(ctx); err != nil {
-			return wrote, err
-		}
+		s.docLengths.Store(fresh)
 	}
 	return wrote, nil
 }
