@@ -61,9 +61,7 @@ func llmtestModel(t *testing.T) Model {
 
 // TestMain lets the test binary stand in for `hestia sandbox-exec`.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == "sandbox-exec" {
-		os.Exit(sandbox.Main(os.Args[2:], os.Stderr))
-	}
+	sandbox.RunHelperIfAsked()
 	os.Exit(m.Run())
 }
 

@@ -15,8 +15,6 @@ import (
 // left their homes behind when it was stopped.
 func TestMain(m *testing.M) {
 	docs.RunChildIfAsked()
-	if len(os.Args) > 1 && os.Args[1] == "sandbox-exec" {
-		os.Exit(sandbox.Main(os.Args[2:], os.Stderr))
-	}
+	sandbox.RunHelperIfAsked()
 	os.Exit(m.Run())
 }

@@ -10,6 +10,16 @@ import (
 	"syscall"
 )
 
+// RunHelperIfAsked makes a test binary, started as the helper by code
+// under test (its Helper is [os.Executable(), "sandbox-exec"]), act as
+// `hestia sandbox-exec` and exit; otherwise it returns. Tests call it
+// first in TestMain.
+func RunHelperIfAsked() {
+	if len(os.Args) > 1 && os.Args[1] == "sandbox-exec" {
+		os.Exit(Main(os.Args[2:], os.Stderr))
+	}
+}
+
 // Main is `hestia sandbox-exec --spec JSON -- PROGRAM ARGS…`, or
 // `hestia sandbox-exec --worker SPEC` (a long-lived worker inside
 // bubblewrap, see worker.go). The first confines

@@ -16,9 +16,7 @@ import (
 
 // TestMain lets the test binary stand in for `hestia sandbox-exec`.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == "sandbox-exec" {
-		os.Exit(Main(os.Args[2:], os.Stderr))
-	}
+	RunHelperIfAsked()
 	os.Exit(m.Run())
 }
 
