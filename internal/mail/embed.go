@@ -16,8 +16,9 @@ import (
 var ErrEmbedderUnavailable = errors.New("embedding endpoint unavailable")
 
 // vectorCandidates returns up to vectorPool KNN hits that pass the filter,
-// in KNN order, or a reason why vectors were not used.
-func (s *Store) vectorCandidates(ctx context.Context, q Query, f *filter) ([]int64, string) {
+// in KNN order and with their threads, or a reason why vectors were not
+// used.
+func (s *Store) vectorCandidates(ctx context.Context, q Query, f *filter) ([]hit, string) {
 	qv := q.Vector
 	if qv == nil {
 		if s.opts.Embedder == nil {
@@ -60,18 +61,18 @@ func (s *Store) vectorCandidates(ctx context.Context, q Query, f *filter) ([]int
 		args = append(args, h.ID)
 	}
 	args = append(args, f.args...)
-	ok, err := s.ids(ctx, `SELECT m.id FROM messages m WHERE m.id IN (`+placeholders(len(hits))+`) AND `+f.sql(), args...)
+	ok, err := s.hits(ctx, `SELECT m.id, coalesce(m.thread_id, 0) FROM messages m WHERE m.id IN (`+placeholders(len(hits))+`) AND `+f.sql(), args...)
 	if err != nil {
 		return nil, err.Error()
 	}
-	pass := make(map[int64]bool, len(ok))
-	for _, id := range ok {
-		pass[id] = true
+	thread := make(map[int64]int64, len(ok))
+	for _, h := range ok {
+		thread[h.id] = h.thread
 	}
-	var out []int64
+	var out []hit
 	for _, h := range hits {
-		if pass[h.ID] && len(out) < vectorPool {
-			out = append(out, h.ID)
+		if t, pass := thread[h.ID]; pass && len(out) < vectorPool {
+			out = append(out, hit{h.ID, t})
 		}
 	}
 	return out, ""

@@ -313,15 +313,15 @@ func (s *Store) Search(ctx context.Context, q Query) (Result, error) {
 		// The nearest vectors are found while FTS5 ranks: the two are
 		// independent, and each takes milliseconds at 100k messages.
 		type vecResult struct {
-			ids []int64
-			why string
+			hits []hit
+			why  string
 		}
 		var vecDone chan vecResult
 		if !q.NoVectors {
 			vecDone = make(chan vecResult, 1) // never blocks: an early return leaves it unread
 			go func() {
-				ids, why := s.vectorCandidates(ctx, q, f)
-				vecDone <- vecResult{ids, why}
+				hits, why := s.vectorCandidates(ctx, q, f)
+				vecDone <- vecResult{hits, why}
 			}()
 		}
 		var lex []hit
@@ -332,25 +332,33 @@ func (s *Store) Search(ctx context.Context, q Query) (Result, error) {
 			}
 		}
 		lexAll, lexComplete = lex, len(lex) < firstN
+		// Both lists carry each message's thread, so the fused head needs
+		// no further query.
+		thread := make(map[int64]int64, 2*lexicalPool)
 		head := make([]int64, 0, lexicalPool)
 		for _, h := range lex[:min(len(lex), lexicalPool)] {
 			head = append(head, h.id)
+			thread[h.id] = h.thread
 		}
 		res.Mode = "lexical"
 		var vec []int64
 		if vecDone != nil {
 			r := <-vecDone
-			vec, res.Degraded = r.ids, r.why
+			res.Degraded = r.why
+			for _, h := range r.hits {
+				vec = append(vec, h.id)
+				thread[h.id] = h.thread
+			}
 		}
 		if len(vec) > 0 {
 			res.Mode = "hybrid"
 		}
-		var fused []int64
+		var fused []hit
 		for _, h := range search.RRF(search.K, head, vec) {
-			fused = append(fused, h.ID)
+			fused = append(fused, hit{h.ID, thread[h.ID]})
 		}
 		seen := map[int64]bool{}
-		src = s.idStream(fused, seen)
+		src = hitStream(fused, seen)
 		if len(lex) > lexicalPool {
 			src = src.then(hitStream(lex[lexicalPool:], seen))
 		}
@@ -671,31 +679,6 @@ func hitStream(hits []hit, seen map[int64]bool) *rankStream {
 	return r
 }
 
-// idStream yields a fixed ranking of ids (the fused head), recording them in seen.
-func (s *Store) idStream(ids []int64, seen map[int64]bool) *rankStream {
-	r := &rankStream{}
-	r.next = func(ctx context.Context) ([]rankedHit, error) {
-		if ids == nil {
-			return nil, nil
-		}
-		hs, err := s.threadsOf(ctx, ids)
-		ids = nil
-		if err != nil {
-			return nil, err
-		}
-		out := make([]rankedHit, 0, len(hs))
-		for _, h := range hs {
-			seen[h.id] = true
-			out = append(out, rankedHit{id: h.id, thread: h.thread})
-		}
-		if len(out) == 0 {
-			return nil, nil
-		}
-		return out, nil
-	}
-	return r
-}
-
 // collect reads src until it holds want results (one per thread when
 // collapse is set) and knows whether another follows. truncated reports
 // that maxRanked hits were read first.
@@ -743,32 +726,6 @@ func (s *Store) hits(ctx context.Context, query string, args ...any) ([]hit, err
 		out = append(out, h)
 	}
 	return out, rows.Err()
-}
-
-// threadsOf pairs ranked ids with their threads, keeping the order.
-func (s *Store) threadsOf(ctx context.Context, ids []int64) ([]hit, error) {
-	if len(ids) == 0 {
-		return nil, nil
-	}
-	args := make([]any, len(ids))
-	for i, id := range ids {
-		args[i] = id
-	}
-	found, err := s.hits(ctx, `SELECT id, coalesce(thread_id, 0) FROM messages WHERE id IN (`+placeholders(len(ids))+`)`, args...)
-	if err != nil {
-		return nil, err
-	}
-	thread := make(map[int64]int64, len(found))
-	for _, h := range found {
-		thread[h.id] = h.thread
-	}
-	out := make([]hit, 0, len(ids))
-	for _, id := range ids {
-		if t, ok := thread[id]; ok {
-			out = append(out, hit{id, t})
-		}
-	}
-	return out, nil
 }
 
 func (s *Store) ids(ctx context.Context, query string, args ...any) ([]int64, error) {

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
+	"math/bits"
 	"math/rand"
 	"path/filepath"
 	"slices"
@@ -417,8 +418,9 @@ func TestHammingPaths(t *testing.T) {
 	for i := 6 * 9; i < 6*10; i++ {
 		rows[i] = ^q[i-6*9] // one at 384
 	}
+	all := []uint64{^uint64(0), ^uint64(0), ^uint64(0), ^uint64(0), ^uint64(0), ^uint64(0)}
 	fast, fastHist := make([]uint16, n), make([]int, 6*64+1)
-	hamming(rows, q, fast, fastHist)
+	hamming(rows, q, all, fast, fastHist)
 	// The general loop, as seven words of which the last is the same
 	// (zero distance) everywhere.
 	rows7 := make([]uint64, 0, 7*n)
@@ -426,11 +428,125 @@ func TestHammingPaths(t *testing.T) {
 		rows7 = append(append(rows7, rows[6*i:6*i+6]...), 0)
 	}
 	slow, slowHist := make([]uint16, n), make([]int, 7*64+1)
-	hamming(rows7, append(slices.Clone(q), 0), slow, slowHist)
+	hamming(rows7, append(slices.Clone(q), 0), append(slices.Clone(all), 0), slow, slowHist)
 	if !slices.Equal(fast, slow) || !slices.Equal(fastHist, slowHist[:len(fastHist)]) {
 		t.Fatal("the six-word loop disagrees with the general one")
 	}
 	if fast[7] != 0 || fast[9] != 384 {
 		t.Fatalf("distances %d and %d, want 0 and 384", fast[7], fast[9])
+	}
+	// A mask (a sparse query's nonzero components) counts only its bits,
+	// in both loops.
+	mask := make([]uint64, 6)
+	for i := range mask {
+		mask[i] = r.Uint64() & r.Uint64()
+	}
+	fastHist = make([]int, 6*64+1)
+	hamming(rows, q, mask, fast, fastHist)
+	hamming(rows7, append(slices.Clone(q), 0), append(slices.Clone(mask), 0), slow, make([]int, 7*64+1))
+	if !slices.Equal(fast, slow) {
+		t.Fatal("masked: the six-word loop disagrees with the general one")
+	}
+	for i := range n {
+		want := 0
+		for w := range 6 {
+			want += bits.OnesCount64((rows[6*i+w] ^ q[w]) & mask[w])
+		}
+		if int(fast[i]) != want {
+			t.Fatalf("row %d: masked distance %d, want %d", i, fast[i], want)
+		}
+	}
+	if fast[9] != uint16(bits.OnesCount64(mask[0])+bits.OnesCount64(mask[1])+bits.OnesCount64(mask[2])+
+		bits.OnesCount64(mask[3])+bits.OnesCount64(mask[4])+bits.OnesCount64(mask[5])) {
+		t.Fatalf("the opposite row is at %d, want every masked bit", fast[9])
+	}
+}
+
+// sparseQuery is a query as the local embedder makes one for a short
+// text: a few nonzero components of dim.
+func sparseQuery(r *rand.Rand, dim, nonzero int) []float32 {
+	q := make([]float32, dim)
+	for range nonzero {
+		q[r.Intn(dim)] = float32(r.NormFloat64())
+	}
+	return Normalize(q)
+}
+
+func TestSparseDotIsDot(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewSource(5))
+	row := make([]int8, 384)
+	for trial := 0; trial < 200; trial++ {
+		for j := range row {
+			row[j] = int8(r.Intn(255) - 127)
+		}
+		q := make([]int32, 384)
+		var at, val []int32
+		for range r.Intn(40) {
+			j := r.Intn(384)
+			q[j] = int32(r.Intn(255) - 127)
+		}
+		for j, v := range q {
+			if v != 0 {
+				at, val = append(at, int32(j)), append(val, v)
+			}
+		}
+		if got, want := sparseDot(at, val, row), dot(q, row); got != want {
+			t.Fatalf("trial %d: sparse %d, dense %d", trial, got, want)
+		}
+	}
+}
+
+// TestSparseQueryRecall: a sparse query's zero components must not take
+// part in the sign-bit prefilter. The nearest rows here are positive in
+// most components, which a zero (a clear sign bit) would count against.
+func TestSparseQueryRecall(t *testing.T) {
+	t.Parallel()
+	const dim = 64
+	r := rand.New(rand.NewSource(11))
+	x := NewIndex(dim)
+	q := sparseQuery(r, dim, 6)
+	vecs := make([][]float32, prefilterFrom+2000)
+	for i := range vecs {
+		v := make([]float32, dim)
+		near := i%200 == 0 // 110 rows close to q, each closer than the last
+		for j := range v {
+			v[j] = float32(r.NormFloat64())
+			if near {
+				v[j] = float32(math.Abs(float64(v[j]))) + 0.3 // mostly positive
+			}
+		}
+		if near {
+			for j, c := range q {
+				v[j] += float32(i/200+1) * 0.2 * c
+			}
+		}
+		vecs[i] = Normalize(append([]float32(nil), v...))
+		x.Put(int64(i), v)
+	}
+	got, err := x.Search(q, 50, nil)
+	if err != nil || len(got) != 50 {
+		t.Fatalf("got %d hits, %v", len(got), err)
+	}
+	ref := &topK{k: 50}
+	for i, v := range vecs {
+		var s float32
+		for j := range v {
+			s += v[j] * q[j]
+		}
+		ref.push(Hit{ID: int64(i), Score: s})
+	}
+	want := map[int64]bool{}
+	for _, h := range ref.h {
+		want[h.ID] = true
+	}
+	found := 0
+	for _, h := range got {
+		if want[h.ID] {
+			found++
+		}
+	}
+	if found < 45 {
+		t.Errorf("recall@50 of a sparse query = %d/50, want ≥ 45", found)
 	}
 }
