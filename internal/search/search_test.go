@@ -550,3 +550,73 @@ func TestSparseQueryRecall(t *testing.T) {
 		t.Errorf("recall@50 of a sparse query = %d/50, want ≥ 45", found)
 	}
 }
+
+// TestSparseNearestIsNearest: the column path picks exactly the
+// candidates the row path picks with the query's mask, through adds,
+// replacements and deletes (which move the last vector's bits).
+func TestSparseNearestIsNearest(t *testing.T) {
+	t.Parallel()
+	const dim = 96 // two words a row, and a partial third is not needed
+	r := rand.New(rand.NewSource(13))
+	x := NewIndex(dim)
+	v := make([]float32, dim)
+	put := func(id int64) {
+		for j := range v {
+			v[j] = float32(r.NormFloat64())
+		}
+		if err := x.Put(id, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for id := range int64(3001) { // not a multiple of 64
+		put(id)
+	}
+	check := func(stage string) {
+		t.Helper()
+		n := len(x.ids)
+		for i := range n {
+			for j := range dim {
+				if x.sign(j, i) != (x.bits[i*x.words+j/64]>>(j%64)&1 == 1) {
+					t.Fatalf("%s: column bit %d of vector %d differs from its row", stage, j, i)
+				}
+			}
+		}
+		for _, nz := range []int{0, 1, 5, 17, 32} {
+			for _, pool := range []int{10, 700, n + 5} {
+				qq := make([]int8, dim)
+				for range nz {
+					qq[r.Intn(dim)] = int8(r.Intn(255) - 127)
+				}
+				var at []int32
+				qb, mask := make([]uint64, x.words), make([]uint64, x.words)
+				signBits(qq, qb)
+				for j, c := range qq {
+					if c != 0 {
+						at = append(at, int32(j))
+						mask[j/64] |= 1 << (j % 64)
+					}
+				}
+				dist, hist := make([]uint16, n), make([]int, x.words*64+1)
+				hamming(x.bits[:n*x.words], qb, mask, dist, hist)
+				want := nearest(dist, hist, min(pool, n+5), 0)
+				got := x.sparseNearest(at, qq, n, min(pool, n+5))
+				if !slices.Equal(got, want) {
+					t.Fatalf("%s, %d components, pool %d: columns picked %d candidates, rows %d (first %v vs %v)",
+						stage, len(at), pool, len(got), len(want), got[:min(5, len(got))], want[:min(5, len(want))])
+				}
+			}
+		}
+	}
+	check("added")
+	for id := int64(0); id < 3001; id += 7 {
+		x.Delete(id)
+	}
+	check("deleted")
+	for id := int64(1); id < 3001; id += 11 {
+		put(id) // replaces, or adds back a deleted one
+	}
+	for id := int64(5000); id < 5100; id++ {
+		put(id)
+	}
+	check("replaced and grown")
+}
