@@ -376,6 +376,43 @@ func (s *Store) rankLengthsCurrent(ctx context.Context) (bool, error) {
 	return dl.current(averages, structure), nil
 }
 
+// lengthsLookCurrent is rankLengthsCurrent without reading the counts: the
+// stored row was computed for the index as it is, and its size is the one
+// packLengths gives for the ids the index holds (a row of another layout
+// would not be). It does not check the row's checksum.
+func (s *Store) lengthsLookCurrent(ctx context.Context) (bool, error) {
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return false, fmt.Errorf("reading message lengths: %w", err)
+	}
+	defer tx.Rollback()
+	averages, structure, err := ftsState(ctx, tx)
+	if err != nil {
+		return false, err
+	}
+	var storedAverages, storedStructure []byte
+	var base, size int64
+	err = tx.QueryRowContext(ctx, `SELECT averages, structure, base, length(lengths) FROM fts_lengths WHERE id = 1`).Scan(&storedAverages, &storedStructure, &base, &size)
+	if errors.Is(err, sql.ErrNoRows) {
+		return averages == nil, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("reading message lengths: %w", err)
+	}
+	if !bytes.Equal(averages, storedAverages) || !bytes.Equal(structure, storedStructure) {
+		return false, nil
+	}
+	var last sql.NullInt64
+	if err := tx.QueryRowContext(ctx, `SELECT max(id) FROM messages_fts_docsize`).Scan(&last); err != nil {
+		return false, fmt.Errorf("reading message lengths: %w", err)
+	}
+	n := int64(0)
+	if last.Valid {
+		n = last.Int64 - base + 1
+	}
+	return n >= 0 && size >= 4+2*n && (size-4-2*n)%8 == 0, nil
+}
+
 // loadDocLengths reads the stored counts; a missing or damaged row is
 // treated as stale (nil), so the search still answers through FTS5.
 func loadDocLengths(ctx context.Context, q querier) (*docLengths, error) {

@@ -216,8 +216,31 @@ func TestWordRankingIsFTS5s(t *testing.T) {
 		t.Fatalf("the refresh dropped the counts from memory: ok=%v, %v", ok, err)
 	}
 
+	// An import that changed nothing looks at the row's small columns
+	// only: current now, not for a row of another size (another layout)
+	// or none at all.
+	if ok, err := fresh.lengthsLookCurrent(ctx); !ok || err != nil {
+		t.Fatalf("current row: looks current %v, %v", ok, err)
+	}
+	if _, err := s.DB().ExecContext(ctx, `UPDATE fts_lengths SET lengths = lengths || x'00'`); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := fresh.lengthsLookCurrent(ctx); ok || err != nil {
+		t.Fatalf("a row of another size looks current: %v, %v", ok, err)
+	}
+	if _, err := s.DB().ExecContext(ctx, `DELETE FROM fts_lengths`); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := fresh.lengthsLookCurrent(ctx); ok || err != nil {
+		t.Fatalf("no row for a written index looks current: %v, %v", ok, err)
+	}
+	if wrote, err := fresh.RefreshRankLengths(ctx); !wrote || err != nil {
+		t.Fatalf("refresh without a row: wrote=%v, %v", wrote, err)
+	}
+
 	// A damaged row (or one an older layout wrote) is not used; the next
-	// refresh, which every import runs, replaces it.
+	// full refresh (the daemon's, an import that changes something,
+	// --full) replaces it.
 	if _, err := s.DB().ExecContext(ctx, `UPDATE fts_lengths SET lengths = zeroblob(length(lengths) - 4) || x'01000000'`); err != nil {
 		t.Fatal(err)
 	}
