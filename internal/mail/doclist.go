@@ -100,13 +100,24 @@ func leafRowid(seg, page int64) int64 { return seg<<37 + page }
 // errNotUnderstood marks pages wordDoclist leaves to FTS5.
 var errNotUnderstood = errors.New("index pages not understood")
 
+// errTooLong marks a doclist longer than its reader's page limit.
+var errTooLong = errors.New("doclist longer than the limit")
+
 // wordDoclist returns the messages holding word (id order) with its
 // weighted frequency in each, decoded from the index pages for the
 // structure record structure. ok is false when it cannot say.
 func wordDoclist(ctx context.Context, q querier, word string, structure []byte) (docs []int64, freq []float64, ok bool, err error) {
+	l, ok, err := wordEntries(ctx, q, word, structure, 0, false)
+	return l.ids, l.freq, ok, err
+}
+
+// wordEntries is wordDoclist with each message's number of positions
+// (count) when counts is set; ok is also false when a segment's doclist
+// runs over more than maxPages pages (0: no limit).
+func wordEntries(ctx context.Context, q querier, word string, structure []byte, maxPages int64, counts bool) (merged segmentDoclist, ok bool, err error) {
 	segs, ok := ftsSegments(structure)
 	if !ok {
-		return nil, nil, false, nil
+		return segmentDoclist{}, false, nil
 	}
 	key := []byte("0" + word) // the main index's terms start with '0'
 	var lists []segmentDoclist
@@ -117,19 +128,19 @@ func wordDoclist(ctx context.Context, q querier, word string, structure []byte) 
 		case errors.Is(err, sql.ErrNoRows):
 			page = seg.first
 		case err != nil:
-			return nil, nil, false, fmt.Errorf("reading the word index: %w", err)
+			return segmentDoclist{}, false, fmt.Errorf("reading the word index: %w", err)
 		default:
 			page >>= 1 // the low bit flags a doclist index
 		}
 		if page < seg.first || page > seg.last {
-			return nil, nil, false, nil
+			return segmentDoclist{}, false, nil
 		}
-		list, err := readDoclist(ctx, q, seg, page, key)
-		if errors.Is(err, errNotUnderstood) {
-			return nil, nil, false, nil
+		list, err := readDoclist(ctx, q, seg, page, key, maxPages, counts)
+		if errors.Is(err, errNotUnderstood) || errors.Is(err, errTooLong) {
+			return segmentDoclist{}, false, nil
 		}
 		if err != nil {
-			return nil, nil, false, err
+			return segmentDoclist{}, false, err
 		}
 		lists = append(lists, list)
 	}
@@ -139,10 +150,17 @@ func wordDoclist(ctx context.Context, q querier, word string, structure []byte) 
 		for i, id := range l.ids {
 			if l.freq[i] > 0 {
 				l.ids[n], l.freq[n] = id, l.freq[i]
+				if l.count != nil {
+					l.count[n] = l.count[i]
+				}
 				n++
 			}
 		}
-		return l.ids[:n], l.freq[:n], true, nil
+		l.ids, l.freq = l.ids[:n], l.freq[:n]
+		if l.count != nil {
+			l.count = l.count[:n]
+		}
+		return l, true, nil
 	}
 	// Several: a k-way merge by id; on equal ids the newest segment's
 	// entry (the lowest list index) decides.
@@ -150,7 +168,10 @@ func wordDoclist(ctx context.Context, q querier, word string, structure []byte) 
 	for _, l := range lists {
 		total += len(l.ids)
 	}
-	docs, freq = make([]int64, 0, total), make([]float64, 0, total)
+	merged = segmentDoclist{ids: make([]int64, 0, total), freq: make([]float64, 0, total)}
+	if counts {
+		merged.count = make([]int32, 0, total)
+	}
 	at := make([]int, len(lists))
 	for {
 		best := -1
@@ -160,36 +181,47 @@ func wordDoclist(ctx context.Context, q querier, word string, structure []byte) 
 			}
 		}
 		if best < 0 {
-			return docs, freq, true, nil
+			return merged, true, nil
 		}
-		id, f := lists[best].ids[at[best]], lists[best].freq[at[best]]
+		b := lists[best]
+		id, f := b.ids[at[best]], b.freq[at[best]]
+		if f > 0 {
+			merged.ids, merged.freq = append(merged.ids, id), append(merged.freq, f)
+			if counts {
+				merged.count = append(merged.count, b.count[at[best]])
+			}
+		}
 		for i, l := range lists {
 			if at[i] < len(l.ids) && l.ids[at[i]] == id {
 				at[i]++
 			}
 		}
-		if f > 0 {
-			docs, freq = append(docs, id), append(freq, f)
-		}
 	}
 }
 
 // segmentDoclist is one segment's doclist of a word: ids ascending, the
-// weighted frequency of each (0: an entry without positions, a delete).
+// weighted frequency of each (0: an entry without positions, a delete),
+// and when asked for, the number of its positions.
 type segmentDoclist struct {
-	ids  []int64
-	freq []float64
+	ids   []int64
+	freq  []float64
+	count []int32
 }
 
-// readDoclist finds key on leaf page of seg and decodes its doclist.
-func readDoclist(ctx context.Context, q querier, seg ftsSegment, page int64, key []byte) (segmentDoclist, error) {
+// readDoclist finds key on leaf page of seg and decodes its doclist, with
+// counts when counts is set; errTooLong when it runs over more than
+// maxPages pages (0: no limit).
+func readDoclist(ctx context.Context, q querier, seg ftsSegment, page int64, key []byte, maxPages int64, counts bool) (segmentDoclist, error) {
 	rows, err := q.QueryContext(ctx, `SELECT id, block FROM messages_fts_data WHERE id BETWEEN ? AND ? ORDER BY id`, leafRowid(seg.id, page), leafRowid(seg.id, seg.last))
 	if err != nil {
 		return segmentDoclist{}, fmt.Errorf("reading the word index: %w", err)
 	}
 	defer rows.Close()
-	var d doclistDecoder
+	d := doclistDecoder{counts: counts}
 	for want := page; rows.Next(); want++ {
+		if maxPages > 0 && want-page >= maxPages {
+			return segmentDoclist{}, errTooLong
+		}
 		var id int64
 		var block sql.RawBytes // copied into d.buf before the next row
 		if err := rows.Scan(&id, &block); err != nil {
@@ -228,7 +260,11 @@ func readDoclist(ctx context.Context, q querier, seg ftsSegment, page int64, key
 		if d.buf == nil {
 			// Room for a common word's doclist (~45 pages for one in
 			// 30,000 messages): each regrowth copies it all.
-			d.buf = make([]byte, 0, 64*len(leaf.data))
+			pages := int64(64)
+			if maxPages > 0 {
+				pages = min(pages, maxPages)
+			}
+			d.buf = make([]byte, 0, int(pages)*len(leaf.data))
 		}
 		d.buf = append(d.buf, leaf.data[start:end]...)
 		if want > page && len(leaf.terms) > 0 || want == page && end < leaf.size {
@@ -321,6 +357,7 @@ func (l ftsLeaf) termEnd(off int) int {
 type doclistDecoder struct {
 	buf      []byte
 	absolute []int
+	counts   bool // also count each entry's positions
 }
 
 func (d *doclistDecoder) startAbsolute(at int) { d.absolute = append(d.absolute, at) }
@@ -331,6 +368,9 @@ func (d *doclistDecoder) startAbsolute(at int) { d.absolute = append(d.absolute,
 // touched), not regrown entry by entry.
 func (d *doclistDecoder) decode() (segmentDoclist, error) {
 	l := segmentDoclist{ids: make([]int64, 0, len(d.buf)/3+1), freq: make([]float64, 0, len(d.buf)/3+1)}
+	if d.counts {
+		l.count = make([]int32, 0, len(d.buf)/3+1)
+	}
 	weights := [ftsColumns]float64{columnWeight('s'), columnWeight('f'), columnWeight('t'), columnWeight('b')}
 	p, abs := 0, d.absolute
 	var id int64
@@ -358,7 +398,7 @@ func (d *doclistDecoder) decode() (segmentDoclist, error) {
 		p += n
 		pos := d.buf[p : p+int(h>>1)]
 		p += len(pos)
-		col, f := 0, 0.0
+		col, f, npos := 0, 0.0, int32(0)
 		for len(pos) > 0 {
 			v, n := sqliteVarint(pos)
 			if n == 0 {
@@ -374,8 +414,12 @@ func (d *doclistDecoder) decode() (segmentDoclist, error) {
 				continue
 			}
 			f += weights[col]
+			npos++
 		}
 		l.ids, l.freq = append(l.ids, id), append(l.freq, f)
+		if d.counts {
+			l.count = append(l.count, npos)
+		}
 	}
 	if len(abs) > 0 {
 		return segmentDoclist{}, errNotUnderstood

@@ -459,6 +459,10 @@ func (s *Store) topHits(ctx context.Context, lexQ, all string, f *filter, n int)
 		if ids, wordDocs, ranked, err = s.rankWord(ctx, word, n+deleted, s.wordRankMin); err != nil {
 			return nil, nil, err
 		}
+	} else if words, ok := plainPhrase(all); ok {
+		if ids, wordDocs, ranked, err = s.rankPhrase(ctx, all, words, n+deleted); err != nil {
+			return nil, nil, err
+		}
 	}
 	if !ranked {
 		ids, err = s.ids(ctx, `SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? ORDER BY rank + 0, rowid LIMIT ?`, all, n+deleted)

@@ -11,6 +11,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strings"
 
 	"modernc.org/libc"
 )
@@ -111,6 +112,12 @@ func (s *Store) rankWord(ctx context.Context, word string, n, minDocs int) (ids,
 	if !ok || err != nil {
 		return nil, nil, ok, err
 	}
+	return topScored(docs, scores, n), docs, true, nil
+}
+
+// topScored returns the n best of docs in the order of "ORDER BY rank + 0,
+// rowid" for their scores.
+func topScored(docs []int64, scores []float64, n int) []int64 {
 	// The best n by a bounded heap whose root is the worst kept: most of
 	// a common word's matches lose against it in one comparison.
 	better := func(a, b int) bool { // FTS5's rank is -score; ties by id
@@ -154,12 +161,163 @@ func (s *Store) rankWord(ctx context.Context, word string, n, minDocs int) (ids,
 		}
 		return 1
 	})
-	ids = make([]int64, len(h))
+	ids := make([]int64, len(h))
 	for i, j := range h {
 		ids[i] = docs[j]
 	}
-	return ids, docs, true, nil
+	return ids
 }
+
+// plainPhrase returns the lower-cased words of the match expression all
+// when it is one quoted phrase of two or more plain words (plainWord's)
+// separated by single spaces: a phrase whose FTS5 tokens are its words.
+func plainPhrase(all string) ([]string, bool) {
+	if len(all) < 3 || all[0] != '"' || all[len(all)-1] != '"' {
+		return nil, false
+	}
+	words := strings.Split(all[1:len(all)-1], " ")
+	if len(words) < 2 {
+		return nil, false
+	}
+	for i, w := range words {
+		lw, ok := plainWord(`"` + w + `"`)
+		if !ok {
+			return nil, false
+		}
+		words[i] = lw
+	}
+	return words, true
+}
+
+// maxAnchorPages bounds the doclist rankPhrase reads for its anchor word:
+// eight leaf pages hold a word of a few thousand messages.
+const maxAnchorPages = 8
+
+// rankPhrase is rankWord for the phrase all of plain words (plainPhrase).
+// FTS5's bm25 evaluates a phrase twice: once to match, and once more over
+// the whole index to count the messages holding it, for its IDF (half of a
+// phrase search at 100,000 messages). Here FTS5 matches it once, and each message's weighted
+// frequency of the phrase comes from the doclist of a word that occurs in
+// the phrase once, the anchor: a message that holds the phrase and the
+// anchor only once holds the phrase exactly once, in the anchor's column.
+// The token counts come from memory (the daemon) or, for a few matches,
+// from their docsize records. A message holding the anchor more than once,
+// no anchor of a few pages (maxAnchorPages), or many matches without the
+// counts in memory leave the ranking to FTS5 (ok false).
+func (s *Store) rankPhrase(ctx context.Context, all string, words []string, n int) (ids, docs []int64, ok bool, err error) {
+	docs, scores, ok, err := s.phraseScores(ctx, all, words)
+	if !ok || err != nil {
+		return nil, nil, ok, err
+	}
+	return topScored(docs, scores, n), docs, true, nil
+}
+
+// phraseScores returns every message holding the phrase (in id order) with
+// its BM25 score as FTS5 computes it; see rankPhrase.
+func (s *Store) phraseScores(ctx context.Context, all string, words []string) (docs []int64, scores []float64, ok bool, err error) {
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, nil, false, fmt.Errorf("ranking %s: %w", all, err)
+	}
+	defer tx.Rollback()
+	averages, structure, err := ftsState(ctx, tx)
+	if err != nil || averages == nil {
+		return nil, nil, false, err
+	}
+	// The messages' token counts: in memory (the daemon), or for a few
+	// matches (a one-shot process) from their docsize records.
+	dl := s.docLengths.Load()
+	warm := dl.current(averages, structure)
+	rowCount, tokens, err := parseAverages(averages)
+	if err != nil {
+		return nil, nil, false, nil
+	}
+	// Words that occur once in the phrase, longest first: a longer word
+	// tends to be a rarer one, with a shorter doclist.
+	times := map[string]int{}
+	for _, w := range words {
+		times[w]++
+	}
+	var cands []string
+	for _, w := range words {
+		if times[w] == 1 {
+			cands = append(cands, w)
+		}
+	}
+	slices.SortStableFunc(cands, func(a, b string) int { return len(b) - len(a) })
+	var anchor segmentDoclist
+	found := false
+	for _, w := range cands {
+		if anchor, found, err = wordEntries(ctx, tx, w, structure, maxAnchorPages, true); err != nil {
+			return nil, nil, false, fmt.Errorf("ranking %s: %w", all, err)
+		}
+		if found {
+			break
+		}
+	}
+	if !found {
+		return nil, nil, false, nil
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?`, all)
+	if err != nil {
+		return nil, nil, false, fmt.Errorf("ranking %s: %w", all, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, nil, false, fmt.Errorf("ranking %s: %w", all, err)
+		}
+		docs = append(docs, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, false, fmt.Errorf("ranking %s: %w", all, err)
+	}
+	slices.Sort(docs)
+	length := func(id int64) (uint32, bool, error) {
+		d, ok := dl.length(id)
+		return d, ok, nil
+	}
+	if !warm {
+		if len(docs) > maxColdPhraseDocs {
+			return nil, nil, false, nil
+		}
+		size, err := tx.PrepareContext(ctx, `SELECT sz FROM messages_fts_docsize WHERE id = ?`)
+		if err != nil {
+			return nil, nil, false, fmt.Errorf("ranking %s: %w", all, err)
+		}
+		defer size.Close()
+		length = func(id int64) (uint32, bool, error) {
+			var sz []byte
+			if err := size.QueryRowContext(ctx, id).Scan(&sz); errors.Is(err, sql.ErrNoRows) {
+				return 0, false, nil
+			} else if err != nil {
+				return 0, false, fmt.Errorf("ranking %s: %w", all, err)
+			}
+			d, ok := docsizeTotal(sz)
+			return d, ok, nil
+		}
+	}
+	bm := newBM25(rowCount, tokens, len(docs))
+	scores = make([]float64, len(docs))
+	j := 0
+	for i, id := range docs {
+		j += sort.Search(len(anchor.ids)-j, func(k int) bool { return anchor.ids[j+k] >= id })
+		if j == len(anchor.ids) || anchor.ids[j] != id || anchor.count[j] != 1 {
+			return nil, nil, false, nil
+		}
+		d, ok, err := length(id)
+		if err != nil || !ok {
+			return nil, nil, false, err
+		}
+		scores[i] = bm.score(anchor.freq[j], d)
+	}
+	return docs, scores, true, nil
+}
+
+// maxColdPhraseDocs bounds the matches phraseScores ranks without the
+// counts in memory, reading each one's docsize record.
+const maxColdPhraseDocs = 200
 
 // wordScores returns every message holding word (in id order) with its
 // BM25 score as FTS5 computes it.
@@ -538,14 +696,9 @@ func (s *Store) refreshRankLengths(ctx context.Context, force bool) (bool, error
 			if err := rows.Scan(&id, &sz); err != nil {
 				return fmt.Errorf("reading message lengths: %w", err)
 			}
-			var d uint32
-			for len(sz) > 0 {
-				v, n := sqliteVarint(sz)
-				if n == 0 {
-					return fmt.Errorf("message %d: damaged docsize record", id)
-				}
-				d += uint32(v) // FTS5 reads each count as a 32-bit int
-				sz = sz[n:]
+			d, ok := docsizeTotal(sz)
+			if !ok {
+				return fmt.Errorf("message %d: damaged docsize record", id)
 			}
 			if base < 0 {
 				base, next = id, id
@@ -580,6 +733,21 @@ func (s *Store) refreshRankLengths(ctx context.Context, force bool) (bool, error
 		s.docLengths.Store(fresh)
 	}
 	return wrote, nil
+}
+
+// docsizeTotal is a message's token count from its docsize record (one
+// varint a column).
+func docsizeTotal(sz []byte) (uint32, bool) {
+	var d uint32
+	for len(sz) > 0 {
+		v, n := sqliteVarint(sz)
+		if n == 0 {
+			return 0, false
+		}
+		d += uint32(v) // FTS5 reads each count as a 32-bit int
+		sz = sz[n:]
+	}
+	return d, true
 }
 
 // lengthsCRC checks the stored counts, so that a damaged row is never

@@ -327,3 +327,181 @@ func TestPackLengths(t *testing.T) {
 		}
 	}
 }
+
+// ftsExprOrder is FTS5's own ranking of a match expression: ids and bm25
+// scores.
+func ftsExprOrder(t *testing.T, s *Store, expr string) ([]int64, map[int64]float64) {
+	t.Helper()
+	rows, err := s.DB().Query(`SELECT rowid, rank FROM messages_fts WHERE messages_fts MATCH ? ORDER BY rank + 0, rowid`, expr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var ids []int64
+	score := map[int64]float64{}
+	for rows.Next() {
+		var id int64
+		var rank float64
+		if err := rows.Scan(&id, &rank); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+		score[id] = -rank
+	}
+	return ids, score
+}
+
+// TestPhraseRankingIsFTS5s: a phrase ranked from its anchor word's doclist
+// and the lengths in memory is FTS5's bm25 ranking, score for score, for
+// phrases taken from the subjects and bodies of a mailbox whose index has
+// several segments, deletes and a replaced message; a message holding the
+// anchor twice, or lengths not in memory, leave it to FTS5.
+func TestPhraseRankingIsFTS5s(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, _, maildir := generatedStore(t, 400, 9)
+	if _, err := s.Import(ctx, maildir, ImportOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	d := func(i int) string { return time.Date(2026, 3, 1, 0, i, 0, 0, time.UTC).Format(time.RFC1123Z) }
+	var items []Item
+	for i := range 30 {
+		body := fmt.Sprintf("meter reading %d for the quarter", i)
+		if i%3 == 0 {
+			body = strings.Repeat("long report of the meter reading ", 10*(i+1))
+		}
+		items = append(items, Item{Account: "extra", Mailbox: "INBOX", Path: fmt.Sprintf("p%d", i),
+			Raw: []byte(msg(fmt.Sprintf("p%d@rank", i), "meter@utility.example", "me@home.example", fmt.Sprintf("Meter reading %d", i%4), d(i), body))})
+	}
+	for i := range 230 { // a phrase of more than maxColdPhraseDocs messages
+		items = append(items, Item{Account: "extra", Mailbox: "INBOX", Path: fmt.Sprintf("w%d", i),
+			Raw: []byte(msg(fmt.Sprintf("w%d@rank", i), "level@utility.example", "me@home.example", "Levels", d(100+i), strings.Repeat("x ", i%9)+"the water level report"))})
+	}
+	items = append(items, Item{Account: "extra", Mailbox: "INBOX", Path: "twice",
+		Raw: []byte(msg("twice@rank", "a@b.example", "me@home.example", "Twice", d(40), "gamma delta and gamma again"))})
+	if _, err := s.Ingest(ctx, items); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.DB().ExecContext(ctx, `DELETE FROM messages WHERE id % 13 = 0`); err != nil {
+		t.Fatal(err)
+	}
+	items[4].Raw = []byte(msg("p4@rank", "meter@utility.example", "me@home.example", "Meter reading", d(4), "the meter reading was wrong, meter reading again"))
+	if _, err := s.Ingest(ctx, items[4:5]); err != nil {
+		t.Fatal(err)
+	}
+	if _, structure, err := ftsState(ctx, s.DB()); err != nil || len(mustSegments(t, structure)) < 2 {
+		t.Fatalf("want an index of several segments: %v", err)
+	}
+
+	// Phrases of two and three words from subjects and bodies.
+	rows, err := s.DB().Query(`SELECT subject || ' ' || body FROM messages_text WHERE id % 19 = 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{`"meter reading"`: true, `"the meter reading"`: true, `"water level"`: true}
+	phrases := []string{`"meter reading"`, `"the meter reading"`, `"water level"`}
+	for rows.Next() {
+		var text string
+		rows.Scan(&text)
+		words := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9') })
+		for i := 0; i+3 <= len(words); i += 5 {
+			for _, k := range []int{2, 3} {
+				p := `"` + strings.Join(words[i:i+k], " ") + `"`
+				if !seen[p] {
+					seen[p] = true
+					phrases = append(phrases, p)
+				}
+			}
+		}
+	}
+	rows.Close()
+	check := func(st *Store, how string) {
+		t.Helper()
+		ranked, many := 0, 0
+		for _, p := range phrases {
+			words, ok := plainPhrase(p)
+			if !ok {
+				continue
+			}
+			want, score := ftsExprOrder(t, s, p)
+			docs, scores, ok, err := st.phraseScores(ctx, p, words)
+			if err != nil {
+				t.Fatalf("%s, %s: %v", how, p, err)
+			}
+			if !ok {
+				continue
+			}
+			ranked++
+			if len(docs) > maxColdPhraseDocs {
+				many++
+			}
+			if len(docs) != len(want) {
+				t.Fatalf("%s, %s: %d matches, FTS5 has %d", how, p, len(docs), len(want))
+			}
+			for i, id := range docs {
+				if math.Float64bits(scores[i]) != math.Float64bits(score[id]) {
+					t.Fatalf("%s, %s: message %d scores %v, FTS5 %v", how, p, id, scores[i], score[id])
+				}
+			}
+			for _, n := range []int{1, 5, len(want) + 3} {
+				got, all, ok, err := st.rankPhrase(ctx, p, words, n)
+				if err != nil || !ok || !slices.Equal(got, want[:min(n, len(want))]) || !slices.Equal(all, docs) {
+					t.Fatalf("%s, %s, first %d: %v (ok=%v, %v), FTS5 %v", how, p, n, got, ok, err, want[:min(n, len(want))])
+				}
+			}
+		}
+		t.Logf("%s: %d of %d phrases ranked from their anchor, %d of them with more than %d matches", how, ranked, len(phrases), many, maxColdPhraseDocs)
+		if ranked < 100 || ranked*2 < len(phrases) {
+			t.Fatalf("%s: only %d of %d phrases ranked from their anchor", how, ranked, len(phrases))
+		}
+		if how == "cold" && many > 0 || how == "warm" && many == 0 {
+			t.Fatalf("%s: %d phrases of more than %d matches ranked", how, many, maxColdPhraseDocs)
+		}
+	}
+	// A one-shot process reads the matches' token counts from their
+	// docsize records; the daemon has them in memory.
+	check(s, "cold")
+	if _, err := s.RefreshRankLengths(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.WarmRanking(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check(s, "warm")
+	// "gamma" (the anchor: the longest word, first) twice in a message
+	// that holds the phrase.
+	if _, _, ok, err := s.rankPhrase(ctx, `"gamma delta"`, []string{"gamma", "delta"}, 10); ok || err != nil {
+		t.Fatalf("anchor held twice: ok=%v, %v", ok, err)
+	}
+	// A search gives the same page either way.
+	fast, err := s.Search(ctx, Query{Text: `"meter reading"`, Limit: 10, NoVectors: true, PerMessage: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := ftsExprOrder(t, s, `"meter reading"`)
+	live := want[:0:0]
+	for _, id := range want {
+		if id%13 != 0 {
+			live = append(live, id)
+		}
+	}
+	if got := ids(fast.Messages); len(got) == 0 || !slices.Equal(got, live[:len(got)]) {
+		t.Fatalf("search page %v, FTS5 %v", got, live)
+	}
+
+	// Phrases FTS5 would tokenize differently are left to it.
+	for _, expr := range []string{`"meter"`, `"meter  reading"`, `"météo reading"`, `"meter reading"*`, `"meter" AND "reading"`, `""`} {
+		if _, ok := plainPhrase(expr); ok {
+			t.Errorf("plainPhrase(%s) accepted", expr)
+		}
+	}
+}
+
+func mustSegments(t *testing.T, structure []byte) []ftsSegment {
+	t.Helper()
+	segs, ok := ftsSegments(structure)
+	if !ok {
+		t.Fatal("structure record not read")
+	}
+	return segs
+}
