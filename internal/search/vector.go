@@ -650,13 +650,15 @@ func (x *Index) Search(q []float32, k int, keep func(int64) bool) ([]Hit, error)
 			}
 			return t
 		}
+		pool := max(k*prefilterFactor, prefilterMin)
 		if len(nzAt) <= sparseFrom {
-			// A few components: their columns of sign bits, in one pass.
-			results = results[:1]
-			results[0] = rescore(x.sparseNearest(nzAt, qq, n, max(k*prefilterFactor, prefilterMin)))
-			parts = 0
+			// A few components: their columns of sign bits, in one pass
+			// (a fraction of the row scan, not worth splitting).
+			results, parts = results[:1], 0
+			results[0] = rescore(x.sparseNearest(nzAt, qq, n, pool))
+		} else {
+			pool = (pool + parts - 1) / parts // each part's share
 		}
-		pool := (max(k*prefilterFactor, prefilterMin) + parts - 1) / max(parts, 1)
 		for p := 0; p < parts; p++ {
 			wg.Add(1)
 			go func() {
