@@ -274,8 +274,12 @@ func (x *Index) put(id int64, q []int8, scale float32) {
 		return
 	}
 	x.ensureStride(len(x.ids) + 1)
+	// A new position's bits are clear (Delete clears the last one's).
+	w, bit := len(x.ids)/64, uint64(1)<<(len(x.ids)%64)
 	for j, c := range q {
-		x.setSign(j, len(x.ids), c > 0)
+		if c > 0 {
+			x.cols[j*x.stride+w] |= bit
+		}
 	}
 	x.pos[id] = len(x.ids)
 	x.ids = append(x.ids, id)
