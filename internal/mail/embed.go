@@ -56,23 +56,29 @@ func (s *Store) vectorCandidates(ctx context.Context, q Query, f *filter) ([]hit
 	if len(hits) == 0 {
 		return nil, ""
 	}
-	args := make([]any, 0, len(hits)+len(f.args))
-	for _, h := range hits {
-		args = append(args, h.ID)
-	}
-	args = append(args, f.args...)
-	ok, err := s.hits(ctx, `SELECT m.id, coalesce(m.thread_id, 0) FROM messages m WHERE m.id IN (`+placeholders(len(hits))+`) AND `+f.sql(), args...)
-	if err != nil {
-		return nil, err.Error()
-	}
-	thread := make(map[int64]int64, len(ok))
-	for _, h := range ok {
-		thread[h.id] = h.thread
-	}
+	// The nearest are checked first, as many as are wanted: with no
+	// filter but liveness nearly all pass, and each check is a row lookup.
 	var out []hit
-	for _, h := range hits {
-		if t, pass := thread[h.ID]; pass && len(out) < vectorPool {
-			out = append(out, hit{h.ID, t})
+	for len(hits) > 0 && len(out) < vectorPool {
+		chunk := hits[:min(len(hits), vectorPool-len(out))]
+		hits = hits[len(chunk):]
+		args := make([]any, 0, len(chunk)+len(f.args))
+		for _, h := range chunk {
+			args = append(args, h.ID)
+		}
+		args = append(args, f.args...)
+		ok, err := s.hits(ctx, `SELECT m.id, coalesce(m.thread_id, 0) FROM messages m WHERE m.id IN (`+placeholders(len(chunk))+`) AND `+f.sql(), args...)
+		if err != nil {
+			return nil, err.Error()
+		}
+		thread := make(map[int64]int64, len(ok))
+		for _, h := range ok {
+			thread[h.id] = h.thread
+		}
+		for _, h := range chunk {
+			if t, pass := thread[h.ID]; pass {
+				out = append(out, hit{h.ID, t})
+			}
 		}
 	}
 	return out, ""

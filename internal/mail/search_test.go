@@ -680,3 +680,69 @@ func TestDeletedMessagesLeaveTheVectorIndex(t *testing.T) {
 		t.Fatalf("after it came back: %d vectors, nearest %d", idx.Len(), nearest())
 	}
 }
+
+// TestVectorCandidatesPastFiltered: the nearest vectors are checked against
+// the filters a few at a time; when the nearest fail them, the next ones
+// are checked, in KNN order, until enough pass or the pool ends.
+func TestVectorCandidatesPastFiltered(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	emb := &hashEmbedder{dim: 64}
+	s := openStore(t, emb)
+	var items []Item
+	for i := range 130 {
+		box := "INBOX"
+		if i%4 == 3 {
+			box = "Archive"
+		}
+		body := "project alpha report" + strings.Repeat(" filler", i%7) + fmt.Sprintf(" n%d", i)
+		items = append(items, Item{Account: "a", Mailbox: box, Path: fmt.Sprint(i),
+			Raw: []byte(msg(fmt.Sprintf("%d@knn", i), "x@y.example", "me@home.example", "Report", "Mon, 2 Mar 2026 10:00:00 +0000", body))})
+	}
+	if _, err := s.Ingest(ctx, items); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.EmbedPending(ctx, 64, 1000); err != nil {
+		t.Fatal(err)
+	}
+	q := Query{Text: "project alpha report", Mailbox: "Archive"}
+	f, err := buildFilter(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, why := s.vectorCandidates(ctx, q, f)
+	if why != "" {
+		t.Fatal(why)
+	}
+	// What the index ranks, filtered afterwards.
+	idx, err := s.index(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	qv, _ := emb.Embed(ctx, []string{q.Text})
+	near, _ := idx.Search(qv[0], vectorPool*4, nil)
+	archive := map[int64]bool{}
+	rows, err := s.DB().QueryContext(ctx, `SELECT m.id FROM messages m JOIN mailboxes b ON b.id = m.mailbox_id WHERE b.name = 'Archive'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var id int64
+		rows.Scan(&id)
+		archive[id] = true
+	}
+	rows.Close()
+	var want []int64
+	for _, h := range near {
+		if archive[h.ID] && len(want) < vectorPool {
+			want = append(want, h.ID)
+		}
+	}
+	var gotIDs []int64
+	for _, h := range got {
+		gotIDs = append(gotIDs, h.id)
+	}
+	if len(want) < 30 || !slices.Equal(gotIDs, want) {
+		t.Fatalf("candidates %v, want the archived ones in KNN order %v", gotIDs, want)
+	}
+}
