@@ -24,6 +24,9 @@ func (a *App) initLLM(ctx context.Context) error {
 	}
 	log := a.Log.With("component", "llm")
 	a.Usage = usage.New(db, log, a.Now, nil)
+	// The daemon writes the offline embedder's rows (one per hybrid search)
+	// in the background; see usage.Ledger.RecordCall.
+	a.AddWorker("usage", a.Usage.Run)
 	a.LLM, err = llm.NewRouter(llm.RouterConfig{
 		Tiers:    llm.TiersFromConfig(a.Config.LLM),
 		Timeout:  a.Config.LLM.Timeout.D(),

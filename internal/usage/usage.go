@@ -10,9 +10,12 @@ package usage
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -62,7 +65,16 @@ type Ledger struct {
 	log   *slog.Logger
 	now   func() time.Time
 	rates []Rate
+
+	// queue holds rows of the local provider while Run writes them; nil
+	// while Run is not running. qmu guards queue.
+	qmu   sync.RWMutex
+	queue chan llm.CallRecord
 }
+
+// localQueue bounds the rows waiting for Run; past it a row is written by
+// its caller.
+const localQueue = 1024
 
 // New returns a ledger over an opened usage database (see Schema). rates
 // nil uses DefaultRates(); now nil uses time.Now.
@@ -129,14 +141,105 @@ func label(s string) string {
 // RecordCall implements llm.Recorder: one row per terminal model request.
 // A write failure is logged, never returned: losing a usage row must not
 // fail the user's request.
+//
+// While Run runs, a call of the local provider (the offline embedder,
+// which every hybrid search calls for its query vector) is queued for Run
+// instead: its row costs nothing, no budget reads it (SpendSince leaves the
+// local provider out), and a search should not wait for a write. Every
+// other row is written before RecordCall returns, so a budget sees it.
 func (l *Ledger) RecordCall(ctx context.Context, rec llm.CallRecord) {
+	if rec.Provider == llm.LocalProvider && l.enqueue(rec) {
+		return
+	}
 	if err := l.AddCall(ctx, rec); err != nil {
 		l.log.Error("recording model usage", "err", err, "service", rec.Service, "model", rec.Model)
 	}
 }
 
-// AddCall is RecordCall returning the error.
+// enqueue hands rec to Run; false when Run is not running or its queue is
+// full.
+func (l *Ledger) enqueue(rec llm.CallRecord) bool {
+	l.qmu.RLock()
+	defer l.qmu.RUnlock()
+	if l.queue == nil {
+		return false
+	}
+	select {
+	case l.queue <- rec:
+		return true
+	default:
+		return false
+	}
+}
+
+// Run writes the queued rows of the local provider (see RecordCall), all
+// that are waiting in one transaction, until ctx is done; then it writes
+// what is left and returns. Rows recorded after it returned are written by
+// their callers again.
+func (l *Ledger) Run(ctx context.Context) error {
+	q := make(chan llm.CallRecord, localQueue)
+	l.qmu.Lock()
+	if l.queue != nil {
+		l.qmu.Unlock()
+		return errors.New("the usage ledger's writer is already running")
+	}
+	l.queue = q
+	l.qmu.Unlock()
+	// Rows taken from the queue are written even while ctx ends: their
+	// callers were told they are recorded.
+	write := context.WithoutCancel(ctx)
+	for {
+		select {
+		case <-ctx.Done():
+			l.qmu.Lock()
+			l.queue = nil // no sender holds qmu now: q only drains
+			l.qmu.Unlock()
+			l.writeQueued(write, q, nil)
+			return nil
+		case rec := <-q:
+			l.writeQueued(write, q, []llm.CallRecord{rec})
+		}
+	}
+}
+
+// writeQueued writes batch and every row waiting in q in one transaction.
+func (l *Ledger) writeQueued(ctx context.Context, q chan llm.CallRecord, batch []llm.CallRecord) {
+	for more := true; more; {
+		select {
+		case rec := <-q:
+			batch = append(batch, rec)
+		default:
+			more = false
+		}
+	}
+	if len(batch) == 0 {
+		return
+	}
+	err := l.db.Tx(ctx, func(tx *sql.Tx) error {
+		for _, rec := range batch {
+			if err := l.insertCall(ctx, tx, rec); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		l.log.Error("recording model usage", "err", err, "rows", len(batch))
+	}
+}
+
+// AddCall is RecordCall returning the error, always written before it
+// returns.
 func (l *Ledger) AddCall(ctx context.Context, rec llm.CallRecord) error {
+	return l.insertCall(ctx, l.db, rec)
+}
+
+// execer is the database or a transaction.
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+func (l *Ledger) insertCall(ctx context.Context, db execer, rec llm.CallRecord) error {
 	at := rec.Start
 	if at.IsZero() {
 		at = l.now()
@@ -150,7 +253,7 @@ func (l *Ledger) AddCall(ctx context.Context, rec llm.CallRecord) error {
 		kind = "chat"
 	}
 	u := rec.Usage
-	_, err := l.db.ExecContext(ctx, `INSERT INTO llm_calls (at_ms, service, action, kind, stream, tier, provider, model,
+	_, err := db.ExecContext(ctx, `INSERT INTO llm_calls (at_ms, service, action, kind, stream, tier, provider, model,
 		input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens, duration_ms, outcome, attempts)
 		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		at.UnixMilli(), label(rec.Service), label(rec.Action), kind, stream, string(rec.Tier), rec.Provider, rec.Model,
