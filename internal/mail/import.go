@@ -309,8 +309,12 @@ func (s *Store) sync(ctx context.Context, root string, opts ImportOptions, remov
 	// unchanged rescan's page faults); a damaged row is still replaced by
 	// the next import that changes something, the daemon's refresh or
 	// --full.
-	changed := prog.Added+prog.Updated+prog.Deleted+prog.Removed > 0
-	if current, err := s.lengthsLookCurrent(ctx); opts.Full || changed || !current || err != nil {
+	refresh := opts.Full || prog.Added+prog.Updated+prog.Deleted+prog.Removed > 0
+	if !refresh {
+		current, err := s.lengthsLookCurrent(ctx)
+		refresh = !current || err != nil // the refresh reports what failed
+	}
+	if refresh {
 		if _, err := s.refreshRankLengths(ctx, opts.Full); err != nil {
 			s.log.Warn("mailRankLengths", "err", err)
 		}
