@@ -164,7 +164,7 @@ func FuzzLeafPage(f *testing.F) {
 		if err != nil {
 			return
 		}
-		var d doclistDecoder
+		d := doclistDecoder{counts: len(key)%2 == 0} // with positions counted, or not
 		if off, found, err := leaf.find(key); err == nil && found {
 			d.startAbsolute(0)
 			d.buf = append(d.buf, leaf.data[off:leaf.termEnd(off)]...)
@@ -176,9 +176,16 @@ func FuzzLeafPage(f *testing.F) {
 		if err != nil {
 			return
 		}
+		if d.counts != (l.count != nil) || d.counts && len(l.count) != len(l.ids) {
+			t.Fatalf("%d counts for %d entries (asked: %v)", len(l.count), len(l.ids), d.counts)
+		}
 		for i, id := range l.ids {
 			if i > 0 && id <= l.ids[i-1] || l.freq[i] < 0 {
 				t.Fatalf("id %d after %d, frequency %v", id, l.ids[max(i-1, 0)], l.freq[i])
+			}
+			// Every position adds its column's weight (1 to 4).
+			if d.counts && (l.freq[i] < float64(l.count[i]) || l.freq[i] > 4*float64(l.count[i])) {
+				t.Fatalf("entry %d: frequency %v for %d positions", id, l.freq[i], l.count[i])
 			}
 		}
 	})
