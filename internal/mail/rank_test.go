@@ -14,23 +14,7 @@ import (
 // ftsOrder is FTS5's own ranking of a one-word query: ids and bm25 scores.
 func ftsOrder(t *testing.T, s *Store, word string) ([]int64, map[int64]float64) {
 	t.Helper()
-	rows, err := s.DB().Query(`SELECT rowid, rank FROM messages_fts WHERE messages_fts MATCH ? ORDER BY rank + 0, rowid`, `"`+word+`"`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var ids []int64
-	score := map[int64]float64{}
-	for rows.Next() {
-		var id int64
-		var rank float64
-		if err := rows.Scan(&id, &rank); err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, id)
-		score[id] = -rank
-	}
-	return ids, score
+	return ftsExprOrder(t, s, `"`+word+`"`)
 }
 
 // checkWords compares rankWord with FTS5 for every indexed word: the same

@@ -273,6 +273,24 @@ func TestQuantisedScoresCloseToExact(t *testing.T) {
 	}
 }
 
+// exactTop is the ids of the k vectors nearest to q by an exact float
+// scan, the reference recall is measured against.
+func exactTop(vecs [][]float32, q []float32, k int) map[int64]bool {
+	ref := &topK{k: k}
+	for i, v := range vecs {
+		var s float32
+		for j := range v {
+			s += v[j] * q[j]
+		}
+		ref.push(Hit{ID: int64(i), Score: s})
+	}
+	want := map[int64]bool{}
+	for _, h := range ref.h {
+		want[h.ID] = true
+	}
+	return want
+}
+
 func TestPrefilteredSearchRecall(t *testing.T) {
 	t.Parallel()
 	const dim = 128
@@ -303,19 +321,7 @@ func TestPrefilteredSearchRecall(t *testing.T) {
 		if err != nil || len(got) != 50 {
 			t.Fatalf("got %d hits, %v", len(got), err)
 		}
-		// Exact float reference.
-		ref := &topK{k: 50}
-		for i, v := range vecs {
-			var s float32
-			for j := range v {
-				s += v[j] * q[j]
-			}
-			ref.push(Hit{ID: int64(i), Score: s})
-		}
-		want := map[int64]bool{}
-		for _, h := range ref.h {
-			want[h.ID] = true
-		}
+		want := exactTop(vecs, q, 50)
 		for _, h := range got {
 			if want[h.ID] {
 				totalHit++
@@ -528,18 +534,7 @@ func TestSparseQueryRecall(t *testing.T) {
 	if err != nil || len(got) != 50 {
 		t.Fatalf("got %d hits, %v", len(got), err)
 	}
-	ref := &topK{k: 50}
-	for i, v := range vecs {
-		var s float32
-		for j := range v {
-			s += v[j] * q[j]
-		}
-		ref.push(Hit{ID: int64(i), Score: s})
-	}
-	want := map[int64]bool{}
-	for _, h := range ref.h {
-		want[h.ID] = true
-	}
+	want := exactTop(vecs, q, 50)
 	found := 0
 	for _, h := range got {
 		if want[h.ID] {
