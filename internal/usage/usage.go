@@ -188,13 +188,15 @@ func (l *Ledger) Run(ctx context.Context) error {
 	// Rows taken from the queue are written even while ctx ends: their
 	// callers were told they are recorded.
 	write := context.WithoutCancel(ctx)
+	defer func() { // also after a panic, so that a restarted Run can begin
+		l.qmu.Lock()
+		l.queue = nil // no sender holds qmu now: q only drains
+		l.qmu.Unlock()
+		l.writeQueued(write, q, nil)
+	}()
 	for {
 		select {
 		case <-ctx.Done():
-			l.qmu.Lock()
-			l.queue = nil // no sender holds qmu now: q only drains
-			l.qmu.Unlock()
-			l.writeQueued(write, q, nil)
 			return nil
 		case rec := <-q:
 			l.writeQueued(write, q, []llm.CallRecord{rec})
