@@ -633,15 +633,7 @@ func (x *Index) Search(q []float32, k int, keep func(int64) bool) ([]Hit, error)
 		// Only the query's nonzero components take part: a zero carries
 		// no direction, and counting its sign bit as "negative" would rank
 		// rows by how many of their components are negative rather than by
-		// their direction against the query's. For a dense query the mask
-		// is every bit and changes nothing.
-		qb, mask := make([]uint64, x.words), make([]uint64, x.words)
-		signBits(qq, qb)
-		for j, c := range qq {
-			if c != 0 {
-				mask[j/64] |= 1 << (j % 64)
-			}
-		}
+		// their direction against the query's.
 		rescore := func(cands []int) *topK {
 			t := &topK{k: k, h: make([]Hit, 0, k)}
 			for _, i := range cands {
@@ -655,6 +647,7 @@ func (x *Index) Search(q []float32, k int, keep func(int64) bool) ([]Hit, error)
 			return t
 		}
 		pool := max(k*prefilterFactor, prefilterMin)
+		var qb, mask []uint64 // the row scan's query bits and which count
 		if len(nzAt) <= sparseFrom {
 			// A few components: their columns of sign bits, in one pass
 			// (a fraction of the row scan, not worth splitting).
@@ -662,6 +655,11 @@ func (x *Index) Search(q []float32, k int, keep func(int64) bool) ([]Hit, error)
 			results[0] = rescore(x.sparseNearest(nzAt, qq, n, pool))
 		} else {
 			pool = (pool + parts - 1) / parts // each part's share
+			qb, mask = make([]uint64, x.words), make([]uint64, x.words)
+			signBits(qq, qb)
+			for _, j := range nzAt { // for a dense query, every bit
+				mask[j/64] |= 1 << (j % 64)
+			}
 		}
 		for p := 0; p < parts; p++ {
 			wg.Add(1)

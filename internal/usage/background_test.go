@@ -34,7 +34,7 @@ func TestLocalRowsWrittenInBackground(t *testing.T) {
 	}
 	t.Cleanup(func() { db.Close() })
 	at := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
-	l := New(db, slog.New(slog.NewTextHandler(tWriter{t}, nil)), func() time.Time { return at }, nil)
+	l := New(db, slog.New(slog.NewTextHandler(t.Output(), nil)), func() time.Time { return at }, nil)
 	local := llm.CallRecord{Start: at, Service: "mail", Action: "embed", Kind: "embed", Provider: llm.LocalProvider, Model: llm.LocalEmbedModel, Outcome: "ok", Attempts: 1}
 	paid := llm.CallRecord{Start: at, Service: "agent", Action: "turn", Provider: "openai", Model: "gpt-x", Usage: llm.Usage{InputTokens: 1000}, Outcome: "ok", Attempts: 1}
 
@@ -92,7 +92,3 @@ func TestLocalRowsWrittenInBackground(t *testing.T) {
 		t.Fatalf("full queue: %d local rows, want %d", got, n+3)
 	}
 }
-
-type tWriter struct{ t *testing.T }
-
-func (w tWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return len(p), nil }
