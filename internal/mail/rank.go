@@ -202,8 +202,8 @@ const maxAnchorPages = 8
 // anchor only once holds the phrase exactly once, in the anchor's column.
 // The token counts come from memory (the daemon) or, for a few matches,
 // from their docsize records. A message holding the anchor more than once,
-// no anchor of a few pages (maxAnchorPages), or many matches without the
-// counts in memory leave the ranking to FTS5 (ok false).
+// no anchor of a few pages (maxAnchorPages), or an anchor of many messages
+// without the counts in memory leave the ranking to FTS5 (ok false).
 func (s *Store) rankPhrase(ctx context.Context, all string, words []string, n int) (ids, docs []int64, ok bool, err error) {
 	docs, scores, ok, err := s.phraseScores(ctx, all, words)
 	if !ok || err != nil {
@@ -255,7 +255,10 @@ func (s *Store) phraseScores(ctx context.Context, all string, words []string) (d
 			break
 		}
 	}
-	if !found {
+	// The phrase's messages are among the anchor's: a one-shot process
+	// leaves a phrase that may have more than it ranks to FTS5 before
+	// matching it.
+	if !found || !warm && len(anchor.ids) > maxColdPhraseDocs {
 		return nil, nil, false, nil
 	}
 	rows, err := tx.QueryContext(ctx, `SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?`, all)
@@ -279,9 +282,6 @@ func (s *Store) phraseScores(ctx context.Context, all string, words []string) (d
 		return d, ok, nil
 	}
 	if !warm {
-		if len(docs) > maxColdPhraseDocs {
-			return nil, nil, false, nil
-		}
 		size, err := tx.PrepareContext(ctx, `SELECT sz FROM messages_fts_docsize WHERE id = ?`)
 		if err != nil {
 			return nil, nil, false, fmt.Errorf("ranking %s: %w", all, err)
@@ -315,8 +315,9 @@ func (s *Store) phraseScores(ctx context.Context, all string, words []string) (d
 	return docs, scores, true, nil
 }
 
-// maxColdPhraseDocs bounds the matches phraseScores ranks without the
-// counts in memory, reading each one's docsize record.
+// maxColdPhraseDocs bounds the messages of a phrase's anchor word (and so
+// its matches) that phraseScores ranks without the counts in memory,
+// reading each match's docsize record.
 const maxColdPhraseDocs = 200
 
 // wordScores returns every message holding word (in id order) with its
