@@ -309,13 +309,15 @@ func (s *Store) sync(ctx context.Context, root string, opts ImportOptions, remov
 	// unchanged rescan's page faults); a damaged row is still replaced by
 	// the next import that changes something, the daemon's refresh or
 	// --full.
-	refresh := opts.Full || prog.Added+prog.Updated+prog.Deleted+prog.Removed > 0
+	refresh, force := opts.Full || prog.Added+prog.Updated+prog.Deleted+prog.Removed > 0, opts.Full
 	if !refresh {
 		current, err := s.lengthsLookCurrent(ctx)
-		refresh = !current || err != nil // the refresh reports what failed
+		// Found stale: rewritten without reading the row again; a failed
+		// look: the refresh reports what failed.
+		refresh, force = !current || err != nil, !current && err == nil
 	}
 	if refresh {
-		if _, err := s.refreshRankLengths(ctx, opts.Full); err != nil {
+		if _, err := s.refreshRankLengths(ctx, force); err != nil {
 			s.log.Warn("mailRankLengths", "err", err)
 		}
 	}
