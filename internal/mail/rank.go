@@ -201,9 +201,9 @@ const maxAnchorPages = 8
 // the phrase once, the anchor: a message that holds the phrase and the
 // anchor only once holds the phrase exactly once, in the anchor's column.
 // The token counts come from memory (the daemon) or, for a few matches,
-// from their docsize records. A message holding the anchor more than once,
-// no anchor of a few pages (maxAnchorPages), or an anchor of many messages
-// without the counts in memory leave the ranking to FTS5 (ok false).
+// from their docsize records. A message holding the anchor more than once
+// or no anchor of a few pages (maxAnchorPages) leave the ranking to FTS5
+// (ok false).
 func (s *Store) rankPhrase(ctx context.Context, all string, words []string, n int) (ids, docs []int64, ok bool, err error) {
 	docs, scores, ok, err := s.phraseScores(ctx, all, words)
 	if !ok || err != nil {
@@ -255,10 +255,7 @@ func (s *Store) phraseScores(ctx context.Context, all string, words []string) (d
 			break
 		}
 	}
-	// The phrase's messages are among the anchor's: a one-shot process
-	// leaves a phrase that may have more than it ranks to FTS5 before
-	// matching it.
-	if !found || !warm && len(anchor.ids) > maxColdPhraseDocs {
+	if !found {
 		return nil, nil, false, nil
 	}
 	rows, err := tx.QueryContext(ctx, `SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?`, all)
@@ -277,6 +274,14 @@ func (s *Store) phraseScores(ctx context.Context, all string, words []string) (d
 		return nil, nil, false, fmt.Errorf("ranking %s: %w", all, err)
 	}
 	slices.Sort(docs)
+	if !warm && len(docs) > maxColdPhraseDocs {
+		// More matches than docsize lookups pay for: every message's
+		// count, kept for the next search, as wordScores does.
+		if dl, err = s.loadLengths(ctx, tx, averages, structure); dl == nil || err != nil {
+			return nil, nil, false, err
+		}
+		warm = true
+	}
 	length := func(id int64) (uint32, bool, error) {
 		d, ok := dl.length(id)
 		return d, ok, nil
@@ -315,9 +320,24 @@ func (s *Store) phraseScores(ctx context.Context, all string, words []string) (d
 	return docs, scores, true, nil
 }
 
-// maxColdPhraseDocs bounds the messages of a phrase's anchor word (and so
-// its matches) that phraseScores ranks without the counts in memory,
-// reading each match's docsize record.
+// loadLengths reads every message's token count and keeps it for the
+// next search; nil if what is stored is not the index's current state
+// (averages and structure), which leaves the ranking to FTS5.
+func (s *Store) loadLengths(ctx context.Context, q querier, averages, structure []byte) (*docLengths, error) {
+	dl, err := loadDocLengths(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	if !dl.current(averages, structure) {
+		return nil, nil
+	}
+	s.docLengths.Store(dl)
+	return dl, nil
+}
+
+// maxColdPhraseDocs bounds the matches of a phrase that phraseScores
+// ranks, without the counts in memory, from each match's docsize record;
+// past it, it loads them all.
 const maxColdPhraseDocs = 200
 
 // wordScores returns every message holding word (in id order) with its
@@ -356,13 +376,9 @@ func (s *Store) wordScores(ctx context.Context, word string, minDocs int) (docs 
 		return nil, nil, false, nil
 	}
 	if !warm {
-		if dl, err = loadDocLengths(ctx, tx); err != nil {
+		if dl, err = s.loadLengths(ctx, tx, averages, structure); dl == nil || err != nil {
 			return nil, nil, false, err
 		}
-		if !dl.current(averages, structure) {
-			return nil, nil, false, nil
-		}
-		s.docLengths.Store(dl)
 	}
 	bm := newBM25(dl.rows, dl.tokens, len(docs))
 	scores = make([]float64, len(docs))
