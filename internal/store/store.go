@@ -69,10 +69,11 @@ func Open(ctx context.Context, path string, schema Schema) (*DB, error) {
 	if fi, err := os.Stat(path); err == nil && fi.Size() > 0 {
 		incremental = false
 	}
-	sqldb, err := sql.Open("sqlite", dsn(path, incremental))
+	conn, err := newCachingConnector(dsn(path, incremental))
 	if err != nil {
 		return nil, fmt.Errorf("opening %s database %s: %w", schema.Name, path, err)
 	}
+	sqldb := sql.OpenDB(conn)
 	db := &DB{DB: sqldb, Name: schema.Name, Path: path}
 	if err := db.PingContext(ctx); err != nil {
 		sqldb.Close()
@@ -159,10 +160,11 @@ func OpenExisting(ctx context.Context, path string) (*sql.DB, error) {
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("database %s: %w", path, err)
 	}
-	sqldb, err := sql.Open("sqlite", dsn(path, false))
+	conn, err := newCachingConnector(dsn(path, false))
 	if err != nil {
 		return nil, fmt.Errorf("opening database %s: %w", path, err)
 	}
+	sqldb := sql.OpenDB(conn)
 	if err := sqldb.PingContext(ctx); err != nil {
 		sqldb.Close()
 		return nil, fmt.Errorf("opening database %s: %w", path, err)
