@@ -1,7 +1,7 @@
 // Command hestia is the assistant's command line, as small as a program
 // can be: a read-only query (`mail search|read|thread`, `wiki search`) goes
 // to the running daemon over its socket in the data folder (internal/
-// clisock), which answers from warm stores; everything else, and every
+// clisock/wire), which answers from warm stores; everything else, and every
 // query when no daemon runs, is handed by exec (same process, arguments
 // and environment) to hestia-fast, installed next to it, which answers the
 // one-shot commands itself and hands the rest to hestia-core. It only
@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/hestia-dev/hestia/internal/binpath"
-	"github.com/hestia-dev/hestia/internal/clisock"
+	"github.com/hestia-dev/hestia/internal/clisock/wire"
 	"github.com/hestia-dev/hestia/internal/homedir"
 )
 
@@ -25,7 +25,7 @@ func main() {
 		if dirs, err := homedir.Resolve(os.Getenv); err == nil {
 			// A daemon that does not answer in time is left to itself:
 			// the query runs here instead.
-			rep, err := clisock.Ask(clisock.Path(dirs.Data), clisock.Request{Args: args, TZ: os.Getenv("TZ")}, 30*time.Second)
+			rep, err := wire.Ask(wire.Path(dirs.Data), wire.Request{Args: args, TZ: os.Getenv("TZ")}, 30*time.Second)
 			if err == nil && rep.Handled {
 				os.Stdout.Write(rep.Stdout)
 				os.Stderr.Write(rep.Stderr)

@@ -7,85 +7,46 @@
 // (mode 0700) with mode 0600, so only the home's owner can connect, the
 // same person who can read the auth token and the databases. The server
 // also checks the peer's uid. A request is one command line; the reply is
-// what the command would have printed, and its exit status. The package
-// imports nothing beyond the standard library: the front links it.
+// what the command would have printed, and its exit status. The front
+// links only the client side, package wire.
 package clisock
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"os"
-	"path/filepath"
 	"runtime/debug"
 	"sync"
-	"syscall"
 	"time"
+
+	"github.com/hestia-dev/hestia/internal/clisock/wire"
 )
 
 // FileName is the socket's name in the data folder.
-const FileName = "cli.sock"
+const FileName = wire.FileName
 
 // Path is the socket of the home whose data folder is dataDir.
-func Path(dataDir string) string { return filepath.Join(dataDir, FileName) }
+func Path(dataDir string) string { return wire.Path(dataDir) }
 
-// Request is one command line, without the program name.
-type Request struct {
-	Args []string `json:"args"`
-	// TZ is the client's TZ variable: dates on the command line and in
-	// the answer are in the client's local time, not the daemon's.
-	TZ string `json:"tz,omitempty"`
-}
-
-// Reply is what the command printed and its exit status. Handled false
-// means the daemon does not answer this command line here; the client runs
-// it itself.
-type Reply struct {
-	Handled bool   `json:"handled"`
-	Stdout  []byte `json:"stdout,omitempty"`
-	Stderr  []byte `json:"stderr,omitempty"`
-	Code    int    `json:"code"`
-}
-
-// Limits of one exchange.
-const (
-	maxRequest = 64 << 10
-	maxReply   = 64 << 20
-	maxActive  = 8
+// Request and Reply are the exchange's (see package wire for the frames).
+type (
+	Request = wire.Request
+	Reply   = wire.Reply
 )
 
-// ErrNoDaemon is returned by Ask when nothing listens on the socket.
-var ErrNoDaemon = errors.New("no daemon is listening on this home's socket")
+// maxActive bounds the requests answered at once.
+const maxActive = 8
 
-// Ask sends req to the daemon listening at path and waits for its reply,
-// at most timeout in all.
+// ErrNoDaemon is returned by Ask when nothing listens on the socket.
+var ErrNoDaemon = wire.ErrNoDaemon
+
+// Ask sends req to the daemon listening at path and waits for its reply.
 func Ask(path string, req Request, timeout time.Duration) (Reply, error) {
-	conn, err := net.DialTimeout("unix", path, timeout)
-	if err != nil {
-		if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
-			return Reply{}, ErrNoDaemon
-		}
-		return Reply{}, fmt.Errorf("connecting to the daemon: %w", err)
-	}
-	defer conn.Close()
-	conn.SetDeadline(time.Now().Add(timeout))
-	b, err := json.Marshal(req)
-	if err != nil {
-		return Reply{}, err
-	}
-	if _, err := conn.Write(append(b, '\n')); err != nil {
-		return Reply{}, fmt.Errorf("asking the daemon: %w", err)
-	}
-	var rep Reply
-	if err := json.NewDecoder(io.LimitReader(conn, maxReply)).Decode(&rep); err != nil {
-		return Reply{}, fmt.Errorf("reading the daemon's answer: %w", err)
-	}
-	return rep, nil
+	return wire.Ask(path, req, timeout)
 }
 
 // Handler answers one request.
@@ -172,19 +133,12 @@ func (s *Server) serve(ctx context.Context, conn *net.UnixConn, log *slog.Logger
 	conn.Write(b)
 }
 
-// answer reads one request line from r and returns the encoded reply. A
-// request that is not one JSON line of at most maxRequest bytes gets none.
+// answer reads one request frame from r and returns the encoded reply. A
+// request that is not one frame of at most wire.MaxRequest bytes gets none.
 func (s *Server) answer(ctx context.Context, r io.Reader) ([]byte, error) {
-	line, err := bufio.NewReaderSize(io.LimitReader(r, maxRequest), 4096).ReadBytes('\n')
+	req, err := wire.ReadRequest(r)
 	if err != nil {
-		return nil, fmt.Errorf("reading the request (one line of at most %d bytes): %w", maxRequest, err)
+		return nil, fmt.Errorf("reading the request: %w", err)
 	}
-	var req Request
-	if err := json.Unmarshal(line, &req); err != nil {
-		return nil, fmt.Errorf("decoding the request: %w", err)
-	}
-	if len(req.Args) == 0 {
-		return nil, errors.New("the request has no command line")
-	}
-	return json.Marshal(s.Handler(ctx, req))
+	return wire.AppendReply(nil, s.Handler(ctx, req)), nil
 }

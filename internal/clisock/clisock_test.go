@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hestia-dev/hestia/internal/clisock/wire"
 )
 
 func echo(_ context.Context, req Request) Reply {
@@ -125,20 +127,24 @@ func TestRunReplacesStaleSocket(t *testing.T) {
 func TestMalformedRequestsGetNoAnswer(t *testing.T) {
 	t.Parallel()
 	s := &Server{Handler: echo}
-	for name, in := range map[string]string{
-		"not JSON":        "mail search\n",
-		"no newline":      `{"args":["mail"]}`,
-		"no command line": `{"args":[]}` + "\n",
-		"wrong type":      `{"args":"mail search"}` + "\n",
-		"too long":        `{"args":["` + strings.Repeat("a", maxRequest) + `"]}` + "\n",
+	good := wire.AppendRequest(nil, Request{Args: []string{"mail", "read", "7"}, TZ: "UTC"})
+	for name, in := range map[string][]byte{
+		"JSON, the old frame": []byte(`{"args":["mail","read","7"]}` + "\n"),
+		"empty":               nil,
+		"cut short":           good[:len(good)-2],
+		"no command line":     wire.AppendRequest(nil, Request{}),
+		"too long":            wire.AppendRequest(nil, Request{Args: []string{strings.Repeat("a", wire.MaxRequest)}}),
 	} {
-		if b, err := s.answer(context.Background(), strings.NewReader(in)); err == nil {
-			t.Errorf("%s: answered %s", name, b)
+		if b, err := s.answer(context.Background(), bytes.NewReader(in)); err == nil {
+			t.Errorf("%s: answered %q", name, b)
 		}
 	}
-	b, err := s.answer(context.Background(), strings.NewReader(`{"args":["mail","read","7"]}`+"\n"))
-	if err != nil || !bytes.Contains(b, []byte(`"handled":true`)) {
-		t.Errorf("well-formed request: %s, %v", b, err)
+	b, err := s.answer(context.Background(), bytes.NewReader(good))
+	if err != nil {
+		t.Fatalf("well-formed request: %v", err)
+	}
+	if rep, err := wire.ParseReply(b); err != nil || !rep.Handled || string(rep.Stdout) != "mail read 7\n" || string(rep.Stderr) != "tz=UTC" || rep.Code != 3 {
+		t.Errorf("well-formed request: %+v, %v", rep, err)
 	}
 }
 
@@ -167,14 +173,18 @@ func TestPeerIsThisUser(t *testing.T) {
 }
 
 func FuzzAnswer(f *testing.F) {
-	f.Add([]byte(`{"args":["mail","search","rain"],"tz":"UTC"}` + "\n"))
-	f.Add([]byte(`{"args":null}` + "\n"))
-	f.Add([]byte("\n"))
+	f.Add(wire.AppendRequest(nil, Request{Args: []string{"mail", "search", "rain"}, TZ: "UTC"}))
+	f.Add(wire.AppendRequest(nil, Request{Args: []string{"mail"}}))
+	f.Add([]byte("hq1\n\x00"))
+	f.Add([]byte(`{"args":["mail"]}` + "\n"))
 	s := &Server{Handler: echo}
 	f.Fuzz(func(t *testing.T, in []byte) {
 		b, err := s.answer(context.Background(), bytes.NewReader(in))
-		if err == nil && len(b) == 0 {
-			t.Fatal("no error and no answer")
+		if err != nil {
+			return
+		}
+		if _, err := wire.ParseReply(b); err != nil {
+			t.Fatalf("answered a reply that does not parse: %v", err)
 		}
 	})
 }

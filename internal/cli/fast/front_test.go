@@ -35,14 +35,21 @@ func goList(t *testing.T, pkg string) map[string]bool {
 
 // The binaries must stay small: everything they link starts in every
 // one-shot query. The front links nothing beyond the standard library but
-// its socket client; hestia-fast links the stores but none of the
-// packages that belong to hestia-core only.
+// its socket client, and not the standard library's network stack or
+// JSON either; hestia-fast links the stores but none of the packages that
+// belong to hestia-core only.
 func TestFrontStaysSmall(t *testing.T) {
 	const mod = "github.com/hestia-dev/hestia/"
-	for dep := range goList(t, mod+"cmd/hestia") {
+	front := goList(t, mod+"cmd/hestia")
+	for dep := range front {
 		if strings.Contains(strings.SplitN(dep, "/", 2)[0], ".") && dep != mod+"cmd/hestia" &&
-			dep != mod+"internal/clisock" && dep != mod+"internal/homedir" && dep != mod+"internal/binpath" {
+			dep != mod+"internal/clisock/wire" && dep != mod+"internal/homedir" && dep != mod+"internal/binpath" {
 			t.Errorf("cmd/hestia links %s; the front must stay a socket client and an exec", dep)
+		}
+	}
+	for _, heavy := range []string{"net", "encoding/json", "log/slog", "context"} {
+		if front[heavy] {
+			t.Errorf("cmd/hestia links %s: it starts in every command", heavy)
 		}
 	}
 	deps := goList(t, mod+"cmd/hestia-fast")
