@@ -21,7 +21,7 @@ import (
 
 func main() {
 	args := os.Args[1:]
-	if len(args) >= 2 && (args[0] == "mail" || args[0] == "wiki") {
+	if wire.Answered(args) {
 		if dirs, err := homedir.Resolve(os.Getenv); err == nil {
 			// A daemon that does not answer in time is left to itself:
 			// the query runs here instead.

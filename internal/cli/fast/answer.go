@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hestia-dev/hestia/internal/clisock"
+	"github.com/hestia-dev/hestia/internal/clisock/wire"
 )
 
 // Answer runs, inside the daemon, a query the front sent on the socket:
@@ -19,17 +20,12 @@ import (
 // and the front runs the command itself.
 func Answer(ctx context.Context, req clisock.Request, env *Env, zones *Zones) clisock.Reply {
 	args := req.Args
-	if len(args) < 2 {
+	if !wire.Answered(args) {
 		return clisock.Reply{}
 	}
-	var run func(context.Context, *Env, []string) error
-	switch {
-	case args[0] == "mail" && (args[1] == "search" || args[1] == "read" || args[1] == "thread"):
+	run := WikiSearch
+	if args[0] == "mail" {
 		run = MailCommand(args[1])
-	case args[0] == "wiki" && args[1] == "search":
-		run = WikiSearch
-	default:
-		return clisock.Reply{}
 	}
 	zone, err := zones.Load(req.TZ)
 	if err != nil {

@@ -57,6 +57,22 @@ const (
 	replyMagic   = "hr1\n"
 )
 
+// Answered reports whether the daemon answers the command line args (the
+// read-only queries `mail search|read|thread` and `wiki search`); the
+// front sends it nothing else.
+func Answered(args []string) bool {
+	if len(args) < 2 {
+		return false
+	}
+	switch args[0] {
+	case "mail":
+		return args[1] == "search" || args[1] == "read" || args[1] == "thread"
+	case "wiki":
+		return args[1] == "search"
+	}
+	return false
+}
+
 // ErrNoDaemon is returned by Ask when nothing listens on the socket.
 var ErrNoDaemon = errors.New("no daemon is listening on this home's socket")
 

@@ -177,3 +177,17 @@ func FuzzParseReply(f *testing.F) {
 		}
 	})
 }
+
+func TestAnswered(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{"mail", "search", "x"}, {"mail", "read", "1"}, {"mail", "thread", "1"}, {"wiki", "search", "x"}} {
+		if !Answered(args) {
+			t.Errorf("%q not sent to the daemon", args)
+		}
+	}
+	for _, args := range [][]string{nil, {"mail"}, {"mail", "import", "dir"}, {"mail", "sync"}, {"wiki", "read", "x"}, {"chat", "search"}, {"--log-level", "debug", "mail", "search"}} {
+		if Answered(args) {
+			t.Errorf("%q sent to the daemon", args)
+		}
+	}
+}
