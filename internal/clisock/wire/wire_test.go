@@ -125,6 +125,21 @@ func TestAsk(t *testing.T) {
 	}
 }
 
+// A reply longer than one read (the client's buffer grows).
+func TestAskLongReply(t *testing.T) {
+	t.Parallel()
+	long := bytes.Repeat([]byte("0123456789abcdef"), 1<<16) // 1 MiB
+	path := serve(t, func(c net.Conn) {
+		if _, err := ReadRequest(c); err == nil {
+			c.Write(AppendReply(nil, Reply{Handled: true, Stdout: long}))
+		}
+	})
+	rep, err := Ask(path, Request{Args: []string{"mail", "search", "x"}}, 5*time.Second)
+	if err != nil || !bytes.Equal(rep.Stdout, long) {
+		t.Fatalf("%d bytes back, %v", len(rep.Stdout), err)
+	}
+}
+
 func TestAskFailures(t *testing.T) {
 	t.Parallel()
 	if _, err := Ask(Path(t.TempDir()), Request{Args: []string{"mail"}}, time.Second); !errors.Is(err, ErrNoDaemon) {
