@@ -235,8 +235,9 @@ func (l LogConfig) validate() []error {
 // variable is present: HESTIA_<SECTION>_<KEY>, plus any `env` tag alias.
 func applyEnv(cfg *Config, env Env) error {
 	var errs []error
+	toEnv := strings.NewReplacer(".", "_", "-", "_") // built once: each builds a table on first use
 	walkFields(reflect.ValueOf(cfg).Elem(), "", func(key string, f reflect.StructField, v reflect.Value) {
-		names := []string{"HESTIA_" + strings.ToUpper(strings.NewReplacer(".", "_", "-", "_").Replace(key))}
+		names := []string{"HESTIA_" + strings.ToUpper(toEnv.Replace(key))}
 		if alias := f.Tag.Get("env"); alias != "" {
 			names = append(names, alias)
 		}

@@ -34,7 +34,7 @@ type Client struct {
 // bounded by its own timeout.
 func (env *Env) Daemon() (*Client, error) {
 	ctx := context.Background()
-	paths, _, err := env.Load()
+	paths, err := env.Paths()
 	if err != nil {
 		return nil, err
 	}

@@ -123,6 +123,10 @@ func (env *Env) Load() (config.Paths, config.Config, error) {
 	return paths, cfg, nil
 }
 
+// Paths resolves the home's folders from the environment alone, without
+// reading the configuration (what finding the daemon needs).
+func (env *Env) Paths() (config.Paths, error) { return config.ResolvePaths(env.Getenv) }
+
 // open resolves what a command that works on a store directly needs: the
 // paths (created when missing), the configuration and its logger.
 func (env *Env) open() (config.Paths, config.Config, *slog.Logger, error) {

@@ -221,7 +221,7 @@ func SearchViaDaemon(ctx context.Context, env *Env, q mail.Query) (mail.Result, 
 	if strings.TrimSpace(q.Text) == "" || !q.After.IsZero() || !q.Before.IsZero() {
 		return mail.Result{}, false
 	}
-	paths, _, err := env.Load()
+	paths, err := env.Paths()
 	if err != nil {
 		return mail.Result{}, false
 	}

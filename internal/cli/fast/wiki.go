@@ -69,7 +69,7 @@ func WikiSearch(ctx context.Context, env *Env, args []string) error {
 // reports false when no daemon runs or it could not answer; the caller
 // then searches the index itself.
 func wikiSearchViaDaemon(ctx context.Context, env *Env, q string, limit int) (wiki.SearchResult, bool) {
-	paths, _, err := env.Load()
+	paths, err := env.Paths()
 	if err != nil {
 		return wiki.SearchResult{}, false
 	}
