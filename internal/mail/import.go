@@ -468,6 +468,15 @@ func (s *Store) recordScan(ctx context.Context, account, root string, sc *dirSca
 	// the filesystem's timestamp granularity without its mtime moving:
 	// it is listed again next time rather than trusted.
 	settled := s.now().Add(-2 * time.Second).UnixNano()
+	var gone []string
+	for p := range sc.recorded {
+		if _, ok := sc.listed[p]; !ok && !skipped[p] {
+			gone = append(gone, p)
+		}
+	}
+	if len(sc.listed) == 0 && len(gone) == 0 {
+		return nil // an unchanged tree: no write transaction (nor its lock)
+	}
 	return s.db.Tx(ctx, func(tx *sql.Tx) error {
 		for p, mt := range sc.listed {
 			if mt > settled {
@@ -481,11 +490,9 @@ func (s *Store) recordScan(ctx context.Context, account, root string, sc *dirSca
 				return fmt.Errorf("recording scanned directory: %w", err)
 			}
 		}
-		for p := range sc.recorded {
-			if _, ok := sc.listed[p]; !ok && !skipped[p] {
-				if _, err := tx.ExecContext(ctx, `DELETE FROM scan_dirs WHERE account = ? AND path = ?`, account, p); err != nil {
-					return fmt.Errorf("forgetting scanned directory: %w", err)
-				}
+		for _, p := range gone {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM scan_dirs WHERE account = ? AND path = ?`, account, p); err != nil {
+				return fmt.Errorf("forgetting scanned directory: %w", err)
 			}
 		}
 		return nil

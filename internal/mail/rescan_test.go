@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hestia-dev/hestia/internal/store"
 )
 
 // TestRescanSkipsUnchangedDirectories: a rescan does not list a Maildir
@@ -153,5 +155,43 @@ func TestRescanTrustsMaildirNames(t *testing.T) {
 	}
 	if r, _ := s.Search(ctx, Query{Text: "longer", NoVectors: true}); len(r.Messages) != 1 {
 		t.Errorf("the full check did not re-read the edited file: %+v", r.Messages)
+	}
+}
+
+// An unchanged rescan writes nothing: it runs while another connection
+// holds the write lock, without waiting for it.
+func TestUnchangedRescanTakesNoWriteLock(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := openStore(t, nil)
+	root := t.TempDir()
+	old := time.Now().Add(-time.Hour)
+	writeMaildir(t, root, "", "1:2,S", msg("1@x", "a@x.org", "b@x.org", "one", "Mon, 5 Jan 2026 10:00:00 +0000", "first body"), old)
+	for _, dir := range []string{"cur", "new"} {
+		os.Chtimes(filepath.Join(root, dir), old, old)
+	}
+	if p, err := s.Import(ctx, root, ImportOptions{}); err != nil || p.Added != 1 {
+		t.Fatalf("first import %+v %v", p, err)
+	}
+	other, err := store.Open(ctx, s.DB().Path, Schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	conn, err := other.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
+		t.Fatal(err)
+	}
+	defer conn.ExecContext(ctx, `ROLLBACK`)
+	short, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	start := time.Now()
+	p, err := s.Import(short, root, ImportOptions{})
+	if err != nil || p.Skipped != 1 || p.Added+p.Updated != 0 {
+		t.Fatalf("unchanged rescan beside a writer: %+v, %v after %s", p, err, time.Since(start))
 	}
 }
