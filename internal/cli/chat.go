@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hestia-dev/hestia/internal/cli/fast"
+	"github.com/hestia-dev/hestia/internal/cli/daemonclient"
 )
 
 // turnResult mirrors agent.Result on the wire.
@@ -169,7 +169,7 @@ func chatInteractive(ctx context.Context, env *Env, c *Client, chatID string, ov
 	}
 	if resp.StatusCode != http.StatusOK {
 		defer resp.Body.Close()
-		return fast.DecodeResponse(resp, nil)
+		return daemonclient.DecodeResponse(resp, nil)
 	}
 	defer resp.Body.Close()
 	evs := make(chan sseEvent, 64)

@@ -13,6 +13,7 @@ import (
 	"sort"
 
 	"github.com/hestia-dev/hestia/internal/app"
+	"github.com/hestia-dev/hestia/internal/cli/daemonclient"
 	"github.com/hestia-dev/hestia/internal/cli/fast"
 	"github.com/hestia-dev/hestia/internal/config"
 	"github.com/hestia-dev/hestia/internal/sandbox"
@@ -146,17 +147,25 @@ func parse(fs *flag.FlagSet, args []string, maxArgs int) error { return fast.Par
 
 // fast is this Env as the read-only query commands take it.
 func (env *Env) fast() *fast.Env {
-	return &fast.Env{Stdin: env.Stdin, Stdout: env.Stdout, Stderr: env.Stderr, Getenv: env.Getenv, Version: env.Version, LogLevel: env.logLevel}
+	return &fast.Env{Stdin: env.Stdin, Stdout: env.Stdout, Stderr: env.Stderr, Getenv: env.Getenv, Version: env.Version, LogLevel: env.logLevel,
+		Daemon: func() (fast.DaemonClient, error) {
+			c, err := env.daemon()
+			if err != nil {
+				return nil, err
+			}
+			return c, nil
+		}}
 }
 
 // load resolves paths and configuration.
 func (env *Env) load() (config.Paths, config.Config, error) { return env.fast().Load() }
 
 // Client talks to the running daemon with the home's token.
-type Client = fast.Client
+type Client = daemonclient.Client
 
-// daemon returns a client for this home's running daemon (see fast.Env.Daemon).
-func (env *Env) daemon() (*Client, error) { return env.fast().Daemon() }
+// daemon returns a client for this home's running daemon (see
+// daemonclient.Connect).
+func (env *Env) daemon() (*Client, error) { return daemonclient.Connect(env.Getenv) }
 
 // openApp builds an App for commands that work on the stores directly
 // (not through the daemon). Logs go to stderr only at warn and above unless

@@ -10,6 +10,7 @@
 package fast
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -40,6 +41,17 @@ type Env struct {
 	Mail *mail.Store
 	Wiki *wiki.Wiki
 	Zone *time.Location
+
+	// Daemon, when set, connects to the home's running daemon over its
+	// HTTP API, for a search with its vectors loaded. hestia-core sets it
+	// (package daemonclient); hestia-fast does not link an HTTP client:
+	// the front has asked the daemon over its socket before it.
+	Daemon func() (DaemonClient, error)
+}
+
+// DaemonClient sends a JSON request to the daemon and decodes its answer.
+type DaemonClient interface {
+	Do(ctx context.Context, method, path string, body, out any) error
 }
 
 // zone is where dates are read and shown: the asking user's local time.

@@ -63,6 +63,9 @@ func TestFrontStaysSmall(t *testing.T) {
 		"github.com/hestia-dev/hestia/internal/docs", "github.com/hestia-dev/hestia/internal/mail/imapsync",
 		"github.com/hestia-dev/hestia/internal/mail/mailtools", "github.com/hestia-dev/hestia/internal/calendar",
 		"github.com/modelcontextprotocol/go-sdk/mcp", "github.com/go-shiori/go-readability", "github.com/ledongthuc/pdf",
+		// An HTTP client is a fifth of the binary and of its start; the
+		// front asks the daemon over its socket.
+		"net/http", "github.com/hestia-dev/hestia/internal/cli/daemonclient",
 	} {
 		if deps[heavy] {
 			t.Errorf("cmd/hestia-fast links %s; keep it in hestia-core", heavy)

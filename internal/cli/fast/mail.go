@@ -218,6 +218,9 @@ func MailSearch(ctx context.Context, env *Env, args []string) error {
 // caller searches the mirror itself. Date filters stay local: the CLI reads
 // dates in local time, the HTTP API in UTC.
 func SearchViaDaemon(ctx context.Context, env *Env, q mail.Query) (mail.Result, bool) {
+	if env.Daemon == nil {
+		return mail.Result{}, false
+	}
 	if strings.TrimSpace(q.Text) == "" || !q.After.IsZero() || !q.Before.IsZero() {
 		return mail.Result{}, false
 	}

@@ -69,6 +69,9 @@ func WikiSearch(ctx context.Context, env *Env, args []string) error {
 // reports false when no daemon runs or it could not answer; the caller
 // then searches the index itself.
 func wikiSearchViaDaemon(ctx context.Context, env *Env, q string, limit int) (wiki.SearchResult, bool) {
+	if env.Daemon == nil {
+		return wiki.SearchResult{}, false
+	}
 	paths, err := env.Paths()
 	if err != nil {
 		return wiki.SearchResult{}, false
