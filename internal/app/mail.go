@@ -15,6 +15,7 @@ import (
 	"github.com/hestia-dev/hestia/internal/mail"
 	"github.com/hestia-dev/hestia/internal/mail/imapsync"
 	"github.com/hestia-dev/hestia/internal/mail/journal"
+	"github.com/hestia-dev/hestia/internal/mail/journal/smtpsend"
 	"github.com/hestia-dev/hestia/internal/mail/mailtools"
 	"github.com/hestia-dev/hestia/internal/pathpolicy"
 	"github.com/hestia-dev/hestia/internal/search"
@@ -86,7 +87,7 @@ func (a *App) OpenMail(ctx context.Context) (*Mail, error) {
 		}
 	}
 	if len(senders) > 0 {
-		m.Sender = &journal.SMTPSender{Account: m.smtpAccount, AfterSend: m.appendSent}
+		m.Sender = &smtpsend.Sender{Account: m.smtpAccount, AfterSend: m.appendSent}
 	}
 	m.Deps = mailtools.Deps{Store: st, Journal: j, Sender: m.Sender, Accounts: senders, Now: a.Now, Live: m.live}
 	if len(cfg.Accounts) > 0 {
@@ -159,20 +160,20 @@ func Password(acc config.MailAccount, getenv func(string) string) (string, error
 	return strings.TrimRight(string(b), "\r\n"), nil
 }
 
-func (m *Mail) smtpAccount(name string) (journal.SMTPAccount, error) {
+func (m *Mail) smtpAccount(name string) (smtpsend.Account, error) {
 	acc, err := m.account(name)
 	if err != nil {
-		return journal.SMTPAccount{}, err
+		return smtpsend.Account{}, err
 	}
 	pw, err := Password(acc, os.Getenv)
 	if err != nil {
-		return journal.SMTPAccount{}, err
+		return smtpsend.Account{}, err
 	}
 	user := acc.Username
 	if user == "" {
 		user = acc.Address
 	}
-	return journal.SMTPAccount{Host: acc.SMTPHost, Port: acc.SMTPPort, Security: acc.SMTPSecurity, Username: user, Password: pw,
+	return smtpsend.Account{Host: acc.SMTPHost, Port: acc.SMTPPort, Security: acc.SMTPSecurity, Username: user, Password: pw,
 		TLSConfig: &tls.Config{ServerName: acc.SMTPHost}}, nil
 }
 

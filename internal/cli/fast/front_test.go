@@ -66,6 +66,8 @@ func TestFrontStaysSmall(t *testing.T) {
 		// An HTTP client is a fifth of the binary and of its start; the
 		// front asks the daemon over its socket.
 		"net/http", "github.com/hestia-dev/hestia/internal/cli/daemonclient",
+		// Nor an SMTP or TLS client (the send journal's submission).
+		"github.com/emersion/go-smtp", "crypto/tls", "github.com/hestia-dev/hestia/internal/mail/journal/smtpsend",
 	} {
 		if deps[heavy] {
 			t.Errorf("cmd/hestia-fast links %s; keep it in hestia-core", heavy)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/hestia-dev/hestia/internal/mail"
 	"github.com/hestia-dev/hestia/internal/mail/journal"
+	"github.com/hestia-dev/hestia/internal/mail/journal/smtpsend"
 )
 
 // maildirMTA is an in-process go-smtp server that delivers every accepted
@@ -181,9 +182,9 @@ func TestReplyConfirmedAgainstSent(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer j.Close()
-	sender := &journal.SMTPSender{
-		Account: func(string) (journal.SMTPAccount, error) {
-			return journal.SMTPAccount{Host: "127.0.0.1", Port: smtpPort, Security: "none"}, nil
+	sender := &smtpsend.Sender{
+		Account: func(string) (smtpsend.Account, error) {
+			return smtpsend.Account{Host: "127.0.0.1", Port: smtpPort, Security: "none"}, nil
 		},
 		AfterSend: func(ctx context.Context, _ string, raw []byte) error { return AppendSent(ctx, acct, raw) },
 	}

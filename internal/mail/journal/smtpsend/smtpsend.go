@@ -1,4 +1,9 @@
-package journal
+// Package smtpsend submits the send journal's messages over SMTP
+// (RFC 5321) with go-smtp. It is apart from the journal so that the mail
+// mirror, which records what a send is expected to produce, links no SMTP
+// or TLS client: the one-shot query binary starts with every package it
+// links.
+package smtpsend
 
 import (
 	"bytes"
@@ -11,10 +16,12 @@ import (
 
 	"github.com/emersion/go-sasl"
 	"github.com/emersion/go-smtp"
+
+	"github.com/hestia-dev/hestia/internal/mail/journal"
 )
 
-// SMTPAccount is where and how one account submits mail.
-type SMTPAccount struct {
+// Account is where and how one account submits mail.
+type Account struct {
 	Host     string
 	Port     int
 	Security string // tls, starttls or none
@@ -24,21 +31,21 @@ type SMTPAccount struct {
 	TLSConfig *tls.Config
 }
 
-// SMTPSender submits mail over SMTP (RFC 5321) with go-smtp. After
+// Sender submits mail over SMTP (RFC 5321) with go-smtp. After
 // acceptance it calls AfterSend (an IMAP APPEND to Sent, for accounts that
 // want a copy filed); a failure there is logged by the caller's sender
 // wrapper, never turned into a resend.
-type SMTPSender struct {
-	Account   func(name string) (SMTPAccount, error)
+type Sender struct {
+	Account   func(name string) (Account, error)
 	AfterSend func(ctx context.Context, account string, raw []byte) error
 	Timeout   time.Duration
 }
 
-// Send implements Sender.
-func (s *SMTPSender) Send(ctx context.Context, account string, d Draft, raw []byte) error {
+// Send implements journal.Sender.
+func (s *Sender) Send(ctx context.Context, account string, d journal.Draft, raw []byte) error {
 	acct, err := s.Account(account)
 	if err != nil {
-		return &SendError{Delivered: "no", Err: err}
+		return &journal.SendError{Delivered: "no", Err: err}
 	}
 	timeout := s.Timeout
 	if timeout <= 0 {
@@ -52,7 +59,7 @@ func (s *SMTPSender) Send(ctx context.Context, account string, d Draft, raw []by
 	dialer := &net.Dialer{Timeout: timeout}
 	conn, err := dialer.DialContext(ctx, "tcp", addr)
 	if err != nil {
-		return &SendError{Delivered: "no", Err: fmt.Errorf("connecting to %s: %w", addr, err)}
+		return &journal.SendError{Delivered: "no", Err: fmt.Errorf("connecting to %s: %w", addr, err)}
 	}
 	conn.SetDeadline(time.Now().Add(timeout))
 	var c *smtp.Client
@@ -63,14 +70,14 @@ func (s *SMTPSender) Send(ctx context.Context, account string, d Draft, raw []by
 		c, err = smtp.NewClientStartTLS(conn, tlsConf)
 		if err != nil {
 			conn.Close()
-			return &SendError{Delivered: "no", Err: fmt.Errorf("STARTTLS with %s: %w", addr, err)}
+			return &journal.SendError{Delivered: "no", Err: fmt.Errorf("STARTTLS with %s: %w", addr, err)}
 		}
 	default:
 		c = smtp.NewClient(conn)
 	}
 	defer c.Close()
 	no := func(step string, err error) error {
-		return &SendError{Delivered: "no", Err: fmt.Errorf("SMTP %s: %w", step, err)}
+		return &journal.SendError{Delivered: "no", Err: fmt.Errorf("SMTP %s: %w", step, err)}
 	}
 	if acct.Username != "" {
 		if err := c.Auth(sasl.NewPlainClient("", acct.Username, acct.Password)); err != nil {
@@ -90,7 +97,7 @@ func (s *SMTPSender) Send(ctx context.Context, account string, d Draft, raw []by
 		return no("DATA", err)
 	}
 	if _, err := w.Write(raw); err != nil {
-		return &SendError{Delivered: "maybe", Err: fmt.Errorf("SMTP writing message: %w", err)}
+		return &journal.SendError{Delivered: "maybe", Err: fmt.Errorf("SMTP writing message: %w", err)}
 	}
 	if err := w.Close(); err != nil {
 		// A reply code means the server refused the data; anything else
@@ -99,7 +106,7 @@ func (s *SMTPSender) Send(ctx context.Context, account string, d Draft, raw []by
 		if errors.As(err, &se) {
 			return no("end of DATA", err)
 		}
-		return &SendError{Delivered: "maybe", Err: fmt.Errorf("SMTP end of DATA: %w", err)}
+		return &journal.SendError{Delivered: "maybe", Err: fmt.Errorf("SMTP end of DATA: %w", err)}
 	}
 	c.Quit()
 	if s.AfterSend != nil {
