@@ -26,13 +26,11 @@ import (
 	"github.com/hestia-dev/hestia/internal/clisock/wire"
 )
 
-// FileName is the socket's name in the data folder.
-const FileName = wire.FileName
-
 // Path is the socket of the home whose data folder is dataDir.
 func Path(dataDir string) string { return wire.Path(dataDir) }
 
-// Request and Reply are the exchange's (see package wire for the frames).
+// Request and Reply are the exchange's (see package wire for the frames
+// and the client, wire.Ask).
 type (
 	Request = wire.Request
 	Reply   = wire.Reply
@@ -40,14 +38,6 @@ type (
 
 // maxActive bounds the requests answered at once.
 const maxActive = 8
-
-// ErrNoDaemon is returned by Ask when nothing listens on the socket.
-var ErrNoDaemon = wire.ErrNoDaemon
-
-// Ask sends req to the daemon listening at path and waits for its reply.
-func Ask(path string, req Request, timeout time.Duration) (Reply, error) {
-	return wire.Ask(path, req, timeout)
-}
 
 // Handler answers one request.
 type Handler func(ctx context.Context, req Request) Reply

@@ -67,11 +67,11 @@ func TestAskAnswersAndHandsBack(t *testing.T) {
 	if err != nil || fi.Mode().Perm() != 0o600 || fi.Mode()&os.ModeSocket == 0 {
 		t.Fatalf("socket mode %v, %v; want an owner-only socket", fi.Mode(), err)
 	}
-	rep, err := Ask(path, Request{Args: []string{"mail", "search", "rain"}, TZ: "Europe/Rome"}, 5*time.Second)
+	rep, err := wire.Ask(path, Request{Args: []string{"mail", "search", "rain"}, TZ: "Europe/Rome"}, 5*time.Second)
 	if err != nil || !rep.Handled || string(rep.Stdout) != "mail search rain\n" || string(rep.Stderr) != "tz=Europe/Rome" || rep.Code != 3 {
 		t.Fatalf("reply %+v, %v", rep, err)
 	}
-	rep, err = Ask(path, Request{Args: []string{"chat"}}, 5*time.Second)
+	rep, err = wire.Ask(path, Request{Args: []string{"chat"}}, 5*time.Second)
 	if err != nil || rep.Handled {
 		t.Errorf("a command the handler does not take: %+v, %v", rep, err)
 	}
@@ -80,7 +80,7 @@ func TestAskAnswersAndHandsBack(t *testing.T) {
 func TestAskWithoutDaemon(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	if _, err := Ask(Path(dir), Request{Args: []string{"mail"}}, time.Second); !errors.Is(err, ErrNoDaemon) {
+	if _, err := wire.Ask(Path(dir), Request{Args: []string{"mail"}}, time.Second); !errors.Is(err, wire.ErrNoDaemon) {
 		t.Errorf("no socket: %v, want ErrNoDaemon", err)
 	}
 	// A socket file left by a daemon that died: nobody accepts.
@@ -90,7 +90,7 @@ func TestAskWithoutDaemon(t *testing.T) {
 	}
 	ln.(*net.UnixListener).SetUnlinkOnClose(false)
 	ln.Close()
-	if _, err := Ask(Path(dir), Request{Args: []string{"mail"}}, time.Second); !errors.Is(err, ErrNoDaemon) {
+	if _, err := wire.Ask(Path(dir), Request{Args: []string{"mail"}}, time.Second); !errors.Is(err, wire.ErrNoDaemon) {
 		t.Errorf("stale socket: %v, want ErrNoDaemon", err)
 	}
 }
@@ -110,7 +110,7 @@ func TestRunReplacesStaleSocket(t *testing.T) {
 	go func() { done <- (&Server{Path: Path(dir), Handler: echo}).Run(ctx) }()
 	var rep Reply
 	for i := 0; i < 200; i++ {
-		if rep, err = Ask(Path(dir), Request{Args: []string{"mail", "x"}}, time.Second); err == nil {
+		if rep, err = wire.Ask(Path(dir), Request{Args: []string{"mail", "x"}}, time.Second); err == nil {
 			break
 		}
 		time.Sleep(5 * time.Millisecond)
@@ -199,10 +199,10 @@ func TestPanickingHandler(t *testing.T) {
 		}
 		return echo(context.Background(), req)
 	})
-	if rep, err := Ask(path, Request{Args: []string{"boom"}}, 5*time.Second); err == nil {
+	if rep, err := wire.Ask(path, Request{Args: []string{"boom"}}, 5*time.Second); err == nil {
 		t.Errorf("a panicking query answered: %+v", rep)
 	}
-	if rep, err := Ask(path, Request{Args: []string{"mail", "x"}}, 5*time.Second); err != nil || !rep.Handled {
+	if rep, err := wire.Ask(path, Request{Args: []string{"mail", "x"}}, 5*time.Second); err != nil || !rep.Handled {
 		t.Errorf("after a panic: %+v, %v", rep, err)
 	}
 }

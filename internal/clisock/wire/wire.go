@@ -48,8 +48,6 @@ type Reply struct {
 const (
 	MaxRequest = 64 << 10
 	MaxReply   = 64 << 20
-	// maxArgs bounds the arguments of a request (each takes a byte at least).
-	maxArgs = MaxRequest
 )
 
 const (
@@ -96,8 +94,8 @@ func ReadRequest(r io.Reader) (Request, error) {
 	if err != nil {
 		return Request{}, fmt.Errorf("reading the argument count: %w", noEOF(err))
 	}
-	if n == 0 || n > maxArgs {
-		return Request{}, fmt.Errorf("%d arguments: want 1 to %d", n, maxArgs)
+	if n == 0 || n > MaxRequest { // each argument takes a byte at least
+		return Request{}, fmt.Errorf("%d arguments: want 1 to %d", n, MaxRequest)
 	}
 	req := Request{Args: make([]string, 0, min(n, 64))}
 	for i := range n {
