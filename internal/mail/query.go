@@ -258,6 +258,11 @@ func buildFilter(q Query) (*filter, error) {
 // walks this order as far as the page needs, so no filter or pool size
 // silently hides matches.
 func (s *Store) Search(ctx context.Context, q Query) (Result, error) {
+	asked := ctx
+	ctx, err := statements(ctx)
+	if err != nil {
+		return Result{}, err
+	}
 	if q.Limit <= 0 {
 		q.Limit = DefaultLimit
 	}
@@ -379,6 +384,9 @@ func (s *Store) Search(ctx context.Context, q Query) (Result, error) {
 	}
 	ranked, more, truncated, err := collect(ctx, src, q.Offset+q.Limit, !q.PerMessage)
 	if err != nil {
+		return Result{}, err
+	}
+	if err := asked.Err(); err != nil {
 		return Result{}, err
 	}
 	res.Truncated = truncated
@@ -946,6 +954,10 @@ const (
 // Read loads one live message with up to limit body characters from offset.
 // Soft-deleted messages are not found.
 func (s *Store) Read(ctx context.Context, id int64, offset, limit int) (Message, error) {
+	ctx, err := statements(ctx)
+	if err != nil {
+		return Message{}, err
+	}
 	if limit <= 0 {
 		limit = DefaultBodyChars
 	}
@@ -957,7 +969,7 @@ func (s *Store) Read(ctx context.Context, id int64, offset, limit int) (Message,
 	var date int64
 	var stored any
 	var deleted sql.NullInt64
-	err := s.db.QueryRowContext(ctx, `SELECT m.id, coalesce(m.thread_id, 0), m.message_id, m.in_reply_to, a.name, coalesce(b.name, ''), m.subject,
+	err = s.db.QueryRowContext(ctx, `SELECT m.id, coalesce(m.thread_id, 0), m.message_id, m.in_reply_to, a.name, coalesce(b.name, ''), m.subject,
 		m.from_addr, m.to_addr, m.cc_addr, m.date, m.seen, m.flagged, m.answered, m.body_state, m.body, m.deleted_at
 		FROM messages m JOIN accounts a ON a.id = m.account_id LEFT JOIN mailboxes b ON b.id = m.mailbox_id WHERE m.id = ?`, id).
 		Scan(&m.ID, &m.ThreadID, &m.MessageID, &m.InReplyTo, &m.Account, &m.Mailbox, &m.Subject, &m.From, &m.To, &m.Cc, &date, &m.Unread, &m.Flagged, &m.Answered, &m.BodyState, &stored, &deleted)
@@ -1032,6 +1044,10 @@ type ThreadPage struct {
 // Thread lists the live messages of the thread holding message id, newest
 // first, with snippets of up to snippetChars characters.
 func (s *Store) Thread(ctx context.Context, id int64, offset, limit, snippetChars int) (ThreadPage, error) {
+	ctx, err := statements(ctx)
+	if err != nil {
+		return ThreadPage{}, err
+	}
 	if limit <= 0 {
 		limit = 10
 	}
@@ -1040,7 +1056,7 @@ func (s *Store) Thread(ctx context.Context, id int64, offset, limit, snippetChar
 		snippetChars = 400
 	}
 	var tp ThreadPage
-	err := s.db.QueryRowContext(ctx, `SELECT t.id, t.message_count FROM messages m JOIN threads t ON t.id = m.thread_id WHERE m.id = ? AND m.deleted_at IS NULL`, id).Scan(&tp.ThreadID, &tp.Count)
+	err = s.db.QueryRowContext(ctx, `SELECT t.id, t.message_count FROM messages m JOIN threads t ON t.id = m.thread_id WHERE m.id = ? AND m.deleted_at IS NULL`, id).Scan(&tp.ThreadID, &tp.Count)
 	if errors.Is(err, sql.ErrNoRows) {
 		return tp, fmt.Errorf("mail message %d: %w", id, store.ErrNotFound)
 	}
@@ -1117,4 +1133,18 @@ func (s *Store) ReplyContext(ctx context.Context, id int64) (ReplyInfo, error) {
 		ri.References = append(ri.References, m.InReplyTo)
 	}
 	return ri, nil
+}
+
+// statements returns the context a read-only query runs its statements
+// with: ctx without its cancellation, once ctx has been checked. Each
+// statement of a search, read or thread takes a fraction of a millisecond;
+// with a context that can end, database/sql and the SQLite driver each
+// start a goroutine per statement to watch it (about 200 for one search,
+// read and thread), each a thread to wake. Search checks ctx again before
+// it reads the page.
+func statements(ctx context.Context) (context.Context, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return context.WithoutCancel(ctx), nil
 }

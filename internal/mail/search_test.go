@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -744,5 +745,56 @@ func TestVectorCandidatesPastFiltered(t *testing.T) {
 	}
 	if len(want) < 30 || !slices.Equal(gotIDs, want) {
 		t.Fatalf("candidates %v, want the archived ones in KNN order %v", gotIDs, want)
+	}
+}
+
+// watchedContext counts how often its Done channel is asked for: database/sql
+// and the SQLite driver ask once per statement to watch it from a goroutine.
+type watchedContext struct {
+	context.Context
+	asked atomic.Int64
+}
+
+func (c *watchedContext) Done() <-chan struct{} {
+	c.asked.Add(1)
+	return c.Context.Done()
+}
+
+// A search, read or thread runs its statements without a goroutine watching
+// each (see statements); an ended context still stops it before any.
+func TestQueriesWatchNoStatement(t *testing.T) {
+	t.Parallel()
+	emb := &hashEmbedder{dim: 64}
+	s := openStore(t, emb)
+	seedSearch(t, s)
+	if _, err := s.EmbedPending(context.Background(), 2, 100); err != nil {
+		t.Fatal(err)
+	}
+	parent, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ctx := &watchedContext{Context: parent}
+	r, err := s.Search(ctx, Query{Text: "solar certification"})
+	if err != nil || r.Mode != "hybrid" || len(r.Messages) == 0 {
+		t.Fatalf("search = %+v, %v", r, err)
+	}
+	id := r.Messages[0].ID
+	if _, err := s.Read(ctx, id, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Thread(ctx, id, 0, 5, 0); err != nil {
+		t.Fatal(err)
+	}
+	if n := ctx.asked.Load(); n != 0 {
+		t.Errorf("the statements watched the context %d times", n)
+	}
+	cancel()
+	if _, err := s.Search(ctx, Query{Text: "solar"}); !errors.Is(err, context.Canceled) {
+		t.Errorf("search after cancel: %v", err)
+	}
+	if _, err := s.Read(ctx, id, 0, 0); !errors.Is(err, context.Canceled) {
+		t.Errorf("read after cancel: %v", err)
+	}
+	if _, err := s.Thread(ctx, id, 0, 5, 0); !errors.Is(err, context.Canceled) {
+		t.Errorf("thread after cancel: %v", err)
 	}
 }
