@@ -200,6 +200,10 @@ func run(ctx context.Context, args []string) error {
 			r.queries[q.name], r.queryCPU[q.name] = median(ds[t.name()]), median(cs[t.name()])
 		}
 	}
+	// What starting a process costs on this machine, beside the queries:
+	// it bounds every one-process figure above and differs tenfold
+	// between machines (a VM where each page fault traps to the host).
+	floor := processFloor(ctx, c)
 	if err := moveAdded(addDir, c.corpus); err != nil {
 		return err
 	}
@@ -237,6 +241,7 @@ func run(ctx context.Context, args []string) error {
 		}
 	}
 	printTable(os.Stdout, c, corpusBytes, tools, res, qs)
+	printFloor(os.Stdout, floor)
 	fmt.Printf("load average at end: %s\n", loadavg())
 	return nil
 }
@@ -850,4 +855,93 @@ func loadavg() string {
 		return "unknown"
 	}
 	return strings.Join(f[:3], " ")
+}
+
+// floorRun is one program of the process floor and its median wall time.
+type floorRun struct {
+	label string
+	p50   time.Duration
+}
+
+// processFloor times, in turn and c.reps rounds, programs that do nothing
+// but start: /bin/true, an empty static Go program (built here when a Go
+// toolchain is at hand) and `hestia version`, which is the front exec'ing
+// hestia-fast, as every query without the daemon does. A program that
+// cannot be had is left out.
+func processFloor(ctx context.Context, c config) []floorRun {
+	fmt.Printf("all      process start…\n")
+	type prog struct {
+		label string
+		argv  []string
+	}
+	var progs []prog
+	if _, err := os.Stat("/bin/true"); err == nil {
+		progs = append(progs, prog{"/bin/true", []string{"/bin/true"}})
+	}
+	if bin, err := emptyGoProgram(ctx, c.work); err == nil {
+		progs = append(progs, prog{"an empty static Go program", []string{bin}})
+	} else {
+		fmt.Printf("empty Go program left out: %v\n", err)
+	}
+	progs = append(progs, prog{"`hestia version` (front + hestia-fast)", []string{c.hestia, "version"}})
+	ds := make([][]time.Duration, len(progs))
+	for i := 0; i < c.reps; i++ {
+		for k := range progs {
+			j := (i + k) % len(progs)
+			st, _, err := runCmd(ctx, nil, progs[j].argv[0], progs[j].argv[1:]...)
+			if err != nil {
+				fmt.Printf("%s left out: %v\n", progs[j].label, err)
+				return nil
+			}
+			ds[j] = append(ds[j], st.wall)
+		}
+	}
+	out := make([]floorRun, len(progs))
+	for j, p := range progs {
+		out[j] = floorRun{p.label, median(ds[j])}
+	}
+	return out
+}
+
+// emptyGoProgram builds, under dir, a static Go program whose main does
+// nothing, as the Makefile builds Hestia's binaries.
+func emptyGoProgram(ctx context.Context, dir string) (string, error) {
+	src := filepath.Join(dir, "empty")
+	if err := os.MkdirAll(src, 0o755); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(src, "main.go"), []byte("package main\n\nfunc main() {}\n"), 0o644); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(src, "go.mod"), []byte("module empty\n"), 0o644); err != nil {
+		return "", err
+	}
+	bin := filepath.Join(src, "empty")
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin+".new", ".")
+	cmd.Dir = src
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=", "GOWORK=off")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build: %w: %s", err, tail(string(out), 500))
+	}
+	// Copied with write(2), as `make build` installs: a file the linker
+	// wrote through its shared mapping starts slower (see the Makefile).
+	b, err := os.ReadFile(bin + ".new")
+	if err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(bin, b, 0o755); err != nil {
+		return "", err
+	}
+	return bin, nil
+}
+
+func printFloor(w io.Writer, floor []floorRun) {
+	if len(floor) == 0 {
+		return
+	}
+	var parts []string
+	for _, f := range floor {
+		parts = append(parts, fmt.Sprintf("%s %s", f.label, msecs(f.p50)))
+	}
+	fmt.Fprintf(w, "process start on this machine (p50, in turn with each other): %s. The daemon rows pay the front's start (about the empty Go program's), the rows without it the front's and hestia-fast's.\n", strings.Join(parts, "; "))
 }
