@@ -43,4 +43,19 @@ func BenchmarkIndexSearch(b *testing.B) {
 			}
 		})
 	}
+	// As the daemon answers a query after other programs ran: the
+	// processor's caches hold none of the index.
+	evict := make([]byte, 64<<20)
+	b.Run("sparse-cold", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			for j := 0; j < len(evict); j += 64 {
+				evict[j]++
+			}
+			b.StartTimer()
+			if _, err := x.Search(sparse, k, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
