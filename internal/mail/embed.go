@@ -31,6 +31,10 @@ func (s *Store) vectorCandidates(ctx context.Context, q Query, f *filter) ([]hit
 		}
 		qv = vs[0]
 	}
+	ctx, err := statements(ctx)
+	if err != nil {
+		return nil, err.Error()
+	}
 	idx, err := s.index(ctx)
 	if err != nil {
 		return nil, err.Error()

@@ -325,7 +325,9 @@ func (s *Store) Search(ctx context.Context, q Query) (Result, error) {
 		if !q.NoVectors {
 			vecDone = make(chan vecResult, 1) // never blocks: an early return leaves it unread
 			go func() {
-				hits, why := s.vectorCandidates(ctx, q, f)
+				// The query's embedding (a remote endpoint, maybe) still
+				// ends with the request.
+				hits, why := s.vectorCandidates(asked, q, f)
 				vecDone <- vecResult{hits, why}
 			}()
 		}

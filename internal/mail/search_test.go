@@ -798,3 +798,35 @@ func TestQueriesWatchNoStatement(t *testing.T) {
 		t.Errorf("thread after cancel: %v", err)
 	}
 }
+
+// endingEmbedder records whether the last embedding's context could end.
+type endingEmbedder struct {
+	hashEmbedder
+	canEnd atomic.Bool
+}
+
+func (e *endingEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	e.canEnd.Store(ctx.Done() != nil)
+	return e.hashEmbedder.Embed(ctx, texts)
+}
+
+// The query's embedding, unlike the statements, still ends with the
+// request: an embedding endpoint may be remote and slow.
+func TestQueryEmbeddingEndsWithTheRequest(t *testing.T) {
+	t.Parallel()
+	emb := &endingEmbedder{hashEmbedder: hashEmbedder{dim: 64}}
+	s := openStore(t, emb)
+	seedSearch(t, s)
+	if _, err := s.EmbedPending(context.Background(), 2, 100); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	emb.canEnd.Store(false)
+	if r, err := s.Search(ctx, Query{Text: "solar certification"}); err != nil || r.Mode != "hybrid" {
+		t.Fatalf("search = %+v, %v", r, err)
+	}
+	if !emb.canEnd.Load() {
+		t.Error("the query was embedded with a context that cannot end")
+	}
+}
