@@ -748,6 +748,16 @@ func TestVectorCandidatesPastFiltered(t *testing.T) {
 	}
 }
 
+// seededWithVectors is seedSearch's store with every message embedded.
+func seededWithVectors(t *testing.T, emb search.Embedder) *Store {
+	s := openStore(t, emb)
+	seedSearch(t, s)
+	if _, err := s.EmbedPending(context.Background(), 2, 100); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // watchedContext counts how often its Done channel is asked for: database/sql
 // and the SQLite driver ask once per statement to watch it from a goroutine.
 type watchedContext struct {
@@ -764,12 +774,7 @@ func (c *watchedContext) Done() <-chan struct{} {
 // each (see statements); an ended context still stops it before any.
 func TestQueriesWatchNoStatement(t *testing.T) {
 	t.Parallel()
-	emb := &hashEmbedder{dim: 64}
-	s := openStore(t, emb)
-	seedSearch(t, s)
-	if _, err := s.EmbedPending(context.Background(), 2, 100); err != nil {
-		t.Fatal(err)
-	}
+	s := seededWithVectors(t, &hashEmbedder{dim: 64})
 	parent, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ctx := &watchedContext{Context: parent}
@@ -815,11 +820,7 @@ func (e *endingEmbedder) Embed(ctx context.Context, texts []string) ([][]float32
 func TestQueryEmbeddingEndsWithTheRequest(t *testing.T) {
 	t.Parallel()
 	emb := &endingEmbedder{hashEmbedder: hashEmbedder{dim: 64}}
-	s := openStore(t, emb)
-	seedSearch(t, s)
-	if _, err := s.EmbedPending(context.Background(), 2, 100); err != nil {
-		t.Fatal(err)
-	}
+	s := seededWithVectors(t, emb)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	emb.canEnd.Store(false)
