@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hestia-dev/hestia/internal/search"
+	"github.com/hestia-dev/hestia/internal/store"
 )
 
 // ErrEmbedderUnavailable means a whole batch and every individual retry
@@ -31,7 +32,7 @@ func (s *Store) vectorCandidates(ctx context.Context, q Query, f *filter) ([]hit
 		}
 		qv = vs[0]
 	}
-	ctx, err := statements(ctx)
+	ctx, err := store.ReadContext(ctx)
 	if err != nil {
 		return nil, err.Error()
 	}

@@ -259,7 +259,7 @@ func buildFilter(q Query) (*filter, error) {
 // silently hides matches.
 func (s *Store) Search(ctx context.Context, q Query) (Result, error) {
 	asked := ctx
-	ctx, err := statements(ctx)
+	ctx, err := store.ReadContext(ctx)
 	if err != nil {
 		return Result{}, err
 	}
@@ -956,7 +956,7 @@ const (
 // Read loads one live message with up to limit body characters from offset.
 // Soft-deleted messages are not found.
 func (s *Store) Read(ctx context.Context, id int64, offset, limit int) (Message, error) {
-	ctx, err := statements(ctx)
+	ctx, err := store.ReadContext(ctx)
 	if err != nil {
 		return Message{}, err
 	}
@@ -1046,7 +1046,7 @@ type ThreadPage struct {
 // Thread lists the live messages of the thread holding message id, newest
 // first, with snippets of up to snippetChars characters.
 func (s *Store) Thread(ctx context.Context, id int64, offset, limit, snippetChars int) (ThreadPage, error) {
-	ctx, err := statements(ctx)
+	ctx, err := store.ReadContext(ctx)
 	if err != nil {
 		return ThreadPage{}, err
 	}
@@ -1135,18 +1135,4 @@ func (s *Store) ReplyContext(ctx context.Context, id int64) (ReplyInfo, error) {
 		ri.References = append(ri.References, m.InReplyTo)
 	}
 	return ri, nil
-}
-
-// statements returns the context a read-only query runs its statements
-// with: ctx without its cancellation, once ctx has been checked. Each
-// statement of a search, read or thread takes a fraction of a millisecond;
-// with a context that can end, database/sql and the SQLite driver each
-// start a goroutine per statement to watch it (about 200 for one search,
-// read and thread), each a thread to wake. Search checks ctx again before
-// it reads the page.
-func statements(ctx context.Context) (context.Context, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	return context.WithoutCancel(ctx), nil
 }

@@ -771,7 +771,7 @@ func (c *watchedContext) Done() <-chan struct{} {
 }
 
 // A search, read or thread runs its statements without a goroutine watching
-// each (see statements); an ended context still stops it before any.
+// each (see store.ReadContext); an ended context still stops it before any.
 func TestQueriesWatchNoStatement(t *testing.T) {
 	t.Parallel()
 	s := seededWithVectors(t, &hashEmbedder{dim: 64})

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hestia-dev/hestia/internal/search"
+	"github.com/hestia-dev/hestia/internal/store"
 )
 
 // Hit is one search result: a page and its best-matching chunk.
@@ -52,6 +53,13 @@ func (w *Wiki) Search(ctx context.Context, query string, limit int) (SearchResul
 	if query == "" {
 		return res, errors.New("search query is empty")
 	}
+	// The query's embedding (a remote endpoint, maybe) ends with the
+	// request; the statements run without a goroutine watching each.
+	asked := ctx
+	ctx, err := store.ReadContext(ctx)
+	if err != nil {
+		return res, err
+	}
 	if limit <= 0 || limit > maxHits {
 		limit = 10
 	}
@@ -88,11 +96,14 @@ func (w *Wiki) Search(ctx context.Context, query string, limit int) (SearchResul
 			res.Methods = append(res.Methods, "trigram")
 		}
 	}
-	if ids, note := w.vectorCandidates(ctx, query); len(ids) > 0 {
+	if ids, note := w.vectorCandidates(asked, query); len(ids) > 0 {
 		lists = append(lists, ids)
 		res.Methods = append(res.Methods, "vector")
 	} else {
 		res.VectorNote = note
+	}
+	if err := asked.Err(); err != nil {
+		return res, err
 	}
 	seen := map[int64]bool{}
 	terms := search.Terms(query)

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -233,5 +234,41 @@ func TestSymlinksNotFollowed(t *testing.T) {
 	reconcile(t, w)
 	if res, _ := w.Search(context.Background(), "topsecretword", 5); len(res.Hits) != 0 {
 		t.Fatalf("symlink followed: %+v", res)
+	}
+}
+
+// doneCounter counts how often its Done channel is asked for: database/sql
+// and the SQLite driver ask once per statement to watch it.
+type doneCounter struct {
+	context.Context
+	asked atomic.Int64
+}
+
+func (c *doneCounter) Done() <-chan struct{} {
+	c.asked.Add(1)
+	return c.Context.Done()
+}
+
+// A search runs its statements without a goroutine watching each (see
+// store.ReadContext); an ended context stops it before any.
+func TestSearchWatchesNoStatement(t *testing.T) {
+	t.Parallel()
+	w := newWiki(t)
+	put(t, w, "pages/Apollo.md", "---\ntitle: Project Apollo\n---\n# Apollo\n\nThe launch is planned for March.\n")
+	put(t, w, "pages/Budget.md", "---\ntitle: Budget\n---\nThe launch budget for [[Project Apollo]].\n")
+	reconcile(t, w)
+	parent, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ctx := &doneCounter{Context: parent}
+	res, err := w.Search(ctx, "launch", 5)
+	if err != nil || len(res.Hits) != 2 {
+		t.Fatalf("search: %+v %v", res, err)
+	}
+	if n := ctx.asked.Load(); n != 0 {
+		t.Errorf("the statements watched the context %d times", n)
+	}
+	cancel()
+	if _, err := w.Search(ctx, "launch", 5); !errors.Is(err, context.Canceled) {
+		t.Errorf("search after cancel: %v", err)
 	}
 }
