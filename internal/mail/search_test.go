@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hestia-dev/hestia/internal/search"
+	"github.com/hestia-dev/hestia/internal/store/storetest"
 )
 
 // seedSearch ingests a small mailbox with known content.
@@ -758,18 +759,6 @@ func seededWithVectors(t *testing.T, emb search.Embedder) *Store {
 	return s
 }
 
-// watchedContext counts how often its Done channel is asked for: database/sql
-// and the SQLite driver ask once per statement to watch it from a goroutine.
-type watchedContext struct {
-	context.Context
-	asked atomic.Int64
-}
-
-func (c *watchedContext) Done() <-chan struct{} {
-	c.asked.Add(1)
-	return c.Context.Done()
-}
-
 // A search, read or thread runs its statements without a goroutine watching
 // each (see store.ReadContext); an ended context still stops it before any.
 func TestQueriesWatchNoStatement(t *testing.T) {
@@ -777,7 +766,7 @@ func TestQueriesWatchNoStatement(t *testing.T) {
 	s := seededWithVectors(t, &hashEmbedder{dim: 64})
 	parent, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ctx := &watchedContext{Context: parent}
+	ctx := &storetest.WatchedContext{Context: parent}
 	r, err := s.Search(ctx, Query{Text: "solar certification"})
 	if err != nil || r.Mode != "hybrid" || len(r.Messages) == 0 {
 		t.Fatalf("search = %+v, %v", r, err)
@@ -789,7 +778,7 @@ func TestQueriesWatchNoStatement(t *testing.T) {
 	if _, err := s.Thread(ctx, id, 0, 5, 0); err != nil {
 		t.Fatal(err)
 	}
-	if n := ctx.asked.Load(); n != 0 {
+	if n := ctx.Watches(); n != 0 {
 		t.Errorf("the statements watched the context %d times", n)
 	}
 	cancel()

@@ -8,9 +8,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/hestia-dev/hestia/internal/store/storetest"
 )
 
 func newWiki(t *testing.T) *Wiki {
@@ -237,18 +238,6 @@ func TestSymlinksNotFollowed(t *testing.T) {
 	}
 }
 
-// doneCounter counts how often its Done channel is asked for: database/sql
-// and the SQLite driver ask once per statement to watch it.
-type doneCounter struct {
-	context.Context
-	asked atomic.Int64
-}
-
-func (c *doneCounter) Done() <-chan struct{} {
-	c.asked.Add(1)
-	return c.Context.Done()
-}
-
 // A search runs its statements without a goroutine watching each (see
 // store.ReadContext); an ended context stops it before any.
 func TestSearchWatchesNoStatement(t *testing.T) {
@@ -259,12 +248,12 @@ func TestSearchWatchesNoStatement(t *testing.T) {
 	reconcile(t, w)
 	parent, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ctx := &doneCounter{Context: parent}
+	ctx := &storetest.WatchedContext{Context: parent}
 	res, err := w.Search(ctx, "launch", 5)
 	if err != nil || len(res.Hits) != 2 {
 		t.Fatalf("search: %+v %v", res, err)
 	}
-	if n := ctx.asked.Load(); n != 0 {
+	if n := ctx.Watches(); n != 0 {
 		t.Errorf("the statements watched the context %d times", n)
 	}
 	cancel()
