@@ -35,6 +35,10 @@ type Options struct {
 	EmbedModel string // recorded with each vector
 	// EmbedMaxChars caps the source text of a message's vector (default 2000).
 	EmbedMaxChars int
+	// CachePages bounds each connection's page cache (see
+	// store.OpenOptions); a one-shot query process sets it, zero keeps
+	// SQLite's.
+	CachePages int
 }
 
 // Store is the mail mirror. It is safe for concurrent use.
@@ -93,7 +97,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	db, err := store.Open(ctx, opts.DBPath, Schema)
+	db, err := store.OpenWith(ctx, opts.DBPath, Schema, store.OpenOptions{CachePages: opts.CachePages})
 	if err != nil {
 		return nil, err
 	}

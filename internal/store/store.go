@@ -55,6 +55,25 @@ type DB struct {
 // a busy timeout, foreign keys and immediate write transactions so that
 // concurrent writers queue instead of failing with SQLITE_BUSY mid-transaction.
 func Open(ctx context.Context, path string, schema Schema) (*DB, error) {
+	return OpenWith(ctx, path, schema, OpenOptions{})
+}
+
+// OpenOptions tunes how OpenWith connects; the zero value is Open's.
+type OpenOptions struct {
+	// CachePages, when above zero, bounds each connection's page cache to
+	// that many pages instead of SQLite's 2 MB. A process that runs one
+	// query and exits reads each page into a buffer allocated for it,
+	// fresh memory that costs page faults, and reuses none: a rare word
+	// among 100k messages read ~250 pages and faulted 1,138 times. With a
+	// few dozen pages the cache keeps the b-tree's upper levels and
+	// recycles the rest (712 faults); a page read again comes from the
+	// operating system's cache. Not for a long-lived process, whose
+	// cache is warm.
+	CachePages int
+}
+
+// OpenWith is Open with options.
+func OpenWith(ctx context.Context, path string, schema Schema, o OpenOptions) (*DB, error) {
 	if schema.Name == "" {
 		return nil, errors.New("store: schema has no name")
 	}
@@ -69,7 +88,7 @@ func Open(ctx context.Context, path string, schema Schema) (*DB, error) {
 	if fi, err := os.Stat(path); err == nil && fi.Size() > 0 {
 		incremental = false
 	}
-	conn, err := newCachingConnector(dsn(path, incremental))
+	conn, err := newCachingConnector(dsn(path, incremental, o.CachePages))
 	if err != nil {
 		return nil, fmt.Errorf("opening %s database %s: %w", schema.Name, path, err)
 	}
@@ -160,7 +179,7 @@ func OpenExisting(ctx context.Context, path string) (*sql.DB, error) {
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("database %s: %w", path, err)
 	}
-	conn, err := newCachingConnector(dsn(path, false))
+	conn, err := newCachingConnector(dsn(path, false, 0))
 	if err != nil {
 		return nil, fmt.Errorf("opening database %s: %w", path, err)
 	}
@@ -175,7 +194,7 @@ func OpenExisting(ctx context.Context, path string) (*sql.DB, error) {
 // busyTimeoutMS is how long a connection waits for another one's lock.
 const busyTimeoutMS = 5000
 
-func dsn(path string, incrementalVacuum bool) string {
+func dsn(path string, incrementalVacuum bool, cachePages int) string {
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeoutMS))
 	if incrementalVacuum {
@@ -187,6 +206,9 @@ func dsn(path string, incrementalVacuum bool) string {
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Add("_pragma", "synchronous(NORMAL)")
+	if cachePages > 0 {
+		q.Add("_pragma", fmt.Sprintf("cache_size(%d)", cachePages))
+	}
 	q.Set("_txlock", "immediate")
 	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
 }

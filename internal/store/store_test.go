@@ -225,3 +225,48 @@ func TestOpenExistingMissing(t *testing.T) {
 		t.Fatal("OpenExisting created the file")
 	}
 }
+
+// CachePages bounds the page cache of every connection; Open keeps
+// SQLite's default (2,000 KiB).
+func TestCachePages(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cacheSizes := func(db *DB) []int {
+		t.Helper()
+		var out []int
+		var conns []*sql.Conn
+		for range 2 { // two connections, held at once so that both are new
+			c, err := db.Conn(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			conns = append(conns, c)
+			var n int
+			if err := c.QueryRowContext(ctx, `PRAGMA cache_size`).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, n)
+		}
+		for _, c := range conns {
+			c.Close()
+		}
+		return out
+	}
+	path := filepath.Join(t.TempDir(), "test.db")
+	db, err := OpenWith(ctx, path, testSchema, OpenOptions{CachePages: 32})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cacheSizes(db); got[0] != 32 || got[1] != 32 {
+		t.Errorf("cache_size with CachePages 32 = %v", got)
+	}
+	db.Close()
+	db, err = Open(ctx, path, testSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if got := cacheSizes(db); got[0] != -2000 || got[1] != -2000 {
+		t.Errorf("cache_size by default = %v, want SQLite's -2000", got)
+	}
+}

@@ -21,6 +21,18 @@ import (
 // nothing whose cost grows with the mailbox, since each query runs as its
 // own process. The store is safe to share with a running daemon.
 func (env *Env) OpenMailStore(ctx context.Context) (*mail.Store, error) {
+	return env.openMail(ctx, 0)
+}
+
+// queryCachePages is the page cache of a process that runs one search,
+// read or thread (see store.OpenOptions). `hestia mail search` without the
+// daemon at 100k messages, interleaved, on a VM where a page fault costs
+// ~10 µs: rare word 34.0 -> 25.6 ms, common 42.9 -> 35.6, phrase 28.4 ->
+// 24.5, from + date 33.9 -> 26.8, subject 32.0 -> 25.3, absent word, read
+// and thread unchanged; 16 pages did no better, 128 kept half the gain.
+const queryCachePages = 32
+
+func (env *Env) openMail(ctx context.Context, cachePages int) (*mail.Store, error) {
 	paths, cfg, log, err := env.open()
 	if err != nil {
 		return nil, err
@@ -28,6 +40,7 @@ func (env *Env) OpenMailStore(ctx context.Context) (*mail.Store, error) {
 	return mail.Open(ctx, mail.Options{
 		DBPath: paths.DB(mail.Schema.Name), BlobDir: filepath.Join(paths.Data, "mail", "blobs"),
 		Logger: log.With("component", "mail"), Now: time.Now, EmbedMaxChars: cfg.Mail.EmbedMaxChars,
+		CachePages: cachePages,
 	})
 }
 
@@ -37,7 +50,7 @@ func (env *Env) mailStore(ctx context.Context) (st *mail.Store, done func(), err
 	if env.Mail != nil {
 		return env.Mail, func() {}, nil
 	}
-	if st, err = env.OpenMailStore(ctx); err != nil {
+	if st, err = env.openMail(ctx, queryCachePages); err != nil {
 		return nil, nil, err
 	}
 	return st, func() { st.Close() }, nil
