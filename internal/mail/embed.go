@@ -32,6 +32,8 @@ func (s *Store) vectorCandidates(ctx context.Context, q Query, f *filter) ([]hit
 		}
 		qv = vs[0]
 	}
+	// The embedding above ends with the request; the statements below
+	// need no goroutine watching each (store.ReadContext).
 	ctx, err := store.ReadContext(ctx)
 	if err != nil {
 		return nil, err.Error()

@@ -32,6 +32,8 @@ func (env *Env) OpenMailStore(ctx context.Context) (*mail.Store, error) {
 // and thread unchanged; 16 pages did no better, 128 kept half the gain.
 const queryCachePages = 32
 
+// openMail opens the mirror alone, with each connection's page cache
+// bounded to cachePages (0: SQLite's).
 func (env *Env) openMail(ctx context.Context, cachePages int) (*mail.Store, error) {
 	paths, cfg, log, err := env.open()
 	if err != nil {

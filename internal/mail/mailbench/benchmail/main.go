@@ -288,9 +288,9 @@ type tool interface {
 }
 
 // rotated is ts starting at its i-th (modulo its length).
-func rotated(ts []tool, i int) []tool {
+func rotated[T any](ts []T, i int) []T {
 	k := i % len(ts)
-	return append(append([]tool(nil), ts[k:]...), ts[:k]...)
+	return append(append([]T(nil), ts[k:]...), ts[:k]...)
 }
 
 func firstHestia(ts []tool) (*hestiaTool, bool) {
@@ -874,32 +874,31 @@ func processFloor(ctx context.Context, c config) []floorRun {
 	type prog struct {
 		label string
 		argv  []string
+		walls []time.Duration
 	}
-	var progs []prog
+	var progs []*prog
 	if _, err := os.Stat("/bin/true"); err == nil {
-		progs = append(progs, prog{"/bin/true", []string{"/bin/true"}})
+		progs = append(progs, &prog{label: "/bin/true", argv: []string{"/bin/true"}})
 	}
 	if bin, err := emptyGoProgram(ctx, c.work); err == nil {
-		progs = append(progs, prog{"an empty static Go program", []string{bin}})
+		progs = append(progs, &prog{label: "an empty static Go program", argv: []string{bin}})
 	} else {
 		fmt.Printf("empty Go program left out: %v\n", err)
 	}
-	progs = append(progs, prog{"`hestia version` (front + hestia-fast)", []string{c.hestia, "version"}})
-	ds := make([][]time.Duration, len(progs))
+	progs = append(progs, &prog{label: "`hestia version` (front + hestia-fast)", argv: []string{c.hestia, "version"}})
 	for i := 0; i < c.reps; i++ {
-		for k := range progs {
-			j := (i + k) % len(progs)
-			st, _, err := runCmd(ctx, nil, progs[j].argv[0], progs[j].argv[1:]...)
+		for _, p := range rotated(progs, i) {
+			st, _, err := runCmd(ctx, nil, p.argv[0], p.argv[1:]...)
 			if err != nil {
-				fmt.Printf("%s left out: %v\n", progs[j].label, err)
+				fmt.Printf("%s left out: %v\n", p.label, err)
 				return nil
 			}
-			ds[j] = append(ds[j], st.wall)
+			p.walls = append(p.walls, st.wall)
 		}
 	}
 	out := make([]floorRun, len(progs))
 	for j, p := range progs {
-		out[j] = floorRun{p.label, median(ds[j])}
+		out[j] = floorRun{p.label, median(p.walls)}
 	}
 	return out
 }
