@@ -16,6 +16,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"database/sql"
 	"errors"
 	"flag"
 	"fmt"
@@ -28,11 +29,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/hestia-dev/hestia/internal/mail/mailbench"
+	_ "modernc.org/sqlite" // to find the Hestia id of the message read
 )
 
 func main() {
@@ -183,6 +186,11 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	if h, ok := firstHestia(tools); ok {
+		if err := h.resolve(ctx, qs); err != nil {
+			return err
+		}
+	}
 	fmt.Printf("all      queries (one process each)…\n")
 	for _, q := range qs {
 		ds, cs := map[string][]time.Duration{}, map[string][]time.Duration{}
@@ -277,6 +285,10 @@ type query struct {
 	after       string
 	before      string
 	subject     string
+	// show, when set ("read" or "thread"), shows the message whose
+	// Message-ID is msgid (the corpus file file) or its whole thread
+	// instead of searching.
+	show, msgid, file string
 }
 
 // tool is one indexer under test.
@@ -337,6 +349,7 @@ func tail(s string, n int) string {
 type hestiaTool struct {
 	c    config
 	home string
+	ids  map[string]int64 // Hestia's id of each shown Message-ID
 }
 
 func newHestia(c config) *hestiaTool {
@@ -368,6 +381,9 @@ func (h *hestiaTool) size() int64 {
 func (h *hestiaTool) blobs() int64 { return dirSize(filepath.Join(h.home, "mail")) }
 
 func (h *hestiaTool) args(q query) []string {
+	if q.show != "" {
+		return []string{"mail", q.show, strconv.FormatInt(h.ids[q.msgid], 10)}
+	}
 	a := []string{"mail", "search", "--limit", "50"}
 	if q.from != "" {
 		a = append(a, "--from", q.from)
@@ -382,6 +398,28 @@ func (h *hestiaTool) args(q query) []string {
 		a = append(a, `"`+q.phrase+`"`)
 	}
 	return append(a, q.words...)
+}
+
+// resolve finds Hestia's id of each message the queries show (the CLI
+// reads by id), before anything is timed.
+func (h *hestiaTool) resolve(ctx context.Context, qs []query) error {
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(h.home, "db", "mail.db")+"?mode=ro")
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	h.ids = map[string]int64{}
+	for _, q := range qs {
+		if q.show == "" {
+			continue
+		}
+		var id int64
+		if err := db.QueryRowContext(ctx, `SELECT id FROM messages WHERE message_id = ? AND deleted_at IS NULL`, q.msgid).Scan(&id); err != nil {
+			return fmt.Errorf("finding message %s in Hestia's mirror: %w", q.msgid, err)
+		}
+		h.ids[q.msgid] = id
+	}
+	return nil
 }
 
 func (h *hestiaTool) search(ctx context.Context, q query) (stat, error) {
@@ -438,6 +476,13 @@ func (h *hestiaTool) daemonSearch(ctx context.Context, qs []query, reps int, oth
 	}
 	out := map[string]time.Duration{}
 	for _, q := range qs {
+		path := "/api/mail/search?"
+		if q.show != "" {
+			path = fmt.Sprintf("/api/mail/messages/%d", h.ids[q.msgid])
+			if q.show == "thread" {
+				path += "/thread"
+			}
+		}
 		v := url.Values{"limit": {"50"}}
 		text := strings.Join(q.words, " ")
 		if q.phrase != "" {
@@ -458,7 +503,11 @@ func (h *hestiaTool) daemonSearch(ctx context.Context, qs []query, reps int, oth
 		}
 		var ds []time.Duration
 		for i := 0; i <= reps; i++ {
-			req, _ := http.NewRequestWithContext(ctx, "GET", base+"/api/mail/search?"+v.Encode(), nil)
+			u := base + path
+			if q.show == "" {
+				u += v.Encode()
+			}
+			req, _ := http.NewRequestWithContext(ctx, "GET", u, nil)
 			req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
 			st := time.Now()
 			resp, err := http.DefaultClient.Do(req)
@@ -468,7 +517,7 @@ func (h *hestiaTool) daemonSearch(ctx context.Context, qs []query, reps int, oth
 			io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
 			if resp.StatusCode != 200 {
-				return out, nil, nil, fmt.Errorf("search %s: HTTP %d", q.name, resp.StatusCode)
+				return out, nil, nil, fmt.Errorf("%s: HTTP %d", q.name, resp.StatusCode)
 			}
 			if i > 0 { // the first request warms the caches
 				ds = append(ds, time.Since(st))
@@ -526,6 +575,14 @@ func (n *notmuchTool) index(ctx context.Context) (stat, error) {
 func (n *notmuchTool) size() int64 { return dirSize(n.db) }
 
 func (n *notmuchTool) search(ctx context.Context, q query) (stat, error) {
+	switch q.show {
+	case "read":
+		st, _, err := runCmd(ctx, nil, "notmuch", "--config="+n.cfg, "show", "id:"+q.msgid)
+		return st, err
+	case "thread":
+		st, _, err := runCmd(ctx, nil, "notmuch", "--config="+n.cfg, "show", "thread:{id:"+q.msgid+"}")
+		return st, err
+	}
 	terms := append([]string(nil), q.words...)
 	if q.phrase != "" {
 		terms = append(terms, `"`+q.phrase+`"`)
@@ -567,6 +624,14 @@ func (m *muTool) index(ctx context.Context) (stat, error) {
 func (m *muTool) size() int64 { return dirSize(filepath.Join(m.home, "xapian")) }
 
 func (m *muTool) search(ctx context.Context, q query) (stat, error) {
+	switch q.show {
+	case "read":
+		st, _, err := runCmd(ctx, nil, "mu", "view", "--muhome="+m.home, q.file)
+		return st, err
+	case "thread":
+		st, _, err := runCmd(ctx, nil, "mu", "find", "--muhome="+m.home, "--include-related", "--threads", "msgid:"+q.msgid)
+		return st, err
+	}
 	terms := append([]string(nil), q.words...)
 	if q.phrase != "" {
 		terms = append(terms, `"`+q.phrase+`"`)
@@ -643,13 +708,18 @@ func pickQueries(corpus string) ([]query, error) {
 	}
 	sort.Strings(files)
 	freq := map[string]int{}
-	var phrase, from string
+	var phrase, from, msgid, shown string
 	for i, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			return nil, err
 		}
 		head, body, _ := strings.Cut(string(b), "\n\n")
+		// The message read and threaded: the first reply from the middle
+		// on, so that its thread holds more than itself.
+		if msgid == "" && i >= len(files)/2 && strings.Contains(head, "\nIn-Reply-To:") {
+			msgid, shown = headerMessageID(head), f
+		}
 		if strings.Contains(head, "multipart") {
 			continue
 		}
@@ -686,7 +756,7 @@ func pickQueries(corpus string) ([]query, error) {
 			break
 		}
 	}
-	if rare == "" || phrase == "" || from == "" {
+	if rare == "" || phrase == "" || from == "" || msgid == "" {
 		return nil, errors.New("corpus too small to pick queries")
 	}
 	return []query{
@@ -696,7 +766,20 @@ func pickQueries(corpus string) ([]query, error) {
 		{name: "fromdate", label: "from + date range", from: from, after: "2024-01-01", before: "2024-07-01"},
 		{name: "absent", label: "absent word", words: []string{"zqxjvwkq"}},
 		{name: "subject", label: "subject word", subject: "invoice"},
+		{name: "read", label: "read one message", show: "read", msgid: msgid, file: shown},
+		{name: "thread", label: "show its whole thread", show: "thread", msgid: msgid, file: shown},
 	}, nil
+}
+
+// headerMessageID is the Message-ID in a message's header, without its
+// angle brackets, or "".
+func headerMessageID(head string) string {
+	for _, l := range strings.Split(head, "\n") {
+		if k, v, ok := strings.Cut(l, ":"); ok && strings.EqualFold(k, "Message-ID") {
+			return strings.Trim(strings.TrimSpace(v), "<>")
+		}
+	}
+	return ""
 }
 
 // --- output ---
@@ -808,6 +891,9 @@ func printTable(w io.Writer, c config, corpusBytes int64, tools []tool, res map[
 		}
 		if q.subject != "" {
 			d = "subject " + q.subject
+		}
+		if q.show != "" {
+			d = "Message-ID " + q.msgid
 		}
 		qdesc = append(qdesc, q.name+": "+d)
 	}
