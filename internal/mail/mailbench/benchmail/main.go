@@ -427,11 +427,37 @@ func (h *hestiaTool) search(ctx context.Context, q query) (stat, error) {
 	return st, err
 }
 
-// daemonSearch starts the daemon on a free loopback port and times
-// GET /api/mail/search from this process (warm caches, no process start),
-// then the CLI queries again while the daemon runs (the CLI hands free
-// text to it).
-// daemonSearch starts Hestia's daemon and measures its HTTP search, then
+// httpPath is the daemon's HTTP route answering what q asks.
+func (h *hestiaTool) httpPath(q query) string {
+	switch q.show {
+	case "read":
+		return fmt.Sprintf("/api/mail/messages/%d", h.ids[q.msgid])
+	case "thread":
+		return fmt.Sprintf("/api/mail/messages/%d/thread", h.ids[q.msgid])
+	}
+	v := url.Values{"limit": {"50"}}
+	text := strings.Join(q.words, " ")
+	if q.phrase != "" {
+		text = `"` + q.phrase + `" ` + text
+	}
+	if text = strings.TrimSpace(text); text != "" {
+		v.Set("q", text)
+	}
+	if q.from != "" {
+		v.Set("from", q.from)
+	}
+	if q.after != "" {
+		v.Set("after", q.after)
+		v.Set("before", q.before)
+	}
+	if q.subject != "" {
+		v.Set("subject", q.subject)
+	}
+	return "/api/mail/search?" + v.Encode()
+}
+
+// daemonSearch starts Hestia's daemon on a free loopback port and times
+// its HTTP routes from this process (warm caches, no process start), then
 // the CLI's queries (which it answers), each repetition followed by the
 // same query of each of others, one process each, for a comparison from
 // the same minutes.
@@ -476,37 +502,9 @@ func (h *hestiaTool) daemonSearch(ctx context.Context, qs []query, reps int, oth
 	}
 	out := map[string]time.Duration{}
 	for _, q := range qs {
-		path := "/api/mail/search?"
-		if q.show != "" {
-			path = fmt.Sprintf("/api/mail/messages/%d", h.ids[q.msgid])
-			if q.show == "thread" {
-				path += "/thread"
-			}
-		}
-		v := url.Values{"limit": {"50"}}
-		text := strings.Join(q.words, " ")
-		if q.phrase != "" {
-			text = `"` + q.phrase + `" ` + text
-		}
-		if text = strings.TrimSpace(text); text != "" {
-			v.Set("q", text)
-		}
-		if q.from != "" {
-			v.Set("from", q.from)
-		}
-		if q.after != "" {
-			v.Set("after", q.after)
-			v.Set("before", q.before)
-		}
-		if q.subject != "" {
-			v.Set("subject", q.subject)
-		}
+		u := base + h.httpPath(q)
 		var ds []time.Duration
 		for i := 0; i <= reps; i++ {
-			u := base + path
-			if q.show == "" {
-				u += v.Encode()
-			}
 			req, _ := http.NewRequestWithContext(ctx, "GET", u, nil)
 			req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
 			st := time.Now()
@@ -860,7 +858,7 @@ func printTable(w io.Writer, c config, corpusBytes int64, tools []tool, res map[
 			secs(h.embedWall), mb(h.sizeVectors), float64(h.sizeVectors)/float64(corpusBytes))
 	}
 	if hasH && h.http != nil {
-		fmt.Fprintf(w, "\nHestia daemon, GET /api/mail/search (warm, p50):")
+		fmt.Fprintf(w, "\nHestia daemon over HTTP (GET /api/mail/search, read and thread GET /api/mail/messages/{id}[/thread]; warm, p50):")
 		for _, q := range qs {
 			fmt.Fprintf(w, " %s %s;", q.name, msecs(h.http[q.name]))
 		}
