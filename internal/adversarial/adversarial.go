@@ -88,6 +88,11 @@ type Case struct {
 	// the user approved trying to escape); it is skipped, and counted as
 	// skipped, where neither bubblewrap nor Landlock works.
 	NeedsConfinement bool
+	// Probe replaces the chat turns for attacks that do not go through a
+	// model (a local process asking for the token, a tool called from
+	// another origin): it runs after Setup in the case's sandbox and
+	// returns its problems. The disk and secret checks still apply.
+	Probe func(ctx context.Context, sb *Sandbox) []string
 }
 
 // Decision is a resolved approval card as the suite saw it.
@@ -459,6 +464,9 @@ func (sb *Sandbox) run(ctx context.Context, c Case, opts Options, out *Outcome) 
 		if err := c.Setup(ctx, sb); err != nil {
 			return []string{"case setup: " + err.Error()}
 		}
+	}
+	if c.Probe != nil {
+		return c.Probe(ctx, sb)
 	}
 	if c.lateTurns != nil {
 		c.Turns = c.lateTurns(sb)
