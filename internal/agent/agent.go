@@ -12,9 +12,9 @@ package agent
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/hestia-dev/hestia/internal/authority"
 	"log/slog"
 	"sync"
 	"time"
@@ -126,32 +126,25 @@ type Deps struct {
 	// Held, when set, makes a background turn's gated calls durable
 	// (internal/heldcall): each is recorded before its card, runs only
 	// after Held.Begin took it, and one still waiting when the turn ends
-	// is handed over to be asked again, across restarts too.
+	// is handed over to be asked again, across restarts too. Used only
+	// when Authority is nil (the agent then builds its own).
 	Held HeldCalls
+	// Authority runs every tool call (internal/authority). Nil: the agent
+	// builds one from Tools, Policy, Paths, Approvals, Audit and Held.
+	Authority *authority.Authority
 }
 
 // HeldCall is a background turn's gated call as Held records it.
-type HeldCall struct {
-	Key, Origin, ChatID, Tool, Reason string
-	Args                              json.RawMessage
-	TaintedBy                         []taint.Source
-}
+type HeldCall = authority.HeldCall
 
 // HeldCalls is the durable record of background calls waiting for the user.
-type HeldCalls interface {
-	Hold(ctx context.Context, c HeldCall) error
-	// Begin takes a waiting call to run it; false: it must not run (it
-	// already ran, was denied, or another approval took it).
-	Begin(ctx context.Context, key string) (bool, error)
-	Finish(ctx context.Context, key, state, result string) error
-	// Adopt asks again about a call no turn waits for any more.
-	Adopt(key string)
-}
+type HeldCalls = authority.HeldCalls
 
 // Agent runs turns.
 type Agent struct {
-	cfg Config
-	d   Deps
+	cfg  Config
+	d    Deps
+	auth *authority.Authority
 
 	mu     sync.Mutex // guards chats and closed
 	chats  map[string]*chatRunner
@@ -171,7 +164,14 @@ func New(cfg Config, d Deps) (*Agent, error) {
 	if d.Clock == nil {
 		d.Clock = time.Now
 	}
-	return &Agent{cfg: cfg, d: d, chats: map[string]*chatRunner{}}, nil
+	ag := &Agent{cfg: cfg, d: d, chats: map[string]*chatRunner{}}
+	ag.auth = d.Authority
+	if ag.auth == nil {
+		ag.auth = authority.New(authority.Deps{Tools: d.Tools, Policy: d.Policy, Paths: d.Paths, Approvals: d.Approvals, Audit: d.Audit,
+			Held: d.Held, Clock: d.Clock, Log: d.Log, ToolTimeout: cfg.ToolTimeout,
+			Publish: func(typ, chatID string, data map[string]any) { ag.publish(typ, chatID, data) }})
+	}
+	return ag, nil
 }
 
 // Error codes of failed turns.
@@ -244,6 +244,14 @@ type Options struct {
 	// Origin names what started a background turn ("job:NAME"); held
 	// calls carry it.
 	Origin string
+	// Kind is the turn's origin for the authority (default chat, or job
+	// for a background turn); OriginLabel is how a card names it.
+	Kind        authority.Kind
+	OriginLabel string
+	// Provenance lists untrusted sources the turn descends from before it
+	// reads anything (a channel message from someone who is not the
+	// owner): the turn starts tainted by them.
+	Provenance []taint.Source
 	// NoInterrupt queues behind a running turn instead of interrupting it.
 	NoInterrupt bool
 	// OverBudget is the user's explicit "continue over budget" for this

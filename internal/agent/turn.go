@@ -232,7 +232,7 @@ func (a *Agent) loop(st *turnState, res Result) Result {
 			res.StepLimitHit = wrapUp
 			return res
 		}
-		results := a.execute(st, prepared)
+		results := a.execute(st, prepared, offeredList(defs))
 		toolMsgs := make([]*chat.Message, len(results))
 		for i, r := range results {
 			toolMsgs[i] = r.message(st.t.ID)
@@ -430,4 +430,14 @@ func rawOrEmpty(b json.RawMessage) json.RawMessage {
 		return json.RawMessage("{}")
 	}
 	return b
+}
+
+// offeredList names the tools offered in a step, for the authority's check
+// that the model called only those.
+func offeredList(defs []llm.ToolDef) []string {
+	out := make([]string, 0, len(defs))
+	for _, d := range defs {
+		out = append(out, d.Name)
+	}
+	return out
 }

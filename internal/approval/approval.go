@@ -72,6 +72,13 @@ type Request struct {
 	// Center item): it waits for the user however long it takes and is
 	// not denied because nobody is attached right now.
 	NoExpiry bool `json:"no_expiry,omitempty"`
+	// Origin says what started the call ("watch 3: train 9612", "Action
+	// Center item 12", "MCP client claude-desktop"); empty for the chat
+	// the card is shown in (internal/authority).
+	Origin string `json:"origin,omitempty"`
+	// Grant names the user's pre-approval the call was checked against,
+	// when one matched but could not lift the gate.
+	Grant string `json:"grant,omitempty"`
 }
 
 // Decision is how a request was resolved.

@@ -53,6 +53,9 @@ const (
 	TypeApprovalRequest  = "approval.requested"
 	TypeApprovalResolved = "approval.resolved"
 	TypeToolRun          = "tool.run"
+	// TypeToolStarted is written just before a tool runs; a start with no
+	// tool.run of the same call_key is a call the daemon died during.
+	TypeToolStarted = "tool.started"
 	TypeTurnError        = "turn.error"
 )
 
@@ -369,6 +372,51 @@ func (l *Log) UnresolvedApprovals(ctx context.Context) ([]Event, error) {
 			ID string `json:"id"`
 		}
 		if json.Unmarshal(e.Data, &d) != nil || d.ID == "" || resolved[d.ID] {
+			continue
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// UnfinishedCalls returns the tool.started events, oldest first, that no
+// tool.run event closes (matched by call_key in data): calls that were
+// running when the daemon stopped.
+func (l *Log) UnfinishedCalls(ctx context.Context) ([]Event, error) {
+	done := map[string]bool{}
+	rows, err := l.db.QueryContext(ctx, `SELECT json_extract(data, '$.call_key') FROM events WHERE type = ? AND json_valid(data)`, TypeToolRun)
+	if err != nil {
+		return nil, fmt.Errorf("listing finished calls: %w", err)
+	}
+	for rows.Next() {
+		var k sql.NullString
+		if err := rows.Scan(&k); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("listing finished calls: %w", err)
+		}
+		if k.Valid {
+			done[k.String] = true
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("listing finished calls: %w", err)
+	}
+	rows, err = l.db.QueryContext(ctx, `SELECT id, ts, type, chat_id, turn_id, tool, summary, data, prev_hash, hash FROM events WHERE type = ? ORDER BY id`, TypeToolStarted)
+	if err != nil {
+		return nil, fmt.Errorf("listing started calls: %w", err)
+	}
+	defer rows.Close()
+	var out []Event
+	for rows.Next() {
+		e, err := scanEvent(rows)
+		if err != nil {
+			return nil, err
+		}
+		var d struct {
+			Key string `json:"call_key"`
+		}
+		if json.Unmarshal(e.Data, &d) != nil || d.Key == "" || done[d.Key] {
 			continue
 		}
 		out = append(out, e)
