@@ -56,7 +56,7 @@ const (
 	// TypeToolStarted is written just before a tool runs; a start with no
 	// tool.run of the same call_key is a call the daemon died during.
 	TypeToolStarted = "tool.started"
-	TypeTurnError        = "turn.error"
+	TypeTurnError   = "turn.error"
 )
 
 // Event is one audit row.
