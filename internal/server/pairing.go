@@ -1,7 +1,6 @@
 package server
 
 import (
-	"crypto/rand"
 	"net"
 	"net/http"
 	"strings"
@@ -17,13 +16,17 @@ import (
 const (
 	pairCodeTTL     = 5 * time.Minute
 	pairMaxOutstand = 8
-	// Wrong codes are counted per client address: pairMaxFailures a minute
-	// locks out that client only. pairGlobalFailures a minute from all
-	// clients together pauses exchange for everyone; it is far above one
-	// client's allowance so a single client cannot lock others out. With
-	// 32^10 possible codes either limit makes guessing hopeless.
+	// Wrong codes are counted per client (clientKey): pairMaxFailures a
+	// minute locks out that client only, and its later attempts, right or
+	// wrong, are not compared. When all clients together sent
+	// pairGlobalFailures in the last minute (many addresses), each client's
+	// allowance drops to pairFloodFailures; nobody is refused for others'
+	// failures, so a phone holding a valid code pairs during any flood.
+	// With 32^10 possible codes, at most pairMaxOutstand live for 5
+	// minutes, guessing stays hopeless at these rates.
 	pairMaxFailures    = 10
 	pairGlobalFailures = 300
+	pairFloodFailures  = 2
 	pairMaxClients     = 4096 // failure records kept; the oldest go first
 	pairCodeAlphabet   = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
 	pairCodeLen        = 10
@@ -57,20 +60,16 @@ func (p *pairing) create() (string, time.Time) {
 		}
 		delete(p.codes, oldest)
 	}
-	b := make([]byte, pairCodeLen)
-	rand.Read(b)
-	for i := range b {
-		b[i] = pairCodeAlphabet[int(b[i])%len(pairCodeAlphabet)]
-	}
-	code := string(b)
+	code := randomCode(pairCodeLen)
 	exp := now.Add(pairCodeTTL)
 	p.codes[code] = exp
 	return code, exp
 }
 
-// redeem consumes a code sent by client (its address, without port). The
-// second result is false when the client, or all clients together, tried
-// too many wrong codes in the last minute.
+// redeem consumes a code sent by client (clientKey). The second result is
+// false when the client tried too many wrong codes in the last minute (a
+// lower number during a flood from many clients); a client under its
+// allowance is always checked, whatever others sent.
 func (p *pairing) redeem(client, code string) (ok, allowed bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -83,7 +82,11 @@ func (p *pairing) redeem(client, code string) (ok, allowed bool) {
 	} else {
 		p.byClient[client] = mine
 	}
-	if len(mine) >= pairMaxFailures || len(p.failures) >= pairGlobalFailures {
+	limit := pairMaxFailures
+	if len(p.failures) >= pairGlobalFailures {
+		limit = pairFloodFailures
+	}
+	if len(mine) >= limit {
 		return false, false
 	}
 	code = strings.ToUpper(strings.TrimSpace(code))
@@ -127,7 +130,9 @@ func (p *pairing) pruneClientsLocked(now time.Time) {
 }
 
 // clientKey is the address a pairing attempt is counted against: the peer
-// IP, with IPv6 addresses folded to their /64 (one host usually owns one).
+// IP, folded to the block one sender can pick addresses from at will: an
+// IPv6 /64 (one host usually owns one) and all of 127.0.0.0/8 (any local
+// process may bind any of its 16 million addresses).
 func clientKey(remote string) string {
 	host, _, err := net.SplitHostPort(remote)
 	if err != nil {
@@ -136,6 +141,9 @@ func clientKey(remote string) string {
 	ip := net.ParseIP(host)
 	if ip == nil {
 		return host
+	}
+	if v4 := ip.To4(); v4 != nil && v4[0] == 127 {
+		return "127.0.0.0/8"
 	}
 	if ip.To4() == nil {
 		return ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
@@ -178,18 +186,6 @@ func (s *Server) pairExchange(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// pairLocal hands the token to a browser on this machine. The peer must be
-// loopback, the Host loopback (guardHost) and the request same-origin per
-// Fetch Metadata or Origin, so a web page elsewhere cannot read it even via
-// DNS rebinding. Any local process could read the token file anyway.
-func (s *Server) pairLocal(w http.ResponseWriter, r *http.Request) {
-	if s.opts.Config.AllowRemote || !loopbackPeer(r.RemoteAddr) || !sameOrigin(r) {
-		httpjson.Error(w, http.StatusForbidden, "pairing_required", "automatic pairing works only from a browser on this machine; paste the token or run `hestia pair`")
-		return
-	}
-	httpjson.Write(w, http.StatusOK, map[string]string{"token": s.opts.Token.Value()})
-}
-
 func loopbackPeer(remote string) bool {
 	host, _, err := net.SplitHostPort(remote)
 	if err != nil {
@@ -197,18 +193,4 @@ func loopbackPeer(remote string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
-}
-
-func sameOrigin(r *http.Request) bool {
-	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" {
-		return false
-	}
-	origin := r.Header.Get("Origin")
-	if origin == "" {
-		// Browsers always send Origin on POST fetches; its absence means a
-		// non-browser client, which can read the token file directly.
-		return r.Header.Get("Sec-Fetch-Site") == ""
-	}
-	o := strings.TrimPrefix(strings.TrimPrefix(origin, "http://"), "https://")
-	return o == r.Host
 }

@@ -36,6 +36,10 @@ type Options struct {
 	// Routes, when set, records per-route latency (GET /api/system,
 	// /api/metrics).
 	Routes *metrics.Routes
+	// LocalPairCode, when set, shows the user the code of each local
+	// pairing request (the daemon prints it on its terminal; see
+	// pairlocal.go). It must not write the code where others can read it.
+	LocalPairCode func(LocalPairCode)
 }
 
 // Server owns the HTTP listener and the route tables.
@@ -45,6 +49,7 @@ type Server struct {
 	api     *http.ServeMux // behind auth
 	root    *http.ServeMux
 	pairing *pairing
+	local   *localPairing
 	started time.Time
 }
 
@@ -62,12 +67,15 @@ func New(opts Options) *Server {
 		api:     http.NewServeMux(),
 		root:    http.NewServeMux(),
 		pairing: newPairing(opts.Now),
+		local:   newLocalPairing(opts.Now),
 		started: opts.Now(),
 	}
 	s.root.HandleFunc("GET /health", s.health)
+	s.root.HandleFunc("POST /api/pair/local/start", s.pairLocalStart)
 	s.root.HandleFunc("POST /api/pair/local", s.pairLocal)
 	s.root.HandleFunc("POST /api/pair/exchange", s.pairExchange)
 	s.api.HandleFunc("POST /api/pair/codes", s.pairCreateCode)
+	s.api.HandleFunc("GET /api/pair/local/pending", s.pairLocalPending)
 	authed := s.authenticate(s.api)
 	s.root.Handle("/api/", authed)
 	s.root.Handle("/v1/", authed)

@@ -125,33 +125,6 @@ func TestHostGuard(t *testing.T) {
 	}
 }
 
-func TestPairLocal(t *testing.T) {
-	t.Parallel()
-	s, tok := newTestServer(t)
-	h := s.Handler()
-	ok := do(t, h, "POST", "/api/pair/local", map[string]string{"Origin": "http://127.0.0.1:4317", "Sec-Fetch-Site": "same-origin"}, "")
-	if ok.Code != 200 || !strings.Contains(ok.Body.String(), tok.Value()) {
-		t.Fatalf("same-origin local pairing: %d %s", ok.Code, ok.Body)
-	}
-	for name, hdr := range map[string]map[string]string{
-		"cross-site":            {"Origin": "http://attacker.example", "Sec-Fetch-Site": "cross-site"},
-		"other origin":          {"Origin": "http://localhost:9999"},
-		"no origin but browser": {"Sec-Fetch-Site": "same-site"},
-	} {
-		rec := do(t, h, "POST", "/api/pair/local", hdr, "")
-		if rec.Code != 403 || strings.Contains(rec.Body.String(), tok.Value()) {
-			t.Errorf("%s: %d %s", name, rec.Code, rec.Body)
-		}
-	}
-	r := httptest.NewRequest("POST", "http://127.0.0.1:4317/api/pair/local", nil)
-	r.RemoteAddr = "192.168.1.20:5555"
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, r)
-	if rec.Code != 403 {
-		t.Errorf("remote peer paired: %d", rec.Code)
-	}
-}
-
 func TestPairExchange(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
