@@ -2,8 +2,6 @@ package app
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"time"
 
 	"github.com/hestia-dev/hestia/internal/agent"
@@ -13,7 +11,6 @@ import (
 	"github.com/hestia-dev/hestia/internal/events"
 	"github.com/hestia-dev/hestia/internal/files"
 	"github.com/hestia-dev/hestia/internal/llm"
-	"github.com/hestia-dev/hestia/internal/pathpolicy"
 	"github.com/hestia-dev/hestia/internal/policy"
 	"github.com/hestia-dev/hestia/internal/tools"
 	"github.com/hestia-dev/hestia/internal/tools/builtin"
@@ -57,15 +54,7 @@ func (a *App) initAgent(ctx context.Context) error {
 	a.Budget.SetEvents(bus)
 	engine.SetOnChange(func() { bus.Publish("policy.changed", "", nil) })
 
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return fmt.Errorf("finding the home directory for file tools: %w", err)
-	}
-	roots := cfg.Agent.FileRoots
-	if len(roots) == 0 {
-		roots = []string{home}
-	}
-	paths, err := pathpolicy.New(pathpolicy.Options{Home: home, Roots: roots, Protected: []string{a.Paths.Data, a.Paths.Config, a.Paths.Logs}})
+	paths, _, err := a.pathPolicy()
 	if err != nil {
 		return err
 	}

@@ -2,8 +2,10 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/hestia-dev/hestia/internal/docs"
@@ -61,14 +63,11 @@ func (a *App) registerLocalTools(_ context.Context, reg *tools.Registry, paths *
 	if err != nil {
 		return fmt.Errorf("finding the home directory for the shell tools: %w", err)
 	}
-	sh := &shell.Runner{Paths: paths, Home: home, TZ: os.Getenv("TZ"), Sandbox: ShellSandbox(exe), Read: paths.Roots(), Hide: paths.Hidden()}
-	if len(sh.Read) == 0 {
-		sh.Read = []string{home}
-	}
+	sh := shellRunner(paths, home, exe)
 	// The sandbox's workers (long-lived bubblewrap, see internal/sandbox)
 	// also die with the daemon; closing stops them at once.
 	a.OnClose(sh.Sandbox.Close)
-	a.AddCheck(SandboxCheck(sh.Sandbox))
+	a.AddCheck(SandboxCheck(sh))
 	all := append(svc.Tools(), files.FindTool(paths, a.Now))
 	all = append(all, sh.Tools()...)
 	web := fetch.New(fetch.Fetcher{Guard: &fetch.Guard{Allow: a.Config.Web.AllowHosts}, PDF: extractor})
@@ -81,6 +80,45 @@ func (a *App) registerLocalTools(_ context.Context, reg *tools.Registry, paths *
 	return nil
 }
 
+// shellRunner is the shell tools' runner: programs confined by
+// ShellSandbox, reading the file roots, with the policy's hidden paths
+// covered.
+func shellRunner(paths *pathpolicy.Policy, home, exe string) *shell.Runner {
+	sh := &shell.Runner{Paths: paths, Home: home, TZ: os.Getenv("TZ"), Sandbox: ShellSandbox(exe), Read: paths.Roots(), Hide: paths.Hidden()}
+	if len(sh.Read) == 0 {
+		sh.Read = []string{home}
+	}
+	return sh
+}
+
+// pathPolicy is the file tools' path policy: the configured file roots
+// (the home without any), Hestia's own folders protected.
+func (a *App) pathPolicy() (*pathpolicy.Policy, string, error) {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return nil, "", fmt.Errorf("finding the home directory for file tools: %w", err)
+	}
+	roots := a.Config.Agent.FileRoots
+	if len(roots) == 0 {
+		roots = []string{home}
+	}
+	paths, err := pathpolicy.New(pathpolicy.Options{Home: home, Roots: roots, Protected: []string{a.Paths.Data, a.Paths.Config, a.Paths.Logs}})
+	return paths, home, err
+}
+
+// ShellCheck is the shell.sandbox check for `hestia doctor` run without
+// the daemon: the same runner, mounts and hidden paths as the daemon's
+// shell tools, with its own sandbox (closed when the App closes).
+func (a *App) ShellCheck(exe string) (doctor.Check, error) {
+	paths, home, err := a.pathPolicy()
+	if err != nil {
+		return doctor.Check{}, err
+	}
+	sh := shellRunner(paths, home, exe)
+	a.OnClose(sh.Sandbox.Close)
+	return SandboxCheck(sh), nil
+}
+
 // ShellSandbox is the OS confinement of the shell tools' programs:
 // bubblewrap (shell_run's programs started by a long-lived worker, this
 // binary as `sandbox-exec --worker`), or this binary's `sandbox-exec`
@@ -89,9 +127,13 @@ func ShellSandbox(exe string) *sandbox.Sandbox {
 	return &sandbox.Sandbox{Helper: []string{exe, "sandbox-exec"}}
 }
 
-// SandboxCheck reports which confinement the shell tools get here.
-func SandboxCheck(sb *sandbox.Sandbox) doctor.Check {
+// SandboxCheck reports which confinement the shell tools get here, and
+// which limits really bind. It runs true(1) through shell_run and
+// shell_exec themselves (the runner's spec: its roots, hidden paths and
+// working folder), so it fails whenever the tools would.
+func SandboxCheck(sh *shell.Runner) doctor.Check {
 	return doctor.Check{Name: "shell.sandbox", Run: func(ctx context.Context) (doctor.Status, string) {
+		sb := sh.Sandbox
 		// Detection runs trial programs; on a machine too busy to finish
 		// them within the check's time this says so instead of failing.
 		done := make(chan sandbox.Status, 1)
@@ -101,6 +143,20 @@ func SandboxCheck(sb *sandbox.Sandbox) doctor.Check {
 		case st = <-done:
 		case <-time.After(2 * time.Second):
 			return doctor.Warn, "the sandbox trial runs have not finished yet (a busy machine); run doctor again"
+		}
+		tl := sh.Tools()
+		for _, c := range []struct {
+			tool tools.Tool
+			args string
+		}{{tl[0], `{"command":"true"}`}, {tl[1], `{"argv":["true"]}`}} {
+			name := c.tool.Spec().Name
+			res, err := c.tool.Run(ctx, tools.Call{Args: json.RawMessage(c.args)})
+			switch {
+			case err != nil:
+				return doctor.Fail, fmt.Sprintf("%s; %s cannot run a program: %v", st, name, err)
+			case res.IsError || !strings.HasPrefix(res.Content, "exit: 0\n"):
+				return doctor.Fail, fmt.Sprintf("%s; %s cannot run a program: %s", st, name, strings.TrimSpace(res.Content))
+			}
 		}
 		if st.Mode == sandbox.Bubblewrap || st.Mode == sandbox.Landlock {
 			return doctor.OK, st.String()

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hestia-dev/hestia/internal/app"
 	"github.com/hestia-dev/hestia/internal/backup"
 	"github.com/hestia-dev/hestia/internal/daemonaddr"
 	"github.com/hestia-dev/hestia/internal/doctor"
@@ -59,7 +58,11 @@ func runDoctor(ctx context.Context, env *Env, args []string) error {
 	}
 	checks = append(checks, doctor.Daemon(a.Paths.LockFile(), base+"/health", &http.Client{}))
 	if exe, err := os.Executable(); err == nil {
-		checks = append(checks, app.SandboxCheck(app.ShellSandbox(exe)))
+		sc, err := a.ShellCheck(exe)
+		if err != nil {
+			return err
+		}
+		checks = append(checks, sc)
 	}
 	results := doctor.Run(ctx, checks, 3*time.Second)
 	results = append(results, env.daemonChecks(ctx, results)...)

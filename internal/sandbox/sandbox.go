@@ -375,7 +375,7 @@ func (s *Sandbox) bwrapMounts(spec Spec) []string {
 			return nil
 		}, func(string) error { return nil })
 	}
-	for _, h := range spec.Hide {
+	for _, h := range outermost(spec.Hide) {
 		st, err := os.Stat(h)
 		switch {
 		case err != nil:
@@ -387,6 +387,31 @@ func (s *Sandbox) bwrapMounts(spec Spec) []string {
 		}
 	}
 	return a
+}
+
+// outermost drops the hidden paths that lie inside another one: their
+// cover would have to be made inside a read-only cover (bubblewrap fails
+// with "Can't mkdir DATA/logs: Read-only file system"), and the outer
+// cover already hides them.
+func outermost(hide []string) []string {
+	clean := make([]string, 0, len(hide))
+	for _, h := range hide {
+		clean = append(clean, filepath.Clean(h))
+	}
+	var out []string
+	for i, h := range clean {
+		inside := false
+		for j, o := range clean {
+			if j != i && within(h, o) && (h != o || j < i) {
+				inside = true
+				break
+			}
+		}
+		if !inside {
+			out = append(out, h)
+		}
+	}
+	return out
 }
 
 // grant applies whole to root, except beneath the hidden paths: a folder
