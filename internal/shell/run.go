@@ -39,9 +39,14 @@ type Runner struct {
 	TZ string
 	// Sandbox confines every program (nil: none, only the clean
 	// environment). shell_run programs get a read-only view and no
-	// network; shell_exec's may write the working folder and use the
-	// network (the user approved them).
+	// network; shell_exec's may write the working folder (the user
+	// approved them), and use the network only with ExecNetwork.
 	Sandbox *sandbox.Sandbox
+	// ExecNetwork lets shell_exec's programs use the network. Off, they
+	// run in their own network namespace (bubblewrap) or with TCP denied
+	// (Landlock): sharing the host's would hand them the daemon's
+	// loopback API, and approving one program is not granting that.
+	ExecNetwork bool
 	// Read are the folders programs may read (the path policy's roots, or
 	// the home); Hide are the paths they may not (credentials, Hestia's
 	// data). Both feed the sandbox.
@@ -427,9 +432,10 @@ func (r *Runner) Run(ctx context.Context, p *Prepared) (*Result, error) {
 }
 
 // spec is what the sandbox allows the programs of one pipeline: shell_exec
-// (exec) may write the working folder and use the network.
+// (exec) may write the working folder, and use the network when
+// ExecNetwork grants it.
 func (r *Runner) spec(dir string, exec bool) sandbox.Spec {
-	spec := sandbox.Spec{Dir: dir, Writable: exec, Net: exec, Read: r.Read, Hide: r.Hide, Limits: r.Limits}
+	spec := sandbox.Spec{Dir: dir, Writable: exec, Net: exec && r.ExecNetwork, Read: r.Read, Hide: r.Hide, Limits: r.Limits}
 	if spec.Limits.CPUSeconds == 0 {
 		spec.Limits.CPUSeconds = uint64(r.Timeout/time.Second) + 1
 	}
