@@ -314,14 +314,14 @@ func (t *editFile) Spec() tools.Spec {
 	}
 }
 func (t *editFile) Available(context.Context) error    { return nil }
-func (t *editFile) Target(args json.RawMessage) string { return target(t.p, args, false) }
+func (t *editFile) Target(args json.RawMessage) string { return target(t.p, args, true) }
 
 func (t *editFile) Preview(_ context.Context, args json.RawMessage) string {
 	a, err := tools.ParseArgs(args)
 	if err != nil {
 		return ""
 	}
-	path, err := t.p.Resolve(a.String("path", ""))
+	path, err := t.resolve(a.String("path", ""))
 	if err != nil {
 		return "refused: " + err.Error()
 	}
@@ -336,12 +336,22 @@ func snippet(s string, n int) string {
 	return string(r[:n]) + "…"
 }
 
+// resolve checks path as a write (an edit writes: the places where a file
+// runs code are refused, pathpolicy.ExecRules) and as a read (the file
+// must exist).
+func (t *editFile) resolve(path string) (string, error) {
+	if _, err := t.p.ResolveForWrite(path); err != nil {
+		return "", err
+	}
+	return t.p.Resolve(path)
+}
+
 func (t *editFile) Run(ctx context.Context, c tools.Call) (tools.Result, error) {
 	a, err := tools.ParseArgs(c.Args)
 	if err != nil {
 		return tools.Result{}, err
 	}
-	path, err := t.p.Resolve(a.String("path", ""))
+	path, err := t.resolve(a.String("path", ""))
 	if err != nil {
 		return policyError(err)
 	}

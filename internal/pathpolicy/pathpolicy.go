@@ -8,6 +8,20 @@
 // and package-registry credentials, GnuPG, .env files, shell start-up files,
 // system directories, and Hestia's own data and configuration (its token
 // lives there).
+//
+// Writes are refused in more places (ResolveForWrite, ExecRules in
+// execpaths.go): wherever a written file runs code or changes the user's
+// environment with nobody running it on purpose — XDG and KDE autostart,
+// systemd user units and environment.d, launchd agents, cron and at spools,
+// ~/.local/bin, ~/bin and the system bin folders, shell and X start-up
+// files (.bashrc, .profile, .zshenv, fish's folder, .inputrc, .envrc…),
+// ~/.ssh, Python's site-packages/dist-packages, any *.pth,
+// sitecustomize/usercustomize.py and IPython startup, pip's config, git
+// config (~/.gitconfig, ~/.config/git) and any .git, .husky or .hg folder,
+// editor and IDE start-up files (.vimrc, ~/.vim, nvim, Emacs, any .vscode,
+// .idea or .devcontainer folder, VS Code user settings), .npmrc, .yarnrc,
+// .mailcap, mimeapps.list and desktop entries. Reading them stays allowed
+// unless a rule above refuses it.
 package pathpolicy
 
 import (
@@ -136,13 +150,16 @@ func (p *Policy) Resolve(path string) (string, error) {
 // ResolveForWrite is Resolve for a path that may not exist yet: the nearest
 // existing ancestor is resolved and the rest appended, so a symlinked parent
 // directory cannot smuggle a write somewhere sensitive. An existing final
-// symlink is resolved too.
+// symlink is resolved too. Besides the sensitive paths it refuses, with
+// ErrExecutes, every place listed by ExecRules. The policy engine resolves
+// every tool's path arguments with it before asking anyone (read tools'
+// too), so those are refused without a card.
 func (p *Policy) ResolveForWrite(path string) (string, error) {
 	abs, err := p.expand(path)
 	if err != nil {
 		return "", err
 	}
-	if err := p.check(abs, path); err != nil {
+	if err := p.checkWrite(abs, path); err != nil {
 		return "", err
 	}
 	dir, rest := abs, ""
@@ -162,10 +179,24 @@ func (p *Policy) ResolveForWrite(path string) (string, error) {
 		return "", fmt.Errorf("resolving %s: %w", dir, err)
 	}
 	full := filepath.Join(res, rest)
-	if err := p.check(full, path); err != nil {
+	if err := p.checkWrite(full, path); err != nil {
 		return "", err
 	}
 	return full, nil
+}
+
+// checkWrite is check plus the places where a written file runs code or
+// changes the user's environment (execpaths.go). Those come first so the
+// refusal gives the specific reason.
+func (p *Policy) checkWrite(abs, asked string) error {
+	if why := p.executes(abs); why != "" {
+		shown := asked
+		if shown != abs {
+			shown = fmt.Sprintf("%s (%s)", asked, abs)
+		}
+		return fmt.Errorf("%s is refused for writing: %s: %w", shown, why, ErrExecutes)
+	}
+	return p.check(abs, asked)
 }
 
 // Check reports whether an already absolute path may be used, without

@@ -90,7 +90,19 @@ func TestResolveRefusesSensitive(t *testing.T) {
 			t.Errorf("ResolveForWrite(%q) = %v, want ErrSensitive", w, err)
 		}
 	}
-	for _, ok := range []string{"~/proj/.git/HEAD", "~/proj/src/config", "~/proj/hooks/x"} {
+	// Reading the rest of a repository's .git stays allowed; writing
+	// anywhere in it is refused (execpaths.go: a .git file or folder can
+	// point git at config that runs programs).
+	if err := os.MkdirAll(filepath.Join(home, "proj", ".git"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, "proj", ".git", "HEAD"), []byte("ref: refs/heads/main\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Resolve("~/proj/.git/HEAD"); err != nil {
+		t.Errorf("Resolve(~/proj/.git/HEAD) = %v", err)
+	}
+	for _, ok := range []string{"~/proj/src/config", "~/proj/hooks/x"} {
 		if _, err := p.ResolveForWrite(ok); err != nil {
 			t.Errorf("ResolveForWrite(%q) = %v", ok, err)
 		}

@@ -1,8 +1,9 @@
 // Package mailtools exposes the mail connector to the agent as tools:
-// mail_search, mail_read, mail_thread and mail_save_attachment (allowed;
-// only the last writes, into a folder the path policy permits) and
-// mail_send, mail_reply and mail_schedule (gated: they send mail, so they
-// are not read-only, are egress, and go through the write journal).
+// mail_search, mail_read and mail_thread (allowed), mail_save_attachment
+// (gated like write_file: it writes outside bytes, into a folder the path
+// policy permits for writing) and mail_send, mail_reply and mail_schedule
+// (gated: they send mail, so they are not read-only, are egress, and go
+// through the write journal).
 //
 // Results are compact and capped so the model never receives an archive,
 // and every result that carries message content is marked untrusted.
@@ -432,11 +433,50 @@ func Tools(d Deps) []tools.Tool {
 		tool(withSpec(read, "mail_search", "Search the user's mail. Free text (query) is ranked lexically and semantically; filters narrow it (from/to/cc/subject_contains/body_contains/attachment_name are case- and accent-insensitive substrings; after/before are dates; quoted words in query are a phrase). Hits matching only some words come last, marked partial_match; count=true adds the exact total. Without query, browses newest first (sort=size for largest). Returns compact summaries; use mail_read for a body.", searchSchema), nil, d.Search),
 		tool(withSpec(read, "mail_read", "Read one message by id: headers, body state, attachments and a page of the body (continue with offset=next_offset).", readSchema), nil, d.Read),
 		tool(withSpec(read, "mail_thread", "List the conversation a message belongs to, newest first, with short snippets; page with offset.", threadSchema), nil, d.Thread),
-		tool(withSpec(tools.Spec{Risk: tools.RiskLow, PathArgs: []string{"folder"}}, "mail_save_attachment", "Save one attachment of a message (index from mail_read) into a folder; never overwrites.", saveSchema), nil, d.SaveAttachment),
+		saveTool(d),
 		tool(withSpec(send, "mail_send", "Send a new email from a configured account. Journaled and confirmed against the Sent mailbox. Recipients are addresses; for a person's name call resolve_recipient first.", sendSchema), canSend, d.Send),
 		tool(withSpec(send, "mail_reply", "Reply to a message by id (reply_all adds the other recipients). Journaled and confirmed against Sent.", replySchema), canSend, d.Reply),
 		tool(withSpec(send, "mail_schedule", "Schedule an email to be sent at send_at (RFC 3339). Journaled; sent once by the scheduler.", scheduleSchema), canSend, d.Schedule),
 	}
+}
+
+// saveTool is mail_save_attachment. It writes outside bytes to disk, so it
+// is gated like write_file (medium risk, not read-only: taint makes it ask
+// after untrusted content even under a rule or mode), and its folder is a
+// path argument, so the path policy refuses a sensitive or code-running
+// folder before a card is shown; the file name comes from the mail and is
+// checked again when the file is created.
+func saveTool(d Deps) tools.Tool {
+	spec := withSpec(tools.Spec{Risk: tools.RiskMedium, PathArgs: []string{"folder"}}, "mail_save_attachment", "Save one attachment of a message (index from mail_read) into a folder; never overwrites. Needs the user's approval.", saveSchema)
+	t := tool(spec, nil, d.SaveAttachment)
+	t.PreviewF = d.previewSave
+	return t
+}
+
+// previewSave describes the call for the approval card: which file, how
+// large, and the path it would be created at (the name is the sender's).
+func (d Deps) previewSave(ctx context.Context, args json.RawMessage) string {
+	var a SaveArgs
+	if json.Unmarshal(args, &a) != nil || d.Store == nil || d.Paths == nil {
+		return ""
+	}
+	m, err := d.Store.Read(ctx, a.ID, 0, 1)
+	if err != nil {
+		return ""
+	}
+	if a.Index < 0 || a.Index >= len(m.Attachments) {
+		return fmt.Sprintf("message %d has no attachment %d", a.ID, a.Index)
+	}
+	att := m.Attachments[a.Index]
+	dir, err := d.Paths.ResolveForWrite(a.Folder)
+	if err != nil {
+		return "refused: " + err.Error()
+	}
+	p, err := d.Paths.ResolveForWrite(filepath.Join(dir, SafeFilename(att.Filename, a.Index)))
+	if err != nil {
+		return "refused: " + err.Error()
+	}
+	return fmt.Sprintf("save %q (%d bytes, %s) from message %d as %s (a numbered name if it exists)", att.Filename, att.Size, att.ContentType, a.ID, p)
 }
 
 func withSpec(base tools.Spec, name, desc string, schema string) tools.Spec {
@@ -447,7 +487,7 @@ func withSpec(base tools.Spec, name, desc string, schema string) tools.Spec {
 // tool adapts a typed function to tools.Tool. Domain errors (bad input,
 // not found) become error results the model can act on; only context
 // cancellation is returned as a Go error.
-func tool[A, R any](spec tools.Spec, check func(context.Context) error, fn func(context.Context, A) (R, error)) tools.Tool {
+func tool[A, R any](spec tools.Spec, check func(context.Context) error, fn func(context.Context, A) (R, error)) *tools.Func {
 	return &tools.Func{
 		S:     spec,
 		Check: check,
