@@ -207,6 +207,9 @@ type ServeOptions struct {
 	// Ready, when set, receives the bound address once the daemon accepts
 	// connections.
 	Ready func(addr net.Addr)
+	// LocalPairCode, when set, shows the user the one-time code a browser
+	// on this machine must type to pair (server.Options.LocalPairCode).
+	LocalPairCode func(server.LocalPairCode)
 }
 
 // Serve runs the daemon until ctx is cancelled: takes the home lock, loads
@@ -238,6 +241,8 @@ func (a *App) Serve(ctx context.Context, opts ServeOptions) (err error) {
 		Logger:  a.Log.With("component", "http"),
 		UI:      web.Handler(),
 		Now:     a.Now,
+
+		LocalPairCode: opts.LocalPairCode,
 	})
 	defer func() {
 		if cerr := a.Close(); cerr != nil {

@@ -45,7 +45,7 @@ func commands() []command {
 		{"doctor", "check the installation's health", runDoctor},
 		{"backup", "copy every store into a directory with a manifest", runBackup},
 		{"restore", "restore a backup into an empty home", runRestore},
-		{"pair", "pair another device: a one-time link, code and QR code (--name, --scopes)", runPair},
+		{"pair", "pair another device: a one-time link, code and QR code (--name, --scopes); --local shows the code a browser on this machine asks for", runPair},
 		{"devices", "list paired devices or revoke one (list|revoke ID [--json])", runDevices},
 		{"version", "print the version", runVersion},
 		{"selftest", "run the adversarial security suite against this install's policy (selftest security)", runSelftest},

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hestia-dev/hestia/internal/devices"
+	"github.com/hestia-dev/hestia/internal/server"
 )
 
 // deviceJSON is a device as the daemon returns it.
@@ -105,8 +107,21 @@ func runPair(ctx context.Context, env *Env, args []string) error {
 	scopes := fs.String("scopes", "chat,approve,read", "comma-separated scopes of the new device: chat, approve, read, admin")
 	noQR := fs.Bool("no-qr", false, "print only the link and the code, no QR code")
 	asJSON := fs.Bool("json", false, "print the code, link and expiry as JSON")
+	local := fs.Bool("local", false, "show the codes of browsers on this machine waiting to pair, instead of making a code for another device")
 	if err := parse(fs, args, 0); err != nil {
 		return err
+	}
+	if *local {
+		var other []string
+		fs.Visit(func(f *flag.Flag) {
+			if f.Name != "local" && f.Name != "json" {
+				other = append(other, "--"+f.Name)
+			}
+		})
+		if len(other) > 0 {
+			return usagef("--local shows waiting browsers' codes; %s applies only to pairing another device", strings.Join(other, ", "))
+		}
+		return runPairLocal(ctx, env, *asJSON)
 	}
 	list, err := devices.ParseScopes(strings.Split(*scopes, ","))
 	if err != nil {
@@ -141,5 +156,42 @@ func runPair(ctx context.Context, env *Env, args []string) error {
 		fmt.Fprintln(env.Stdout, q)
 	}
 	fmt.Fprintf(env.Stdout, "Or enter the code %s on the pairing screen.\n", res.Code)
+	return nil
+}
+
+// runPairLocal prints the one-time codes of the browsers on this machine
+// that asked to pair. Reading them takes the home's token, which is the
+// proof the daemon asks of whoever confirms a local browser.
+func runPairLocal(ctx context.Context, env *Env, asJSON bool) error {
+	c, err := env.daemon()
+	if err != nil {
+		return err
+	}
+	var res struct {
+		Requests []server.LocalPairCode `json:"requests"`
+	}
+	if err := c.Do(ctx, http.MethodGet, "/api/pair/local/pending", nil, &res); err != nil {
+		return err
+	}
+	if asJSON {
+		if res.Requests == nil {
+			res.Requests = []server.LocalPairCode{}
+		}
+		return json.NewEncoder(env.Stdout).Encode(res)
+	}
+	if len(res.Requests) == 0 {
+		fmt.Fprintf(env.Stdout, "No browser on this machine is waiting to pair. Open %s in a browser here; it asks for a code, which the daemon prints and this command shows.\n", c.BaseURL)
+		return nil
+	}
+	fmt.Fprintln(env.Stdout, "Type the code on the page of the browser that asked (each works once, for that page only):")
+	for _, r := range res.Requests {
+		agent := ""
+		if r.UserAgent != "" {
+			agent = ", " + r.UserAgent
+		}
+		fmt.Fprintf(env.Stdout, "  %s  asked at %s from %s%s, valid until %s\n", server.FormatLocalCode(r.Code),
+			r.CreatedAt.Local().Format("15:04:05"), r.Origin, agent, r.ExpiresAt.Local().Format("15:04:05"))
+	}
+	fmt.Fprintln(env.Stdout, "A request you did not make means another program on this machine asked; do not type its code anywhere.")
 	return nil
 }

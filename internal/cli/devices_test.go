@@ -4,8 +4,13 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/hestia-dev/hestia/internal/server"
 )
 
 func TestPairDevicesListRevoke(t *testing.T) {
@@ -74,5 +79,68 @@ func TestPairDevicesListRevoke(t *testing.T) {
 	}
 	if r := run(t, home, env, "devices", "frobnicate"); r.code != 2 {
 		t.Fatalf("unknown subcommand: %+v", r)
+	}
+}
+
+// A browser on this machine asks to pair; `hestia pair --local`, which
+// proves it can read the home by using its token, shows the code, and the
+// code pairs that browser's request.
+func TestPairLocalShowsCode(t *testing.T) {
+	t.Parallel()
+	home, env, _ := daemonEnv(t)
+	base := "http://" + env["HESTIA_SERVER_ADDR"]
+	if r := run(t, home, env, "pair", "--local"); r.code != 0 || !strings.Contains(r.stdout, "No browser on this machine is waiting") {
+		t.Fatalf("nothing pending: %+v", r)
+	}
+	if r := run(t, home, env, "pair", "--local", "--scopes", "read"); r.code != 2 || !strings.Contains(r.stderr, "--scopes") {
+		t.Fatalf("--local with --scopes: %+v", r)
+	}
+	post := func(path, body string) (int, map[string]any) {
+		req, _ := http.NewRequest("POST", base+path, strings.NewReader(body))
+		req.Header.Set("Origin", base)
+		req.Header.Set("Sec-Fetch-Site", "same-origin")
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var m map[string]any
+		json.NewDecoder(resp.Body).Decode(&m)
+		return resp.StatusCode, m
+	}
+	c, started := post("/api/pair/local/start", "")
+	if c != 202 {
+		t.Fatalf("start: %d %v", c, started)
+	}
+	r := run(t, home, env, "pair", "--local", "--json")
+	var pending struct {
+		Requests []struct{ Code, Origin string }
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &pending); err != nil || len(pending.Requests) != 1 || pending.Requests[0].Origin != base {
+		t.Fatalf("pair --local --json: %v %+v", err, r)
+	}
+	code := pending.Requests[0].Code
+	if r := run(t, home, env, "pair", "--local"); r.code != 0 || !strings.Contains(r.stdout, code[:4]+"-"+code[4:]) {
+		t.Fatalf("pair --local: %+v", r)
+	}
+	c, paired := post("/api/pair/local", `{"request":"`+started["request"].(string)+`","code":"`+code+`"}`)
+	tok, err := os.ReadFile(filepath.Join(home, "auth-token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c != 200 || paired["token"] != strings.TrimSpace(string(tok)) {
+		t.Fatalf("pairing with the code: %d %v", c, paired)
+	}
+}
+
+func TestPrintLocalPairCode(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
+	var b strings.Builder
+	printLocalPairCode(&b, server.LocalPairCode{Code: "ABCDEFGH", Origin: "http://127.0.0.1:4317", UserAgent: "Firefox", CreatedAt: at, ExpiresAt: at.Add(2 * time.Minute)})
+	want := "Pairing code for the browser at http://127.0.0.1:4317 (Firefox): ABCD-EFGH. Type it on that page within 2 minutes; `hestia pair --local` shows it too.\n"
+	if b.String() != want {
+		t.Fatalf("got %q\nwant %q", b.String(), want)
 	}
 }

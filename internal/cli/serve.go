@@ -3,13 +3,16 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/hestia-dev/hestia/internal/app"
 	"github.com/hestia-dev/hestia/internal/logging"
+	"github.com/hestia-dev/hestia/internal/server"
 	"github.com/hestia-dev/hestia/internal/settings"
 )
 
@@ -53,7 +56,7 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	defer stop()
 	a := app.New(paths, cfg, log, env.Version)
 	a.Getenv = env.Getenv
-	return a.Serve(ctx, app.ServeOptions{Ready: func(addr net.Addr) {
+	return a.Serve(ctx, app.ServeOptions{LocalPairCode: func(c server.LocalPairCode) { printLocalPairCode(env.Stdout, c) }, Ready: func(addr net.Addr) {
 		// Plain lines on stdout whatever the log format, so `make run`
 		// into a pipe or a log still says where to go.
 		scheme := "http"
@@ -65,6 +68,18 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 			fmt.Fprintln(env.Stdout, "No model is configured: chat will not work until you pick one in Settings, or set HESTIA_LLM_BASE_URL and HESTIA_LLM_MODEL (and HESTIA_LLM_API_KEY) and restart.")
 		}
 	}})
+}
+
+// printLocalPairCode shows the code a browser on this machine must type to
+// pair. It goes to this terminal only, never to the log: whoever reads it
+// can pair a browser (see server/pairlocal.go).
+func printLocalPairCode(w io.Writer, c server.LocalPairCode) {
+	agent := ""
+	if c.UserAgent != "" {
+		agent = " (" + c.UserAgent + ")"
+	}
+	fmt.Fprintf(w, "Pairing code for the browser at %s%s: %s. Type it on that page within %d minutes; `hestia pair --local` shows it too.\n",
+		c.Origin, agent, server.FormatLocalCode(c.Code), int(c.ExpiresAt.Sub(c.CreatedAt).Round(time.Minute).Minutes()))
 }
 
 // browsable turns a wildcard bind into an address a browser can open.

@@ -1,5 +1,5 @@
 import { fireEvent, render, screen, waitFor } from '@testing-library/preact';
-import { describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import type { ApprovalRequest, Message } from '../src/api/types';
 import { ApprovalCard } from '../src/components/ApprovalCard';
 import { ToolCard } from '../src/components/ToolCard';
@@ -187,14 +187,18 @@ describe('ChatPage', () => {
 });
 
 describe('PairPage', () => {
+  beforeEach(() => sessionStorage.clear());
+
+  const started = { request: 'r'.repeat(32), expires_at: new Date(Date.now() + 120_000).toISOString(), ttl_seconds: 120, code_length: 8, attempts: 3 };
+
   it('falls back to the token form when local pairing is refused, and checks the token', async () => {
     const { app, wrap } = withApp({
-      'POST /api/pair/local': () => json({ error: { code: 'pairing_required', message: 'no' } }, 403),
+      'POST /api/pair/local/start': () => json({ error: { code: 'not_local', message: 'no' } }, 403),
       'GET /api/chats': (r) => (r.headers.get('Authorization') === 'Bearer good' ? json({ chats: [] }) : json({ error: { code: 'unauthorized', message: 'x' } }, 401)),
     });
     app.unpaired();
     wrap(<PairPage />);
-    const input = (await screen.findByLabelText('Access token')) as HTMLInputElement;
+    const input = (await screen.findByLabelText('Access token or pairing code')) as HTMLInputElement;
     fireEvent.input(input, { target: { value: 'bad' } });
     fireEvent.click(screen.getByText('Connect'));
     expect(await screen.findByText('That token was not accepted by the daemon.')).toBeTruthy();
@@ -210,6 +214,79 @@ describe('PairPage', () => {
     wrap(<PairPage code="ABCD2345XY" />);
     await waitFor(() => expect(app.client.tokens.get()).toBe('from-code'));
     expect(await bodies(calls, '/api/pair/exchange')).toEqual([{ code: 'ABCD2345XY' }]);
+    app.stop();
+  });
+
+  it('takes a code from `hestia pair` typed in the manual form', async () => {
+    const { app, wrap, calls } = withApp({
+      'POST /api/pair/local/start': () => json({ error: { code: 'local_pairing_off', message: 'no' } }, 403),
+      'POST /api/pair/exchange': () => json({ token: 'from-typed-code' }),
+    });
+    app.unpaired();
+    wrap(<PairPage />);
+    const input = (await screen.findByLabelText('Access token or pairing code')) as HTMLInputElement;
+    fireEvent.input(input, { target: { value: 'abcd-2345 xy' } });
+    fireEvent.click(screen.getByText('Connect'));
+    await waitFor(() => expect(app.client.tokens.get()).toBe('from-typed-code'));
+    expect(await bodies(calls, '/api/pair/exchange')).toEqual([{ code: 'ABCD2345XY' }]);
+    app.stop();
+  });
+
+  it('on the same machine asks for the code the daemon printed, and never gets a token without it', async () => {
+    const { app, wrap, calls } = withApp({
+      'POST /api/pair/local/start': () => json(started, 202),
+      'POST /api/pair/local': async (r) => {
+        const b = (await r.clone().json()) as { code: string };
+        return b.code === 'ABCD-EFGH'
+          ? json({ token: 'local-token' })
+          : json({ error: { code: 'invalid_code', message: "that is not the code for this browser's request; 2 attempts left" } }, 403);
+      },
+    });
+    app.unpaired();
+    wrap(<PairPage />);
+    const input = (await screen.findByLabelText('Pairing code')) as HTMLInputElement;
+    expect(screen.getByText(/hestia pair --local/)).toBeTruthy();
+    expect(app.client.tokens.get()).toBe(null);
+    fireEvent.input(input, { target: { value: 'WRONG' } });
+    fireEvent.click(screen.getByText('Pair this browser'));
+    expect(await screen.findByText(/2 attempts left/)).toBeTruthy();
+    expect(app.client.tokens.get()).toBe(null);
+    fireEvent.input(input, { target: { value: 'ABCD-EFGH' } });
+    fireEvent.click(screen.getByText('Pair this browser'));
+    await waitFor(() => expect(app.client.tokens.get()).toBe('local-token'));
+    expect(await bodies(calls, '/api/pair/local')).toEqual([
+      { request: started.request, code: 'WRONG' },
+      { request: started.request, code: 'ABCD-EFGH' },
+    ]);
+    expect(sessionStorage.length).toBe(0);
+    app.stop();
+  });
+
+  it('offers a new code when the request is used up, and a reload keeps the open request', async () => {
+    let starts = 0;
+    const { app, wrap } = withApp({
+      'POST /api/pair/local/start': () => {
+        starts++;
+        return json({ ...started, request: String(starts).repeat(32) }, 202);
+      },
+      'POST /api/pair/local': () => json({ error: { code: 'pairing_request_void', message: 'too many wrong codes; ask for a new code' } }, 403),
+    });
+    app.unpaired();
+    const first = wrap(<PairPage />);
+    await screen.findByLabelText('Pairing code');
+    first.unmount();
+    // A reload reuses the open request: no second code is printed.
+    wrap(<PairPage />);
+    const input = (await screen.findByLabelText('Pairing code')) as HTMLInputElement;
+    expect(starts).toBe(1);
+    fireEvent.input(input, { target: { value: 'XXXX-XXXX' } });
+    fireEvent.click(screen.getByText('Pair this browser'));
+    expect(await screen.findByText('too many wrong codes; ask for a new code')).toBeTruthy();
+    expect(input.disabled).toBe(true);
+    fireEvent.click(screen.getByText('Get a new code'));
+    await screen.findByText('Pair this browser');
+    expect(starts).toBe(2);
+    expect(input.disabled).toBe(false);
     app.stop();
   });
 });

@@ -30,6 +30,15 @@ export function localTokenStore(storage: Storage = localStorage): TokenStore {
   };
 }
 
+/** A pending local pairing request (POST /api/pair/local/start). */
+export interface LocalPairRequest {
+  request: string;
+  expires_at: string;
+  ttl_seconds: number;
+  code_length: number;
+  attempts: number;
+}
+
 /** An error answer from the daemon, or a network failure (status 0). */
 export class ApiError extends Error {
   constructor(
@@ -273,8 +282,21 @@ export class Client {
     if (!res.ok) throw await errorFrom(res);
     return res.json();
   }
-  async pairLocal(): Promise<string> {
-    return this.pairPost('/api/pair/local', {});
+  /** Asks to pair as a browser on the daemon's machine: the daemon shows
+   * a one-time code to its user, never a token to this page. */
+  async startLocalPairing(): Promise<LocalPairRequest> {
+    let res: Response;
+    try {
+      res = await this.f(this.base + '/api/pair/local/start', { method: 'POST' });
+    } catch {
+      throw new ApiError(0, 'network', 'Cannot reach the Hestia daemon. Is it running?');
+    }
+    if (!res.ok) throw await errorFrom(res);
+    return (await res.json()) as LocalPairRequest;
+  }
+  /** Trades a local pairing request and the code the user typed for the token. */
+  async pairLocal(request: string, code: string): Promise<string> {
+    return this.pairPost('/api/pair/local', { request, code });
   }
   async pairExchange(code: string): Promise<string> {
     return this.pairPost('/api/pair/exchange', { code });

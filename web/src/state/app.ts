@@ -1,7 +1,7 @@
 // The application controller: owns the client, the event stream and the
 // store, and turns user intents (send, approve, rename…) into API calls.
 // Components read state through useSelect and call these methods.
-import { ApiError, Client, localTokenStore, type TokenStore } from '../api/client';
+import { ApiError, Client, localTokenStore, type LocalPairRequest, type TokenStore } from '../api/client';
 import { EventStream, type ConnState } from '../api/events';
 import type { ApprovalDecision, StreamEvent, TurnResult } from '../api/types';
 import { navigate } from '../router';
@@ -105,14 +105,43 @@ export class App {
     this.paired(await this.client.pairExchange(code.trim()));
   }
 
-  /** Same-machine pairing; false when the daemon refuses (not local). */
-  async pairLocal(): Promise<boolean> {
+  /**
+   * Asks to pair as a browser on the daemon's machine. The daemon answers
+   * with a request id and prints a one-time code for the user to type;
+   * null when it refuses (another machine, a remote daemon, another
+   * origin). A request still open from before a reload is reused, so a
+   * reload does not print a new code.
+   */
+  async startLocalPairing(): Promise<LocalPairRequest | null> {
+    const kept = keptLocalRequest();
+    if (kept) return kept;
     try {
-      this.paired(await this.client.pairLocal());
-      return true;
+      const req = await this.client.startLocalPairing();
+      keepLocalRequest(req);
+      return req;
     } catch (e) {
-      if (e instanceof ApiError && e.status === 0) throw e;
-      return false;
+      if (e instanceof ApiError && e.status === 403) return null;
+      throw e;
+    }
+  }
+
+  /** A fresh local pairing request (a new code), dropping the kept one. */
+  async restartLocalPairing(): Promise<LocalPairRequest | null> {
+    keepLocalRequest(null);
+    return this.startLocalPairing();
+  }
+
+  /** Pairs with the code the daemon printed for req. A request the daemon
+   * has dropped (used up, expired) is forgotten here too. */
+  async pairLocalWithCode(req: LocalPairRequest, code: string) {
+    code = code.trim();
+    if (!code) throw new ApiError(400, 'bad_request', 'Type the code first.');
+    try {
+      this.paired(await this.client.pairLocal(req.request, code));
+      keepLocalRequest(null);
+    } catch (e) {
+      if (e instanceof ApiError && (e.code === 'pairing_request_void' || e.code === 'pairing_request_unknown')) keepLocalRequest(null);
+      throw e;
     }
   }
 
@@ -432,4 +461,31 @@ function noteOf(d: ApprovalDecision): string | undefined {
 export function titleFrom(text: string): string {
   const line = text.trim().split('\n')[0].replace(/\s+/g, ' ');
   return line.length > 60 ? line.slice(0, 57).trimEnd() + '…' : line;
+}
+
+const LOCAL_REQUEST_KEY = 'hestia.localPairRequest';
+
+/** The open local pairing request kept for this tab, if not expired. */
+function keptLocalRequest(): LocalPairRequest | null {
+  try {
+    const raw = sessionStorage.getItem(LOCAL_REQUEST_KEY);
+    if (!raw) return null;
+    const req = JSON.parse(raw) as LocalPairRequest;
+    if (typeof req?.request !== 'string' || !(Date.parse(req.expires_at) > Date.now() + 5000)) {
+      sessionStorage.removeItem(LOCAL_REQUEST_KEY);
+      return null;
+    }
+    return req;
+  } catch {
+    return null;
+  }
+}
+
+function keepLocalRequest(req: LocalPairRequest | null) {
+  try {
+    if (req) sessionStorage.setItem(LOCAL_REQUEST_KEY, JSON.stringify(req));
+    else sessionStorage.removeItem(LOCAL_REQUEST_KEY);
+  } catch {
+    // Storage off (private mode): a reload then asks for a new code.
+  }
 }
