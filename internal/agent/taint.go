@@ -21,6 +21,12 @@ func (a *Agent) withTaint(ctx context.Context, history []chat.Message) context.C
 		ctx = taint.WithTracker(ctx, tr)
 	}
 	for _, m := range history {
+		// A message composed from outside content (a watch message
+		// quoting a mail) taints like the read it came from.
+		for _, src := range m.Provenance {
+			src.Detail = "earlier in this chat: " + src.Detail
+			tr.Mark(src)
+		}
 		if m.Role != chat.RoleTool {
 			continue
 		}

@@ -6,11 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/hestia-dev/hestia/internal/authority"
+	"github.com/hestia-dev/hestia/internal/taint"
+
 	"github.com/hestia-dev/hestia/internal/actions"
-	"github.com/hestia-dev/hestia/internal/approval"
 	"github.com/hestia-dev/hestia/internal/lazyre"
 	"github.com/hestia-dev/hestia/internal/llm"
 	"github.com/hestia-dev/hestia/internal/mail"
@@ -172,11 +175,18 @@ func (a *App) planActions(ctx context.Context, in actions.PlanInput) (actions.Pl
 	return p, nil
 }
 
-// checkActionStep accepts a proposed tool step only for a registered tool
-// with valid arguments; background-plane tools are never proposed.
+// actionStepTools are the only tools an Action Center step may name: the
+// ones the planner is told exist. A plan is made from mail, so a step
+// naming anything else (a file write, a web fetch, a memory edit) is an
+// attacker's, and becomes a manual step at planning and a refusal at
+// execution.
+var actionStepTools = []string{"mail_reply", "mail_send"}
+
+// checkActionStep accepts a proposed tool step only for a declared step
+// tool with valid arguments.
 func (a *App) checkActionStep(name string, args json.RawMessage) (json.RawMessage, error) {
-	if strings.HasPrefix(name, "watch_") || strings.HasPrefix(name, "action") || name == "flow_create" {
-		return nil, fmt.Errorf("%s cannot be an Action Center step", name)
+	if !slices.Contains(actionStepTools, name) {
+		return nil, fmt.Errorf("%s is not one of the Action Center's step tools (%s)", name, strings.Join(actionStepTools, ", "))
 	}
 	t, err := a.core.tools.Get(name)
 	if err != nil {
@@ -186,60 +196,46 @@ func (a *App) checkActionStep(name string, args json.RawMessage) (json.RawMessag
 	return canon, err
 }
 
-// runActionStep runs one step through the normal policy. A gated step is
-// an approval that waits without expiry; the user's decision is final.
+// actionOrigin is an item's step as the authority sees it: a background
+// call limited to the step tools, descending from the mail thread the plan
+// was made from (untrusted), so every write or send shows a card naming it.
+func actionOrigin(it actions.Item, now time.Time) authority.Origin {
+	return authority.Origin{Kind: authority.Action, ID: strconv.FormatInt(it.ID, 10), Label: fmt.Sprintf("Action Center item %d: %s", it.ID, it.Summary),
+		ChatID: it.ChatID, TurnID: fmt.Sprintf("action:%d", it.ID), Background: true, Tools: actionStepTools,
+		Taint: []taint.Source{{Tool: "mail", Detail: fmt.Sprintf("the thread of message %d (%s), which the plan was made from", it.LastMessage, it.ThreadKey), At: now}}}
+}
+
+// runActionStep runs one step through the authority. A gated step is an
+// approval that waits without expiry; the user's decision is final.
 func (a *App) runActionStep(ctx context.Context, it actions.Item, idx int, s actions.Step, awaiting func()) (string, string) {
 	c := a.core
-	chk := c.policy.Check(ctx, c.tools, c.paths, s.Tool, string(s.Args), it.ChatID)
-	if chk.ArgErr != nil {
-		return actions.StepFailed, chk.ArgErr.Error()
-	}
-	args := chk.Args
-	switch chk.Result.Decision {
-	case policy.Deny:
-		return actions.StepDenied, "refused by policy: " + chk.Result.Reason
-	case policy.Allow:
-	default:
-		spec := chk.Tool.Spec()
-		req := approval.Request{Kind: approval.KindApproval, ChatID: it.ChatID, TurnID: fmt.Sprintf("action:%d", it.ID), CallID: fmt.Sprintf("action-%d-step-%d", it.ID, idx),
-			Tool: s.Tool, Args: args, Risk: spec.Risk.String(), Reason: "Action Center: " + it.Summary, Schema: spec.Schema, NoExpiry: true}
-		if p, ok := chk.Tool.(tools.Previewer); ok {
-			req.Preview = p.Preview(ctx, args)
-		}
-		req.Validate = func(edited json.RawMessage) (json.RawMessage, error) {
-			e := c.policy.Check(ctx, c.tools, c.paths, s.Tool, string(edited), it.ChatID)
-			if e.ArgErr != nil {
-				return nil, e.ArgErr
-			}
-			if e.Result.Decision == policy.Deny {
-				return nil, fmt.Errorf("the edited arguments are refused by policy: %s", e.Result.Reason)
-			}
-			return e.Args, nil
-		}
+	o := actionOrigin(it, a.Now())
+	if chk := c.auth.Check(ctx, o, s.Tool, string(s.Args)); chk.ArgErr == nil && chk.Result.Decision == policy.Gate {
 		awaiting()
-		_, d := c.approvals.Ask(ctx, req, false)
-		switch {
-		case d.Outcome == approval.Edit:
-			args = d.Args
-		case d.Runs():
-		case d.Outcome == approval.Cancelled:
-			return actions.StepAwaiting, "asked again at the next start"
-		default:
-			msg := "not approved (" + string(d.Outcome) + ")"
-			if d.Note != "" {
-				msg += ": " + d.Note
-			}
-			return actions.StepDenied, msg
+	}
+	out := c.auth.Invoke(ctx, o, authority.Call{ID: fmt.Sprintf("action-%d-step-%d", it.ID, idx), Tool: s.Tool, Args: string(s.Args)})
+	switch out.Decision {
+	case authority.Invalid:
+		return actions.StepFailed, out.ArgErr.Error()
+	case authority.Blocked:
+		return actions.StepDenied, "refused by policy: " + out.Policy.Reason
+	case authority.Cancelled:
+		return actions.StepAwaiting, "asked again at the next start"
+	case authority.Allowed, authority.Granted, authority.Approved, authority.Edited:
+	default:
+		msg := "not approved (" + out.Decision + ")"
+		if out.Note != "" {
+			msg += ": " + out.Note
 		}
+		return actions.StepDenied, msg
 	}
-	res, err := chk.Tool.Run(ctx, tools.Call{ID: fmt.Sprintf("action-%d-step-%d", it.ID, idx), ChatID: it.ChatID, Args: args})
-	if err != nil {
-		return actions.StepFailed, err.Error()
+	if out.Err != nil {
+		return actions.StepFailed, out.Err.Error()
 	}
-	if res.IsError {
-		return actions.StepFailed, res.Content
+	if out.Result.IsError {
+		return actions.StepFailed, out.Result.Content
 	}
-	return actions.StepDone, res.Content
+	return actions.StepDone, out.Result.Content
 }
 
 // flowEmbedder embeds mail and flow triggers for the Action Center's

@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/hestia-dev/hestia/internal/authority"
+
 	"github.com/hestia-dev/hestia/internal/agent"
 	"github.com/hestia-dev/hestia/internal/approval"
 	"github.com/hestia-dev/hestia/internal/audit"
@@ -59,6 +61,26 @@ func (a *App) initAgent(ctx context.Context) error {
 		return err
 	}
 	reg := tools.NewRegistry()
+	broker := approval.New(approval.Options{Clock: a.Now, Timeout: cfg.Agent.ApprovalTimeout.D(), Approvers: bus.Approvers, ApproversFor: bus.ApproversFor,
+		Notify: agent.Notifier{Events: bus, Audit: auditLog}})
+	// The one path every tool call takes, whatever started it (chat,
+	// channels, jobs, watches, Action Center, held calls, sub-agents, MCP
+	// sessions); see internal/authority.
+	auth := authority.New(authority.Deps{Tools: reg, Policy: engine, Paths: paths, Approvals: broker, Audit: auditLog,
+		Clock: a.Now, ToolTimeout: cfg.Agent.ToolTimeout.D(), Log: log.With("component", "authority"),
+		Publish: func(typ, chatID string, data map[string]any) { bus.Publish(typ, chatID, data) }})
+	held, err := a.openHeldCalls(ctx, auth, chats, bus) // heldcalls.go
+	if err != nil {
+		return err
+	}
+	auth.SetHeld(heldAdapter{held})
+	// A call the daemon died during gets its result row (unknown) before
+	// anything else runs.
+	if n, err := auth.CloseUnfinished(ctx); err != nil {
+		log.Error("closing tool calls left running by a stopped daemon", "err", err)
+	} else if n > 0 {
+		log.Warn("toolCallsUnknown", "count", n)
+	}
 	if err := files.Register(reg, paths); err != nil {
 		return err
 	}
@@ -75,7 +97,7 @@ func (a *App) initAgent(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := a.registerSubagents(reg, engine, paths); err != nil {
+	if err := a.registerSubagents(reg, auth); err != nil {
 		return err
 	}
 	if err := a.registerCalendar(ctx, reg); err != nil {
@@ -98,18 +120,11 @@ func (a *App) initAgent(ctx context.Context) error {
 		return err
 	}
 
-	broker := approval.New(approval.Options{Clock: a.Now, Timeout: cfg.Agent.ApprovalTimeout.D(), Approvers: bus.Approvers, ApproversFor: bus.ApproversFor,
-		Notify: agent.Notifier{Events: bus, Audit: auditLog}})
-	held, err := a.openHeldCalls(ctx, reg, broker, engine, paths, chats, bus) // heldcalls.go
-	if err != nil {
-		return err
-	}
-
 	ag, err := agent.New(agent.Config{
 		Tier: llm.Tier(cfg.Agent.Tier), StepLimit: cfg.Agent.StepLimit, QueueLimit: cfg.Agent.QueueLimit,
 		ContextTokens: cfg.Agent.ContextTokens, ToolTimeout: cfg.Agent.ToolTimeout.D(),
 	}, agent.Deps{LLM: a.Chat, Budget: a.Budget, Usage: a.Usage, Tools: reg, Policy: engine, Paths: paths, Approvals: broker, Chats: chats, Audit: auditLog, Events: bus, Log: log, Clock: a.Now,
-		Profile: mem.prompt, OnCompact: mem.onCompact, SystemNotes: skillNotes, Held: heldAdapter{held}})
+		Profile: mem.prompt, OnCompact: mem.onCompact, SystemNotes: skillNotes, Authority: auth})
 	if err != nil {
 		return err
 	}
@@ -122,7 +137,7 @@ func (a *App) initAgent(ctx context.Context) error {
 		log.Error("closing approvals left by a stopped daemon", "err", err)
 	}
 
-	a.core = agentCore{agent: ag, chats: chats, bus: bus, tools: reg, approvals: broker, policy: engine, audit: auditLog, paths: paths, held: held}
+	a.core = agentCore{agent: ag, chats: chats, bus: bus, tools: reg, approvals: broker, policy: engine, audit: auditLog, paths: paths, held: held, auth: auth}
 	a.exposeMCP(paths, auditLog)
 
 	mux := a.Server.API()

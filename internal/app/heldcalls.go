@@ -2,37 +2,23 @@ package app
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 
+	"github.com/hestia-dev/hestia/internal/authority"
+
 	"github.com/hestia-dev/hestia/internal/agent"
-	"github.com/hestia-dev/hestia/internal/approval"
 	"github.com/hestia-dev/hestia/internal/chat"
 	"github.com/hestia-dev/hestia/internal/events"
 	"github.com/hestia-dev/hestia/internal/heldcall"
-	"github.com/hestia-dev/hestia/internal/pathpolicy"
-	"github.com/hestia-dev/hestia/internal/policy"
-	"github.com/hestia-dev/hestia/internal/tools"
 )
 
 // openHeldCalls opens the durable queue of background calls waiting for
 // the user (user jobs' gated calls, watch calls outside their grants), so
 // they survive a restart and run at most once. Its worker asks again, at
 // start, about the calls a previous daemon left waiting.
-func (a *App) openHeldCalls(ctx context.Context, reg *tools.Registry, broker *approval.Broker, engine *policy.Engine, paths *pathpolicy.Policy, chats *chat.Store, bus *events.Bus) (*heldcall.Queue, error) {
+func (a *App) openHeldCalls(ctx context.Context, auth *authority.Authority, chats *chat.Store, bus *events.Bus) (*heldcall.Queue, error) {
 	q, err := heldcall.Open(ctx, a.Paths.DB(heldcall.Schema.Name), heldcall.Options{
-		Log: a.Log.With("component", "heldcalls"), Now: a.Now, Tools: reg, Approvals: broker,
-		Check: func(ctx context.Context, tool string, args json.RawMessage, chatID string) error {
-			c := engine.Check(ctx, reg, paths, tool, string(args), chatID)
-			if c.ArgErr != nil {
-				return c.ArgErr
-			}
-			if c.Result.Decision == policy.Deny {
-				return errors.New(c.Result.Reason)
-			}
-			return nil
-		},
+		Log: a.Log.With("component", "heldcalls"), Now: a.Now, Authority: auth, ToolTimeout: a.Config.Agent.ToolTimeout.D(),
 		Finished: func(ctx context.Context, c heldcall.Call) {
 			if c.ChatID == "" {
 				return

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/hestia-dev/hestia/internal/audit"
 	"time"
+
+	"github.com/hestia-dev/hestia/internal/audit"
+	"github.com/hestia-dev/hestia/internal/authority"
 
 	"github.com/hestia-dev/hestia/internal/agent"
 	"github.com/hestia-dev/hestia/internal/approval"
@@ -31,6 +33,7 @@ type agentCore struct {
 	audit     *audit.Log
 	paths     *pathpolicy.Policy
 	held      *heldcall.Queue // background calls waiting for the user, durable
+	auth      *authority.Authority
 }
 
 // initScheduler opens the scheduler before the domains that register

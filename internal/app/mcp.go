@@ -41,7 +41,7 @@ func (a *App) exposeMCP(paths policy.PathResolver, auditLog *audit.Log) {
 	}
 	c := a.core
 	exp := mcp.NewExposer(mcp.ExposeDeps{
-		Tools: c.tools, Policy: c.policy, Paths: paths, Approvals: c.approvals, Chats: c.chats,
+		Tools: c.tools, Authority: c.auth, Policy: c.policy, Paths: paths, Approvals: c.approvals, Chats: c.chats,
 		Publish: func(typ, chatID string, data any) { c.bus.Publish(typ, chatID, data) },
 		Audit: func(ctx context.Context, typ, chatID, summary string, data any) {
 			auditLog.Record(ctx, audit.Entry{Type: typ, ChatID: chatID, Summary: summary, Data: data})

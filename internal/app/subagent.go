@@ -1,8 +1,8 @@
 package app
 
 import (
+	"github.com/hestia-dev/hestia/internal/authority"
 	"github.com/hestia-dev/hestia/internal/llm"
-	"github.com/hestia-dev/hestia/internal/policy"
 	"github.com/hestia-dev/hestia/internal/subagent"
 	"github.com/hestia-dev/hestia/internal/tools"
 )
@@ -13,8 +13,8 @@ var researchPreset = []string{"mail_search", "mail_read", "mail_thread", "wiki_s
 
 // registerSubagents adds delegate and research: child turns over the same
 // model client (budget-guarded), registry and policy as the agent.
-func (a *App) registerSubagents(reg *tools.Registry, engine *policy.Engine, paths policy.PathResolver) error {
-	d := subagent.Deps{LLM: a.Chat, Tools: reg, Policy: engine, Paths: paths,
+func (a *App) registerSubagents(reg *tools.Registry, auth *authority.Authority) error {
+	d := subagent.Deps{LLM: a.Chat, Tools: reg, Authority: auth,
 		Tier: llm.Tier(a.Config.Agent.Tier), Log: a.Log.With("component", "subagent"), Now: a.Now}
 	if a.Usage != nil {
 		d.Usage = a.Usage

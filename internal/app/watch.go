@@ -50,7 +50,7 @@ func (a *App) initWatch(ctx context.Context) error {
 	}
 	adapters = append(adapters, &watch.MailAdapter{Store: ms, Now: a.Now, MaxAge: 14 * 24 * time.Hour})
 	e, err := watch.Open(ctx, a.Paths.DB(watch.Schema.Name), watch.Options{
-		Log: a.Log.With("component", "watch"), Now: a.Now, Tools: c.tools, Adapters: adapters, Interval: cfg.Interval.D(),
+		Log: a.Log.With("component", "watch"), Now: a.Now, Tools: c.tools, Authority: c.auth, Adapters: adapters, Interval: cfg.Interval.D(),
 	})
 	if err != nil {
 		return err
@@ -145,7 +145,10 @@ func (a *App) deliverWatchMessage(ctx context.Context, d watch.Delivery, msg str
 		c.bus.Publish("chat.created", ch.ID, map[string]any{"chat": ch})
 		chatID = ch.ID
 	}
-	m := &chat.Message{Role: "assistant", Content: msg}
+	// The message was composed from the event's outside data (or is the
+	// adapter's text about it): the next turn in this chat is tainted by
+	// it, so a mail quoted here cannot steer a write without a card.
+	m := &chat.Message{Role: "assistant", Content: msg, Provenance: []taint.Source{watch.EventSource(d, a.Now())}}
 	if err := c.chats.Append(ctx, chatID, m); err != nil {
 		return fmt.Errorf("appending the watch message: %w", err)
 	}
@@ -178,7 +181,7 @@ func (a *App) gateWatchCall(ctx context.Context, d watch.Delivery, name string, 
 	if _, err := c.held.Hold(ctx, heldcall.Call{Key: key, Origin: "watch:" + d.Watch.ID, ChatID: d.Watch.ChatID, Tool: name, Args: args,
 		Reason: "watch " + d.Watch.ID + ": " + reason,
 		// The model proposed it after reading the event, outside content.
-		TaintedBy: []taint.Source{{Tool: "watch:" + d.Watch.Source, Detail: clip(d.Watch.Ref+" "+d.Event.Key, 200), At: a.Now()}}}); err != nil {
+		TaintedBy: []taint.Source{watch.EventSource(d, a.Now())}}); err != nil {
 		a.Log.Warn("watchGate", "tool", name, "err", err)
 		return
 	}

@@ -237,6 +237,10 @@ func New(d Deps) *Authority {
 	return &Authority{d: d}
 }
 
+// SetHeld installs the durable held-call queue (wiring order: the queue
+// itself runs its calls through this authority). Call before any Invoke.
+func (a *Authority) SetHeld(h HeldCalls) { a.d.Held = h }
+
 // Tools returns the registry calls are resolved in.
 func (a *Authority) Tools() *tools.Registry { return a.d.Tools }
 

@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/hestia-dev/hestia/internal/taint"
 	"strings"
 	"time"
 
@@ -62,7 +63,11 @@ END;`,
 	// Edit-and-resend and regenerate (Rewind) keep the replaced messages:
 	// superseded_by names the turn that replaced them, the transcript and the
 	// model's history leave them out, the export keeps them.
-	`ALTER TABLE messages ADD COLUMN superseded_by TEXT NOT NULL DEFAULT '';`}}
+	`ALTER TABLE messages ADD COLUMN superseded_by TEXT NOT NULL DEFAULT '';`,
+	// provenance lists the outside sources a message was composed from (a
+	// watch message quoting a mail); a turn whose history holds it starts
+	// tainted by them.
+	`ALTER TABLE messages ADD COLUMN provenance TEXT NOT NULL DEFAULT '';`}}
 
 // Chat is a conversation.
 type Chat struct {
@@ -117,6 +122,9 @@ type Message struct {
 	// SupersededBy is the turn that replaced this message (edit-and-resend
 	// or regenerate); only exports show superseded messages.
 	SupersededBy string `json:"superseded_by,omitempty"`
+	// Provenance names the untrusted content the message was composed
+	// from (internal/taint); empty for the user's and the agent's own.
+	Provenance []taint.Source `json:"provenance,omitempty"`
 }
 
 // Limits.
@@ -278,7 +286,14 @@ func (s *Store) Append(ctx context.Context, chatID string, msgs ...*Message) err
 			}
 			seq++
 			m.ID, m.ChatID, m.Seq, m.CreatedAt = newID("m_"), chatID, seq, now
-			calls, tool := "", ""
+			calls, tool, prov := "", "", ""
+			if len(m.Provenance) > 0 {
+				b, err := json.Marshal(m.Provenance)
+				if err != nil {
+					return fmt.Errorf("encoding provenance: %w", err)
+				}
+				prov = string(b)
+			}
 			if len(m.ToolCalls) > 0 {
 				b, err := json.Marshal(m.ToolCalls)
 				if err != nil {
@@ -293,8 +308,8 @@ func (s *Store) Append(ctx context.Context, chatID string, msgs ...*Message) err
 				}
 				tool = string(b)
 			}
-			if _, err := tx.ExecContext(ctx, `INSERT INTO messages (id, chat_id, seq, turn_id, role, content, tool_calls, tool_call_id, tool_name, tool, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)`,
-				m.ID, chatID, m.Seq, m.TurnID, m.Role, m.Content, calls, m.ToolCallID, m.ToolName, tool, ts(now)); err != nil {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO messages (id, chat_id, seq, turn_id, role, content, tool_calls, tool_call_id, tool_name, tool, created_at, provenance) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)`,
+				m.ID, chatID, m.Seq, m.TurnID, m.Role, m.Content, calls, m.ToolCallID, m.ToolName, tool, ts(now), prov); err != nil {
 				return fmt.Errorf("appending to chat %s: %w", chatID, err)
 			}
 			if title == "" && m.Role == RoleUser {
@@ -335,7 +350,7 @@ func (s *Store) messages(ctx context.Context, chatID string, limit int, supersed
 	if superseded {
 		where = `chat_id = ?`
 	}
-	const cols = `id, seq, turn_id, role, content, tool_calls, tool_call_id, tool_name, tool, created_at, superseded_by`
+	const cols = `id, seq, turn_id, role, content, tool_calls, tool_call_id, tool_name, tool, created_at, superseded_by, provenance`
 	q := `SELECT ` + cols + ` FROM messages WHERE ` + where + ` ORDER BY seq`
 	args := []any{chatID}
 	if limit > 0 {
@@ -350,9 +365,14 @@ func (s *Store) messages(ctx context.Context, chatID string, limit int, supersed
 	out := []Message{}
 	for rows.Next() {
 		m := Message{ChatID: chatID}
-		var calls, tool, cr string
-		if err := rows.Scan(&m.ID, &m.Seq, &m.TurnID, &m.Role, &m.Content, &calls, &m.ToolCallID, &m.ToolName, &tool, &cr, &m.SupersededBy); err != nil {
+		var calls, tool, cr, prov string
+		if err := rows.Scan(&m.ID, &m.Seq, &m.TurnID, &m.Role, &m.Content, &calls, &m.ToolCallID, &m.ToolName, &tool, &cr, &m.SupersededBy, &prov); err != nil {
 			return nil, fmt.Errorf("reading chat %s: %w", chatID, err)
+		}
+		if prov != "" {
+			if err := json.Unmarshal([]byte(prov), &m.Provenance); err != nil {
+				return nil, fmt.Errorf("decoding provenance of message %s: %w", m.ID, err)
+			}
 		}
 		if calls != "" {
 			if err := json.Unmarshal([]byte(calls), &m.ToolCalls); err != nil {

@@ -7,6 +7,9 @@ import (
 	"os"
 	"strings"
 
+	"github.com/hestia-dev/hestia/internal/authority"
+	"github.com/hestia-dev/hestia/internal/policy"
+
 	"github.com/hestia-dev/hestia/internal/cli/fast"
 
 	"github.com/hestia-dev/hestia/internal/docs"
@@ -79,10 +82,34 @@ func runDocs(ctx context.Context, env *Env, args []string) error {
 	}
 	svc := docs.NewService(pp, x, nil, lim)
 	b, _ := json.Marshal(call)
-	res, err := svc.Tools()[tool].Run(ctx, tools.Call{Args: b})
+	// The same authority path as every other origin: the user's deny
+	// prefixes and threshold apply; nobody is asked (the tools only read).
+	reg := tools.NewRegistry()
+	for _, t := range svc.Tools() {
+		if err := reg.Register(t); err != nil {
+			return err
+		}
+	}
+	threshold, err := policy.ParseThreshold(cfg.Policy.AutoApprove)
 	if err != nil {
 		return err
 	}
+	engine, err := policy.New(policy.Config{AutoApprove: threshold, DenyPrefixes: cfg.Policy.DenyPrefixes}, nil, policy.NewModes(nil), nil)
+	if err != nil {
+		return err
+	}
+	name := svc.Tools()[tool].Spec().Name
+	out := authority.New(authority.Deps{Tools: reg, Policy: engine, Paths: pp}).
+		Invoke(ctx, authority.Origin{Kind: authority.CLI, Label: "hestia docs", Ask: authority.Refuse}, authority.Call{Tool: name, Args: string(b)})
+	switch {
+	case out.ArgErr != nil:
+		return out.ArgErr
+	case !out.Ran:
+		return fmt.Errorf("%s was not run (%s): %s", name, out.Decision, out.Policy.Reason)
+	case out.Err != nil:
+		return out.Err
+	}
+	res := out.Result
 	if res.IsError {
 		return fmt.Errorf("%s", res.Content)
 	}

@@ -19,11 +19,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/hestia-dev/hestia/internal/authority"
 	"log/slog"
 	"sync"
 	"time"
 
-	"github.com/hestia-dev/hestia/internal/approval"
 	"github.com/hestia-dev/hestia/internal/store"
 	"github.com/hestia-dev/hestia/internal/taint"
 	"github.com/hestia-dev/hestia/internal/tools"
@@ -81,13 +81,12 @@ type Call struct {
 
 // Options configure a Queue.
 type Options struct {
-	Log       *slog.Logger
-	Now       func() time.Time
-	Tools     *tools.Registry
-	Approvals *approval.Broker
-	// Check runs just before an approved call: the policy as it is now (a
-	// deny rule added while the call waited wins). nil: no check.
-	Check func(ctx context.Context, tool string, args json.RawMessage, chatID string) error
+	Log *slog.Logger
+	Now func() time.Time
+	// Authority asks about and runs a call asked again (internal/authority):
+	// the policy as it is now decides (a deny rule added while the call
+	// waited wins), the card always shows, and the call's taint stays.
+	Authority *authority.Authority
 	// Finished is told about a call this queue ran or closed after asking
 	// again (the turn that proposed it is gone): the app notes it in the
 	// call's chat.
@@ -288,65 +287,49 @@ func (q *Queue) ask(ctx context.Context, key string) error {
 	if err != nil || c.State != StateWaiting {
 		return err
 	}
-	if q.opts.Approvals == nil || q.opts.Tools == nil {
-		return errors.New("held calls need the approval broker and the tools")
+	if q.opts.Authority == nil {
+		return errors.New("held calls need the tool authority")
 	}
-	t, err := q.opts.Tools.Get(c.Tool)
-	if err != nil {
-		return q.close(ctx, c, StateFailed, fmt.Sprintf("%s is no longer available: not run", c.Tool))
-	}
-	s := t.Spec()
-	req := approval.Request{Kind: approval.KindApproval, ChatID: c.ChatID, TurnID: c.Origin, CallID: c.Key, Tool: c.Tool, Args: c.Args,
-		Risk: s.Risk.String(), Schema: s.Schema, NoExpiry: true, TaintedBy: c.TaintedBy,
-		Reason: fmt.Sprintf("%s (waiting since %s)", c.Reason, c.CreatedAt.Local().Format("Mon 2 Jan 15:04")),
-		Validate: func(edited json.RawMessage) (json.RawMessage, error) {
-			_, canon, err := tools.DecodeArgs(c.Tool, string(edited), s.Schema)
-			return canon, err
-		}}
-	if p, ok := t.(tools.Previewer); ok {
-		req.Preview = p.Preview(ctx, c.Args)
-	}
-	_, d := q.opts.Approvals.Ask(ctx, req, false)
-	switch d.Outcome {
-	case approval.Approve, approval.Edit:
-	case approval.Deny, approval.Revise:
+	o := authority.Origin{Kind: authority.Held, ID: c.Origin, ChatID: c.ChatID, TurnID: c.Origin, Background: true, AlwaysAsk: true, Taint: c.TaintedBy,
+		Label: fmt.Sprintf("%s (waiting since %s)", c.Origin, c.CreatedAt.Local().Format("Mon 2 Jan 15:04"))}
+	out := q.opts.Authority.Invoke(ctx, o, authority.Call{ID: c.Key, Tool: c.Tool, Args: string(c.Args), Timeout: q.opts.ToolTimeout,
+		Begin: func(ctx context.Context) (bool, error) { return q.Begin(ctx, c.Key) }})
+	switch out.Decision {
+	case authority.Blocked:
+		if out.Why == authority.WhyUnknown {
+			return q.close(ctx, c, StateFailed, fmt.Sprintf("%s is no longer available: not run", c.Tool))
+		}
+		return q.close(ctx, c, StateDenied, "refused by the policy now in force: "+out.Policy.Reason)
+	case authority.Invalid:
+		return q.close(ctx, c, StateFailed, "its arguments are no longer valid: "+out.ArgErr.Error())
+	case authority.Denied, authority.Revise:
 		msg := "the user denied it: not run"
-		if d.Note != "" {
-			msg += " (" + d.Note + ")"
+		if out.Note != "" {
+			msg += " (" + out.Note + ")"
 		}
 		return q.close(ctx, c, StateDenied, msg)
+	case authority.Approved, authority.Edited, authority.Allowed, authority.Granted:
 	default:
-		return nil // cancelled (the daemon is stopping): asked again at the next start
+		// Cancelled (the daemon is stopping), or taken by another card:
+		// asked again at the next start if still waiting.
+		return nil
 	}
-	args := c.Args
-	if d.Outcome == approval.Edit && len(d.Args) > 0 {
-		args = d.Args
-	}
-	if q.opts.Check != nil {
-		if err := q.opts.Check(ctx, c.Tool, args, c.ChatID); err != nil {
-			return q.close(ctx, c, StateDenied, "refused by the policy now in force: "+err.Error())
-		}
-	}
-	ok, err := q.Begin(ctx, c.Key)
-	if err != nil || !ok {
-		return err
-	}
-	rctx, cancel := context.WithTimeout(ctx, q.opts.ToolTimeout)
-	out, rerr := t.Run(rctx, tools.Call{ID: c.Key, ChatID: c.ChatID, Args: args})
-	cancel()
-	if rerr != nil && ctx.Err() != nil {
+	if out.Err != nil && ctx.Err() != nil {
 		// The daemon is stopping mid-run: it stays running, so the next
 		// start marks it unknown instead of guessing.
 		return nil
 	}
-	state, result := StateDone, tools.Cap(out.Content, s.MaxResultChars())
+	state, result := StateDone, out.Result.Content
+	if out.Tool != nil {
+		result = tools.Cap(result, out.Tool.Spec().MaxResultChars())
+	}
 	switch {
-	case rerr != nil:
-		state, result = StateFailed, rerr.Error()
-	case out.IsError:
+	case out.Err != nil:
+		state, result = StateFailed, out.Err.Error()
+	case out.Result.IsError:
 		state = StateFailed
 	}
-	c.Args = args
+	c.Args = out.Args
 	return q.close(ctx, c, state, result)
 }
 

@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/hestia-dev/hestia/internal/authority"
+	"github.com/hestia-dev/hestia/internal/policy"
+	"github.com/hestia-dev/hestia/internal/store"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -33,11 +36,23 @@ type world struct {
 	runs     atomic.Int32
 	mu       sync.Mutex
 	finished []Call
-	check    func(string, json.RawMessage) error
+	rules    *policy.RuleStore
+	engine   *policy.Engine
 }
 
 func newWorld(t *testing.T) *world {
 	w := &world{path: filepath.Join(t.TempDir(), "heldcalls.db"), reg: tools.NewRegistry()}
+	db, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "policy.db"), policy.Schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if w.rules, err = policy.NewRuleStore(context.Background(), db, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if w.engine, err = policy.New(policy.Config{}, w.rules, policy.NewModes(nil), nil); err != nil {
+		t.Fatal(err)
+	}
 	w.reg.MustRegister(&tools.Func{S: tools.Spec{Name: "send", Description: "send", Risk: tools.RiskHigh,
 		Schema: json.RawMessage(`{"type":"object","properties":{"to":{"type":"string"}},"required":["to"],"additionalProperties":false}`)},
 		Fn: func(ctx context.Context, c tools.Call) (tools.Result, error) {
@@ -50,13 +65,7 @@ func newWorld(t *testing.T) *world {
 func (w *world) start(t *testing.T) *daemon {
 	t.Helper()
 	b := approval.New(approval.Options{Timeout: time.Minute})
-	q, err := Open(context.Background(), w.path, Options{Tools: w.reg, Approvals: b,
-		Check: func(ctx context.Context, tool string, args json.RawMessage, chatID string) error {
-			if w.check != nil {
-				return w.check(tool, args)
-			}
-			return nil
-		},
+	q, err := Open(context.Background(), w.path, Options{Authority: authority.New(authority.Deps{Tools: w.reg, Policy: w.engine, Approvals: b}),
 		Finished: func(ctx context.Context, c Call) {
 			w.mu.Lock()
 			w.finished = append(w.finished, c)
@@ -232,14 +241,18 @@ func TestDeniedEditedAndRefusedCalls(t *testing.T) {
 		t.Fatalf("edited call %+v", got)
 	}
 
-	// A deny rule added while the call waited wins over the approval.
-	w.check = func(tool string, args json.RawMessage) error { return errors.New("send is denied by rule r1") }
+	// A deny rule added while the call waited wins: it is refused without
+	// a card.
+	if _, err := w.rules.Create(context.Background(), policy.Rule{ID: "r1", Tool: "send", Decision: policy.Deny, Priority: 100}); err != nil {
+		t.Fatal(err)
+	}
 	hold(t, d, "refused", "a@x.org")
 	d.q.Adopt("refused")
-	c = d.card(t)
-	d.b.Decide(c.ID, approval.Decision{Outcome: approval.Approve})
-	if got := d.state(t, "refused", StateDenied); got.Result != "refused by the policy now in force: send is denied by rule r1" {
+	if got := d.state(t, "refused", StateDenied); !strings.HasPrefix(got.Result, "refused by the policy now in force: rule ") || !strings.HasSuffix(got.Result, "says deny") {
 		t.Fatalf("refused result %q", got.Result)
+	}
+	if p := d.b.Pending(""); len(p) != 0 {
+		t.Fatalf("a card was shown for a call the policy refuses: %+v", p)
 	}
 	if w.runs.Load() != 1 {
 		t.Fatalf("runs %d, want only the edited one", w.runs.Load())

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/hestia-dev/hestia/internal/authority"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -27,7 +28,11 @@ import (
 // outside client exactly as the agent would: the registry, the policy, the
 // approval broker and the chat store (approval cards live in a chat).
 type ExposeDeps struct {
-	Tools     *tools.Registry
+	Tools *tools.Registry
+	// Authority decides, asks about and runs every call
+	// (internal/authority); when nil one is built over Tools, Policy,
+	// Paths and Approvals.
+	Authority *authority.Authority
 	Policy    *policy.Engine
 	Paths     policy.PathResolver
 	Approvals *approval.Broker
@@ -93,6 +98,9 @@ func NewExposer(d ExposeDeps) *Exposer {
 	}
 	if d.ToolTimeout <= 0 {
 		d.ToolTimeout = 2 * time.Minute
+	}
+	if d.Authority == nil {
+		d.Authority = authority.New(authority.Deps{Tools: d.Tools, Policy: d.Policy, Paths: d.Paths, Approvals: d.Approvals, Clock: d.Now, Log: d.Log, ToolTimeout: d.ToolTimeout})
 	}
 	return &Exposer{d: d, sessions: map[*sdk.ServerSession]*exposedSession{}}
 }
@@ -208,124 +216,74 @@ func (e *Exposer) audit(ctx context.Context, typ, chatID, summary string, data a
 	}
 }
 
-// call decides and runs one tool call for a client session.
+// call decides and runs one tool call for a client session, through the
+// authority: the session's taint tracker is the turn's, and a card goes to
+// a chat named after the client.
 func (e *Exposer) call(ctx context.Context, s *exposedSession, name string, raw json.RawMessage) *sdk.CallToolResult {
 	ctx = taint.WithTracker(ctx, s.taint)
 	s.mu.Lock()
 	chatID, client := s.chatID, s.client
 	s.mu.Unlock()
-	c := e.d.Policy.Check(ctx, e.d.Tools, e.d.Paths, name, string(raw), chatID)
-	e.audit(ctx, "mcp.policy_decision", chatID, fmt.Sprintf("%s (from %s) → %s (%s)", name, client, c.Result.Decision, c.Result.Source),
-		map[string]any{"client": client, "args": json.RawMessage(orEmpty(c.Args)), "result": c.Result})
-	if c.Tool == nil {
-		return errResult("%s is not a Hestia tool; nothing ran.", name)
-	}
-	if c.ArgErr != nil {
-		return errResult("%s", c.ArgErr.Error())
-	}
-	if err := c.Tool.Available(ctx); err != nil {
-		return errResult("%s is not available now: %v; nothing ran.", name, err)
-	}
-	args := c.Args
-	switch c.Result.Decision {
-	case policy.Deny:
-		return errResult("DENIED: Hestia's policy refuses %s: %s. Nothing ran.", name, c.Result.Reason)
-	case policy.Gate:
-		chatID, err := e.chat(ctx, s)
-		if err != nil {
-			e.d.Log.Error("mcp approval chat", "err", err)
-			return errResult("%s needs the user's approval, but the approval could not be created; nothing ran.", name)
+	o := authority.Origin{Kind: authority.MCP, ID: client, Label: "MCP client " + client, ChatID: chatID}
+	pre := e.d.Authority.Check(ctx, o, name, string(raw))
+	if pre.Tool != nil && pre.ArgErr == nil {
+		if err := pre.Tool.Available(ctx); err != nil {
+			return errResult("%s is not available now: %v; nothing ran.", name, err)
 		}
-		spec := c.Tool.Spec()
-		preview := ""
-		if pv, ok := c.Tool.(tools.Previewer); ok {
-			preview = pv.Preview(ctx, args)
-		}
-		if preview == "" {
-			preview = name + " " + string(args)
-		}
-		preview = fmt.Sprintf("requested by %s over MCP: %s", client, preview)
-		req := approval.Request{Kind: approval.KindApproval, ChatID: chatID, CallID: "mcp_" + newCallID(), Tool: name, Args: args,
-			Risk: spec.Risk.String(), Reason: c.Result.Reason, Schema: spec.Schema, TaintedBy: c.Result.TaintedBy, Preview: preview,
-			Validate: func(edited json.RawMessage) (json.RawMessage, error) {
-				c2 := e.d.Policy.Check(ctx, e.d.Tools, e.d.Paths, name, string(edited), chatID)
-				if c2.ArgErr != nil {
-					return nil, c2.ArgErr
-				}
-				if c2.Result.Decision == policy.Deny {
-					return nil, fmt.Errorf("the edited arguments are refused by policy: %s", c2.Result.Reason)
-				}
-				return c2.Args, nil
-			}}
-		_, d := e.d.Approvals.Ask(ctx, req, false)
-		if d.Runs() && d.Mode != "" {
-			// "Approve and allow … in this chat" on the card: the mode
-			// holds for this client's chat, as it would in a chat turn.
-			if _, err := e.d.Policy.Modes().Set(chatID, d.Mode, 0); err == nil && e.d.Publish != nil {
-				e.d.Publish("policy.changed", chatID, map[string]any{})
+		if pre.Result.Decision == policy.Gate && chatID == "" {
+			id, err := e.chat(ctx, s)
+			if err != nil {
+				e.d.Log.Error("mcp approval chat", "err", err)
+				return errResult("%s needs the user's approval, but the approval could not be created; nothing ran.", name)
 			}
-		}
-		switch d.Outcome {
-		case approval.Approve:
-		case approval.Edit:
-			args = d.Args
-		case approval.Deny:
-			msg := fmt.Sprintf("DENIED: the user denied %s; nothing ran.", name)
-			if d.Note != "" {
-				msg += " The user's note: " + d.Note
-			}
-			return errResult("%s", msg)
-		case approval.Revise:
-			return errResult("NOT DONE: the user asked for a revised %s call: %s", name, d.Note)
-		case approval.Timeout:
-			return errResult("NOT DONE: %s needed the user's approval and nobody answered within %s; treated as denied.", name, e.d.Approvals.Timeout())
-		case approval.NoApprover:
-			return errResult("NOT DONE: %s needs the user's approval in the Hestia app, and no app is open that could give it.", name)
-		default:
-			return errResult("NOT DONE: the request for %s was cancelled.", name)
+			o.ChatID = id
 		}
 	}
-	return e.run(ctx, s, c.Tool, name, args, chatID)
-}
-
-func (e *Exposer) run(ctx context.Context, s *exposedSession, t tools.Tool, name string, args json.RawMessage, chatID string) *sdk.CallToolResult {
-	spec := t.Spec()
-	s.mu.Lock()
-	client := s.client
-	s.mu.Unlock()
-	rctx, cancel := context.WithTimeout(ctx, e.d.ToolTimeout)
-	defer cancel()
-	start := time.Now()
-	res, err := func() (r tools.Result, err error) {
-		defer func() {
-			if p := recover(); p != nil {
-				err = fmt.Errorf("the tool panicked: %v", p)
-			}
-		}()
-		return t.Run(rctx, tools.Call{ID: "mcp_" + newCallID(), ChatID: chatID, Args: args})
-	}()
-	if spec.UntrustedOutput {
-		s.taint.Mark(taint.Source{Tool: name, Detail: "via MCP (" + client + ")", At: e.d.Now()})
+	out := e.d.Authority.Invoke(ctx, o, authority.Call{ID: "mcp_" + newCallID(), Tool: name, Args: string(raw), Timeout: e.d.ToolTimeout})
+	switch out.Decision {
+	case authority.Invalid:
+		return errResult("%s", out.ArgErr.Error())
+	case authority.Blocked:
+		if out.Why == authority.WhyUnknown {
+			return errResult("%s is not a Hestia tool; nothing ran.", name)
+		}
+		return errResult("DENIED: Hestia's policy refuses %s: %s. Nothing ran.", name, out.Policy.Reason)
+	case authority.Denied:
+		msg := fmt.Sprintf("DENIED: the user denied %s; nothing ran.", name)
+		if out.Note != "" {
+			msg += " The user's note: " + out.Note
+		}
+		return errResult("%s", msg)
+	case authority.Revise:
+		return errResult("NOT DONE: the user asked for a revised %s call: %s", name, out.Note)
+	case authority.Timeout:
+		return errResult("NOT DONE: %s needed the user's approval and nobody answered within %s; treated as denied.", name, e.d.Approvals.Timeout())
+	case authority.NoApprover:
+		return errResult("NOT DONE: %s needs the user's approval in the Hestia app, and no app is open that could give it.", name)
 	}
+	if !out.Ran {
+		return errResult("NOT DONE: the request for %s was cancelled.", name)
+	}
+	spec := out.Tool.Spec()
 	status := "ok"
-	if err != nil || res.IsError {
+	if out.Err != nil || out.Result.IsError {
 		status = "error"
 	}
-	e.audit(ctx, "mcp.tool_run", chatID, fmt.Sprintf("%s %s for %s in %dms", name, status, client, time.Since(start).Milliseconds()),
-		map[string]any{"client": client, "input": json.RawMessage(args), "status": status, "output": res.Content})
-	if err != nil {
+	e.audit(ctx, "mcp.tool_run", o.ChatID, fmt.Sprintf("%s %s for %s in %dms", name, status, client, out.Duration.Milliseconds()),
+		map[string]any{"client": client, "call_id": out.CallID, "status": status})
+	if err := out.Err; err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
 			return errResult("%s did not finish within %s.", name, e.d.ToolTimeout)
 		}
 		return errResult("%s failed: %v", name, err)
 	}
-	content := tools.Cap(res.Content, spec.MaxResultChars())
+	content := tools.Cap(out.Result.Content, spec.MaxResultChars())
 	if spec.UntrustedOutput {
 		if b, berr := untrusted.NewBoundary(nil); berr == nil {
 			content, _ = b.Wrap(name, content)
 		}
 	}
-	return &sdk.CallToolResult{IsError: res.IsError, Content: []sdk.Content{&sdk.TextContent{Text: content}}}
+	return &sdk.CallToolResult{IsError: out.Result.IsError, Content: []sdk.Content{&sdk.TextContent{Text: content}}}
 }
 
 func orEmpty(b json.RawMessage) json.RawMessage {

@@ -158,7 +158,7 @@ func TestExposerGatesThroughApprovals(t *testing.T) {
 		t.Fatalf("approved write: %q %v", out, isErr)
 	}
 	cards := f.dec.cards()
-	if len(cards) != 1 || cards[0].Tool != "note_write" || cards[0].ChatID == "" || !strings.Contains(cards[0].Preview, "claude-desktop") {
+	if len(cards) != 1 || cards[0].Tool != "note_write" || cards[0].ChatID == "" || !strings.Contains(cards[0].Origin, "claude-desktop") {
 		t.Fatalf("cards: %+v", cards)
 	}
 	c, err := f.chats.Get(context.Background(), cards[0].ChatID)

@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/hestia-dev/hestia/internal/authority"
 	"log/slog"
 	"slices"
 	"sort"
@@ -25,7 +26,6 @@ import (
 
 	"github.com/hestia-dev/hestia/internal/llm"
 	"github.com/hestia-dev/hestia/internal/policy"
-	"github.com/hestia-dev/hestia/internal/taint"
 	"github.com/hestia-dev/hestia/internal/tools"
 	"github.com/hestia-dev/hestia/internal/untrusted"
 	"github.com/hestia-dev/hestia/internal/usage"
@@ -47,14 +47,17 @@ type UsageRecorder interface {
 
 // Deps are the runner's collaborators.
 type Deps struct {
-	LLM    llm.Client // the budget-guarded client
-	Tools  *tools.Registry
-	Policy *policy.Engine
-	Paths  policy.PathResolver
-	Usage  UsageRecorder // optional
-	Tier   llm.Tier
-	Log    *slog.Logger
-	Now    func() time.Time
+	LLM   llm.Client // the budget-guarded client
+	Tools *tools.Registry
+	// Authority runs the child's calls (internal/authority); when nil one
+	// is built over Tools, Policy and Paths.
+	Authority *authority.Authority
+	Policy    *policy.Engine
+	Paths     policy.PathResolver
+	Usage     UsageRecorder // optional
+	Tier      llm.Tier
+	Log       *slog.Logger
+	Now       func() time.Time
 }
 
 // Runner runs child turns.
@@ -70,6 +73,9 @@ func New(d Deps) *Runner {
 	}
 	if d.Tier == "" {
 		d.Tier = llm.Tier4
+	}
+	if d.Authority == nil {
+		d.Authority = authority.New(authority.Deps{Tools: d.Tools, Policy: d.Policy, Paths: d.Paths, Clock: d.Now, Log: d.Log})
 	}
 	return &Runner{d: d}
 }
@@ -245,34 +251,29 @@ func (r *Runner) call(ctx context.Context, t Task, set map[string]tools.Tool, c 
 	if !ok {
 		return fmt.Sprintf("tool %q is not available to this sub-agent; the call did not run.", c.Name)
 	}
-	chk := r.d.Policy.Check(ctx, r.d.Tools, r.d.Paths, c.Name, c.Arguments, t.ChatID)
-	if chk.ArgErr != nil {
-		return chk.ArgErr.Error()
+	names := make([]string, 0, len(set))
+	for n := range set {
+		names = append(names, n)
 	}
-	switch chk.Result.Decision {
-	case policy.Deny:
-		return fmt.Sprintf("BLOCKED: %s was NOT run: %s", c.Name, chk.Result.Reason)
-	case policy.Gate:
-		return fmt.Sprintf("NOT run: %s needs the user's approval (%s), which a sub-agent cannot ask for. Mention it in your answer instead.", c.Name, chk.Result.Reason)
+	// Nobody can be asked from inside a child turn: a gated call is
+	// reported, not run. The parent's taint tracker is in ctx, so what the
+	// child reads taints the parent turn too.
+	o := authority.Origin{Kind: authority.Subagent, ID: t.Action, Label: "sub-agent (" + t.Action + ")", ChatID: t.ChatID, Ask: authority.Refuse, Tools: names}
+	out := r.d.Authority.Invoke(ctx, o, authority.Call{ID: c.ID, Tool: c.Name, Args: c.Arguments})
+	switch out.Decision {
+	case authority.Invalid:
+		return out.ArgErr.Error()
+	case authority.Blocked:
+		return fmt.Sprintf("BLOCKED: %s was NOT run: %s", c.Name, out.Policy.Reason)
+	case authority.Deferred:
+		return fmt.Sprintf("NOT run: %s needs the user's approval (%s), which a sub-agent cannot ask for. Mention it in your answer instead.", c.Name, out.Policy.Reason)
+	}
+	if !out.Ran {
+		return fmt.Sprintf("NOT run: %s (%s)", c.Name, out.Decision)
 	}
 	spec := tl.Spec()
-	start := r.d.Now()
 	res.Calls++
-	rr, err := func() (out tools.Result, err error) {
-		defer func() {
-			if p := recover(); p != nil {
-				err = fmt.Errorf("the tool panicked: %v", p)
-			}
-		}()
-		return tl.Run(ctx, tools.Call{ID: c.ID, ChatID: t.ChatID, Args: chk.Args})
-	}()
-	if spec.UntrustedOutput {
-		// What the child read can steer it, and its answer reaches the
-		// parent: the parent turn is tainted too.
-		if tr := taint.From(ctx); tr != nil {
-			tr.Mark(taint.Source{Tool: c.Name, Detail: "via " + t.Action, CallID: c.ID, At: r.d.Now()})
-		}
-	}
+	rr, err := out.Result, out.Err
 	outcome, msg := "ok", ""
 	if err != nil {
 		outcome, msg = "failed", err.Error()
@@ -280,12 +281,12 @@ func (r *Runner) call(ctx context.Context, t Task, set map[string]tools.Tool, c 
 		outcome, msg = "tool_error", rr.Content
 	}
 	if r.d.Usage != nil {
-		_ = r.d.Usage.RecordTool(context.WithoutCancel(ctx), usage.ToolCall{Service: "agent." + t.Action, Tool: c.Name, Duration: r.d.Now().Sub(start), Outcome: outcome, Error: truncate(msg, 300), ChatID: t.ChatID})
+		_ = r.d.Usage.RecordTool(context.WithoutCancel(ctx), usage.ToolCall{Service: "agent." + t.Action, Tool: c.Name, Duration: out.Duration, Outcome: outcome, Error: truncate(msg, 300), ChatID: t.ChatID})
 	}
 	if err != nil {
 		return fmt.Sprintf("error: %s failed: %v", c.Name, err)
 	}
-	src := c.Name + " " + string(chk.Args)
+	src := c.Name + " " + string(out.Args)
 	if !seen[src] && len(res.Sources) < 50 {
 		seen[src] = true
 		res.Sources = append(res.Sources, truncate(src, 200))

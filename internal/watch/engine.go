@@ -6,6 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/hestia-dev/hestia/internal/authority"
+	"github.com/hestia-dev/hestia/internal/policy"
+	"github.com/hestia-dev/hestia/internal/taint"
 	"log/slog"
 	"sort"
 	"strings"
@@ -51,10 +54,13 @@ type CallResult struct {
 
 // Options configure an Engine.
 type Options struct {
-	Log      *slog.Logger
-	Now      func() time.Time
-	Tools    *tools.Registry
-	Adapters []Adapter
+	Log   *slog.Logger
+	Now   func() time.Time
+	Tools *tools.Registry
+	// Authority runs granted calls (internal/authority); without it no
+	// call runs.
+	Authority *authority.Authority
+	Adapters  []Adapter
 	// Interval between polls (default 45 s).
 	Interval time.Duration
 	// React composes messages (nil: the fallback text is delivered).
@@ -540,7 +546,7 @@ func (e *Engine) deliver(ctx context.Context, ev StoredEvent) error {
 
 // call runs one tool call of a delivery under its grants.
 func (e *Engine) call(ctx context.Context, d Delivery, name, raw string) (CallResult, error) {
-	if e.opts.Tools == nil {
+	if e.opts.Tools == nil || e.opts.Authority == nil {
 		return CallResult{Gated: true, Content: "no tools are available"}, nil
 	}
 	t, err := e.opts.Tools.Get(name)
@@ -587,6 +593,20 @@ func (e *Engine) call(ctx context.Context, d Delivery, name, raw string) (CallRe
 		}
 		return CallResult{Gated: true, Content: "NOT run: " + reason + ". The call needs the user's approval; it was sent to them."}, nil
 	}
+	// The grant is the user's pre-approval, not a bypass: the call goes
+	// through the authority like any other, which lifts only a threshold or
+	// taint gate with it. A call the grant cannot cover (high risk, a trust
+	// rule's gate) waits for the user instead.
+	o := e.origin(d, rule, grant)
+	if chk := e.opts.Authority.Check(ctx, o, name, string(canon)); chk.Result.Decision != policy.Allow {
+		if chk.Result.Decision == policy.Deny {
+			return CallResult{IsError: true, Content: "BLOCKED: " + name + " was NOT run. Policy refuses it: " + chk.Result.Reason}, nil
+		}
+		if e.opts.Gate != nil {
+			e.opts.Gate(ctx, d, name, canon, chk.Result.Reason)
+		}
+		return CallResult{Gated: true, Content: "NOT run: " + chk.Result.Reason + ". The call needs the user's approval; it was sent to them."}, nil
+	}
 	key := fmt.Sprintf("%s:%d:%s:%s", d.Watch.ID, d.Event.ID, rule.ID, name)
 	res, err := e.db.ExecContext(ctx, `INSERT INTO claims (key, watch_id, event_id, rule_id, tool, args, state, created_at) VALUES (?, ?, ?, ?, ?, ?, 'claimed', ?) ON CONFLICT (key) DO NOTHING`,
 		key, d.Watch.ID, d.Event.ID, rule.ID, name, string(canon), ms(e.now()))
@@ -598,11 +618,14 @@ func (e *Engine) call(ctx context.Context, d Delivery, name, raw string) (CallRe
 		e.db.QueryRowContext(ctx, `SELECT state, result FROM claims WHERE key = ?`, key).Scan(&state, &result)
 		return CallResult{Repeat: true, Content: fmt.Sprintf("NOT run again: %s was already claimed for this event (state %s). %s", name, state, result)}, nil
 	}
-	out, rerr := t.Run(ctx, tools.Call{ID: key, ChatID: d.Watch.ChatID, Args: canon})
-	state, content := "done", tools.Cap(out.Content, t.Spec().MaxResultChars())
-	if rerr != nil {
-		state, content = "failed", rerr.Error()
-	} else if out.IsError {
+	out := e.opts.Authority.Invoke(ctx, o, authority.Call{ID: key, Tool: name, Args: string(canon)})
+	state, content := "done", tools.Cap(out.Result.Content, t.Spec().MaxResultChars())
+	switch {
+	case !out.Ran:
+		state, content = "refused", fmt.Sprintf("not run (%s): %s", out.Decision, out.Policy.Reason)
+	case out.Err != nil:
+		state, content = "failed", out.Err.Error()
+	case out.Result.IsError:
 		state = "failed"
 	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
@@ -610,7 +633,27 @@ func (e *Engine) call(ctx context.Context, d Delivery, name, raw string) (CallRe
 	if _, err := e.db.ExecContext(wctx, `UPDATE claims SET state = ?, result = ?, ended_at = ? WHERE key = ?`, state, clipStr(content, 2000), ms(e.now()), key); err != nil {
 		return CallResult{}, err
 	}
-	return CallResult{Ran: true, Content: content, IsError: state == "failed"}, nil
+	return CallResult{Ran: out.Ran, Content: content, IsError: state != "done"}, nil
+}
+
+// origin is a delivery's call as the authority sees it: a background call
+// in the watch's chat, descending from the event's outside data, under the
+// matched grant.
+func (e *Engine) origin(d Delivery, rule *Rule, g *Grant) authority.Origin {
+	o := authority.Origin{Kind: authority.Watch, ID: d.Watch.ID, Label: fmt.Sprintf("watch %s (%s %s)", d.Watch.ID, d.Watch.Source, clipStr(d.Watch.Ref, 80)),
+		ChatID: d.Watch.ChatID, Background: true, Ask: authority.Defer,
+		Taint: []taint.Source{EventSource(d, e.now())}}
+	if rule != nil && g != nil {
+		b, _ := json.Marshal(g.Args)
+		o.Grant = &authority.Grant{ID: fmt.Sprintf("watch %s rule %s", d.Watch.ID, rule.ID), Allows: fmt.Sprintf("%s with %s, at most %d time(s)", g.Tool, b, g.Max)}
+	}
+	return o
+}
+
+// EventSource is the untrusted source a delivery's event data is: what a
+// call or message made from it descends from.
+func EventSource(d Delivery, now time.Time) taint.Source {
+	return taint.Source{Tool: "watch:" + d.Watch.Source, Detail: clipStr(d.Watch.Ref+" "+d.Event.Key, 120), At: now}
 }
 
 func clipStr(s string, n int) string {

@@ -15,6 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hestia-dev/hestia/internal/authority"
+	"github.com/hestia-dev/hestia/internal/policy"
+	"github.com/hestia-dev/hestia/internal/store"
+
 	"github.com/hestia-dev/hestia/internal/tools"
 )
 
@@ -69,7 +73,7 @@ func (c *clock) Advance(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.U
 
 // sendTool is a stand-in for a send tool: it counts real executions.
 func sendTool(runs *atomic.Int32, got *[]string, mu *sync.Mutex) tools.Tool {
-	return &tools.Func{S: tools.Spec{Name: "fake_send", Description: "send", Risk: tools.RiskHigh, Egress: true,
+	return &tools.Func{S: tools.Spec{Name: "fake_send", Description: "send", Risk: tools.RiskMedium, Egress: true,
 		Schema: json.RawMessage(`{"type":"object","properties":{"to":{"type":"array","items":{"type":"string"}},"subject":{"type":"string"},"body":{"type":"string"},"urgent":{"type":"boolean"}},"required":["to","subject","body"],"additionalProperties":false}`)},
 		Fn: func(ctx context.Context, c tools.Call) (tools.Result, error) {
 			runs.Add(1)
@@ -93,18 +97,33 @@ type harness struct {
 	gated     []string
 	react     Reactor
 	failNext  atomic.Bool
+	rules     *policy.RuleStore
+	policy    policy.Config
 }
 
 func newHarness(t *testing.T) *harness {
 	h := &harness{vt: newFakeVT(t), c: &clock{t: time.Date(2026, 1, 5, 8, 30, 0, 0, time.UTC)}, path: filepath.Join(t.TempDir(), "watches.db"), reg: tools.NewRegistry()}
 	h.reg.MustRegister(sendTool(&h.runs, &h.sent, &h.mu))
+	db, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "policy.db"), policy.Schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if h.rules, err = policy.NewRuleStore(context.Background(), db, nil, nil); err != nil {
+		t.Fatal(err)
+	}
 	h.open(t)
 	return h
 }
 
 func (h *harness) open(t *testing.T) {
 	t.Helper()
-	e, err := Open(context.Background(), h.path, Options{Now: h.c.Now, Tools: h.reg,
+	engine, err := policy.New(h.policy, h.rules, policy.NewModes(nil), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	auth := authority.New(authority.Deps{Tools: h.reg, Policy: engine})
+	e, err := Open(context.Background(), h.path, Options{Now: h.c.Now, Tools: h.reg, Authority: auth,
 		Adapters: []Adapter{&TrainAdapter{BaseURL: h.vt.srv.URL, Now: h.c.Now}, FileAdapter{}, &URLAdapter{AllowPrivate: true}},
 		React: func(ctx context.Context, d Delivery, call CallFunc) (string, error) {
 			if h.react != nil {
@@ -477,4 +496,65 @@ func FuzzParseTrain(f *testing.F) {
 			t.Fatalf("events of a parsed snapshot: %v", err)
 		}
 	})
+}
+
+// A grant is a pre-approval, not a bypass: it never loosens a deny rule, a
+// deny prefix or the high-risk floor, and an ungranted-risk call waits for
+// the user (Gate) instead of running.
+func TestGrantNeverLoosensDenyOrHighRisk(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name  string
+		setup func(t *testing.T, h *harness)
+		gated bool
+	}{
+		{"deny rule", func(t *testing.T, h *harness) {
+			if _, err := h.rules.Create(context.Background(), policy.Rule{Tool: "fake_send", Decision: policy.Deny, Priority: 100}); err != nil {
+				t.Fatal(err)
+			}
+		}, false},
+		{"deny prefix", func(t *testing.T, h *harness) { h.policy.DenyPrefixes = []string{"fake_"} }, false},
+		{"gate rule", func(t *testing.T, h *harness) {
+			if _, err := h.rules.Create(context.Background(), policy.Rule{Tool: "fake_send", Decision: policy.Gate, Priority: 100}); err != nil {
+				t.Fatal(err)
+			}
+		}, true},
+		{"high risk", func(t *testing.T, h *harness) {
+			h.reg = tools.NewRegistry()
+			hi := sendTool(&h.runs, &h.sent, &h.mu).(*tools.Func)
+			hi.S.Risk = tools.RiskHigh
+			h.reg.MustRegister(hi)
+		}, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t)
+			tc.setup(t, h)
+			h.e.Close()
+			h.open(t)
+			ctx := context.Background()
+			h.vt.set("5.json", 0)
+			if _, err := h.e.Create(ctx, Spec{Source: "train", Ref: trainRef, Instruction: "tell Ann when I arrive", Rules: trainRules[4:]}); err != nil {
+				t.Fatal(err)
+			}
+			var got CallResult
+			h.react = func(ctx context.Context, d Delivery, call CallFunc) (string, error) {
+				r, err := call(ctx, "fake_send", `{"to":["ann@example.org"],"subject":"Train 9544 arrived","body":"Arrived, see you soon."}`)
+				got = r
+				return "arrived", err
+			}
+			h.vt.set("6.json", 0)
+			h.pass(t)
+			if h.runs.Load() != 0 || got.Ran {
+				t.Fatalf("the granted call ran past %s: %+v", tc.name, got)
+			}
+			h.mu.Lock()
+			gated := len(h.gated)
+			h.mu.Unlock()
+			if tc.gated != (gated == 1) || tc.gated != got.Gated {
+				t.Fatalf("%s: gated %d, result %+v, want gated=%v", tc.name, gated, got, tc.gated)
+			}
+		})
+	}
 }
