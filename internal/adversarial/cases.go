@@ -245,6 +245,7 @@ func Cases() []Case {
 	cs = append(cs, calendarCases()...)
 	cs = append(cs, watchCases()...)
 	cs = append(cs, ssrfCases()...)
+	cs = append(cs, pairingCases()...)
 	return cs
 }
 

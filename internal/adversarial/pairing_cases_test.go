@@ -1,0 +1,21 @@
+package adversarial
+
+import (
+	"context"
+	"strings"
+	"testing"
+)
+
+// The pairing rows on their own (TestSuite runs them with every other case).
+func TestPairingCases(t *testing.T) {
+	t.Parallel()
+	rep := RunAll(context.Background(), pairingCases(), Options{Dir: t.TempDir()})
+	for _, o := range rep.Outcomes {
+		if !o.Passed {
+			t.Errorf("%s:\n  %s", o.Name, strings.Join(o.Problems, "\n  "))
+		}
+	}
+	if rep.Total != 2 || rep.Passed != 2 {
+		t.Fatalf("%d cases, %d passed", rep.Total, rep.Passed)
+	}
+}
