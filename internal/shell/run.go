@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -104,33 +105,39 @@ func (r *Runner) Prepare(p *Pipeline) (*Prepared, error) {
 		if !ok {
 			return nil, refuse("%s is not on the allow-list of read-only programs (%s); use shell_exec, which asks the user", name, strings.Join(sortedAllowed(), ", "))
 		}
-		exe, err := r.lookPath(name)
-		if err != nil {
-			return nil, err
-		}
 		args, err := r.expand(c.Args[1:])
 		if err != nil {
 			return nil, err
 		}
-		recursive, err := prog.checkOptions(name, args)
+		pa, err := prog.parse(name, args)
 		if err != nil {
 			return nil, err
 		}
-		operands, err := r.checkArgs(name, prog, args)
+		operands, files, err := r.checkArgs(name, prog, pa)
 		if err != nil {
 			return nil, err
 		}
-		if recursive {
+		if pa.recursive {
 			if len(operands) == 0 {
 				operands = []string{dir}
 			}
-			for _, o := range operands {
+			for _, o := range append(operands, files...) {
 				if err := r.walk(name, o); err != nil {
 					return nil, err
 				}
 			}
+			if name == "diff" && !slices.Contains(pa.args, "--no-dereference") {
+				// diff -r follows symbolic links it meets inside the
+				// folders (the walk does not): with -N it would print a
+				// linked credential file in full.
+				pa.args = append([]string{"--no-dereference"}, pa.args...)
+			}
 		}
-		out.Argv = append(out.Argv, append([]string{exe}, args...))
+		exe, err := r.lookPath(name)
+		if err != nil {
+			return nil, err
+		}
+		out.Argv = append(out.Argv, append([]string{exe}, pa.args...))
 	}
 	return out, nil
 }
@@ -206,50 +213,51 @@ func (r *Runner) expand(words []Word) ([]string, error) {
 	return out, nil
 }
 
-// checkArgs runs every path-like argument through the path policy and
-// returns the operands (non-option arguments that name files).
-func (r *Runner) checkArgs(name string, prog program, args []string) ([]string, error) {
-	var operands []string
-	patternSeen := !prog.pattern
-	// With -e/-f the pattern comes from an option, so every operand is a path.
-	for _, a := range args {
-		if a == "-e" || a == "-f" || strings.HasPrefix(a, "--regexp") || strings.HasPrefix(a, "--file") {
-			if name != "cut" && name != "jq" {
-				patternSeen = true
+// checkArgs runs every path the program will open through the path
+// policy: operands (all but a pattern), option values that name files, and
+// other option values that look like paths. It returns the resolved
+// operands and file values, which a recursive program walks.
+func (r *Runner) checkArgs(name string, prog program, pa *parsed) (operands, files []string, err error) {
+	for _, v := range pa.paths {
+		abs, err := r.checkPath(v)
+		if err != nil {
+			return nil, nil, err
+		}
+		files = append(files, abs)
+	}
+	for _, v := range pa.texts {
+		if looksLikePath(v) {
+			if _, err := r.checkPath(v); err != nil {
+				return nil, nil, err
 			}
 		}
 	}
-	endOpts := false
-	for _, a := range args {
-		if !endOpts && a == "--" {
-			endOpts = true
-			continue
-		}
-		if !endOpts && strings.HasPrefix(a, "-") && a != "-" {
-			// --opt=value: a value that looks like a path is checked.
-			if i := strings.IndexByte(a, '='); i > 0 && looksLikePath(a[i+1:]) {
-				if _, err := r.checkPath(a[i+1:]); err != nil {
-					return nil, err
-				}
-			}
-			continue
-		}
-		if !patternSeen {
-			patternSeen = true
-			if !looksLikePath(a) {
-				continue // grep's pattern, jq's filter
+	ops := pa.operands
+	if prog.pattern && !pa.patternGiven && len(ops) > 0 {
+		pat := ops[0]
+		ops = ops[1:]
+		if prog.checkPattern != nil {
+			if err := prog.checkPattern(name, pat); err != nil {
+				return nil, nil, err
 			}
 		}
+		if looksLikePath(pat) {
+			if _, err := r.checkPath(pat); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	if prog.maxOperands > 0 && len(ops) > prog.maxOperands {
+		return nil, nil, refuse("%s takes at most %d file here (a second one would be written)", name, prog.maxOperands)
+	}
+	for _, a := range ops {
 		abs, err := r.checkPath(a)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		operands = append(operands, abs)
 	}
-	if prog.maxOperands > 0 && len(operands) > prog.maxOperands {
-		return nil, refuse("%s takes at most %d file here (a second one would be written)", name, prog.maxOperands)
-	}
-	return operands, nil
+	return operands, files, nil
 }
 
 func looksLikePath(s string) bool {
