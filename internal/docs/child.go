@@ -96,6 +96,7 @@ func ChildMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // child and no unescaping or per-page copies in the daemon.
 type streamHeader struct {
 	Format   Format       `json:"format"`
+	Title    string       `json:"title,omitempty"`
 	Pages    []streamPage `json:"pages"`
 	Headings []Heading    `json:"headings,omitempty"`
 	Warnings []string     `json:"warnings,omitempty"`
@@ -108,7 +109,7 @@ type streamPage struct {
 }
 
 func writeStream(w io.Writer, doc *Document) error {
-	h := streamHeader{Format: doc.Format, Headings: doc.Headings, Warnings: doc.Warnings, Pages: make([]streamPage, len(doc.Pages))}
+	h := streamHeader{Format: doc.Format, Title: doc.Title, Headings: doc.Headings, Warnings: doc.Warnings, Pages: make([]streamPage, len(doc.Pages))}
 	for i, p := range doc.Pages {
 		h.Pages[i] = streamPage{Number: p.Number, Label: p.Label, Len: len(p.Text)}
 	}
@@ -148,7 +149,7 @@ func readStream(b []byte) (*Document, error) {
 		return nil, fmt.Errorf("the pages hold %d bytes but %d followed the header", total, len(body))
 	}
 	text := string(body) // one copy; pages are slices of it
-	doc := &Document{Format: h.Format, Headings: h.Headings, Warnings: h.Warnings, Pages: make([]Page, len(h.Pages))}
+	doc := &Document{Format: h.Format, Title: h.Title, Headings: h.Headings, Warnings: h.Warnings, Pages: make([]Page, len(h.Pages))}
 	off := 0
 	for i, p := range h.Pages {
 		t := text[off : off+p.Len]

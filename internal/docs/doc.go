@@ -96,7 +96,9 @@ type Heading struct {
 
 // Document is an extracted document.
 type Document struct {
-	Format   Format    `json:"format"`
+	Format Format `json:"format"`
+	// Title is the page's title (Article only).
+	Title    string    `json:"title,omitempty"`
 	Pages    []Page    `json:"pages"`
 	Headings []Heading `json:"headings,omitempty"`
 	Warnings []string  `json:"warnings,omitempty"`

@@ -42,6 +42,8 @@ func Extract(ctx context.Context, data []byte, format Format, lim Limits) (doc *
 		err = extractEPUB(data, lim, b)
 	case HTML:
 		err = extractHTML(data, b)
+	case Article:
+		err = extractArticle(ctx, data, b)
 	case RTF:
 		err = extractRTF(data, b)
 	case Markdown, Text:

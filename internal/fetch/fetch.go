@@ -14,8 +14,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"codeberg.org/readeck/go-readability/v2"
-
 	"github.com/hestia-dev/hestia/internal/docs"
 )
 
@@ -34,7 +32,12 @@ type Fetcher struct {
 	MaxBytes int64
 	// Timeout bounds one fetch, redirects included (default 30 s).
 	Timeout time.Duration
-	// PDF extracts fetched PDFs (the docs child process in the daemon).
+	// Extract parses fetched HTML and PDF: the docs extraction child in the
+	// daemon (rlimits, timeout), so a hostile page can fail its own fetch,
+	// never grow the daemon. When nil, HTML is read by the streaming reader
+	// alone (no DOM, no article extraction) and PDFs are not read.
+	Extract docs.Extracter
+	// PDF is Extract's former name, used when Extract is nil.
 	PDF docs.Extracter
 	// MaxChars caps the text handed to the model.
 	MaxChars int
@@ -54,6 +57,9 @@ func New(f Fetcher) *Fetcher {
 	}
 	if f.MaxChars <= 0 {
 		f.MaxChars = DefaultMaxChars
+	}
+	if f.Extract == nil {
+		f.Extract = f.PDF
 	}
 	tr := &http.Transport{
 		Proxy:                  nil, // a proxy would dial for us, past the guard
@@ -160,7 +166,11 @@ func (f *Fetcher) Fetch(ctx context.Context, rawURL string) (*Page, error) {
 	page.ContentType = mt
 	switch {
 	case mt == "text/html" || mt == "application/xhtml+xml":
-		page.Title, page.Text, err = readable(ctx, body, resp.Request.URL)
+		var doc *docs.Document
+		if doc, err = f.readable(ctx, body); err == nil {
+			page.Title, page.Text = doc.Title, pagesText(doc)
+			page.Warnings = append(page.Warnings, doc.Warnings...)
+		}
 	case mt == "text/plain" || mt == "text/markdown" || mt == "text/csv":
 		page.Text = strings.ToValidUTF8(string(body), "\uFFFD")
 	case mt == "application/json" || strings.HasSuffix(mt, "+json"):
@@ -192,25 +202,39 @@ func (f *Fetcher) Fetch(ctx context.Context, rawURL string) (*Page, error) {
 }
 
 // readable keeps the article (readability), then turns it into text with
-// the document extractor's HTML reader (scripts and styles dropped).
-func readable(ctx context.Context, body []byte, u *url.URL) (string, string, error) {
-	lim := docs.Limits{MaxChars: 2_000_000}
-	if art, err := readability.FromReader(bytes.NewReader(body), u); err == nil && art.Node != nil {
-		var buf bytes.Buffer
-		if art.RenderHTML(&buf) == nil {
-			if doc, err := docs.Extract(ctx, buf.Bytes(), docs.HTML, lim); err == nil {
-				return art.Title(), pagesText(doc), nil
-			}
+// the document extractor's HTML reader (scripts and styles dropped). The
+// DOM parse readability needs runs in the extraction child: a misnested
+// page can make gigabytes of nodes (docs.Article). If the child fails, the
+// page is read again there by the streaming reader alone, which holds no
+// tree; the error of that second read is the one reported.
+func (f *Fetcher) readable(ctx context.Context, body []byte) (*docs.Document, error) {
+	if f.Extract == nil {
+		doc, err := docs.Extract(ctx, body, docs.HTML, docs.Limits{MaxChars: 2_000_000})
+		if err != nil {
+			return nil, htmlError(err)
 		}
+		return doc, nil
 	}
-	doc, err := docs.Extract(ctx, body, docs.HTML, lim)
-	if err != nil {
-		if errors.Is(err, docs.ErrNoText) {
-			return "", "", errors.New("the page has no readable text (it may need JavaScript)")
-		}
-		return "", "", err
+	doc, err := f.Extract.Extract(ctx, body, docs.Article)
+	if err == nil {
+		return doc, nil
 	}
-	return "", pagesText(doc), nil
+	if errors.Is(err, docs.ErrNoText) || ctx.Err() != nil {
+		return nil, htmlError(err)
+	}
+	doc, err2 := f.Extract.Extract(ctx, body, docs.HTML)
+	if err2 != nil {
+		return nil, htmlError(fmt.Errorf("reading the page as an article: %v; as plain HTML: %w", err, err2))
+	}
+	doc.Warnings = append(doc.Warnings, "article extraction failed ("+err.Error()+"); the whole page's text is shown")
+	return doc, nil
+}
+
+func htmlError(err error) error {
+	if errors.Is(err, docs.ErrNoText) {
+		return errors.New("the page has no readable text (it may need JavaScript)")
+	}
+	return fmt.Errorf("reading the page: %w", err)
 }
 
 func pagesText(d *docs.Document) string {
@@ -225,10 +249,10 @@ func pagesText(d *docs.Document) string {
 }
 
 func (f *Fetcher) pdfText(ctx context.Context, body []byte) (string, error) {
-	if f.PDF == nil {
+	if f.Extract == nil {
 		return "", errors.New("PDF reading is not available")
 	}
-	doc, err := f.PDF.Extract(ctx, body, docs.PDF)
+	doc, err := f.Extract.Extract(ctx, body, docs.PDF)
 	if err != nil {
 		return "", fmt.Errorf("reading the PDF: %w", err)
 	}
