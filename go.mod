@@ -32,6 +32,7 @@ require (
 	github.com/emersion/go-webdav v0.6.0
 	github.com/klauspost/compress v1.20.4
 	github.com/skip2/go-qrcode v0.0.0-20200617195104-da1b6568686e
+	golang.org/x/tools v0.52.0
 )
 
 require (
@@ -40,6 +41,7 @@ require (
 	github.com/gogs/chardet v0.0.0-20211120154057-b7413eaefb8f // indirect
 	github.com/itlightning/dateparse v0.2.1 // indirect
 	github.com/stretchr/testify v1.11.1 // indirect
+	golang.org/x/mod v0.42.0 // indirect
 )
 
 require (

@@ -214,3 +214,19 @@ func TestSandboxCasesPerMechanism(t *testing.T) {
 		}
 	}
 }
+
+// TestOriginMatrix runs the origin × tool × condition matrix (matrix.go).
+func TestOriginMatrix(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a sandbox per origin and condition")
+	}
+	rep := RunMatrix(context.Background(), Options{Dir: t.TempDir()})
+	t.Logf("origin matrix: %d origins × %d tools × %d conditions = %d cells: %d passed, %d failed (%d ran, %d carded, %d refused)",
+		rep.Origins, rep.Tools, rep.Conditions, rep.Cells, rep.Passed, rep.Failed, rep.Ran, rep.Cards, rep.Refused)
+	if rep.Origins < 9 || rep.Tools < 10 || rep.Cells != rep.Origins*rep.Tools*rep.Conditions {
+		t.Errorf("the matrix is too small: %+v", rep)
+	}
+	for _, f := range rep.Failures {
+		t.Error(f)
+	}
+}
