@@ -79,7 +79,7 @@ export async function runBackgroundShots(browser) {
       { name: 'phone', viewport: viewports.phone, mobile: true },
     ]) {
       await test(`fixtures: jobs page lists, runs and refuses a bad cron (${mode.name})`, async () => {
-        const { ctx, page, errors } = await newPage(browser, mode);
+        const { ctx, page, errors } = await newPage(browser, { ...mode, token: 'fixture-token' });
         const calls = [];
         try {
           await routeBackground(page, calls);
@@ -108,7 +108,7 @@ export async function runBackgroundShots(browser) {
         }
       });
       await test(`fixtures: notifications page shows the inbox, delivery settings and watches with grants (${mode.name})`, async () => {
-        const { ctx, page, errors } = await newPage(browser, mode);
+        const { ctx, page, errors } = await newPage(browser, { ...mode, token: 'fixture-token' });
         const calls = [];
         try {
           await routeBackground(page, calls);
@@ -134,7 +134,7 @@ export async function runBackgroundShots(browser) {
         }
       });
       await test(`fixtures: action center lists items with counts and dismisses (${mode.name})`, async () => {
-        const { ctx, page, errors } = await newPage(browser, mode);
+        const { ctx, page, errors } = await newPage(browser, { ...mode, token: 'fixture-token' });
         const calls = [];
         try {
           await routeBackground(page, calls);

@@ -59,7 +59,7 @@ export async function runChatPolishFlow({ page, daemon, push, send, waitFor }) {
   }, page);
 
   await test('daemon: the highlighter is not in the initial load; a code block gets its label, colours and Copy', async () => {
-    const fresh = await newPage(page.context().browser());
+    const fresh = await newPage(page.context().browser(), { token: daemon.token() });
     try {
       await fresh.page.goto(daemon.url + '/');
       await fresh.page.locator('.conn-live').waitFor();
@@ -121,7 +121,7 @@ export async function runNoModelFlow({ browser, Daemon, bin, dir, port }) {
     const d = new Daemon(bin, join(dir, 'nomodel'), port, '', '');
     d.noModel = true;
     await d.start();
-    const p = await newPage(browser);
+    const p = await newPage(browser, { token: d.token() });
     try {
       await p.page.goto(d.url + '/');
       const banner = p.page.locator('.no-model');

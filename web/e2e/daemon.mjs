@@ -84,6 +84,12 @@ class Daemon {
     const keep = (b) => {
       this.log = (this.log + b.toString()).slice(-20_000);
     };
+    // The local pairing codes the daemon prints for the user to type.
+    this.codes = [];
+    createInterface({ input: this.proc.stdout }).on('line', (line) => {
+      const m = /^Pairing code for the browser at .*: ([A-Z0-9]{4}-[A-Z0-9]{4})\. /.exec(line);
+      if (m) this.codes.push(m[1]);
+    });
     this.proc.stdout.on('data', keep);
     this.proc.stderr.on('data', keep);
     this.exited = new Promise((r) => this.proc.once('exit', r));
@@ -93,6 +99,19 @@ class Daemon {
     }, 'the daemon to answer /health', 30_000).catch((e) => {
       throw new Error(`${e.message}\n--- daemon log ---\n${this.log}`);
     });
+  }
+  /** The home's token, as a program that can read the home has it. */
+  token() {
+    return readFileSync(join(this.dir, 'hestia-home', 'auth-token'), 'utf8').trim();
+  }
+  /** Pairs page the way a user on this machine does: it asks for a code,
+   * the daemon prints one, the user types it. since: codes printed before. */
+  async pairLocally(page, since) {
+    const input = page.getByLabel('Pairing code');
+    await input.waitFor();
+    const code = await waitFor(() => this.codes.length > since && this.codes[this.codes.length - 1], 'the daemon to print a pairing code');
+    await input.fill(code);
+    await page.getByRole('button', { name: 'Pair this browser' }).click();
   }
   async stop() {
     const proc = this.proc;
@@ -140,8 +159,13 @@ export async function runDaemon(browser) {
       await box.press('Enter');
     };
     try {
-      await test('daemon: same-machine browser pairs by itself', async () => {
+      await test('daemon: a same-machine browser pairs with the code the daemon prints', async () => {
+        const since = daemon.codes.length;
         await page.goto(daemon.url + '/');
+        await page.getByLabel('Pairing code').waitFor();
+        assert(!(await page.evaluate(() => localStorage.getItem('hestia.token'))), 'a token before the code was typed');
+        await shot(page, 'e2e-pair-local');
+        await daemon.pairLocally(page, since);
         await page.getByText('What can I do for you?').waitFor();
         const token = await page.evaluate(() => localStorage.getItem('hestia.token'));
         assert(token && token.length >= 32, 'no token stored after local pairing');
@@ -447,7 +471,7 @@ export async function runDaemon(browser) {
           const r = await fetch(daemon.url + '/api/chats', { headers: { Authorization: `Bearer ${devTok}` } });
           assert(r.status === 401, `revoked token answered ${r.status}`);
           // Its event stream was closed and the reconnect refused: the app
-          // drops the revoked token (on this machine it re-pairs locally).
+          // drops the revoked token and shows the pairing screen.
           await waitFor(async () => (await phone.page.evaluate(() => localStorage.getItem('hestia.token'))) !== devTok, 'the phone to drop its revoked token');
         } finally {
           await phone.ctx.close();
@@ -474,8 +498,10 @@ export async function runDaemon(browser) {
               sessionStorage.setItem('seeded', '1');
             }
           });
+          const since = daemon.codes.length;
           await other.page.goto(daemon.url + '/');
-          // Local pairing recovers on the same machine.
+          // Back on the pairing screen; the code from the terminal recovers.
+          await daemon.pairLocally(other.page, since);
           await other.page.getByText('What can I do for you?').waitFor();
           await other.page.locator('.conn-live').waitFor();
           const got = await other.page.evaluate(() => localStorage.getItem('hestia.token'));

@@ -136,6 +136,9 @@ const tools = [
 
 const types = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript', '.css': 'text/css', '.svg': 'image/svg+xml', '.png': 'image/png', '.webmanifest': 'application/manifest+json' };
 
+/** The code the fixture daemon "prints" for local pairing. */
+export const FIXTURE_PAIR_CODE = 'ABCD-EFGH';
+
 export function startFixtures({ streaming = true } = {}) {
   const dist = join(webRoot, 'dist');
   const sse = new Set();
@@ -147,7 +150,19 @@ export function startFixtures({ streaming = true } = {}) {
     };
     const p = u.pathname;
     if (p === '/health') return send(200, { status: 'ok', version: '0.4.0-dev' });
-    if (p === '/api/pair/local') return send(200, { token: 'fixture-token' });
+    // Local pairing as the daemon does it: a request id first, then the
+    // code it "printed" (FIXTURE_PAIR_CODE) buys the token.
+    if (p === '/api/pair/local/start') return send(202, { request: 'f'.repeat(32), expires_at: new Date(Date.now() + 120_000).toISOString(), ttl_seconds: 120, code_length: 8, attempts: 3 });
+    if (p === '/api/pair/local') {
+      let body = '';
+      req.on('data', (c) => (body += c));
+      req.on('end', () => {
+        const ok = JSON.parse(body || '{}').code?.replace(/-/g, '').toUpperCase() === FIXTURE_PAIR_CODE.replace('-', '');
+        if (ok) send(200, { token: 'fixture-token' });
+        else send(403, { error: { code: 'invalid_code', message: "that is not the code for this browser's request; 2 attempts left" } });
+      });
+      return;
+    }
     if (p.startsWith('/api/')) {
       if (req.headers.authorization !== 'Bearer fixture-token') return send(401, { error: { code: 'unauthorized', message: 'a valid bearer token is required' } });
       if (p === '/api/events') {

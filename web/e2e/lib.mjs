@@ -54,7 +54,10 @@ export const viewports = {
   phone: { width: 390, height: 844 },
 };
 
-export async function newPage(browser, { viewport = viewports.desktop, dark = false, mobile = false } = {}) {
+// token, when given, is stored as the browser's credential before any page
+// loads (a test that reads the home's token file, or the fixture token),
+// for tests that are not about pairing.
+export async function newPage(browser, { viewport = viewports.desktop, dark = false, mobile = false, token = '' } = {}) {
   const ctx = await browser.newContext({
     viewport,
     deviceScaleFactor: mobile ? 2 : 1,
@@ -63,6 +66,11 @@ export async function newPage(browser, { viewport = viewports.desktop, dark = fa
     colorScheme: dark ? 'dark' : 'light',
     reducedMotion: 'reduce',
   });
+  if (token) {
+    await ctx.addInitScript((t) => {
+      if (!localStorage.getItem('hestia.token')) localStorage.setItem('hestia.token', t);
+    }, token);
+  }
   const page = await ctx.newPage();
   const errors = [];
   page.on('pageerror', (e) => errors.push(String(e)));

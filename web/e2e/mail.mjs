@@ -60,7 +60,7 @@ export async function runMailShots(browser) {
       { name: 'phone', viewport: viewports.phone, mobile: true },
     ]) {
       await test(`fixtures: mail page renders (${mode.name})`, async () => {
-        const { ctx, page, errors } = await newPage(browser, mode);
+        const { ctx, page, errors } = await newPage(browser, { ...mode, token: 'fixture-token' });
         try {
           await routeMail(page);
           await page.goto(fx.url + '/mail');

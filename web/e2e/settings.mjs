@@ -45,7 +45,7 @@ export async function runSettingsShots(browser) {
       { name: 'phone', viewport: viewports.phone, mobile: true },
     ]) {
       await test(`fixtures: settings page renders (${mode.name})`, async () => {
-        const { ctx, page, errors } = await newPage(browser, mode);
+        const { ctx, page, errors } = await newPage(browser, { ...mode, token: 'fixture-token' });
         try {
           await routeSettings(page);
           await page.goto(fx.url + '/settings');

@@ -1,7 +1,7 @@
 // Visual pass: renders every screen against the fixture daemon in light,
 // dark and phone layouts, asserts the essentials are on screen, and saves
 // screenshots to web/test-results/ for a person to look at.
-import { startFixtures } from './fixtures.mjs';
+import { FIXTURE_PAIR_CODE, startFixtures } from './fixtures.mjs';
 import { assert, newPage, shot, test, viewports } from './lib.mjs';
 
 export async function runShots(browser) {
@@ -16,6 +16,14 @@ export async function runShots(browser) {
         const { ctx, page, errors } = await newPage(browser, mode);
         try {
           await page.goto(fx.url + '/');
+          // A browser on the same machine types the code the daemon printed.
+          await page.getByLabel('Pairing code').waitFor();
+          await shot(page, `${mode.name}-pair-local`);
+          await page.getByLabel('Pairing code').fill('wrong');
+          await page.getByRole('button', { name: 'Pair this browser' }).click();
+          await page.getByText('2 attempts left').waitFor();
+          await page.getByLabel('Pairing code').fill(FIXTURE_PAIR_CODE);
+          await page.getByRole('button', { name: 'Pair this browser' }).click();
           await page.getByText('What can I do for you?').waitFor();
           await shot(page, `${mode.name}-welcome`);
 
