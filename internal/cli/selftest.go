@@ -43,6 +43,13 @@ func runSelftest(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	pol := policy.Config{AutoApprove: threshold, DenyPrefixes: cfg.Policy.DenyPrefixes, NoTaint: !cfg.Safety.Taint}
+	// The origin matrix runs with the whole suite, or alone with --run matrix.
+	var matrix *adversarial.MatrixReport
+	if *only == "" || strings.Contains("origin matrix", *only) {
+		m := adversarial.RunMatrix(ctx, adversarial.Options{Policy: pol, Rules: rules})
+		matrix = &m
+	}
 	var cases []adversarial.Case
 	skipped := 0
 	for _, c := range adversarial.Cases() {
@@ -55,29 +62,30 @@ func runSelftest(ctx context.Context, env *Env, args []string) error {
 		}
 		cases = append(cases, c)
 	}
-	if len(cases) == 0 {
+	if len(cases) == 0 && matrix == nil {
 		return usagef("no case matches --run %q", *only)
 	}
 	start := time.Now()
-	rep := adversarial.RunAll(ctx, cases, adversarial.Options{
-		Policy: policy.Config{AutoApprove: threshold, DenyPrefixes: cfg.Policy.DenyPrefixes, NoTaint: !cfg.Safety.Taint},
-		Rules:  rules,
-	})
+	rep := adversarial.RunAll(ctx, cases, adversarial.Options{Policy: pol, Rules: rules})
 	if *asJSON {
 		enc := json.NewEncoder(env.Stdout)
 		enc.SetIndent("", "  ")
 		enc.Encode(struct {
 			adversarial.Report
-			Skipped int `json:"skipped"`
-			Rules   int `json:"install_rules"`
-		}{rep, skipped, len(rules)})
+			Skipped int                       `json:"skipped"`
+			Rules   int                       `json:"install_rules"`
+			Matrix  *adversarial.MatrixReport `json:"origin_matrix,omitempty"`
+		}{rep, skipped, len(rules), matrix})
 	} else {
 		printSelftest(env, rep, skipped+rep.Skipped, len(rules), time.Since(start))
 		if rep.SkipReason != "" {
 			fmt.Fprintf(env.Stdout, "%d sandbox-escape cases skipped: %s\n", rep.Skipped, rep.SkipReason)
 		}
+		if matrix != nil {
+			printMatrix(env, *matrix)
+		}
 	}
-	if rep.Failed > 0 {
+	if rep.Failed > 0 || matrix != nil && matrix.Failed > 0 {
 		return exitError{1}
 	}
 	return nil
@@ -136,4 +144,12 @@ func printSelftest(env *Env, rep adversarial.Report, skipped, rules int, took ti
 		fmt.Fprintf(env.Stdout, ", %d skipped (their source tool is disabled by policy.deny_prefixes)", skipped)
 	}
 	fmt.Fprintf(env.Stdout, " in %s\n", took.Round(time.Millisecond))
+}
+
+func printMatrix(env *Env, m adversarial.MatrixReport) {
+	fmt.Fprintf(env.Stdout, "\nOrigin matrix: %d origins × %d side-effecting tools × %d conditions (clean, tainted, rule-allowed, deny-ruled) = %d cells: %d passed, %d failed (%d ran, %d asked, %d refused)\n",
+		m.Origins, m.Tools, m.Conditions, m.Cells, m.Passed, m.Failed, m.Ran, m.Cards, m.Refused)
+	for _, f := range m.Failures {
+		fmt.Fprintf(env.Stdout, "FAIL %s\n", f)
+	}
 }

@@ -19,6 +19,13 @@ func TestSelftestSecurity(t *testing.T) {
 		t.Fatalf("default config: %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 
+	// The origin matrix alone: every origin × side-effecting tool ×
+	// condition, with its size and result.
+	r = run(t, home, nil, "selftest", "security", "--run", "matrix")
+	if r.code != 0 || !strings.Contains(r.stdout, "Origin matrix: 9 origins") || !strings.Contains(r.stdout, " 0 failed") {
+		t.Fatalf("origin matrix: %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+
 	// The install's own rules are copied in; with taint tracking switched
 	// off, a permissive rule lets injected mail exfiltrate, and the
 	// self-test says so.
