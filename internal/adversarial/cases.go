@@ -246,6 +246,7 @@ func Cases() []Case {
 	cs = append(cs, watchCases()...)
 	cs = append(cs, ssrfCases()...)
 	cs = append(cs, pairingCases()...)
+	cs = append(cs, execPathCases()...)
 	return cs
 }
 
