@@ -1,6 +1,12 @@
 package devices
 
-import "strings"
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/hestia-dev/hestia/internal/server"
+)
 
 // adminAlways are routes about who may connect: devices and pairing. A
 // device without admin may not reach them, even to read the device list
@@ -22,6 +28,11 @@ var adminWrites = []string{"/api/policy", "/api/budget", "/api/config", "/api/se
 //   - deciding an approval or setting a chat's temporary mode (which lets
 //     gated calls run unasked): approve
 //   - every other write (chats, messages, cancel, the /v1 gateway): chat
+//
+// A few routes need more than their route's scope depending on the body,
+// which this table cannot see; their handlers call Require. Creating a
+// watch whose rules grant tools (POST /api/watches with grants), or
+// resuming one, needs approve: a grant is an approval given in advance.
 func RequiredScope(method, path string) Scope {
 	read := method == "GET" || method == "HEAD"
 	switch {
@@ -41,6 +52,30 @@ func RequiredScope(method, path string) Scope {
 		return Approve
 	}
 	return Chat
+}
+
+// ScopeError is a caller lacking a scope. Its text is safe to show the
+// caller; it matches server.ErrForbidden with errors.Is.
+type ScopeError struct{ msg string }
+
+func (e *ScopeError) Error() string { return e.msg }
+
+// Unwrap makes a ScopeError a server.ErrForbidden.
+func (e *ScopeError) Unwrap() error { return server.ErrForbidden }
+
+// Require returns nil when the caller of ctx holds scope s, and otherwise
+// a *ScopeError naming the device, the scope and what needed it. It fails
+// closed: a request with no identity (no Authenticator ran, or an
+// in-process call that did not say who it acts for) holds no scope.
+func Require(ctx context.Context, s Scope, what string) error {
+	id, ok := FromContext(ctx)
+	if !ok {
+		return &ScopeError{fmt.Sprintf("the %s scope is needed to %s, and the request carries no device identity", s, what)}
+	}
+	if !Has(id.Scopes, s) {
+		return &ScopeError{fmt.Sprintf("device %q lacks the %s scope to %s", id.Name, s, what)}
+	}
+	return nil
 }
 
 func hasAnyPrefix(path string, prefixes []string) bool {

@@ -6,19 +6,22 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/hestia-dev/hestia/internal/devices"
 	"github.com/hestia-dev/hestia/internal/httpjson"
 	"github.com/hestia-dev/hestia/internal/store"
 )
 
-// Routes serves the watches API. Creating a watch here is the user's own
-// act (authenticated), so grants need no further approval.
+// Routes serves the watches API. A grant is an approval given in advance,
+// so creating a watch with grants, or resuming one, needs the caller's
+// approve scope (checked here: the route's scope cannot see the body);
+// the request itself is then the user's approval and no card follows.
 func (e *Engine) Routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/watches", e.handleList)
 	mux.HandleFunc("POST /api/watches", e.handleCreate)
 	mux.HandleFunc("GET /api/watches/{id}", e.handleGet)
 	mux.HandleFunc("POST /api/watches/{id}/stop", e.handleStop)
 	mux.HandleFunc("POST /api/watches/{id}/pause", e.handleSetPaused(true))
-	mux.HandleFunc("POST /api/watches/{id}/resume", e.handleSetPaused(false))
+	mux.HandleFunc("POST /api/watches/{id}/resume", e.handleResume)
 	mux.HandleFunc("DELETE /api/watches/{id}", e.handleDelete)
 }
 
@@ -74,6 +77,12 @@ func (e *Engine) handleCreate(w http.ResponseWriter, r *http.Request) {
 	}
 	rest, _ := json.Marshal(raw)
 	s, err := parseCreate(rest)
+	if err == nil && hasGrants(s.Rules) {
+		if err := devices.Require(r.Context(), devices.Approve, "create a watch whose rules grant tools (a grant runs them without asking)"); err != nil {
+			httpjson.Error(w, http.StatusForbidden, "forbidden", err.Error())
+			return
+		}
+	}
 	if err == nil {
 		s.ChatID = withChat.ChatID
 		var wt Watch
@@ -90,6 +99,24 @@ func (e *Engine) handleCreate(w http.ResponseWriter, r *http.Request) {
 	}
 	// Anything else is the resource failing its first read.
 	httpjson.Error(w, http.StatusBadRequest, "bad_watch", err.Error())
+}
+
+// handleResume re-arms a paused watch. Pausing only takes authority away,
+// but resuming a watch with grants lets them run again without asking, so
+// it needs approve like creating them.
+func (e *Engine) handleResume(w http.ResponseWriter, r *http.Request) {
+	wt, err := e.Get(r.Context(), r.PathValue("id"))
+	if err != nil {
+		write(w, http.StatusOK, nil, err)
+		return
+	}
+	if hasGrants(wt.Rules) {
+		if err := devices.Require(r.Context(), devices.Approve, "resume a watch whose rules grant tools (a grant runs them without asking)"); err != nil {
+			httpjson.Error(w, http.StatusForbidden, "forbidden", err.Error())
+			return
+		}
+	}
+	e.handleSetPaused(false)(w, r)
 }
 
 func (e *Engine) handleStop(w http.ResponseWriter, r *http.Request) {
