@@ -353,7 +353,7 @@ func TestBadToolDefinitionsSkipped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(rt.spec.Description, "<|im_start|>") || strings.Contains(rt.spec.Description, "\u200b") || len([]rune(rt.spec.Description)) > maxDescription+100 {
+	if strings.Contains(rt.spec.Description, "<|im_start|>") || strings.Contains(rt.spec.Description, "\u200b") || len([]rune(rt.spec.Description)) > maxDescription+200 {
 		t.Fatalf("description not cleaned and capped: %q", rt.spec.Description[:80])
 	}
 }

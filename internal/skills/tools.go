@@ -66,6 +66,10 @@ func (t *loadTool) Spec() tools.Spec {
 		Description: "Load an installed skill by name: returns its instructions. While it is loaded, only the tools its manifest allows can run in this chat.",
 		Schema:      json.RawMessage(`{"type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","minLength":1,"maxLength":48}}}`),
 		Risk:        tools.RiskLow, ReadOnly: true,
+		// A skill's text steers the model and its author is not the user
+		// (the scanner cannot catch a paraphrased injection): loading one
+		// taints the turn, so writes and sends after it need a card.
+		Steers:    true,
 		MaxResult: 60_000,
 	}
 }

@@ -164,7 +164,13 @@ func Sensitive(t tools.Tool) bool {
 	return !s.ReadOnly || s.Egress || s.Risk == tools.RiskUnknown
 }
 
-// Untrusted reports whether a tool's output is untrusted content.
+// Untrusted reports whether a tool's output is untrusted content, or
+// instructions from someone other than the user (Spec.Steers): either
+// taints the turn that reads it.
 func Untrusted(t tools.Tool) bool {
-	return t != nil && t.Spec().UntrustedOutput
+	if t == nil {
+		return false
+	}
+	s := t.Spec()
+	return s.UntrustedOutput || s.Steers
 }

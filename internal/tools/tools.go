@@ -89,6 +89,10 @@ type Spec struct {
 	// read-only or not. Once a turn has read untrusted output, policy gates
 	// every egress or non-read-only tool (internal/taint).
 	Egress bool
+	// Steers marks tools whose output is instructions the model is meant
+	// to follow (a skill's body): not wrapped as data, but a run taints
+	// the turn like an untrusted read, since its author is not the user.
+	Steers bool
 	// MaxResult overrides DefaultMaxResult (characters).
 	MaxResult int
 	// PathArgs names the top-level string arguments that are filesystem
