@@ -233,6 +233,7 @@ func Cases() []Case {
 	cs = append(cs, fileCases()...)
 	cs = append(cs, pathCases()...)
 	cs = append(cs, shellCases()...)
+	cs = append(cs, shellOptionCases()...)
 	cs = append(cs, selfApprovalCases()...)
 	cs = append(cs, replayCases()...)
 	cs = append(cs, widenCases()...)

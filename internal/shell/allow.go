@@ -82,7 +82,7 @@ var allowed = map[string]program{
 	"ls": {opts: opts(helpVersion(), []option{
 		flag('a', "all"), flag('A', "almost-all"), flag(0, "author"), flag('b', "escape"), val(0, "block-size"),
 		flag('B', "ignore-backups"), flag('c'), flag('C'), optval(0, "color", "colour").oneOf("always", "yes", "force", "never", "no", "none", "auto", "tty", "if-tty"),
-		flag('d', "directory"), flag('D', "dired"), flag('f'), optval('F', "classify").oneOf("always", "yes", "force", "never", "no", "none", "auto", "tty", "if-tty"),
+		flag('d', "directory"), flag('D', "dired"), flag('f'), flag('F'), optval(0, "classify").oneOf("always", "yes", "force", "never", "no", "none", "auto", "tty", "if-tty"),
 		flag(0, "file-type"), val(0, "format").oneOf("verbose", "long", "commas", "horizontal", "across", "vertical", "single-column"),
 		flag(0, "full-time"), flag('g'), flag(0, "group-directories-first"), flag('G', "no-group"), flag('h', "human-readable"),
 		flag(0, "si"), flag('H', "dereference-command-line"), flag(0, "dereference-command-line-symlink-to-dir"),
@@ -134,7 +134,7 @@ var allowed = map[string]program{
 		val('b', "bytes"), val('c', "characters"), val('d', "delimiter"), val('f', "fields"), flag('n'),
 		flag(0, "complement"), flag('s', "only-delimited"), val(0, "output-delimiter"), flag('z', "zero-terminated"),
 	})},
-	"tr": {pattern: true, opts: opts(helpVersion(), []option{
+	"tr": {pattern: true, stopAtOperand: true, opts: opts(helpVersion(), []option{
 		flag('c', "complement"), flag('C'), flag('d', "delete"), flag('s', "squeeze-repeats"), flag('t', "truncate-set1"),
 	})},
 	"grep":  {pattern: true, opts: grepOptions},
@@ -226,7 +226,7 @@ var allowed = map[string]program{
 		optval(0, "color").oneOf("never", "always", "auto"), val(0, "palette"), flag(0, "binary"), flag('h'),
 		deny(whyUnused, 0, "sdiff-merge-assist"),
 	})},
-	"basename": {opts: opts(helpVersion(), []option{flag('a', "multiple"), val('s', "suffix"), flag('z', "zero")})},
+	"basename": {stopAtOperand: true, opts: opts(helpVersion(), []option{flag('a', "multiple"), val('s', "suffix"), flag('z', "zero")})},
 	"dirname":  {opts: opts(helpVersion(), []option{flag('z', "zero")})},
 	"realpath": {opts: opts(helpVersion(), []option{
 		flag('e', "canonicalize-existing"), flag('m', "canonicalize-missing"), flag('L', "logical"), flag('P', "physical"),

@@ -236,6 +236,9 @@ func TestParseOptions(t *testing.T) {
 		{line: "echo -n -e x -n", args: []string{"-n", "-e", "x", "-n"}, operands: []string{"x", "-n"}},
 		{line: "od -w16 -An f", args: []string{"-w16", "-An", "f"}, operands: []string{"f"}},
 		{line: "date -Isec", args: []string{"-Iseconds"}},
+		{line: "ls -Fla x", args: []string{"-Fla", "x"}, operands: []string{"x"}},
+		{line: "ls --classify=al x", args: []string{"--classify=always", "x"}, operands: []string{"x"}},
+		{line: "tr a -d", args: []string{"a", "-d"}, operands: []string{"a", "-d"}},
 	}
 	for _, c := range cases {
 		words := strings.Fields(c.line)
