@@ -24,7 +24,8 @@ func (t *runTool) Spec() tools.Spec {
 		Name: "shell_run",
 		Description: "Run a read-only command line such as `grep -ril invoice ~/Documents | head -20` or `find ~/Downloads -size +100M`. " +
 			"It is parsed, not given to a shell: only allow-listed programs (" + strings.Join(sortedAllowed(), ", ") + "), pipes with |, quotes, ~ and globs inside the allowed folders, " +
-			"and redirection to /dev/null. No $(…), backticks, $VARS, ;, &&, || or file output. Paths pass the sensitive-path policy.",
+			"and redirection to /dev/null. No $(…), backticks, $VARS, ;, &&, || or file output. Each program accepts a known set of options " +
+			"(a refusal lists them; options that write, run programs or follow links are refused). Paths pass the sensitive-path policy.",
 		Schema: json.RawMessage(`{"type":"object","properties":{"command":{"type":"string","minLength":1,"maxLength":4096,"description":"The command line"}},"required":["command"],"additionalProperties":false}`),
 		Risk:   tools.RiskLow, ReadOnly: true, UntrustedOutput: true, MaxResult: 80_000,
 	}
