@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/hestia-dev/hestia/internal/authority"
 	"os"
 	"path/filepath"
 	"strings"
@@ -137,8 +138,17 @@ func saveAttachmentProbe(ex string) func(ctx context.Context, sb *Sandbox) []str
 		}
 		if chk.Result.Decision != policy.Deny || chk.Result.Source != policy.SourcePathPolicy {
 			// The folder is ordinary; the place is in the attachment's name.
-			t, _ := reg.Get("mail_save_attachment")
-			out, err := t.Run(ctx, tools.Call{Args: chk.Args})
+			// The user trusts the tool (a rule), so the call runs through
+			// the authority without a card, as the worst case.
+			if _, err := sb.Policy.Rules().Create(ctx, policy.Rule{Tool: "mail_save_attachment", Decision: policy.Allow, Priority: 1000, Note: "user trusts it"}); err != nil {
+				return []string{err.Error()}
+			}
+			res := authority.New(authority.Deps{Tools: reg, Policy: sb.Policy, Paths: sb.PathPol, Approvals: sb.Broker, Audit: sb.audit}).
+				Invoke(ctx, authority.Origin{Kind: authority.Chat, ChatID: sb.ChatID}, authority.Call{Tool: "mail_save_attachment", Args: string(chk.Args)})
+			out, err := res.Result, res.Err
+			if !res.Ran && err == nil {
+				out = tools.Result{IsError: true, Content: res.Decision}
+			}
 			switch {
 			case err != nil:
 				problems = append(problems, "running mail_save_attachment: "+err.Error())

@@ -13,6 +13,9 @@ import (
 // touch (internal/pathpolicy implements it).
 type PathResolver interface {
 	ResolveForWrite(path string) (string, error)
+	// Resolve is the read check: a read-only tool's path is refused only
+	// where reading is (a place where written files run code may be read).
+	Resolve(path string) (string, error)
 	Expand(path string) (string, error)
 }
 
@@ -80,6 +83,11 @@ func resolvePaths(paths PathResolver, spec tools.Spec, args json.RawMessage) ([]
 	out := make([]string, 0, len(vals))
 	for _, v := range vals {
 		r, err := paths.ResolveForWrite(v)
+		if err != nil && spec.ReadOnly && errors.Is(err, pathpolicy.ErrExecutes) {
+			// Reading a place where written files run code is fine
+			// (~/.gitconfig, ~/.local/bin) unless reading is refused too.
+			r, err = paths.Resolve(v)
+		}
 		if err != nil && refused == nil && (errors.Is(err, pathpolicy.ErrSensitive) || errors.Is(err, pathpolicy.ErrOutsideRoots)) {
 			refused = err
 		}
