@@ -267,3 +267,16 @@ func TestParseOptionsBadInput(t *testing.T) {
 		}
 	}
 }
+
+// TestDiffRecursiveKeepsLinks: diff -r follows links it meets inside the
+// folders, which the walk does not; with -N it printed a linked key in
+// full. Without a sandbox to hide the key, only --no-dereference stops it.
+func TestDiffRecursiveKeepsLinks(t *testing.T) {
+	t.Parallel()
+	r, _ := newRunner(t)
+	r.Sandbox = nil
+	out, _ := run(t, r, "diff -rN Documents Downloads")
+	if strings.Contains(out, "PRIVATE KEY MATERIAL") || !strings.Contains(out, "ssh-link") {
+		t.Fatalf("%s", out)
+	}
+}
