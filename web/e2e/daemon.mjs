@@ -406,7 +406,7 @@ export async function runDaemon(browser) {
 
       await test('daemon: works in a phone-sized viewport', async () => {
         const chatURL = page.url();
-        const phone = await newPage(browser, { viewport: viewports.phone, mobile: true });
+        const phone = await newPage(browser, { viewport: viewports.phone, mobile: true, token: daemon.token() });
         try {
           await phone.page.goto(chatURL);
           await phone.page.getByText('Back again.').waitFor();
