@@ -105,6 +105,13 @@ export interface ApprovalRequest {
   choices?: string[];
   /** Untrusted content this turn read before the call was proposed. */
   tainted_by?: TaintSource[];
+  /**
+   * What started the call when it is not the chat the card is shown in
+   * ("watch 3 (train 9612)", "Action Center item 12: …", "MCP client …").
+   */
+  origin?: string;
+  /** The user's pre-approval the call matched, which could not lift this gate. */
+  grant?: string;
   created_at: string;
   expires_at?: string;
 }

@@ -6,6 +6,7 @@ import { useEffect, useMemo, useState } from 'preact/hooks';
 import { ApiError } from '../api/client';
 import type { ApprovalDecision, ApprovalRequest } from '../api/types';
 import { useApp } from '../context';
+import { visible } from '../lib/args';
 import { json, prettyTool } from '../lib/format';
 import { buildArgs, fieldsOf, initialForm, type FormState } from '../lib/schema';
 import { taintLabels } from '../lib/taint';
@@ -58,9 +59,20 @@ export function ApprovalCard({ req }: { req: ApprovalRequest }) {
         </div>
         <span class={`risk risk-${risk}`}>{risk} risk</span>
       </header>
+      {req.origin && (
+        <p class="origin" aria-label="Requested by">
+          <strong>Requested by:</strong> {visible(req.origin)}
+        </p>
+      )}
       {req.preview && <p class="preview">{req.preview}</p>}
       {req.diff && <DiffView diff={req.diff} />}
-      <Tainted labels={taintLabels(req.tainted_by)} />
+      <Tainted labels={taintLabels(req.tainted_by)} elsewhere={!!req.origin} />
+      {req.grant && (
+        <p class="grant" aria-label="Pre-approval">
+          <strong>Your pre-approval:</strong> <code class="mono">{visible(req.grant)}</code> matched this call but cannot run it
+          without asking (see why below).
+        </p>
+      )}
       {req.reason && <p class="reason muted">{req.reason}</p>}
       <Expires at={req.expires_at} />
 
@@ -165,16 +177,18 @@ export function ApprovalCard({ req }: { req: ApprovalRequest }) {
 
 /**
  * The warning on a card whose turn read untrusted content (mail, documents,
- * web pages): that content may be what steered the model, which is why the
- * call is gated even where a rule or temporary mode would allow it.
+ * web pages), or whose call descends from it (a plan made from mail, a
+ * watch message quoting outside text): that content may be what steered
+ * the model, which is why the call is gated even where a rule or temporary
+ * mode would allow it.
  */
-function Tainted({ labels }: { labels: string[] }) {
+function Tainted({ labels, elsewhere }: { labels: string[]; elsewhere: boolean }) {
   if (labels.length === 0) return null;
   return (
     <div class="tainted" role="note" aria-label="Untrusted content">
       <Alert size={16} />
       <div>
-        <strong>This turn read untrusted content: </strong>
+        <strong>{elsewhere ? 'This call comes from untrusted content: ' : 'This turn read untrusted content: '}</strong>
         {labels.map((l, i) => (
           <>
             {i > 0 && ', '}

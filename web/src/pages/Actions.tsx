@@ -1,6 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { actionsApi, pushApi, urlB64ToBytes, type ActionItem, type ActionSettings } from '../api/background';
 import { ApiError } from '../api/client';
+import { ArgList } from '../components/ArgList';
 import { useApp } from '../context';
 import { Failure, PageHeader } from './common';
 import '../styles/background.css';
@@ -90,13 +91,20 @@ export function ActionsPage() {
                 </p>
               )}
               <ol class="bg-steps">
-                {it.steps.map((s) => (
-                  <li>
+                {it.steps.map((s, i) => (
+                  <li key={i}>
                     {s.title} {s.tool && <code>{s.tool}</code>} {s.manual && <span class="muted small">(you)</span>}
                     {s.state && s.state !== 'pending' && <span class="bg-badge">{s.state.replace('_', ' ')}</span>}
+                    {s.tool && <ArgList args={s.args ?? {}} label={`Arguments of step ${i + 1}: ${s.tool}`} />}
                   </li>
                 ))}
               </ol>
+              {it.steps.some((s) => s.tool) && (
+                <p class="muted small">
+                  Planned from mail, which anyone can send: check each step's arguments. A step that sends or writes still asks you
+                  before it runs.
+                </p>
+              )}
               {(it.state === 'new' || it.state === 'read') && (
                 <div class="bg-row">
                   {it.steps.some((s) => s.tool) && (
