@@ -248,6 +248,7 @@ func Cases() []Case {
 	cs = append(cs, ssrfCases()...)
 	cs = append(cs, pairingCases()...)
 	cs = append(cs, execPathCases()...)
+	cs = append(cs, grantScopeCases()...)
 	return cs
 }
 
