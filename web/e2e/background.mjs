@@ -1,6 +1,6 @@
 // Browser tests of the Jobs and Action Center pages against the fixture
-// daemon (their routes answered here with page.route): lists render, Run
-// now and Dismiss call the API, a malformed cron shows the daemon's error
+// daemon (their routes answered here with page.route): lists render, an
+// Action Center step shows its full arguments, Run now and Dismiss call the API, a malformed cron shows the daemon's error
 // naming the field, and nothing scrolls sideways on a phone.
 import { startFixtures } from './fixtures.mjs';
 import { assert, newPage, shot, test, viewports } from './lib.mjs';
@@ -17,7 +17,9 @@ const jobs = [
 const actions = [
   { id: 3, kind: 'scheduling', priority: 'high', deadline: '2026-03-10T17:00:00Z', summary: 'Ann asks whether Tuesday or Wednesday works for the installer.', confidence: 0.9,
     context: { subject: 'Re: Solar installer', from: 'Ann <ann@example.org>', messages: 2 }, state: 'new', updated_at: iso(now),
-    steps: [{ title: 'Reply that Tuesday works', tool: 'mail_reply', state: 'awaiting_approval' }, { title: 'Add the visit to the calendar', manual: true, state: 'pending' }] },
+    steps: [{ title: 'Reply that Tuesday works', tool: 'mail_reply', state: 'awaiting_approval',
+      args: { message_id: 41, body: 'Hi Ann,\nTuesday works. The booking page is https://installer.example.org/bookings/confirm?ref=ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789abcdefghijklmnopqrstuvwxyz', cc: ['bob@example.org'] } },
+      { title: 'Add the visit to the calendar', manual: true, state: 'pending' }] },
   { id: 2, kind: 'review', priority: 'normal', summary: 'The contract draft from Bob needs a read before Friday.', confidence: 0.7, state: 'read', updated_at: iso(now - 3600e3),
     steps: [{ title: 'Read the draft', manual: true }] },
 ];
@@ -142,6 +144,10 @@ export async function runBackgroundShots(browser) {
           await page.getByText('Ann asks whether Tuesday or Wednesday works for the installer.').waitFor();
           await page.getByRole('tab', { name: 'Open (2)' }).waitFor();
           await page.getByText('awaiting approval').waitFor();
+          // Each tool step shows its full arguments before Execute.
+          const args = page.getByLabel('Arguments of step 1: mail_reply');
+          await args.getByText(/ref=ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789abcdefghijklmnopqrstuvwxyz/).waitFor();
+          assert((await args.textContent()).includes('bob@example.org'), 'the cc argument is not shown');
           await shot(page, `${mode.name}-actions`);
           await page.getByRole('button', { name: 'Dismiss' }).first().click();
           await page.getByText('Dismissed.').waitFor();
