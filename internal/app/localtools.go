@@ -2,18 +2,19 @@ package app
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
 	"time"
 
+	"github.com/hestia-dev/hestia/internal/authority"
 	"github.com/hestia-dev/hestia/internal/docs"
 	"github.com/hestia-dev/hestia/internal/doctor"
 	"github.com/hestia-dev/hestia/internal/fetch"
 	"github.com/hestia-dev/hestia/internal/files"
 	"github.com/hestia-dev/hestia/internal/llm"
 	"github.com/hestia-dev/hestia/internal/pathpolicy"
+	"github.com/hestia-dev/hestia/internal/policy"
 	"github.com/hestia-dev/hestia/internal/sandbox"
 	"github.com/hestia-dev/hestia/internal/shell"
 	"github.com/hestia-dev/hestia/internal/tools"
@@ -124,7 +125,9 @@ func (a *App) ShellCheck(exe string) (doctor.Check, error) {
 // binary as `sandbox-exec --worker`), or this binary's `sandbox-exec`
 // helper (Landlock, rlimits).
 func ShellSandbox(exe string) *sandbox.Sandbox {
-	return &sandbox.Sandbox{Helper: []string{exe, "sandbox-exec"}}
+	// Cgroups: each call's memory and processes bounded together, and
+	// what it leaves behind killed, where a cgroup v2 can be written.
+	return &sandbox.Sandbox{Helper: []string{exe, "sandbox-exec"}, Cgroups: true}
 }
 
 // SandboxCheck reports which confinement the shell tools get here, and
@@ -150,7 +153,22 @@ func SandboxCheck(sh *shell.Runner) doctor.Check {
 			args string
 		}{{tl[0], `{"command":"true"}`}, {tl[1], `{"argv":["true"]}`}} {
 			name := c.tool.Spec().Name
-			res, err := c.tool.Run(ctx, tools.Call{Args: json.RawMessage(c.args)})
+			// The daemon's own fixed check, through the one path like every
+			// call: threshold high, nobody asked.
+			reg := tools.NewRegistry()
+			if err := reg.Register(c.tool); err != nil {
+				return doctor.Fail, err.Error()
+			}
+			engine, err := policy.New(policy.Config{AutoApprove: policy.ThresholdHigh}, nil, policy.NewModes(nil), nil)
+			if err != nil {
+				return doctor.Fail, err.Error()
+			}
+			out := authority.New(authority.Deps{Tools: reg, Policy: engine}).
+				Invoke(ctx, authority.Origin{Kind: authority.CLI, Label: "hestia doctor", Ask: authority.Refuse}, authority.Call{Tool: name, Args: c.args})
+			res, err := out.Result, out.Err
+			if !out.Ran && err == nil {
+				err = fmt.Errorf("not run (%s): %s", out.Decision, out.Policy.Reason)
+			}
 			switch {
 			case err != nil:
 				return doctor.Fail, fmt.Sprintf("%s; %s cannot run a program: %v", st, name, err)
