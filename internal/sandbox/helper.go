@@ -39,6 +39,18 @@ func Main(args []string, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "--worker" {
 		return serveWorker(args[1:], stderr)
 	}
+	if len(args) > 3 && args[0] == "--join" && args[2] == "--" {
+		// `--join CGROUP -- bwrap …`: bubblewrap started inside the
+		// call's cgroup, with this environment (already clean).
+		if err := joinCgroup(args[1]); err != nil {
+			return fail("%v", err)
+		}
+		if !filepath.IsAbs(args[3]) {
+			return fail("program %q must be an absolute path", args[3])
+		}
+		err := syscall.Exec(args[3], args[3:], os.Environ())
+		return fail("starting %s: %v", args[3], err)
+	}
 	if len(args) < 4 || args[0] != "--spec" || args[2] != "--" {
 		return fail("usage: sandbox-exec --spec JSON -- PROGRAM [ARGS…]")
 	}
@@ -56,6 +68,18 @@ func Main(args []string, stderr io.Writer) int {
 	env := CleanEnv(os.Environ())
 	if hs.Tmp != "" {
 		env = append(env, "TMPDIR="+hs.Tmp)
+	}
+	if hs.Cgroup != "" {
+		if err := joinCgroup(hs.Cgroup); err != nil {
+			return fail("%v", err)
+		}
+	}
+	if hs.Tmp != "" && os.Getuid() == 0 {
+		// Root can give the temp folder a size: a tmpfs in a mount
+		// namespace of this thread's own, which exec carries over.
+		if err := mountTmp(hs.Tmp, hs.Limits.withDefaults().TmpBytes); err != nil {
+			return fail("capping the temp folder: %v", err)
+		}
 	}
 	if err := setLimits(hs.Limits.withDefaults()); err != nil {
 		return fail("setting limits: %v", err)

@@ -191,3 +191,20 @@ func setProcLimit(n uint64) error {
 	}
 	return lower(unix.RLIMIT_NPROC, count+n)
 }
+
+// mountTmp mounts a tmpfs of size bytes on dir in a new mount namespace
+// of the calling thread (locked to it; the program executed from it keeps
+// the namespace), after making every mount private so nothing propagates
+// back to the host.
+func mountTmp(dir string, size uint64) error {
+	if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
+		return fmt.Errorf("new mount namespace: %w", err)
+	}
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("making mounts private: %w", err)
+	}
+	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, fmt.Sprintf("size=%d,mode=0700", size)); err != nil {
+		return fmt.Errorf("mounting a tmpfs on %s: %w", dir, err)
+	}
+	return nil
+}

@@ -32,6 +32,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -55,6 +57,11 @@ type Limits struct {
 	FileBytes   uint64 `json:"fsize,omitempty"`
 	OpenFiles   uint64 `json:"nofile,omitempty"`
 	Procs       uint64 `json:"nproc,omitempty"`
+	// CallMemoryBytes bounds the memory of everything one call starts,
+	// together (a cgroup's memory.max); MemoryBytes is per process.
+	CallMemoryBytes uint64 `json:"callmem,omitempty"`
+	// TmpBytes bounds the private temporary folder (a sized tmpfs).
+	TmpBytes uint64 `json:"tmp,omitempty"`
 }
 
 func (l Limits) withDefaults() Limits {
@@ -72,6 +79,12 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.Procs == 0 {
 		l.Procs = 128
+	}
+	if l.CallMemoryBytes == 0 {
+		l.CallMemoryBytes = 1 << 30
+	}
+	if l.TmpBytes == 0 {
+		l.TmpBytes = 256 << 20
 	}
 	return l
 }
@@ -101,13 +114,19 @@ type Status struct {
 	Mode   Mode
 	Detail string // what it enforces
 	Why    string // why a stronger mechanism is unavailable; empty for bubblewrap
+	Limits string // which resource limits really bind, and how
 }
 
 func (s Status) String() string {
-	if s.Why == "" {
-		return fmt.Sprintf("%s (%s)", s.Mode, s.Detail)
+	out := fmt.Sprintf("%s (%s", s.Mode, s.Detail)
+	if s.Why != "" {
+		out += "; " + s.Why
 	}
-	return fmt.Sprintf("%s (%s; %s)", s.Mode, s.Detail, s.Why)
+	out += ")"
+	if s.Limits != "" {
+		out += "; limits: " + s.Limits
+	}
+	return out
 }
 
 // Sandbox wraps commands in the best mechanism this machine offers. The
@@ -129,8 +148,14 @@ type Sandbox struct {
 	NoWorker bool
 	// WorkerIdle is how long an unused worker is kept (default a minute).
 	WorkerIdle time.Duration
+	// Cgroups puts each call (and each worker) in a cgroup of its own
+	// under this process's, bounding its memory and processes together
+	// and killing what it leaves behind (see cgroup_linux.go). It may
+	// move this process into a leaf cgroup, so only the daemon sets it.
+	Cgroups bool
 
 	workers pool
+	cg      *cgroups // nil without Cgroups
 
 	once   sync.Once
 	status Status
@@ -165,6 +190,67 @@ func (s *Sandbox) Status(ctx context.Context) Status {
 }
 
 func (s *Sandbox) detect(ctx context.Context) Status {
+	st := s.detectMode(ctx)
+	st.Limits = s.limitsInForce(st.Mode)
+	return st
+}
+
+// limitsInForce says which limits really bind under mode, for doctor and
+// the tests.
+func (s *Sandbox) limitsInForce(m Mode) string {
+	if m == None {
+		return "no limits"
+	}
+	l := Limits{}.withDefaults()
+	var out []string
+	cg := s.cg
+	if cg == nil {
+		cg = &cgroups{why: "per-call cgroups are off"}
+	}
+	joins := cg.dir != "" && (m != Bubblewrap || len(s.Helper) > 0)
+	if joins && cg.memory {
+		out = append(out, fmt.Sprintf("memory %s per call (cgroup)", size(l.CallMemoryBytes)))
+	} else {
+		out = append(out, fmt.Sprintf("no memory cap per call, only %s of address space per process (rlimit; %s)", size(l.MemoryBytes), cg.why))
+	}
+	switch {
+	case joins && cg.pid:
+		out = append(out, fmt.Sprintf("processes %d (cgroup)", l.Procs))
+	case os.Getuid() == 0:
+		out = append(out, "processes not limited (root is exempt from RLIMIT_NPROC)")
+	default:
+		out = append(out, fmt.Sprintf("processes %d more (RLIMIT_NPROC, counted per user)", l.Procs))
+	}
+	switch {
+	case m == Bubblewrap:
+		out = append(out, fmt.Sprintf("tmp %s (tmpfs)", size(l.TmpBytes)))
+	case os.Getuid() == 0 && runtime.GOOS == "linux":
+		out = append(out, fmt.Sprintf("tmp %s (tmpfs in a mount namespace)", size(l.TmpBytes)))
+	default:
+		out = append(out, fmt.Sprintf("tmp not capped (only %s per file)", size(l.FileBytes)))
+	}
+	switch {
+	case m == Bubblewrap:
+		out = append(out, "descendants killed (pid namespace)")
+	case joins:
+		out = append(out, "descendants killed (cgroup)")
+	default:
+		out = append(out, "descendants not killed: a program's background children may outlive the call")
+	}
+	return strings.Join(out, ", ")
+}
+
+func size(n uint64) string {
+	if n >= 1<<30 && n%(1<<30) == 0 {
+		return fmt.Sprintf("%d GiB", n>>30)
+	}
+	return fmt.Sprintf("%d MiB", n>>20)
+}
+
+func (s *Sandbox) detectMode(ctx context.Context) Status {
+	if s.Cgroups {
+		s.cg = detectCgroups()
+	}
 	var why []string
 	trueBin := findBin("true")
 	if s.Bwrap != "-" {
@@ -184,7 +270,7 @@ func (s *Sandbox) detect(ctx context.Context) Status {
 			if err := s.trial(ctx, Bubblewrap, trueBin); err != nil {
 				why = append(why, fmt.Sprintf("bubblewrap does not run here (%v; unprivileged user namespaces may be off)", err))
 			} else {
-				return Status{Mode: Bubblewrap, Detail: "namespaces: read-only system and roots, credentials hidden, private /tmp, no network for shell_run, rlimits"}
+				return Status{Mode: Bubblewrap, Detail: "namespaces: read-only system and roots, credentials hidden, private /tmp, no network unless granted, rlimits"}
 			}
 		}
 	} else {
@@ -273,20 +359,38 @@ func (s *Sandbox) wrap(m Mode, spec Spec, argv []string) ([]string, func(), erro
 	}
 	switch m {
 	case Bubblewrap:
-		return s.bwrapArgs(spec, argv), nothing, nil
+		out := s.bwrapArgs(spec, argv)
+		if len(s.Helper) == 0 {
+			return out, nothing, nil
+		}
+		// The helper joins the call's cgroup and executes bubblewrap.
+		cg, done, err := s.cg.make(spec.Limits)
+		if err != nil || cg == "" {
+			return out, nothing, err
+		}
+		return append(append(append([]string(nil), s.Helper...), "--join", cg, "--"), out...), done, nil
 	case Landlock, RlimitOnly:
 		tmp, err := os.MkdirTemp("", "hestia-sh-")
 		if err != nil {
 			return nil, nothing, fmt.Errorf("%w: private temp folder: %w", ErrSetup, err)
 		}
 		spec.Tmp = tmp
-		js, err := json.Marshal(helperSpec{Mode: m, Spec: spec})
+		cg, done, err := s.cg.make(spec.Limits)
 		if err != nil {
 			os.RemoveAll(tmp)
+			return nil, nothing, err
+		}
+		cleanup := func() {
+			done() // first: a program still running could hold tmp
+			os.RemoveAll(tmp)
+		}
+		js, err := json.Marshal(helperSpec{Mode: m, Spec: spec, Cgroup: cg})
+		if err != nil {
+			cleanup()
 			return nil, nothing, fmt.Errorf("%w: %w", ErrSetup, err)
 		}
 		out := append(append([]string(nil), s.Helper...), "--spec", string(js), "--")
-		return append(out, argv...), func() { os.RemoveAll(tmp) }, nil
+		return append(out, argv...), cleanup, nil
 	default:
 		return argv, nothing, nil
 	}
@@ -316,6 +420,8 @@ func normalize(spec Spec) (Spec, error) {
 type helperSpec struct {
 	Mode Mode `json:"mode"`
 	Spec
+	// Cgroup is the call's cgroup, which the helper joins first.
+	Cgroup string `json:"cgroup,omitempty"`
 }
 
 // systemRead are the folders programs need to start (libraries, locale,
@@ -364,7 +470,7 @@ func (s *Sandbox) bwrapMounts(spec Spec) []string {
 	for _, d := range systemRead {
 		a = append(a, "--ro-bind-try", d, d)
 	}
-	a = append(a, "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp")
+	a = append(a, "--proc", "/proc", "--dev", "/dev", "--size", strconv.FormatUint(spec.Limits.withDefaults().TmpBytes, 10), "--tmpfs", "/tmp")
 	for _, r := range spec.Read {
 		a = append(a, "--ro-bind-try", r, r)
 	}

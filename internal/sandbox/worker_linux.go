@@ -76,6 +76,7 @@ type worker struct {
 	done     chan struct{} // closed once the connection is gone
 	started  chan struct{} // closed once the start is over, either way
 	stderr   *tailbuf.Buffer
+	cgDone   func() // removes the worker's cgroup once it has ended
 	seq      uint64 // used only by the caller holding the worker
 	retire   bool   // likewise
 
@@ -338,7 +339,7 @@ func (s *Sandbox) launch(spec Spec, js []byte, key, sum string) (<-chan struct{}
 		case p.closed:
 			p.remove(w)
 			w.kill()
-			go w.cmd.Wait()
+			go func() { w.cmd.Wait(); w.cgDone() }()
 		default:
 			p.failedAt = time.Time{}
 			w.ready = true
@@ -384,6 +385,24 @@ func (s *Sandbox) startWorker(w *worker, spec Spec, js []byte) error {
 	args = append(args, s.Helper[1:]...)
 	args = append(args, "--worker", string(js))
 	cmd := exec.Command(args[0], args[1:]...)
+	// The worker serves one call at a time, so its cgroup bounds each
+	// call's memory and processes as a one-shot call's does.
+	cg, cgDone, err := s.cg.make(spec.Limits)
+	if err != nil {
+		w.conn.Close()
+		return err
+	}
+	w.cgDone = cgDone
+	if cg != "" {
+		d, err := os.Open(cg)
+		if err != nil {
+			w.conn.Close()
+			cgDone()
+			return fmt.Errorf("%w: opening the worker's cgroup: %w", ErrSetup, err)
+		}
+		defer d.Close()
+		cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: int(d.Fd())}
+	}
 	cmd.ExtraFiles = []*os.File{remote, exe} // workerConnFD, workerExeFD
 	cmd.Env = []string{"PATH=/usr/bin:/bin"}
 	cmd.Stderr = w.stderr
@@ -394,6 +413,7 @@ func (s *Sandbox) startWorker(w *worker, spec Spec, js []byte) error {
 	exe.Close()
 	if err != nil {
 		w.conn.Close()
+		cgDone()
 		return fmt.Errorf("starting the worker: %w", err)
 	}
 	w.cmd = cmd
@@ -407,6 +427,7 @@ func (s *Sandbox) startWorker(w *worker, spec Spec, js []byte) error {
 		cmd.Process.Kill()
 		w.conn.Close()
 		cmd.Wait()
+		cgDone()
 		return fmt.Errorf("the worker did not start (%v): %s", err, w.stderr.String())
 	}
 	return nil
@@ -450,6 +471,7 @@ func (w *worker) readLoop(p *pool) {
 	close(w.done)
 	w.stop()
 	w.cmd.Wait()
+	w.cgDone()
 	p.drop(w)
 }
 
