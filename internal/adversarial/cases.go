@@ -249,6 +249,7 @@ func Cases() []Case {
 	cs = append(cs, pairingCases()...)
 	cs = append(cs, execPathCases()...)
 	cs = append(cs, grantScopeCases()...)
+	cs = append(cs, bwrapCases()...)
 	return cs
 }
 
