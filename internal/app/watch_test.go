@@ -89,17 +89,13 @@ const e2eTrainRef = "S01700/9544/1767571200000"
 
 // TestTrainWatchSendsOneGrantedMail is the end-to-end watch story: a chat
 // creates an agent watch on a train (the user approves its grant), the
-// recorded ViaggiaTreno answers are replayed, the arrival makes the model
-// send exactly one mail to the exact recipient through a real SMTP server,
-// a repeat and a send to another recipient are refused, and a restart
+// recorded ViaggiaTreno answers are replayed, and the arrival makes the
+// model send to the exact recipient. mail_send is high risk, so the grant
+// cannot pre-approve it: the send waits for a card naming the watch, and
+// approved it goes through a real SMTP server once; a repeat asks nothing
+// new, a send to another recipient waits as a held call, and a restart
 // replaying everything sends nothing more.
 func TestTrainWatchSendsOneGrantedMail(t *testing.T) {
-	// Issue 29 made grants pre-approvals that cannot lift the high-risk
-	// floor: this watch's granted mail_send now waits for a card (covered
-	// by watch.TestGrantNeverLoosensDenyOrHighRisk and the origin matrix).
-	// The rest of this end-to-end script (held out-of-grant sends, their
-	// ordering) still assumes the old bypass and is being rewritten.
-	t.Skip("being rewritten for grants that cannot lift the high-risk floor (issue 29)")
 	t.Parallel()
 	var mu sync.Mutex
 	fixture := "1.json"
@@ -367,8 +363,18 @@ func TestTrainWatchSendsOneGrantedMail(t *testing.T) {
 			t.Fatalf("the approved held send did not reach SMTP (%d messages)", n)
 		}
 	}
+	// Two held calls, both sent once: Ann's (the grant could not pre-approve
+	// a high-risk send, so it waited for its card) and the outside one.
 	var held []heldcall.Call
-	for deadline := time.Now().Add(20 * time.Second); len(held) != 1 || held[0].State != heldcall.StateDone; time.Sleep(20 * time.Millisecond) {
+	allDone := func() bool {
+		for _, c := range held {
+			if c.State != heldcall.StateDone {
+				return false
+			}
+		}
+		return len(held) == 2
+	}
+	for deadline := time.Now().Add(20 * time.Second); !allDone(); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("held calls %+v", held)
 		}
