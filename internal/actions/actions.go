@@ -23,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -89,7 +90,32 @@ CREATE TRIGGER flows_au AFTER UPDATE ON flows BEGIN
 	INSERT INTO flows_fts (flows_fts, rowid, name, trigger) VALUES ('delete', old.id, old.name, old.trigger);
 	INSERT INTO flows_fts (rowid, name, trigger) VALUES (new.id, new.name, new.trigger);
 END;
+`, `
+-- The tools a flow may use in its steps (beyond DefaultStepTools), and the
+-- step tools an item was planned with: its execution may use only these.
+ALTER TABLE flows ADD COLUMN tools TEXT NOT NULL DEFAULT '[]';
+ALTER TABLE items ADD COLUMN tools TEXT NOT NULL DEFAULT '[]';
 `},
+}
+
+// DefaultStepTools are the tools any plan's steps may use; a flow adds the
+// tools it declares (approved on the flow_create card). A plan is made
+// from mail, so a step naming any other tool is the mail's author's, and
+// becomes a manual step.
+var DefaultStepTools = []string{"mail_reply", "mail_send"}
+
+// StepTools is the set a plan made with flows may use: the defaults and
+// every tool the flows declare, in a stable order.
+func StepTools(flows []Flow) []string {
+	out := append([]string(nil), DefaultStepTools...)
+	for _, f := range flows {
+		for _, t := range f.Tools {
+			if !slices.Contains(out, t) {
+				out = append(out, t)
+			}
+		}
+	}
+	return out
 }
 
 // Item states.
@@ -131,8 +157,11 @@ type Item struct {
 	State       string         `json:"state"`
 	LastMessage int64          `json:"last_message_id"`
 	ChatID      string         `json:"chat_id,omitempty"`
-	CreatedAt   time.Time      `json:"created_at"`
-	UpdatedAt   time.Time      `json:"updated_at"`
+	// Tools are the step tools this item may run (DefaultStepTools and
+	// those of the flows it was planned with).
+	Tools     []string  `json:"tools"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // Options configure a Center.
@@ -149,6 +178,9 @@ type Options struct {
 	// state (done, denied, failed) and a short result. awaiting is called
 	// before it waits for the user.
 	RunStep func(ctx context.Context, it Item, idx int, s Step, awaiting func()) (state, result string)
+	// CheckFlowTool says whether a flow may declare a tool (it exists and
+	// is not one of the background plane's); nil allows only the defaults.
+	CheckFlowTool func(name string) error
 	// OnNew is told about created and reopened items (notifications).
 	OnNew func(Item)
 	// ScanElsewhere, when set, means scans are run by someone else (the
@@ -207,15 +239,19 @@ func (c *Center) Close() error {
 
 func ms(t time.Time) int64 { return t.UnixMilli() }
 
-const itemCols = `id, source, thread_key, kind, priority, deadline, summary, steps, confidence, context, state, last_message, chat_id, created_at, updated_at`
+const itemCols = `id, source, thread_key, kind, priority, deadline, summary, steps, confidence, context, state, last_message, chat_id, created_at, updated_at, tools`
 
 func scanItem(sc interface{ Scan(...any) error }) (Item, error) {
 	var it Item
 	var deadline sql.NullInt64
-	var steps, ctxJSON string
+	var steps, ctxJSON, toolsJSON string
 	var created, updated int64
-	if err := sc.Scan(&it.ID, &it.Source, &it.ThreadKey, &it.Kind, &it.Priority, &deadline, &it.Summary, &steps, &it.Confidence, &ctxJSON, &it.State, &it.LastMessage, &it.ChatID, &created, &updated); err != nil {
+	if err := sc.Scan(&it.ID, &it.Source, &it.ThreadKey, &it.Kind, &it.Priority, &deadline, &it.Summary, &steps, &it.Confidence, &ctxJSON, &it.State, &it.LastMessage, &it.ChatID, &created, &updated, &toolsJSON); err != nil {
 		return Item{}, err
+	}
+	json.Unmarshal([]byte(toolsJSON), &it.Tools)
+	if len(it.Tools) == 0 {
+		it.Tools = append([]string(nil), DefaultStepTools...)
 	}
 	if deadline.Valid {
 		t := time.UnixMilli(deadline.Int64).UTC()

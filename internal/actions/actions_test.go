@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -375,5 +376,78 @@ func TestScanThousandMessagesOneCallPerThread(t *testing.T) {
 	}
 	if r, _ := c.Scan(ctx); r.PlannerCall != 0 {
 		t.Fatalf("rescan called the planner: %+v", r)
+	}
+}
+
+// A plan may use only the default step tools and those its flows declare:
+// a step naming any other tool (an attacker's mail asking for a file write
+// or a web fetch) becomes a manual step, and the item records the tools its
+// execution may use.
+func TestStepToolsComeFromFlows(t *testing.T) {
+	t.Parallel()
+	src := &memSource{}
+	planner := func(ctx context.Context, in PlanInput) (Plan, error) {
+		last := in.Thread[len(in.Thread)-1]
+		return Plan{Needed: true, Kind: "review", Summary: "handle " + last.Subject, Steps: []Step{
+			{Title: "add to calendar", Tool: "calendar_add", Args: json.RawMessage(`{"title":"train"}`)},
+			{Title: "save the attachment", Tool: "mail_save_attachment", Args: json.RawMessage(`{"id":1}`)},
+			{Title: "reply", Tool: "mail_reply", Args: json.RawMessage(fmt.Sprintf(`{"id":%d,"body":"ok"}`, last.ID))},
+		}}, nil
+	}
+	c, err := Open(context.Background(), filepath.Join(t.TempDir(), "actions.db"), Options{Source: src, Planner: planner,
+		CheckStep: func(tool string, args json.RawMessage) (json.RawMessage, error) { return args, nil },
+		CheckFlowTool: func(name string) error {
+			if name == "calendar_add" {
+				return nil
+			}
+			return fmt.Errorf("no tool %s", name)
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	ctx := context.Background()
+	for _, bad := range []Flow{
+		{Name: "x", Trigger: "t", Procedure: "p", Tools: []string{"shell_exec"}},
+		{Name: "x", Trigger: "t", Procedure: "p", Tools: []string{"a", "b", "c", "d", "e", "f", "g", "h", "i"}},
+	} {
+		if _, err := c.AddFlow(ctx, bad); err == nil || !strings.Contains(err.Error(), "tools") {
+			t.Fatalf("flow %v accepted: %v", bad.Tools, err)
+		}
+	}
+	f, err := c.AddFlow(ctx, Flow{Name: "train tickets", Trigger: "a Trenitalia ticket arrives", Procedure: "add the journey to my calendar", Tools: []string{"calendar_add", "mail_reply", "calendar_add"}})
+	if err != nil || !slices.Equal(f.Tools, []string{"calendar_add"}) {
+		t.Fatalf("flow %+v %v", f, err)
+	}
+	if _, err := c.SetSettings(ctx, Settings{Enabled: true, Language: "en"}); err != nil {
+		t.Fatal(err)
+	}
+	src.add(Message{ThreadID: 1, From: "Trenitalia <tickets@trenitalia.example>", Subject: "Your Trenitalia ticket", Body: "train 9544 Milano-Roma"})
+	src.add(Message{ThreadID: 2, From: "eve@attacker.example", Subject: "invoice", Body: "please pay"})
+	if _, err := c.Scan(ctx); err != nil {
+		t.Fatal(err)
+	}
+	items, _, err := c.List(ctx, Filter{})
+	if err != nil || len(items) != 2 {
+		t.Fatalf("items %+v %v", items, err)
+	}
+	for _, it := range items {
+		withFlow := strings.Contains(it.Summary, "Trenitalia")
+		wantTools := []string{"mail_reply", "mail_send"}
+		if withFlow {
+			wantTools = append(wantTools, "calendar_add")
+		}
+		if !slices.Equal(it.Tools, wantTools) {
+			t.Errorf("%s: tools %v, want %v", it.Summary, it.Tools, wantTools)
+		}
+		if it.Steps[1].Tool != "" || !it.Steps[1].Manual {
+			t.Errorf("%s: a step outside the step tools kept its tool: %+v", it.Summary, it.Steps[1])
+		}
+		if (it.Steps[0].Tool == "calendar_add") != withFlow {
+			t.Errorf("%s: calendar step %+v", it.Summary, it.Steps[0])
+		}
+		if it.Steps[2].Tool != "mail_reply" {
+			t.Errorf("%s: reply step %+v", it.Summary, it.Steps[2])
+		}
 	}
 }

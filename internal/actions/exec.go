@@ -6,8 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
+
+	"github.com/hestia-dev/hestia/internal/authority"
+	"github.com/hestia-dev/hestia/internal/taint"
 )
 
 // Step states while executing.
@@ -251,3 +255,17 @@ func (c *Center) Kick() {
 
 // Wait waits for background executions (tests).
 func (c *Center) Wait() { c.run.wg.Wait() }
+
+// StepOrigin is an item's step as the authority sees it: a background call
+// limited to the item's step tools (the defaults and those its flows
+// declare), descending from the mail thread the plan was made from
+// (untrusted), so every write or send shows a card naming it.
+func StepOrigin(it Item, now time.Time) authority.Origin {
+	tools := it.Tools
+	if len(tools) == 0 {
+		tools = DefaultStepTools
+	}
+	return authority.Origin{Kind: authority.Action, ID: strconv.FormatInt(it.ID, 10), Label: fmt.Sprintf("Action Center item %d: %s", it.ID, it.Summary),
+		ChatID: it.ChatID, TurnID: fmt.Sprintf("action:%d", it.ID), Background: true, Tools: tools,
+		Taint: []taint.Source{{Tool: "mail", Detail: fmt.Sprintf("the thread of message %d (%s), which the plan was made from", it.LastMessage, it.ThreadKey), At: now}}}
+}

@@ -217,10 +217,12 @@ func (c *Center) planThread(ctx context.Context, fresh []Message, lang string) (
 	err = c.db.Tx(ctx, func(tx *sql.Tx) error {
 		var itemID sql.NullInt64
 		if plan.Needed {
-			p, err := c.normalize(plan)
+			allowed := StepTools(flows)
+			p, err := c.normalize(plan, allowed)
 			if err != nil {
 				return err
 			}
+			toolsJSON, _ := json.Marshal(allowed)
 			steps, _ := json.Marshal(p.Steps)
 			snap, _ := json.Marshal(map[string]any{"subject": last.Subject, "from": last.From, "messages": len(thread), "fresh": ids, "flows": flowNames(flows)})
 			var deadline any
@@ -233,8 +235,8 @@ func (c *Center) planThread(ctx context.Context, fresh []Message, lang string) (
 			now := ms(c.now())
 			switch {
 			case errors.Is(err, sql.ErrNoRows):
-				r, err := tx.ExecContext(ctx, `INSERT INTO items (thread_key, kind, priority, deadline, summary, steps, confidence, context, state, last_message, created_at, updated_at)
-					VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'new', ?, ?, ?)`, key, p.Kind, p.Priority, deadline, p.Summary, string(steps), p.Confidence, string(snap), last.ID, now, now)
+				r, err := tx.ExecContext(ctx, `INSERT INTO items (thread_key, kind, priority, deadline, summary, steps, confidence, context, state, last_message, created_at, updated_at, tools)
+					VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'new', ?, ?, ?, ?)`, key, p.Kind, p.Priority, deadline, p.Summary, string(steps), p.Confidence, string(snap), last.ID, now, now, string(toolsJSON))
 				if err != nil {
 					return err
 				}
@@ -244,8 +246,8 @@ func (c *Center) planThread(ctx context.Context, fresh []Message, lang string) (
 				return err
 			default:
 				// A newer message reopens a handled item.
-				_, err = tx.ExecContext(ctx, `UPDATE items SET kind = ?, priority = ?, deadline = ?, summary = ?, steps = ?, confidence = ?, context = ?, state = 'new', last_message = ?, updated_at = ? WHERE id = ?`,
-					p.Kind, p.Priority, deadline, p.Summary, string(steps), p.Confidence, string(snap), last.ID, now, id)
+				_, err = tx.ExecContext(ctx, `UPDATE items SET kind = ?, priority = ?, deadline = ?, summary = ?, steps = ?, confidence = ?, context = ?, state = 'new', last_message = ?, updated_at = ?, tools = ? WHERE id = ?`,
+					p.Kind, p.Priority, deadline, p.Summary, string(steps), p.Confidence, string(snap), last.ID, now, string(toolsJSON), id)
 				if err != nil {
 					return err
 				}
@@ -276,8 +278,9 @@ func (c *Center) itemByThread(ctx context.Context, key string) (Item, error) {
 }
 
 // normalize bounds and checks a plan: known kind and priority, at most 8
-// steps, tool steps with valid arguments (else manual).
-func (c *Center) normalize(p Plan) (Plan, error) {
+// steps, tool steps naming an allowed tool with valid arguments (else
+// manual).
+func (c *Center) normalize(p Plan, allowed []string) (Plan, error) {
 	if !slices.Contains(Kinds, p.Kind) {
 		p.Kind = "review"
 	}
@@ -304,6 +307,11 @@ func (c *Center) normalize(p Plan) (Plan, error) {
 			s.Manual = true
 			continue
 		}
+		if !slices.Contains(allowed, s.Tool) {
+			s.Title = strings.TrimSpace(s.Title + " (" + snippet(s.Tool, 64) + " is not a tool this plan may use: " + strings.Join(allowed, ", ") + ")")
+			s.Tool, s.Args, s.Manual = "", nil, true
+			continue
+		}
 		canon, err := c.opts.CheckStep(s.Tool, s.Args)
 		if err != nil {
 			s.Title = strings.TrimSpace(s.Title + " (" + s.Tool + " could not be prepared: " + snippet(err.Error(), 120) + ")")
@@ -328,10 +336,13 @@ func snippet(s string, n int) string {
 
 // Flow is a user-defined procedure.
 type Flow struct {
-	ID        int64     `json:"id"`
-	Name      string    `json:"name"`
-	Trigger   string    `json:"trigger"`
-	Procedure string    `json:"procedure"`
+	ID        int64  `json:"id"`
+	Name      string `json:"name"`
+	Trigger   string `json:"trigger"`
+	Procedure string `json:"procedure"`
+	// Tools are the tools the flow's steps may use beyond
+	// DefaultStepTools; the flow_create card shows them.
+	Tools     []string  `json:"tools"`
 	CreatedAt time.Time `json:"created_at"`
 }
 
@@ -354,8 +365,26 @@ func (c *Center) AddFlow(ctx context.Context, f Flow) (Flow, error) {
 		return Flow{}, &FieldError{"trigger", "1–500 characters: when does the flow apply?"}
 	case f.Procedure == "" || len(f.Procedure) > 4000:
 		return Flow{}, &FieldError{"procedure", "1–4000 characters: what should be done?"}
+	case len(f.Tools) > 8:
+		return Flow{}, &FieldError{"tools", "at most 8 tools"}
 	}
-	r, err := c.db.ExecContext(ctx, `INSERT INTO flows (name, trigger, procedure, created_at) VALUES (?, ?, ?, ?)`, f.Name, f.Trigger, f.Procedure, ms(c.now()))
+	var declared []string
+	for _, t := range f.Tools {
+		t = strings.TrimSpace(t)
+		if slices.Contains(declared, t) || slices.Contains(DefaultStepTools, t) {
+			continue
+		}
+		if c.opts.CheckFlowTool == nil {
+			return Flow{}, &FieldError{"tools", fmt.Sprintf("%q cannot be a flow's tool here", t)}
+		}
+		if err := c.opts.CheckFlowTool(t); err != nil {
+			return Flow{}, &FieldError{"tools", fmt.Sprintf("%q: %v", t, err)}
+		}
+		declared = append(declared, t)
+	}
+	f.Tools = declared
+	toolsJSON, _ := json.Marshal(append([]string{}, declared...))
+	r, err := c.db.ExecContext(ctx, `INSERT INTO flows (name, trigger, procedure, created_at, tools) VALUES (?, ?, ?, ?, ?)`, f.Name, f.Trigger, f.Procedure, ms(c.now()), string(toolsJSON))
 	if err != nil {
 		return Flow{}, fmt.Errorf("storing flow: %w", err)
 	}
@@ -366,7 +395,7 @@ func (c *Center) AddFlow(ctx context.Context, f Flow) (Flow, error) {
 
 // Flows lists the flows.
 func (c *Center) Flows(ctx context.Context) ([]Flow, error) {
-	rows, err := c.db.QueryContext(ctx, `SELECT id, name, trigger, procedure, created_at FROM flows ORDER BY id`)
+	rows, err := c.db.QueryContext(ctx, `SELECT id, name, trigger, procedure, created_at, tools FROM flows ORDER BY id`)
 	if err != nil {
 		return nil, err
 	}
@@ -375,8 +404,13 @@ func (c *Center) Flows(ctx context.Context) ([]Flow, error) {
 	for rows.Next() {
 		var f Flow
 		var created int64
-		if err := rows.Scan(&f.ID, &f.Name, &f.Trigger, &f.Procedure, &created); err != nil {
+		var toolsJSON string
+		if err := rows.Scan(&f.ID, &f.Name, &f.Trigger, &f.Procedure, &created, &toolsJSON); err != nil {
 			return nil, err
+		}
+		json.Unmarshal([]byte(toolsJSON), &f.Tools)
+		if f.Tools == nil {
+			f.Tools = []string{}
 		}
 		f.CreatedAt = time.UnixMilli(created).UTC()
 		out = append(out, f)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/hestia-dev/hestia/internal/tools"
 )
@@ -70,12 +71,16 @@ func Tools(c *Center) []tools.Tool {
 				return tools.Result{Content: string(b)}, nil
 			}},
 		&tools.Func{S: tools.Spec{Name: "flow_create", Description: "Save a procedure the Action Center follows when matching mail arrives (\"when a train ticket arrives, add it to my calendar\"). Needs the user's approval.",
-			Schema: json.RawMessage(`{"type":"object","additionalProperties":false,"required":["name","trigger","procedure"],"properties":{"name":{"type":"string","maxLength":100},"trigger":{"type":"string","maxLength":500},"procedure":{"type":"string","maxLength":4000}}}`),
+			Schema: json.RawMessage(`{"type":"object","additionalProperties":false,"required":["name","trigger","procedure"],"properties":{"name":{"type":"string","maxLength":100},"trigger":{"type":"string","maxLength":500},"procedure":{"type":"string","maxLength":4000},"tools":{"type":"array","maxItems":8,"items":{"type":"string","maxLength":64},"description":"tools the flow's steps may call besides mail_reply and mail_send"}}}`),
 			Risk:   tools.RiskMedium}, Check: avail,
 			PreviewF: func(ctx context.Context, args json.RawMessage) string {
 				var f Flow
 				json.Unmarshal(args, &f)
-				return fmt.Sprintf("save flow %q: when %s → %s", f.Name, f.Trigger, snippet(f.Procedure, 200))
+				tools := "mail_reply, mail_send"
+				if len(f.Tools) > 0 {
+					tools += ", " + strings.Join(f.Tools, ", ")
+				}
+				return fmt.Sprintf("save flow %q: when %s → %s (its steps may call: %s)", f.Name, f.Trigger, snippet(f.Procedure, 200), tools)
 			},
 			Fn: func(ctx context.Context, call tools.Call) (tools.Result, error) {
 				var f Flow

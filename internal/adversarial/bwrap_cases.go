@@ -10,7 +10,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hestia-dev/hestia/internal/agent"
+	"github.com/hestia-dev/hestia/internal/authority"
 	"github.com/hestia-dev/hestia/internal/pathpolicy"
+	"github.com/hestia-dev/hestia/internal/policy"
 	"github.com/hestia-dev/hestia/internal/shell"
 	"github.com/hestia-dev/hestia/internal/tools"
 )
@@ -57,7 +60,7 @@ func probeSandboxRun(ctx context.Context, sb *Sandbox) []string {
 	if err := os.WriteFile(filepath.Join(sb.Home, "probe.txt"), []byte("sandboxed hello\n"), 0o644); err != nil {
 		return []string{err.Error()}
 	}
-	res, err := r.Tools()[0].Run(ctx, tools.Call{Args: json.RawMessage(`{"command":"cat probe.txt"}`)})
+	res, err := runTrusted(ctx, sb, r.Tools()[0], `{"command":"cat probe.txt"}`)
 	if err != nil {
 		return []string{"shell_run: " + err.Error()}
 	}
@@ -83,7 +86,7 @@ func probeLoopback(ctx context.Context, sb *Sandbox) []string {
 	defer ln.Close()
 	args, _ := json.Marshal(map[string]any{"argv": []string{"/bin/bash", "-c", fmt.Sprintf("exec 3<>/dev/tcp/127.0.0.1/%d && echo connected", ln.Addr().(*net.TCPAddr).Port)}})
 	// The call as the user's approval would let it run.
-	res, err := r.Tools()[1].Run(ctx, tools.Call{Args: args})
+	res, err := runTrusted(ctx, sb, r.Tools()[1], string(args))
 	if err != nil {
 		return []string{"shell_exec: " + err.Error()}
 	}
@@ -97,4 +100,23 @@ func probeLoopback(ctx context.Context, sb *Sandbox) []string {
 		problems = append(problems, "the loopback listener accepted a connection from the sandbox")
 	}
 	return problems
+}
+
+// runTrusted runs one call through the authority as a user who trusts the
+// tool (a trust rule) would have it run: no card, the same path as a chat.
+func runTrusted(ctx context.Context, sb *Sandbox, t tools.Tool, args string) (tools.Result, error) {
+	name := t.Spec().Name
+	reg := tools.NewRegistry()
+	if err := reg.Register(t); err != nil {
+		return tools.Result{}, err
+	}
+	if _, err := sb.Policy.Rules().Create(ctx, policy.Rule{Tool: name, Decision: policy.Allow, Priority: 1000, Note: "the user trusts it"}); err != nil {
+		return tools.Result{}, err
+	}
+	out := authority.New(authority.Deps{Tools: reg, Policy: sb.Policy, Approvals: sb.Broker, Audit: sb.audit, ToolTimeout: 30 * time.Second}).
+		Invoke(ctx, agent.TurnOrigin(agent.Options{}, sb.ChatID, "probe", nil), authority.Call{Tool: name, Args: args})
+	if !out.Ran && out.Err == nil {
+		return tools.Result{}, fmt.Errorf("not run (%s): %s", out.Decision, out.Policy.Reason)
+	}
+	return out.Result, out.Err
 }

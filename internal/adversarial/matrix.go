@@ -4,17 +4,24 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/hestia-dev/hestia/internal/actions"
+	"github.com/hestia-dev/hestia/internal/agent"
 	"github.com/hestia-dev/hestia/internal/approval"
 	"github.com/hestia-dev/hestia/internal/audit"
 	"github.com/hestia-dev/hestia/internal/authority"
+	"github.com/hestia-dev/hestia/internal/heldcall"
+	"github.com/hestia-dev/hestia/internal/mcp"
 	"github.com/hestia-dev/hestia/internal/policy"
+	"github.com/hestia-dev/hestia/internal/subagent"
 	"github.com/hestia-dev/hestia/internal/taint"
 	"github.com/hestia-dev/hestia/internal/tools"
+	"github.com/hestia-dev/hestia/internal/watch"
 )
 
 // The origin matrix: every origin that can start a tool call × every
@@ -65,31 +72,31 @@ type matrixOrigin struct {
 }
 
 func matrixOrigins() []matrixOrigin {
-	mail := []taint.Source{{Tool: "mail", Detail: "the thread the plan was made from"}}
+	// Each row is built by the function its caller uses, so the matrix
+	// tests the origins the daemon really builds.
 	return []matrixOrigin{
 		{kind: authority.Chat, build: func(sb *Sandbox, _ string) authority.Origin {
-			return authority.Origin{Kind: authority.Chat, ChatID: sb.ChatID, TurnID: "t1"}
+			return agent.TurnOrigin(agent.Options{}, sb.ChatID, "t1", nil)
 		}},
 		{kind: authority.Channel, build: func(sb *Sandbox, _ string) authority.Origin {
-			return authority.Origin{Kind: authority.Channel, ID: "telegram:42", Label: "Telegram chat 42", ChatID: sb.ChatID, TurnID: "t1"}
+			return agent.TurnOrigin(agent.Options{Kind: authority.Channel, OriginLabel: "Telegram"}, sb.ChatID, "t1", nil)
 		}},
 		{kind: authority.CLI, build: func(sb *Sandbox, _ string) authority.Origin {
-			return authority.Origin{Kind: authority.CLI, Label: "hestia docs", Ask: authority.Refuse}
+			return authority.CommandOrigin("hestia docs")
 		}},
 		{kind: authority.Job, build: func(sb *Sandbox, _ string) authority.Origin {
-			return authority.Origin{Kind: authority.Job, ID: "job:digest", Label: "job digest", ChatID: sb.ChatID, TurnID: "t1", Background: true}
+			return agent.TurnOrigin(agent.Options{Background: true, Origin: "job:digest"}, sb.ChatID, "t1", nil)
 		}},
 		{kind: authority.Watch, inherentTaint: true, build: func(sb *Sandbox, tool string) authority.Origin {
-			return authority.Origin{Kind: authority.Watch, ID: "w1", Label: "watch w1 (mail from:boss)", ChatID: sb.ChatID, Background: true, Ask: authority.Defer,
-				Taint: []taint.Source{{Tool: "watch:mail", Detail: "from:boss 42"}},
-				Grant: &authority.Grant{ID: "watch w1 rule r1", Allows: tool + " with the user's constraints"}}
+			d := watch.Delivery{Watch: watch.Watch{ID: "w1", Source: "mail", Ref: "from:boss", ChatID: sb.ChatID}, Event: watch.StoredEvent{ID: 1, Key: "42", Type: "mail.new"}}
+			rule := watch.Rule{ID: "r1", Event: "mail.new", Grants: []watch.Grant{{Tool: tool, Max: 1}}}
+			return watch.CallOrigin(d, &rule, &rule.Grants[0], time.Now())
 		}},
 		{kind: authority.Action, inherentTaint: true, build: func(sb *Sandbox, _ string) authority.Origin {
-			return authority.Origin{Kind: authority.Action, ID: "7", Label: "Action Center item 7", ChatID: sb.ChatID, TurnID: "action:7", Background: true,
-				Tools: []string{"mail_reply", "mail_send"}, Taint: mail}
+			return actions.StepOrigin(actions.Item{ID: 7, Summary: "reply to the boss", ChatID: sb.ChatID, ThreadKey: "t-7", LastMessage: 42}, time.Now())
 		}},
 		{kind: authority.Held, build: func(sb *Sandbox, _ string) authority.Origin {
-			return authority.Origin{Kind: authority.Held, ID: "job:digest", Label: "job:digest (waiting since Mon)", ChatID: sb.ChatID, TurnID: "job:digest", Background: true, AlwaysAsk: true}
+			return heldcall.ResumeOrigin(heldcall.Call{Key: "k", Origin: "job:digest", ChatID: sb.ChatID, CreatedAt: time.Now()})
 		}},
 		{kind: authority.Subagent, build: func(sb *Sandbox, _ string) authority.Origin {
 			// A child turn is offered read-only tools only.
@@ -99,10 +106,10 @@ func matrixOrigins() []matrixOrigin {
 					ro = append(ro, s.Name)
 				}
 			}
-			return authority.Origin{Kind: authority.Subagent, ID: "delegate", Label: "sub-agent (delegate)", ChatID: sb.ChatID, Ask: authority.Refuse, Tools: ro}
+			return subagent.ChildOrigin("delegate", sb.ChatID, ro)
 		}},
 		{kind: authority.MCP, build: func(sb *Sandbox, _ string) authority.Origin {
-			return authority.Origin{Kind: authority.MCP, ID: "claude-desktop", Label: "MCP client claude-desktop", ChatID: sb.ChatID}
+			return mcp.SessionOrigin("claude-desktop", sb.ChatID)
 		}},
 	}
 }
@@ -255,7 +262,7 @@ func runMatrixRow(ctx context.Context, opts Options, o matrixOrigin, cond string
 		if o.kind == authority.Subagent && out.Ran {
 			cell.problems = append(cell.problems, "a sub-agent ran a side-effecting tool")
 		}
-		if o.kind == authority.Action && out.Ran && spec.Name != "mail_reply" && spec.Name != "mail_send" {
+		if o.kind == authority.Action && out.Ran && !slices.Contains(actions.DefaultStepTools, spec.Name) {
 			cell.problems = append(cell.problems, "an Action Center step ran a tool outside the step tools")
 		}
 		for _, r := range reqs {

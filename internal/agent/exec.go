@@ -98,7 +98,12 @@ func (a *Agent) prepare(st *turnState, i int, c llm.ToolCall, offered map[string
 // origin is this turn as an authority origin. offered, when non-nil, is
 // the list of tools the model was offered in this step.
 func (a *Agent) origin(st *turnState, offered []string) authority.Origin {
-	o := st.t.opts
+	return TurnOrigin(st.t.opts, st.t.ChatID, st.t.ID, offered)
+}
+
+// TurnOrigin is a turn's calls as the authority sees them (the origin
+// matrix builds its chat, channel and job rows with it).
+func TurnOrigin(o Options, chatID, turnID string, offered []string) authority.Origin {
 	kind := o.Kind
 	if kind == "" {
 		kind = authority.Chat
@@ -106,7 +111,7 @@ func (a *Agent) origin(st *turnState, offered []string) authority.Origin {
 			kind = authority.Job
 		}
 	}
-	return authority.Origin{Kind: kind, ID: o.Origin, Label: o.OriginLabel, ChatID: st.t.ChatID, TurnID: st.t.ID,
+	return authority.Origin{Kind: kind, ID: o.Origin, Label: o.OriginLabel, ChatID: chatID, TurnID: turnID,
 		Background: o.Background, NoApprover: o.NoApprover, Taint: o.Provenance, Tools: offered}
 }
 

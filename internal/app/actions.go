@@ -6,12 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/hestia-dev/hestia/internal/authority"
-	"github.com/hestia-dev/hestia/internal/taint"
 
 	"github.com/hestia-dev/hestia/internal/actions"
 	"github.com/hestia-dev/hestia/internal/lazyre"
@@ -38,7 +36,7 @@ func (a *App) initActions(ctx context.Context) error {
 	}
 	c, err := actions.Open(ctx, a.Paths.DB(actions.Schema.Name), actions.Options{
 		Log: a.Log.With("component", "actions"), Now: a.Now,
-		Source: mailSource{m.Store}, Planner: a.planActions, CheckStep: a.checkActionStep, RunStep: a.runActionStep,
+		Source: mailSource{m.Store}, Planner: a.planActions, CheckStep: a.checkActionStep, CheckFlowTool: a.checkFlowTool, RunStep: a.runActionStep,
 		Embedder: flowEmbedder{a.LLM},
 		ScanElsewhere: func() {
 			if a.Jobs != nil {
@@ -153,6 +151,11 @@ func (a *App) planActions(ctx context.Context, in actions.PlanInput) (actions.Pl
 	fmt.Fprintf(&sb, "User's language: %s\nNow: %s\nTools that exist: mail_reply (id, body, reply_all), mail_send (to, subject, body)", in.Language, a.Now().Format(time.RFC3339))
 	for _, f := range in.Flows {
 		fmt.Fprintf(&sb, "\nThe user's procedure %q applies when %s: %s", f.Name, f.Trigger, f.Procedure)
+		for _, name := range f.Tools {
+			if t, err := a.core.tools.Get(name); err == nil {
+				fmt.Fprintf(&sb, "\nTool that exists for this procedure: %s, arguments %s", name, t.Spec().Schema)
+			}
+		}
 	}
 	sb.WriteString("\n\nThread:\n")
 	for _, m := range in.Thread {
@@ -175,18 +178,12 @@ func (a *App) planActions(ctx context.Context, in actions.PlanInput) (actions.Pl
 	return p, nil
 }
 
-// actionStepTools are the only tools an Action Center step may name: the
-// ones the planner is told exist. A plan is made from mail, so a step
-// naming anything else (a file write, a web fetch, a memory edit) is an
-// attacker's, and becomes a manual step at planning and a refusal at
-// execution.
-var actionStepTools = []string{"mail_reply", "mail_send"}
-
-// checkActionStep accepts a proposed tool step only for a declared step
-// tool with valid arguments.
+// checkActionStep accepts a proposed tool step for a registered tool with
+// valid arguments; the Action Center has already refused any tool outside
+// the plan's step tools (actions.StepTools).
 func (a *App) checkActionStep(name string, args json.RawMessage) (json.RawMessage, error) {
-	if !slices.Contains(actionStepTools, name) {
-		return nil, fmt.Errorf("%s is not one of the Action Center's step tools (%s)", name, strings.Join(actionStepTools, ", "))
+	if err := a.checkFlowTool(name); err != nil && !slices.Contains(actions.DefaultStepTools, name) {
+		return nil, err
 	}
 	t, err := a.core.tools.Get(name)
 	if err != nil {
@@ -196,20 +193,22 @@ func (a *App) checkActionStep(name string, args json.RawMessage) (json.RawMessag
 	return canon, err
 }
 
-// actionOrigin is an item's step as the authority sees it: a background
-// call limited to the step tools, descending from the mail thread the plan
-// was made from (untrusted), so every write or send shows a card naming it.
-func actionOrigin(it actions.Item, now time.Time) authority.Origin {
-	return authority.Origin{Kind: authority.Action, ID: strconv.FormatInt(it.ID, 10), Label: fmt.Sprintf("Action Center item %d: %s", it.ID, it.Summary),
-		ChatID: it.ChatID, TurnID: fmt.Sprintf("action:%d", it.ID), Background: true, Tools: actionStepTools,
-		Taint: []taint.Source{{Tool: "mail", Detail: fmt.Sprintf("the thread of message %d (%s), which the plan was made from", it.LastMessage, it.ThreadKey), At: now}}}
+// checkFlowTool says whether a flow may declare a tool: a registered one
+// that is not part of the background plane (watches, the Action Center
+// itself) or a question to the user nobody is there to answer.
+func (a *App) checkFlowTool(name string) error {
+	if strings.HasPrefix(name, "watch_") || strings.HasPrefix(name, "action") || name == "flow_create" || name == "ask_user" {
+		return fmt.Errorf("%s cannot be an Action Center step", name)
+	}
+	_, err := a.core.tools.Get(name)
+	return err
 }
 
 // runActionStep runs one step through the authority. A gated step is an
 // approval that waits without expiry; the user's decision is final.
 func (a *App) runActionStep(ctx context.Context, it actions.Item, idx int, s actions.Step, awaiting func()) (string, string) {
 	c := a.core
-	o := actionOrigin(it, a.Now())
+	o := actions.StepOrigin(it, a.Now())
 	if chk := c.auth.Check(ctx, o, s.Tool, string(s.Args)); chk.ArgErr == nil && chk.Result.Decision == policy.Gate {
 		awaiting()
 	}

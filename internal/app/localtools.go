@@ -164,7 +164,7 @@ func SandboxCheck(sh *shell.Runner) doctor.Check {
 				return doctor.Fail, err.Error()
 			}
 			out := authority.New(authority.Deps{Tools: reg, Policy: engine}).
-				Invoke(ctx, authority.Origin{Kind: authority.CLI, Label: "hestia doctor", Ask: authority.Refuse}, authority.Call{Tool: name, Args: c.args})
+				Invoke(ctx, authority.CommandOrigin("hestia doctor"), authority.Call{Tool: name, Args: c.args})
 			res, err := out.Result, out.Err
 			if !out.Ran && err == nil {
 				err = fmt.Errorf("not run (%s): %s", out.Decision, out.Policy.Reason)

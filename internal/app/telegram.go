@@ -9,6 +9,7 @@ import (
 
 	"github.com/hestia-dev/hestia/internal/agent"
 	"github.com/hestia-dev/hestia/internal/audit"
+	"github.com/hestia-dev/hestia/internal/authority"
 	"github.com/hestia-dev/hestia/internal/channels/telegram"
 	"github.com/hestia-dev/hestia/internal/config"
 	"github.com/hestia-dev/hestia/internal/devices"
@@ -126,7 +127,7 @@ func telegramUsers(cfg config.TelegramConfig) (map[int64][]devices.Scope, error)
 type tgAgent struct{ ag *agent.Agent }
 
 func (t tgAgent) Submit(ctx context.Context, chatID, text string) error {
-	_, err := t.ag.Submit(ctx, chatID, text, agent.Options{})
+	_, err := t.ag.Submit(ctx, chatID, text, agent.Options{Kind: authority.Channel, OriginLabel: "Telegram"})
 	return err
 }
 

@@ -102,6 +102,10 @@ type Origin struct {
 	Grant *Grant
 }
 
+// CommandOrigin is a command the user runs (hestia docs, doctor's own
+// check): nobody is asked, so a gated call does not run.
+func CommandOrigin(label string) Origin { return Origin{Kind: CLI, Label: label, Ask: Refuse} }
+
 // Grant is a user's advance approval of a call (a watch rule's grant whose
 // constraints the call matched).
 type Grant struct {

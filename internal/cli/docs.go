@@ -100,7 +100,7 @@ func runDocs(ctx context.Context, env *Env, args []string) error {
 	}
 	name := svc.Tools()[tool].Spec().Name
 	out := authority.New(authority.Deps{Tools: reg, Policy: engine, Paths: pp}).
-		Invoke(ctx, authority.Origin{Kind: authority.CLI, Label: "hestia docs", Ask: authority.Refuse}, authority.Call{Tool: name, Args: string(b)})
+		Invoke(ctx, authority.CommandOrigin("hestia docs"), authority.Call{Tool: name, Args: string(b)})
 	switch {
 	case out.ArgErr != nil:
 		return out.ArgErr

@@ -290,9 +290,7 @@ func (q *Queue) ask(ctx context.Context, key string) error {
 	if q.opts.Authority == nil {
 		return errors.New("held calls need the tool authority")
 	}
-	o := authority.Origin{Kind: authority.Held, ID: c.Origin, ChatID: c.ChatID, TurnID: c.Origin, Background: true, AlwaysAsk: true, Taint: c.TaintedBy,
-		Label: fmt.Sprintf("%s (waiting since %s)", c.Origin, c.CreatedAt.Local().Format("Mon 2 Jan 15:04"))}
-	out := q.opts.Authority.Invoke(ctx, o, authority.Call{ID: c.Key, Tool: c.Tool, Args: string(c.Args), Timeout: q.opts.ToolTimeout,
+	out := q.opts.Authority.Invoke(ctx, ResumeOrigin(c), authority.Call{ID: c.Key, Tool: c.Tool, Args: string(c.Args), Timeout: q.opts.ToolTimeout,
 		Begin: func(ctx context.Context) (bool, error) { return q.Begin(ctx, c.Key) }})
 	switch out.Decision {
 	case authority.Blocked:
@@ -349,4 +347,12 @@ func clip(s string, n int) string {
 		return s
 	}
 	return s[:n]
+}
+
+// ResumeOrigin is a held call asked again, as the authority sees it: a
+// background call that always shows its card and keeps the taint it was
+// proposed under.
+func ResumeOrigin(c Call) authority.Origin {
+	return authority.Origin{Kind: authority.Held, ID: c.Origin, ChatID: c.ChatID, TurnID: c.Origin, Background: true, AlwaysAsk: true, Taint: c.TaintedBy,
+		Label: fmt.Sprintf("%s (waiting since %s)", c.Origin, c.CreatedAt.Local().Format("Mon 2 Jan 15:04"))}
 }

@@ -224,7 +224,7 @@ func (e *Exposer) call(ctx context.Context, s *exposedSession, name string, raw 
 	s.mu.Lock()
 	chatID, client := s.chatID, s.client
 	s.mu.Unlock()
-	o := authority.Origin{Kind: authority.MCP, ID: client, Label: "MCP client " + client, ChatID: chatID}
+	o := SessionOrigin(client, chatID)
 	pre := e.d.Authority.Check(ctx, o, name, string(raw))
 	if pre.Tool != nil && pre.ArgErr == nil {
 		if err := pre.Tool.Available(ctx); err != nil {
@@ -297,4 +297,10 @@ func newCallID() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+// SessionOrigin is an MCP client's call as the authority sees it; the
+// session's taint tracker travels in the context.
+func SessionOrigin(client, chatID string) authority.Origin {
+	return authority.Origin{Kind: authority.MCP, ID: client, Label: "MCP client " + client, ChatID: chatID}
 }

@@ -258,8 +258,7 @@ func (r *Runner) call(ctx context.Context, t Task, set map[string]tools.Tool, c 
 	// Nobody can be asked from inside a child turn: a gated call is
 	// reported, not run. The parent's taint tracker is in ctx, so what the
 	// child reads taints the parent turn too.
-	o := authority.Origin{Kind: authority.Subagent, ID: t.Action, Label: "sub-agent (" + t.Action + ")", ChatID: t.ChatID, Ask: authority.Refuse, Tools: names}
-	out := r.d.Authority.Invoke(ctx, o, authority.Call{ID: c.ID, Tool: c.Name, Args: c.Arguments})
+	out := r.d.Authority.Invoke(ctx, ChildOrigin(t.Action, t.ChatID, names), authority.Call{ID: c.ID, Tool: c.Name, Args: c.Arguments})
 	switch out.Decision {
 	case authority.Invalid:
 		return out.ArgErr.Error()
@@ -376,4 +375,11 @@ func (r *Runner) result(res Result, err error) (tools.Result, error) {
 	}
 	b.WriteString("]")
 	return tools.Result{Content: b.String()}, nil
+}
+
+// ChildOrigin is a child turn's call as the authority sees it: limited to
+// the child's tool set, and never asking (nobody can approve a child's
+// call without a card in the parent).
+func ChildOrigin(action, chatID string, tools []string) authority.Origin {
+	return authority.Origin{Kind: authority.Subagent, ID: action, Label: "sub-agent (" + action + ")", ChatID: chatID, Ask: authority.Refuse, Tools: tools}
 }

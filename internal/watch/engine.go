@@ -597,7 +597,7 @@ func (e *Engine) call(ctx context.Context, d Delivery, name, raw string) (CallRe
 	// through the authority like any other, which lifts only a threshold or
 	// taint gate with it. A call the grant cannot cover (high risk, a trust
 	// rule's gate) waits for the user instead.
-	o := e.origin(d, rule, grant)
+	o := CallOrigin(d, rule, grant, e.now())
 	if chk := e.opts.Authority.Check(ctx, o, name, string(canon)); chk.Result.Decision != policy.Allow {
 		if chk.Result.Decision == policy.Deny {
 			return CallResult{IsError: true, Content: "BLOCKED: " + name + " was NOT run. Policy refuses it: " + chk.Result.Reason}, nil
@@ -636,13 +636,13 @@ func (e *Engine) call(ctx context.Context, d Delivery, name, raw string) (CallRe
 	return CallResult{Ran: out.Ran, Content: content, IsError: state != "done"}, nil
 }
 
-// origin is a delivery's call as the authority sees it: a background call
-// in the watch's chat, descending from the event's outside data, under the
-// matched grant.
-func (e *Engine) origin(d Delivery, rule *Rule, g *Grant) authority.Origin {
+// CallOrigin is a delivery's call as the authority sees it: a background
+// call in the watch's chat, descending from the event's outside data, under
+// the matched grant (nil: none matched).
+func CallOrigin(d Delivery, rule *Rule, g *Grant, now time.Time) authority.Origin {
 	o := authority.Origin{Kind: authority.Watch, ID: d.Watch.ID, Label: fmt.Sprintf("watch %s (%s %s)", d.Watch.ID, d.Watch.Source, clipStr(d.Watch.Ref, 80)),
 		ChatID: d.Watch.ChatID, Background: true, Ask: authority.Defer,
-		Taint: []taint.Source{EventSource(d, e.now())}}
+		Taint: []taint.Source{EventSource(d, now)}}
 	if rule != nil && g != nil {
 		b, _ := json.Marshal(g.Args)
 		o.Grant = &authority.Grant{ID: fmt.Sprintf("watch %s rule %s", d.Watch.ID, rule.ID), Allows: fmt.Sprintf("%s with %s, at most %d time(s)", g.Tool, b, g.Max)}
