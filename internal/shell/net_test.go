@@ -35,15 +35,22 @@ func TestShellExecNoLoopback(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer ln.Close()
-			args, _ := json.Marshal(map[string]any{"argv": []string{"bash", "-c", fmt.Sprintf("exec 3<>/dev/tcp/127.0.0.1/%d && echo connected", ln.Addr().(*net.TCPAddr).Port)}})
-			for _, granted := range []bool{false, true} {
+			argv := []string{"bash", "-c", fmt.Sprintf("exec 3<>/dev/tcp/127.0.0.1/%d && echo connected", ln.Addr().(*net.TCPAddr).Port)}
+			// Granted by the runner's configuration, or by the call asking
+			// for it (the card says "WITH network access").
+			for i, granted := range []bool{false, true, true} {
+				perCall := i == 2
+				args, _ := json.Marshal(map[string]any{"argv": argv, "network": perCall})
 				r, _ := newRunner(t)
 				r.Sandbox = c.sb()
 				t.Cleanup(func() { r.Sandbox.Close() })
 				if st := r.Sandbox.Status(context.Background()); st.Mode != c.mode {
 					t.Skipf("not available here: %s", st)
 				}
-				r.ExecNetwork = granted
+				r.ExecNetwork = granted && !perCall
+				if pv := r.Tools()[1].(tools.Previewer).Preview(context.Background(), args); strings.Contains(pv, "WITH network") != granted {
+					t.Errorf("card line %q for network granted=%v", pv, granted)
+				}
 				res, err := r.Tools()[1].Run(context.Background(), tools.Call{Args: args})
 				if err != nil {
 					t.Fatal(err)

@@ -83,8 +83,9 @@ type Prepared struct {
 	Argv [][]string
 	cmds []Command
 	Dir  string
-	// exec marks shell_exec: a writable working folder and the network.
-	exec bool
+	// exec marks shell_exec: a writable working folder; net, the network
+	// (the call asked for it and the user approved the card saying so).
+	exec, net bool
 }
 
 // Prepare checks a parsed pipeline against the allow-list and the path
@@ -341,7 +342,7 @@ func (r *Runner) Run(ctx context.Context, p *Prepared) (*Result, error) {
 	if r.Sandbox != nil {
 		mode = r.Sandbox.Status(ctx).Mode
 	}
-	spec := r.spec(p.Dir, p.exec)
+	spec := r.spec(p.Dir, p.exec, p.net)
 	if mode == sandbox.Bubblewrap {
 		res, err := r.runInWorker(ctx, p, spec, env, stdout, stderr)
 		if !errors.Is(err, sandbox.ErrNoWorker) {
@@ -440,10 +441,10 @@ func (r *Runner) Run(ctx context.Context, p *Prepared) (*Result, error) {
 }
 
 // spec is what the sandbox allows the programs of one pipeline: shell_exec
-// (exec) may write the working folder, and use the network when
-// ExecNetwork grants it.
-func (r *Runner) spec(dir string, exec bool) sandbox.Spec {
-	spec := sandbox.Spec{Dir: dir, Writable: exec, Net: exec && r.ExecNetwork, Read: r.Read, Hide: r.Hide, Limits: r.Limits}
+// (exec) may write the working folder, and use the network when the call
+// asked for it (net, shown on its card) or ExecNetwork grants it.
+func (r *Runner) spec(dir string, exec, net bool) sandbox.Spec {
+	spec := sandbox.Spec{Dir: dir, Writable: exec, Net: exec && (net || r.ExecNetwork), Read: r.Read, Hide: r.Hide, Limits: r.Limits}
 	if spec.Limits.CPUSeconds == 0 {
 		spec.Limits.CPUSeconds = uint64(r.Timeout/time.Second) + 1
 	}
@@ -461,7 +462,7 @@ func (r *Runner) Warm(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return r.Sandbox.Warm(ctx, r.spec(dir, false))
+	return r.Sandbox.Warm(ctx, r.spec(dir, false, false))
 }
 
 // runInWorker runs a pipeline in the sandbox's long-lived worker, with the

@@ -175,7 +175,7 @@ func TestShellExec(t *testing.T) {
 		t.Fatalf("shell_exec must be gated: %+v", s)
 	}
 	args := json.RawMessage(`{"argv":["sh","-c","echo hi; echo $HESTIA_X"]}`)
-	if p := tl.(tools.Previewer).Preview(context.Background(), args); p != `run ["sh" "-c" "echo hi; echo $HESTIA_X"] in `+home+` (no shell, clean environment)` {
+	if p := tl.(tools.Previewer).Preview(context.Background(), args); p != `run ["sh" "-c" "echo hi; echo $HESTIA_X"] in `+home+` (no shell, clean environment, no network)` {
 		t.Fatalf("preview %q", p)
 	}
 	res, _ := tl.Run(context.Background(), tools.Call{Args: args})

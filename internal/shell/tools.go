@@ -95,12 +95,20 @@ func (t *execTool) Spec() tools.Spec {
 	return tools.Spec{
 		Name:        "shell_exec",
 		Description: "Run one program that shell_run does not allow, with an exact argument list (no shell). Always needs the user's approval; the card shows the exact argv.",
-		Schema:      json.RawMessage(`{"type":"object","properties":{"argv":{"type":"array","items":{"type":"string","maxLength":4096},"minItems":1,"maxItems":64,"description":"Program and arguments"}},"required":["argv"],"additionalProperties":false}`),
+		Schema:      json.RawMessage(`{"type":"object","properties":{"argv":{"type":"array","items":{"type":"string","maxLength":4096},"minItems":1,"maxItems":64,"description":"Program and arguments"},"network":{"type":"boolean","description":"true only if the program needs the network (a download, a git fetch); the card says so"}},"required":["argv"],"additionalProperties":false}`),
 		Risk:        tools.RiskHigh, Egress: true, UntrustedOutput: true, MaxResult: 80_000,
 	}
 }
 
 func (t *execTool) Available(context.Context) error { return nil }
+
+// wantsNetwork reports whether a shell_exec call asks for the network.
+func wantsNetwork(args json.RawMessage) bool {
+	var a struct {
+		Network bool `json:"network"`
+	}
+	return json.Unmarshal(args, &a) == nil && a.Network
+}
 
 func argvOf(args json.RawMessage) ([]string, error) {
 	var a struct {
@@ -126,7 +134,11 @@ func (t *execTool) Preview(_ context.Context, args json.RawMessage) string {
 		q[i] = fmt.Sprintf("%q", a)
 	}
 	dir, _ := t.r.Paths.Expand(".")
-	return fmt.Sprintf("run [%s] in %s (no shell, clean environment)", strings.Join(q, " "), dir)
+	net := "no network"
+	if wantsNetwork(args) || t.r.ExecNetwork {
+		net = "WITH network access"
+	}
+	return fmt.Sprintf("run [%s] in %s (no shell, clean environment, %s)", strings.Join(q, " "), dir, net)
 }
 
 // Target is the program, for trust-rule patterns.
@@ -134,6 +146,11 @@ func (t *execTool) Target(args json.RawMessage) string {
 	argv, err := argvOf(args)
 	if err != nil {
 		return ""
+	}
+	if wantsNetwork(args) {
+		// A rule written for the program does not also grant it the
+		// network: the pattern must say so.
+		return strings.Join(argv, " ") + " [network]"
 	}
 	return strings.Join(argv, " ")
 }
@@ -165,7 +182,7 @@ func (t *execTool) Run(ctx context.Context, c tools.Call) (tools.Result, error) 
 		}
 	}
 	dir, _ := t.r.Paths.Expand(".")
-	res, err := t.r.Run(ctx, &Prepared{Argv: [][]string{append([]string{exe}, argv[1:]...)}, cmds: []Command{{}}, Dir: dir, exec: true})
+	res, err := t.r.Run(ctx, &Prepared{Argv: [][]string{append([]string{exe}, argv[1:]...)}, cmds: []Command{{}}, Dir: dir, exec: true, net: wantsNetwork(c.Args)})
 	if err != nil {
 		return tools.Result{Content: err.Error(), IsError: true}, nil
 	}
