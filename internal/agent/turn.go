@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -423,13 +422,6 @@ func snippet(s string, n int) string {
 		return s
 	}
 	return string(r[:n]) + "…"
-}
-
-func rawOrEmpty(b json.RawMessage) json.RawMessage {
-	if len(b) == 0 {
-		return json.RawMessage("{}")
-	}
-	return b
 }
 
 // offeredList names the tools offered in a step, for the authority's check

@@ -187,10 +187,3 @@ func (a *App) gateWatchCall(ctx context.Context, d watch.Delivery, name string, 
 	}
 	c.held.Adopt(key)
 }
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n]
-}

@@ -7,12 +7,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/hestia-dev/hestia/internal/authority"
 	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/hestia-dev/hestia/internal/authority"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -284,13 +285,6 @@ func (e *Exposer) call(ctx context.Context, s *exposedSession, name string, raw 
 		}
 	}
 	return &sdk.CallToolResult{IsError: out.Result.IsError, Content: []sdk.Content{&sdk.TextContent{Text: content}}}
-}
-
-func orEmpty(b json.RawMessage) json.RawMessage {
-	if len(b) == 0 {
-		return json.RawMessage("{}")
-	}
-	return b
 }
 
 func newCallID() string {

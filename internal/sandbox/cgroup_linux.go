@@ -148,10 +148,7 @@ func ownCgroup() (string, error) {
 	}
 	for _, line := range strings.Split(string(b), "\n") {
 		if p, ok := strings.CutPrefix(line, "0::"); ok {
-			if strings.HasSuffix(p, "/hestia-daemon") {
-				p = strings.TrimSuffix(p, "/hestia-daemon") // moved there before
-			}
-			return p, nil
+			return strings.TrimSuffix(p, "/hestia-daemon"), nil // moved there before
 		}
 	}
 	return "", errors.New("this process has no cgroup v2 path")

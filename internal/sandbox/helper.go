@@ -51,6 +51,10 @@ func Main(args []string, stderr io.Writer) int {
 		err := syscall.Exec(args[3], args[3:], os.Environ())
 		return fail("starting %s: %v", args[3], err)
 	}
+	supervised := len(args) > 0 && args[0] == "--supervised"
+	if supervised {
+		args = args[1:]
+	}
 	if len(args) < 4 || args[0] != "--spec" || args[2] != "--" {
 		return fail("usage: sandbox-exec --spec JSON -- PROGRAM [ARGS…]")
 	}
@@ -64,6 +68,13 @@ func Main(args []string, stderr io.Writer) int {
 	}
 	if hs.Mode != Landlock && hs.Mode != RlimitOnly {
 		return fail("unknown mode %q", hs.Mode)
+	}
+	if hs.Cgroup == "" && !supervised {
+		// No cgroup to end the call's processes with: a supervisor stays
+		// as their subreaper and kills what the program leaves behind.
+		if status, ok := supervise(args); ok {
+			return status
+		}
 	}
 	env := CleanEnv(os.Environ())
 	if hs.Tmp != "" {

@@ -11,3 +11,5 @@ func restrict(Spec) error { return errors.New("Landlock is Linux only") }
 func setProcLimit(uint64) error { return nil }
 
 func mountTmp(string, uint64) error { return nil }
+
+func supervise([]string) (int, bool) { return 0, false }

@@ -234,6 +234,8 @@ func (s *Sandbox) limitsInForce(m Mode) string {
 		out = append(out, "descendants killed (pid namespace)")
 	case joins:
 		out = append(out, "descendants killed (cgroup)")
+	case runtime.GOOS == "linux" && len(s.Helper) > 0:
+		out = append(out, "descendants killed (the helper stays as their subreaper)")
 	default:
 		out = append(out, "descendants not killed: a program's background children may outlive the call")
 	}
