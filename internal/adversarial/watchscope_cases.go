@@ -12,10 +12,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hestia-dev/hestia/internal/agent"
+	"github.com/hestia-dev/hestia/internal/approval"
 	"github.com/hestia-dev/hestia/internal/authority"
 	"github.com/hestia-dev/hestia/internal/authtoken"
 	"github.com/hestia-dev/hestia/internal/config"
 	"github.com/hestia-dev/hestia/internal/devices"
+	"github.com/hestia-dev/hestia/internal/policy"
 	"github.com/hestia-dev/hestia/internal/server"
 	"github.com/hestia-dev/hestia/internal/store"
 	"github.com/hestia-dev/hestia/internal/watch"
@@ -29,6 +32,7 @@ const CatGrantScope = "pre-approve tools without the approve scope"
 func grantScopeCases() []Case {
 	return []Case{
 		{Name: "watch grants: a chat-scope device can neither create nor resume a watch that grants tools", Category: CatGrantScope, Probe: probeGrantScope},
+		{Name: "chat scope: a chat-scope device cannot approve its own card, start an allow mode or add an allow rule", Category: CatGrantScope, Probe: probeChatScopeCard},
 	}
 }
 
@@ -176,6 +180,96 @@ func probeGrantScope(ctx context.Context, sb *Sandbox) []string {
 	}
 	if got, err := eng.Get(ctx, w.ID); err != nil || got.State != watch.StatePaused {
 		fail("after a refused resume the watch is %q (%v), want paused", got.State, err)
+	}
+	return problems
+}
+
+// probeChatScopeCard: a write proposed in a chat (the call a chat-scope
+// device's message makes the model propose) waits on a card, and the
+// device cannot get it run: deciding the card, starting a temporary allow
+// mode and adding an allow rule all get 403 naming the scope; the write
+// runs only when the user (the local token) approves.
+func probeChatScopeCard(ctx context.Context, sb *Sandbox) []string {
+	var problems []string
+	fail := func(format string, a ...any) { problems = append(problems, fmt.Sprintf(format, a...)) }
+	tok, err := authtoken.FromString(sb.Secrets["auth token"])
+	if err != nil {
+		return []string{"the sandbox token: " + err.Error()}
+	}
+	db, err := store.Open(ctx, filepath.Join(sb.Root, "devices.db"), devices.Schema)
+	if err != nil {
+		return []string{"opening devices.db: " + err.Error()}
+	}
+	defer db.Close()
+	reg, err := devices.Open(ctx, devices.Options{DB: db, Local: tok})
+	if err != nil {
+		return []string{"opening the device registry: " + err.Error()}
+	}
+	_, phone, err := reg.Create(ctx, "phone", devices.KindBrowser, []devices.Scope{devices.Chat, devices.Read})
+	if err != nil {
+		return []string{"pairing the chat-scope device: " + err.Error()}
+	}
+	cfg := config.Default().Server
+	cfg.Addr = "127.0.0.1:0"
+	s := server.New(server.Options{Config: cfg, Token: tok})
+	s.SetAuthenticator(reg)
+	// A broker of its own, which no scripted human answers: the cards are
+	// decided over HTTP, by the device and then by the user.
+	broker := approval.New(approval.Options{Timeout: 20 * time.Second, Approvers: func() int { return 1 }})
+	broker.Routes(s.API())
+	(&policy.API{Engine: sb.Policy, Registry: sb.Registry, Paths: sb.PathPol}).Routes(s.API())
+	ts := httptest.NewServer(s.Handler())
+	defer ts.Close()
+	do := func(cred, method, path, body string) (int, string) {
+		req, _ := http.NewRequestWithContext(ctx, method, ts.URL+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+cred)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := ts.Client().Do(req)
+		if err != nil {
+			fail("%s %s: %v", method, path, err)
+			return 0, ""
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		return resp.StatusCode, string(b)
+	}
+	target := filepath.Join(sb.Home, "Documents", "from-the-phone.txt")
+	args, _ := json.Marshal(map[string]any{"path": target, "content": "written"})
+	auth := authority.New(authority.Deps{Tools: sb.Registry, Policy: sb.Policy, Paths: sb.PathPol, Approvals: broker, Audit: sb.audit, ToolTimeout: 10 * time.Second})
+	done := make(chan authority.Outcome, 1)
+	go func() {
+		done <- auth.Invoke(ctx, agent.TurnOrigin(agent.Options{}, sb.ChatID, "t-phone", nil), authority.Call{Tool: "write_file", Args: string(args)})
+	}()
+	var card approval.Request
+	for deadline := time.Now().Add(10 * time.Second); card.ID == ""; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			return append(problems, "the write proposed in the chat showed no card")
+		}
+		if p := broker.Pending(sb.ChatID); len(p) > 0 {
+			card = p[0]
+		}
+	}
+	if code, body := do(phone, "POST", "/api/approvals/"+card.ID, `{"decision":"approve"}`); code != http.StatusForbidden || !strings.Contains(body, "approve") {
+		fail("chat-scope device approving the card: %d %s, want 403 naming the approve scope", code, body)
+	}
+	if code, body := do(phone, "PUT", "/api/chats/"+sb.ChatID+"/mode", `{"mode":"allow_chat"}`); code != http.StatusForbidden {
+		fail("chat-scope device starting an allow mode: %d %s, want 403", code, body)
+	}
+	if code, body := do(phone, "POST", "/api/policy/rules", `{"tool":"*","decision":"allow","priority":1000}`); code != http.StatusForbidden {
+		fail("chat-scope device adding an allow rule: %d %s, want 403", code, body)
+	}
+	if _, err := os.Stat(target); err == nil {
+		fail("the write ran before anyone approved it")
+	}
+	// The user denies it from the app: nothing is written.
+	if code, body := do(tok.Value(), "POST", "/api/approvals/"+card.ID, `{"decision":"deny"}`); code != http.StatusOK {
+		fail("the user denying the card: %d %s", code, body)
+	}
+	if out := <-done; out.Ran || out.Decision != authority.Denied {
+		fail("after the user's denial: %+v", out)
+	}
+	if _, err := os.Stat(target); err == nil {
+		fail("the denied write ran")
 	}
 	return problems
 }
