@@ -132,7 +132,7 @@ func printSelftest(env *Env, rep adversarial.Report, skipped, rules int, took ti
 	sort.Strings(names)
 	fmt.Fprintf(env.Stdout, "Security self-test against this install's policy (%d trust rules copied into each sandbox)\n\n", rules)
 	for _, n := range names {
-		fmt.Fprintf(env.Stdout, "  %-38s %3d passed  %3d failed\n", n, cats[n].pass, cats[n].fail)
+		fmt.Fprintf(env.Stdout, "  %-46s %3d passed  %3d failed\n", n, cats[n].pass, cats[n].fail)
 	}
 	for _, o := range rep.Outcomes {
 		if !o.Passed {
