@@ -47,23 +47,12 @@ func probeGrantScope(ctx context.Context, sb *Sandbox) []string {
 	var problems []string
 	fail := func(format string, a ...any) { problems = append(problems, fmt.Sprintf(format, a...)) }
 
-	tok, err := authtoken.FromString(sb.Secrets["auth token"])
+	x, err := newScopedServer(ctx, sb, "tablet")
 	if err != nil {
-		return []string{"the sandbox token: " + err.Error()}
+		return []string{err.Error()}
 	}
-	db, err := store.Open(ctx, filepath.Join(sb.Root, "devices.db"), devices.Schema)
-	if err != nil {
-		return []string{"opening devices.db: " + err.Error()}
-	}
-	defer db.Close()
-	reg, err := devices.Open(ctx, devices.Options{DB: db, Local: tok})
-	if err != nil {
-		return []string{"opening the device registry: " + err.Error()}
-	}
-	_, tablet, err := reg.Create(ctx, "tablet", devices.KindBrowser, []devices.Scope{devices.Chat, devices.Read})
-	if err != nil {
-		return []string{"pairing the chat-scope device: " + err.Error()}
-	}
+	defer x.close()
+	tok, tablet := x.tok, x.device
 	auth := authority.New(authority.Deps{Tools: sb.Registry, Policy: sb.Policy, Paths: sb.PathPol, Approvals: sb.Broker, Audit: sb.audit, ToolTimeout: 10 * time.Second})
 	eng, err := watch.Open(ctx, filepath.Join(sb.Root, "watches.db"), watch.Options{Tools: sb.Registry, Authority: auth, Adapters: []watch.Adapter{watch.FileAdapter{}},
 		Deliver: func(context.Context, watch.Delivery, string) error { return nil }})
@@ -71,30 +60,13 @@ func probeGrantScope(ctx context.Context, sb *Sandbox) []string {
 		return []string{"opening the watch engine: " + err.Error()}
 	}
 	defer eng.Close()
-	cfg := config.Default().Server
-	cfg.Addr = "127.0.0.1:0"
-	s := server.New(server.Options{Config: cfg, Token: tok})
-	s.SetAuthenticator(reg)
-	eng.Routes(s.API())
-	ts := httptest.NewServer(s.Handler())
-	defer ts.Close()
-
+	eng.Routes(x.srv.API())
 	do := func(cred, method, path, body string) (int, string) {
-		req, err := http.NewRequestWithContext(ctx, method, ts.URL+path, strings.NewReader(body))
+		code, b, err := x.do(ctx, cred, method, path, body)
 		if err != nil {
 			fail("%s %s: %v", method, path, err)
-			return 0, ""
 		}
-		req.Header.Set("Authorization", "Bearer "+cred)
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := ts.Client().Do(req)
-		if err != nil {
-			fail("%s %s: %v", method, path, err)
-			return 0, ""
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		return resp.StatusCode, string(b)
+		return code, b
 	}
 
 	watched := filepath.Join(sb.Home, "Documents", "grant-scope.txt")
@@ -192,46 +164,23 @@ func probeGrantScope(ctx context.Context, sb *Sandbox) []string {
 func probeChatScopeCard(ctx context.Context, sb *Sandbox) []string {
 	var problems []string
 	fail := func(format string, a ...any) { problems = append(problems, fmt.Sprintf(format, a...)) }
-	tok, err := authtoken.FromString(sb.Secrets["auth token"])
+	x, err := newScopedServer(ctx, sb, "phone")
 	if err != nil {
-		return []string{"the sandbox token: " + err.Error()}
+		return []string{err.Error()}
 	}
-	db, err := store.Open(ctx, filepath.Join(sb.Root, "devices.db"), devices.Schema)
-	if err != nil {
-		return []string{"opening devices.db: " + err.Error()}
-	}
-	defer db.Close()
-	reg, err := devices.Open(ctx, devices.Options{DB: db, Local: tok})
-	if err != nil {
-		return []string{"opening the device registry: " + err.Error()}
-	}
-	_, phone, err := reg.Create(ctx, "phone", devices.KindBrowser, []devices.Scope{devices.Chat, devices.Read})
-	if err != nil {
-		return []string{"pairing the chat-scope device: " + err.Error()}
-	}
-	cfg := config.Default().Server
-	cfg.Addr = "127.0.0.1:0"
-	s := server.New(server.Options{Config: cfg, Token: tok})
-	s.SetAuthenticator(reg)
+	defer x.close()
+	tok, phone := x.tok, x.device
 	// A broker of its own, which no scripted human answers: the cards are
 	// decided over HTTP, by the device and then by the user.
 	broker := approval.New(approval.Options{Timeout: 20 * time.Second, Approvers: func() int { return 1 }})
-	broker.Routes(s.API())
-	(&policy.API{Engine: sb.Policy, Registry: sb.Registry, Paths: sb.PathPol}).Routes(s.API())
-	ts := httptest.NewServer(s.Handler())
-	defer ts.Close()
+	broker.Routes(x.srv.API())
+	(&policy.API{Engine: sb.Policy, Registry: sb.Registry, Paths: sb.PathPol}).Routes(x.srv.API())
 	do := func(cred, method, path, body string) (int, string) {
-		req, _ := http.NewRequestWithContext(ctx, method, ts.URL+path, strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+cred)
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := ts.Client().Do(req)
+		code, b, err := x.do(ctx, cred, method, path, body)
 		if err != nil {
 			fail("%s %s: %v", method, path, err)
-			return 0, ""
 		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		return resp.StatusCode, string(b)
+		return code, b
 	}
 	target := filepath.Join(sb.Home, "Documents", "from-the-phone.txt")
 	args, _ := json.Marshal(map[string]any{"path": target, "content": "written"})
@@ -272,4 +221,60 @@ func probeChatScopeCard(ctx context.Context, sb *Sandbox) []string {
 		fail("the denied write ran")
 	}
 	return problems
+}
+
+// scopedServer is a real server with the device registry in front, and a
+// device paired with the chat and read scopes only (a shared tablet, a
+// stolen phone token).
+type scopedServer struct {
+	tok    authtoken.Token
+	device string
+	srv    *server.Server
+	ts     *httptest.Server
+	db     *store.DB
+}
+
+func newScopedServer(ctx context.Context, sb *Sandbox, name string) (*scopedServer, error) {
+	tok, err := authtoken.FromString(sb.Secrets["auth token"])
+	if err != nil {
+		return nil, fmt.Errorf("the sandbox token: %w", err)
+	}
+	db, err := store.Open(ctx, filepath.Join(sb.Root, name+"-devices.db"), devices.Schema)
+	if err != nil {
+		return nil, fmt.Errorf("opening devices.db: %w", err)
+	}
+	reg, err := devices.Open(ctx, devices.Options{DB: db, Local: tok})
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("opening the device registry: %w", err)
+	}
+	_, device, err := reg.Create(ctx, name, devices.KindBrowser, []devices.Scope{devices.Chat, devices.Read})
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("pairing the chat-scope device: %w", err)
+	}
+	cfg := config.Default().Server
+	cfg.Addr = "127.0.0.1:0"
+	s := server.New(server.Options{Config: cfg, Token: tok})
+	s.SetAuthenticator(reg)
+	return &scopedServer{tok: tok, device: device, srv: s, ts: httptest.NewServer(s.Handler()), db: db}, nil
+}
+
+func (x *scopedServer) close() { x.ts.Close(); x.db.Close() }
+
+// do sends one request with cred as the bearer token.
+func (x *scopedServer) do(ctx context.Context, cred, method, path, body string) (int, string, error) {
+	req, err := http.NewRequestWithContext(ctx, method, x.ts.URL+path, strings.NewReader(body))
+	if err != nil {
+		return 0, "", err
+	}
+	req.Header.Set("Authorization", "Bearer "+cred)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := x.ts.Client().Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	return resp.StatusCode, string(b), nil
 }

@@ -340,59 +340,30 @@ func likeEscape(s string) string {
 // crash these are the requests that were waiting when it died. One pass over
 // each type (index events_type), linear in the number of approvals.
 func (l *Log) UnresolvedApprovals(ctx context.Context) ([]Event, error) {
-	resolved := map[string]bool{}
-	rows, err := l.db.QueryContext(ctx, `SELECT json_extract(data, '$.id') FROM events WHERE type = ? AND json_valid(data)`, TypeApprovalResolved)
-	if err != nil {
-		return nil, fmt.Errorf("listing resolved approvals: %w", err)
-	}
-	for rows.Next() {
-		var id sql.NullString
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("listing resolved approvals: %w", err)
-		}
-		resolved[id.String] = true
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("listing resolved approvals: %w", err)
-	}
-	rows, err = l.db.QueryContext(ctx, `SELECT id, ts, type, chat_id, turn_id, tool, summary, data, prev_hash, hash FROM events WHERE type = ? ORDER BY id`, TypeApprovalRequest)
-	if err != nil {
-		return nil, fmt.Errorf("listing approval requests: %w", err)
-	}
-	defer rows.Close()
-	var out []Event
-	for rows.Next() {
-		e, err := scanEvent(rows)
-		if err != nil {
-			return nil, err
-		}
-		var d struct {
-			ID string `json:"id"`
-		}
-		if json.Unmarshal(e.Data, &d) != nil || d.ID == "" || resolved[d.ID] {
-			continue
-		}
-		out = append(out, e)
-	}
-	return out, rows.Err()
+	return l.unmatched(ctx, TypeApprovalRequest, TypeApprovalResolved, "id")
 }
 
 // UnfinishedCalls returns the tool.started events, oldest first, that no
 // tool.run event closes (matched by call_key in data): calls that were
 // running when the daemon stopped.
 func (l *Log) UnfinishedCalls(ctx context.Context) ([]Event, error) {
+	return l.unmatched(ctx, TypeToolStarted, TypeToolRun, "call_key")
+}
+
+// unmatched returns the events of type open, oldest first, whose data
+// field key no event of type closed carries: one pass over each type
+// (index events_type).
+func (l *Log) unmatched(ctx context.Context, open, closed, key string) ([]Event, error) {
 	done := map[string]bool{}
-	rows, err := l.db.QueryContext(ctx, `SELECT json_extract(data, '$.call_key') FROM events WHERE type = ? AND json_valid(data)`, TypeToolRun)
+	rows, err := l.db.QueryContext(ctx, `SELECT json_extract(data, '$.' || ?) FROM events WHERE type = ? AND json_valid(data)`, key, closed)
 	if err != nil {
-		return nil, fmt.Errorf("listing finished calls: %w", err)
+		return nil, fmt.Errorf("listing %s events: %w", closed, err)
 	}
 	for rows.Next() {
 		var k sql.NullString
 		if err := rows.Scan(&k); err != nil {
 			rows.Close()
-			return nil, fmt.Errorf("listing finished calls: %w", err)
+			return nil, fmt.Errorf("listing %s events: %w", closed, err)
 		}
 		if k.Valid {
 			done[k.String] = true
@@ -400,11 +371,11 @@ func (l *Log) UnfinishedCalls(ctx context.Context) ([]Event, error) {
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("listing finished calls: %w", err)
+		return nil, fmt.Errorf("listing %s events: %w", closed, err)
 	}
-	rows, err = l.db.QueryContext(ctx, `SELECT id, ts, type, chat_id, turn_id, tool, summary, data, prev_hash, hash FROM events WHERE type = ? ORDER BY id`, TypeToolStarted)
+	rows, err = l.db.QueryContext(ctx, `SELECT id, ts, type, chat_id, turn_id, tool, summary, data, prev_hash, hash FROM events WHERE type = ? ORDER BY id`, open)
 	if err != nil {
-		return nil, fmt.Errorf("listing started calls: %w", err)
+		return nil, fmt.Errorf("listing %s events: %w", open, err)
 	}
 	defer rows.Close()
 	var out []Event
@@ -413,10 +384,11 @@ func (l *Log) UnfinishedCalls(ctx context.Context) ([]Event, error) {
 		if err != nil {
 			return nil, err
 		}
-		var d struct {
-			Key string `json:"call_key"`
+		var d map[string]any
+		if json.Unmarshal(e.Data, &d) != nil {
+			continue
 		}
-		if json.Unmarshal(e.Data, &d) != nil || d.Key == "" || done[d.Key] {
+		if k, _ := d[key].(string); k == "" || done[k] {
 			continue
 		}
 		out = append(out, e)
