@@ -230,3 +230,23 @@ func TestOriginMatrix(t *testing.T) {
 		t.Error(f)
 	}
 }
+
+// requireAll runs one topic's rows on their own (TestSuite runs them with
+// every other case) and fails the test for each row that did not pass, or
+// when fewer rows ran than were given.
+func requireAll(t *testing.T, cases []Case, opts Options) Report {
+	t.Helper()
+	if opts.Dir == "" {
+		opts.Dir = t.TempDir()
+	}
+	rep := RunAll(context.Background(), cases, opts)
+	for _, o := range rep.Outcomes {
+		if !o.Passed {
+			t.Errorf("%s:\n  %s", o.Name, strings.Join(o.Problems, "\n  "))
+		}
+	}
+	if rep.Total+rep.Skipped != len(cases) || rep.Passed != rep.Total {
+		t.Fatalf("%d cases given, %d ran, %d passed, %d skipped", len(cases), rep.Total, rep.Passed, rep.Skipped)
+	}
+	return rep
+}

@@ -1,8 +1,6 @@
 package adversarial
 
 import (
-	"context"
-	"strings"
 	"testing"
 
 	"github.com/hestia-dev/hestia/internal/pathpolicy"
@@ -26,11 +24,6 @@ func TestExecPathCases(t *testing.T) {
 	if len(cs) != 3*n {
 		t.Fatalf("%d code-execution cases for %d places, want 3 each", len(cs), n)
 	}
-	rep := RunAll(context.Background(), cs, Options{Model: llmtestModel(t), Dir: t.TempDir()})
-	for _, o := range rep.Outcomes {
-		if !o.Passed {
-			t.Errorf("%s:\n  %s", o.Name, strings.Join(o.Problems, "\n  "))
-		}
-	}
+	rep := requireAll(t, cs, Options{Model: llmtestModel(t)})
 	t.Logf("code-execution cases: %d, %d passed, %d failed", rep.Total, rep.Passed, rep.Failed)
 }

@@ -1,21 +1,11 @@
 package adversarial
 
-import (
-	"context"
-	"strings"
-	"testing"
-)
+import "testing"
 
-// The grant-scope row on its own (TestSuite runs it with every other case).
+// The scope rows on their own: watch grants and a chat-scope device's card.
 func TestGrantScopeCases(t *testing.T) {
 	t.Parallel()
-	rep := RunAll(context.Background(), grantScopeCases(), Options{Dir: t.TempDir()})
-	for _, o := range rep.Outcomes {
-		if !o.Passed {
-			t.Errorf("%s:\n  %s", o.Name, strings.Join(o.Problems, "\n  "))
-		}
-	}
-	if rep.Total != 2 || rep.Passed != 2 {
-		t.Fatalf("%d cases, %d passed", rep.Total, rep.Passed)
+	if n := len(requireAll(t, grantScopeCases(), Options{}).Outcomes); n != 2 {
+		t.Fatalf("%d scope rows ran, want 2", n)
 	}
 }
