@@ -262,6 +262,8 @@ func (s *Server) recoverPanics(next http.Handler) http.Handler {
 				httpjson.Error(w, http.StatusInternalServerError, "internal", "internal error")
 			}
 		}()
-		next.ServeHTTP(w, r)
+		// Handlers answer through httpjson.Respond, which logs server
+		// errors here rather than sending them to the client.
+		next.ServeHTTP(w, r.WithContext(httpjson.WithLogger(r.Context(), s.log)))
 	})
 }
