@@ -389,6 +389,10 @@ type FieldError struct{ Field, Msg string }
 
 func (e *FieldError) Error() string { return e.Field + ": " + e.Msg }
 
+// HTTPStatus and HTTPCode make it a 400 bad_request (httpjson.Coded).
+func (e *FieldError) HTTPStatus() int  { return 400 }
+func (e *FieldError) HTTPCode() string { return "bad_request" }
+
 // SetSettings stores the settings. The first enabling records the mail
 // backlog's high-water mark: everything already there counts as seen.
 func (c *Center) SetSettings(ctx context.Context, s Settings) (Settings, error) {

@@ -6,7 +6,6 @@ import (
 	"strconv"
 
 	"github.com/hestia-dev/hestia/internal/httpjson"
-	"github.com/hestia-dev/hestia/internal/store"
 )
 
 // Routes serves the Action Center API.
@@ -39,7 +38,7 @@ func (c *Center) handleList(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	items, counts, err := c.List(r.Context(), f)
-	write(w, http.StatusOK, map[string]any{"actions": items, "counts": counts}, err)
+	write(w, r, http.StatusOK, map[string]any{"actions": items, "counts": counts}, err)
 }
 
 func pathID(w http.ResponseWriter, r *http.Request) (int64, bool) {
@@ -54,7 +53,7 @@ func pathID(w http.ResponseWriter, r *http.Request) (int64, bool) {
 func (c *Center) handleGet(w http.ResponseWriter, r *http.Request) {
 	if id, ok := pathID(w, r); ok {
 		it, err := c.Get(r.Context(), id)
-		write(w, http.StatusOK, it, err)
+		write(w, r, http.StatusOK, it, err)
 	}
 }
 
@@ -71,19 +70,19 @@ func (c *Center) handleState(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	it, err := c.SetState(r.Context(), id, b.State)
-	write(w, http.StatusOK, it, err)
+	write(w, r, http.StatusOK, it, err)
 }
 
 func (c *Center) handleExecute(w http.ResponseWriter, r *http.Request) {
 	if id, ok := pathID(w, r); ok {
 		it, err := c.Execute(r.Context(), id)
-		write(w, http.StatusAccepted, it, err)
+		write(w, r, http.StatusAccepted, it, err)
 	}
 }
 
 func (c *Center) handleSettings(w http.ResponseWriter, r *http.Request) {
 	s, err := c.GetSettings(r.Context())
-	write(w, http.StatusOK, s, err)
+	write(w, r, http.StatusOK, s, err)
 }
 
 func (c *Center) handleSetSettings(w http.ResponseWriter, r *http.Request) {
@@ -96,33 +95,25 @@ func (c *Center) handleSetSettings(w http.ResponseWriter, r *http.Request) {
 	if err == nil && s.Enabled {
 		c.Kick()
 	}
-	write(w, http.StatusOK, s, err)
+	write(w, r, http.StatusOK, s, err)
 }
 
 func (c *Center) handleScan(w http.ResponseWriter, r *http.Request) {
 	res, err := c.Scan(r.Context())
-	write(w, http.StatusOK, res, err)
+	write(w, r, http.StatusOK, res, err)
 }
 
 func (c *Center) handleFlows(w http.ResponseWriter, r *http.Request) {
 	fs, err := c.Flows(r.Context())
-	write(w, http.StatusOK, map[string]any{"flows": fs}, err)
+	write(w, r, http.StatusOK, map[string]any{"flows": fs}, err)
 }
 
-func write(w http.ResponseWriter, status int, v any, err error) {
-	var fe *FieldError
+func write(w http.ResponseWriter, r *http.Request, status int, v any, err error) {
 	switch {
-	case err == nil:
-		httpjson.Write(w, status, v)
-	case errors.As(err, &fe):
-		httpjson.Error(w, http.StatusBadRequest, "bad_request", fe.Error())
 	case errors.Is(err, ErrBadTransition):
-		httpjson.Error(w, http.StatusConflict, "bad_state", err.Error())
+		err = httpjson.Conflict("bad_state", err)
 	case errors.Is(err, ErrExecuting):
-		httpjson.Error(w, http.StatusConflict, "executing", err.Error())
-	case errors.Is(err, store.ErrNotFound):
-		httpjson.Error(w, http.StatusNotFound, "not_found", err.Error())
-	default:
-		httpjson.Error(w, http.StatusInternalServerError, "internal", err.Error())
+		err = httpjson.Conflict("executing", err)
 	}
+	httpjson.Respond(w, r, status, v, err)
 }

@@ -20,7 +20,6 @@ import (
 	"github.com/hestia-dev/hestia/internal/config"
 	"github.com/hestia-dev/hestia/internal/doctor"
 	"github.com/hestia-dev/hestia/internal/httpjson"
-	"github.com/hestia-dev/hestia/internal/store"
 	"github.com/hestia-dev/hestia/internal/tools"
 )
 
@@ -289,29 +288,29 @@ func (a *App) registerCalendar(ctx context.Context, reg *tools.Registry) error {
 func (c *Calendar) Routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/calendar/calendars", func(w http.ResponseWriter, r *http.Request) {
 		cals, err := c.Store.Calendars(r.Context())
-		writeCalResult(w, map[string]any{"calendars": cals}, err)
+		writeCalResult(w, r, map[string]any{"calendars": cals}, err)
 	})
 	mux.HandleFunc("GET /api/calendar/agenda", func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
 		limit, _ := strconv.Atoi(q.Get("limit"))
 		ag, err := c.Deps.AgendaUpTo(r.Context(), caltools.AgendaArgs{From: q.Get("from"), To: q.Get("to"), Calendars: splitList(q.Get("calendars")), Limit: limit}, webAgendaMax)
-		writeCalResult(w, ag, err)
+		writeCalResult(w, r, ag, err)
 	})
 	mux.HandleFunc("GET /api/calendar/search", func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
 		res, err := c.Deps.Search(r.Context(), caltools.SearchArgs{Query: q.Get("q"), From: q.Get("from"), To: q.Get("to"),
 			Calendars: splitList(q.Get("calendars")), Attendee: q.Get("attendee")})
-		writeCalResult(w, res, err)
+		writeCalResult(w, r, res, err)
 	})
 	mux.HandleFunc("GET /api/calendar/ops", func(w http.ResponseWriter, r *http.Request) {
 		ops, err := c.Writer.List(r.Context(), r.URL.Query().Get("state"), 100)
-		writeCalResult(w, map[string]any{"operations": ops}, err)
+		writeCalResult(w, r, map[string]any{"operations": ops}, err)
 	})
 	mux.HandleFunc("GET /api/calendar/free", func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
 		minutes, _ := strconv.Atoi(q.Get("min"))
 		res, err := c.Deps.Free(r.Context(), caltools.FreeArgs{From: q.Get("from"), To: q.Get("to"), Calendars: splitList(q.Get("calendars")), MinMinutes: minutes})
-		writeCalResult(w, res, err)
+		writeCalResult(w, r, res, err)
 	})
 }
 
@@ -325,15 +324,9 @@ func splitList(s string) []string {
 	return strings.Split(s, ",")
 }
 
-func writeCalResult(w http.ResponseWriter, v any, err error) {
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		httpjson.Error(w, http.StatusNotFound, "not_found", err.Error())
-	case errors.Is(err, calendar.ErrBadQuery):
-		httpjson.Error(w, http.StatusBadRequest, "bad_query", err.Error())
-	case err != nil:
-		httpjson.Error(w, http.StatusInternalServerError, "internal", err.Error())
-	default:
-		httpjson.Write(w, http.StatusOK, v)
+func writeCalResult(w http.ResponseWriter, r *http.Request, v any, err error) {
+	if errors.Is(err, calendar.ErrBadQuery) {
+		err = httpjson.Invalid(err)
 	}
+	httpjson.Respond(w, r, http.StatusOK, v, err)
 }

@@ -200,11 +200,11 @@ func (a *App) registerContacts(ctx context.Context, reg *tools.Registry) error {
 		mux := a.Server.API()
 		mux.HandleFunc("GET /api/contacts/search", func(w http.ResponseWriter, r *http.Request) {
 			res, err := c.Deps.Search(r.Context(), contacttools.SearchArgs{Query: r.URL.Query().Get("q")})
-			writeContactsResult(w, res, err)
+			writeContactsResult(w, r, res, err)
 		})
 		mux.HandleFunc("GET /api/contacts/resolve", func(w http.ResponseWriter, r *http.Request) {
 			res, err := c.Deps.Resolve(r.Context(), contacttools.ResolveArgs{Name: r.URL.Query().Get("name")})
-			writeContactsResult(w, res, err)
+			writeContactsResult(w, r, res, err)
 		})
 	}
 	log := a.Log.With("component", "contacts")
@@ -252,13 +252,9 @@ func (a *App) registerContacts(ctx context.Context, reg *tools.Registry) error {
 	return nil
 }
 
-func writeContactsResult(w http.ResponseWriter, v any, err error) {
-	switch {
-	case errors.Is(err, contacts.ErrBadQuery):
-		httpjson.Error(w, http.StatusBadRequest, "bad_query", err.Error())
-	case err != nil:
-		httpjson.Error(w, http.StatusInternalServerError, "internal", err.Error())
-	default:
-		httpjson.Write(w, http.StatusOK, v)
+func writeContactsResult(w http.ResponseWriter, r *http.Request, v any, err error) {
+	if errors.Is(err, contacts.ErrBadQuery) {
+		err = httpjson.Invalid(err)
 	}
+	httpjson.Respond(w, r, http.StatusOK, v, err)
 }

@@ -71,7 +71,7 @@ func memoryRoutes(mux *http.ServeMux, q *memory.Queue) {
 		for _, t := range []string{memory.Agent, memory.User, memory.Memory} {
 			c, err := p.Read(t)
 			if err != nil {
-				httpjson.Error(w, http.StatusInternalServerError, "internal", err.Error())
+				httpjson.Respond(w, r, 0, nil, err)
 				return
 			}
 			out[t] = map[string]any{"content": c, "limit": memory.Limit(t)}

@@ -61,7 +61,7 @@ func (a *App) systemChecks(ctx context.Context, fresh bool) ([]doctor.Result, er
 func (a *App) handleSystem(w http.ResponseWriter, r *http.Request) {
 	results, err := a.systemChecks(r.Context(), r.URL.Query().Get("fresh") == "1")
 	if err != nil {
-		httpjson.Error(w, http.StatusInternalServerError, "internal", err.Error())
+		httpjson.Respond(w, r, 0, nil, err)
 		return
 	}
 	started := a.Server.Started()

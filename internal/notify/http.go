@@ -1,12 +1,10 @@
 package notify
 
 import (
-	"errors"
 	"net/http"
 	"strconv"
 
 	"github.com/hestia-dev/hestia/internal/httpjson"
-	"github.com/hestia-dev/hestia/internal/store"
 )
 
 // Routes serves the inbox, settings and push subscription API.
@@ -33,7 +31,7 @@ func (n *Notifier) handleList(w http.ResponseWriter, r *http.Request) {
 		limit = k
 	}
 	in, err := n.List(r.Context(), r.URL.Query().Get("unread") == "1", limit)
-	write(w, http.StatusOK, in, err)
+	write(w, r, http.StatusOK, in, err)
 }
 
 func (n *Notifier) handleRead(w http.ResponseWriter, r *http.Request) {
@@ -43,16 +41,16 @@ func (n *Notifier) handleRead(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	err = n.MarkRead(r.Context(), id)
-	write(w, http.StatusOK, map[string]any{"read": id}, err)
+	write(w, r, http.StatusOK, map[string]any{"read": id}, err)
 }
 
 func (n *Notifier) handleReadAll(w http.ResponseWriter, r *http.Request) {
-	write(w, http.StatusOK, map[string]any{"read": "all"}, n.MarkRead(r.Context(), 0))
+	write(w, r, http.StatusOK, map[string]any{"read": "all"}, n.MarkRead(r.Context(), 0))
 }
 
 func (n *Notifier) handleSettings(w http.ResponseWriter, r *http.Request) {
 	s, err := n.Settings(r.Context())
-	write(w, http.StatusOK, s, err)
+	write(w, r, http.StatusOK, s, err)
 }
 
 func (n *Notifier) handleSetSettings(w http.ResponseWriter, r *http.Request) {
@@ -62,12 +60,12 @@ func (n *Notifier) handleSetSettings(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s, err := n.SetSettings(r.Context(), s)
-	write(w, http.StatusOK, s, err)
+	write(w, r, http.StatusOK, s, err)
 }
 
 func (n *Notifier) handleKey(w http.ResponseWriter, r *http.Request) {
 	k, err := n.VAPIDPublicKey(r.Context())
-	write(w, http.StatusOK, map[string]any{"public_key": k}, err)
+	write(w, r, http.StatusOK, map[string]any{"public_key": k}, err)
 }
 
 func (n *Notifier) handleSubs(w http.ResponseWriter, r *http.Request) {
@@ -75,7 +73,7 @@ func (n *Notifier) handleSubs(w http.ResponseWriter, r *http.Request) {
 	for i := range subs {
 		subs[i].Keys = Keys{} // the browser's keys never leave the daemon again
 	}
-	write(w, http.StatusOK, map[string]any{"subscriptions": subs}, err)
+	write(w, r, http.StatusOK, map[string]any{"subscriptions": subs}, err)
 }
 
 type subscribeBody struct {
@@ -93,7 +91,7 @@ func (n *Notifier) handleSubscribe(w http.ResponseWriter, r *http.Request) {
 	}
 	s, err := n.Subscribe(r.Context(), Subscription{Endpoint: b.Endpoint, Keys: b.Keys, Device: b.Device})
 	s.Keys = Keys{}
-	write(w, http.StatusCreated, s, err)
+	write(w, r, http.StatusCreated, s, err)
 }
 
 func (n *Notifier) handleUnsubscribe(w http.ResponseWriter, r *http.Request) {
@@ -104,19 +102,9 @@ func (n *Notifier) handleUnsubscribe(w http.ResponseWriter, r *http.Request) {
 		httpjson.BadRequest(w, err)
 		return
 	}
-	write(w, http.StatusOK, map[string]any{"removed": true}, n.Unsubscribe(r.Context(), b.Endpoint))
+	write(w, r, http.StatusOK, map[string]any{"removed": true}, n.Unsubscribe(r.Context(), b.Endpoint))
 }
 
-func write(w http.ResponseWriter, status int, v any, err error) {
-	var fe *FieldError
-	switch {
-	case err == nil:
-		httpjson.Write(w, status, v)
-	case errors.As(err, &fe):
-		httpjson.Error(w, http.StatusBadRequest, "bad_request", fe.Error())
-	case errors.Is(err, store.ErrNotFound):
-		httpjson.Error(w, http.StatusNotFound, "not_found", err.Error())
-	default:
-		httpjson.Error(w, http.StatusInternalServerError, "internal", err.Error())
-	}
+func write(w http.ResponseWriter, r *http.Request, status int, v any, err error) {
+	httpjson.Respond(w, r, status, v, err)
 }

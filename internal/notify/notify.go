@@ -363,6 +363,10 @@ type FieldError struct{ Field, Msg string }
 
 func (e *FieldError) Error() string { return e.Field + ": " + e.Msg }
 
+// HTTPStatus and HTTPCode make it a 400 bad_request (httpjson.Coded).
+func (e *FieldError) HTTPStatus() int  { return 400 }
+func (e *FieldError) HTTPCode() string { return "bad_request" }
+
 func parseHM(field, v string) (int, error) {
 	t, err := time.Parse("15:04", v)
 	if err != nil {

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/hestia-dev/hestia/internal/httpjson"
-	"github.com/hestia-dev/hestia/internal/store"
 )
 
 // Routes serves the jobs API.
@@ -68,12 +67,12 @@ func (b JobBody) UserJob() (UserJob, error) {
 
 func (s *Scheduler) handleList(w http.ResponseWriter, r *http.Request) {
 	jobs, err := s.List(r.Context())
-	writeResult(w, http.StatusOK, map[string]any{"jobs": jobs}, err)
+	writeResult(w, r, http.StatusOK, map[string]any{"jobs": jobs}, err)
 }
 
 func (s *Scheduler) handleGet(w http.ResponseWriter, r *http.Request) {
 	j, err := s.Get(r.Context(), r.PathValue("name"))
-	writeResult(w, http.StatusOK, j, err)
+	writeResult(w, r, http.StatusOK, j, err)
 }
 
 func (s *Scheduler) handleAdd(w http.ResponseWriter, r *http.Request) {
@@ -89,26 +88,26 @@ func (s *Scheduler) handleAdd(w http.ResponseWriter, r *http.Request) {
 		if err == nil {
 			j, err = s.Get(r.Context(), j.Name)
 		}
-		writeResult(w, http.StatusCreated, j, err)
+		writeResult(w, r, http.StatusCreated, j, err)
 		return
 	}
-	writeResult(w, 0, nil, err)
+	writeResult(w, r, 0, nil, err)
 }
 
 func (s *Scheduler) handleRemove(w http.ResponseWriter, r *http.Request) {
 	err := s.Remove(r.Context(), r.PathValue("name"))
-	writeResult(w, http.StatusOK, map[string]any{"removed": r.PathValue("name")}, err)
+	writeResult(w, r, http.StatusOK, map[string]any{"removed": r.PathValue("name")}, err)
 }
 
 func (s *Scheduler) handleRun(w http.ResponseWriter, r *http.Request) {
 	id, err := s.RunNow(r.Context(), r.PathValue("name"))
-	writeResult(w, http.StatusAccepted, map[string]any{"run_id": id}, err)
+	writeResult(w, r, http.StatusAccepted, map[string]any{"run_id": id}, err)
 }
 
 func (s *Scheduler) handleEnable(on bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		j, err := s.SetEnabled(r.Context(), r.PathValue("name"), on)
-		writeResult(w, http.StatusOK, j, err)
+		writeResult(w, r, http.StatusOK, j, err)
 	}
 }
 
@@ -123,23 +122,16 @@ func (s *Scheduler) handleHistory(w http.ResponseWriter, r *http.Request) {
 		limit = n
 	}
 	runs, err := s.History(r.Context(), r.PathValue("name"), limit)
-	writeResult(w, http.StatusOK, map[string]any{"runs": runs}, err)
+	writeResult(w, r, http.StatusOK, map[string]any{"runs": runs}, err)
 }
 
-func writeResult(w http.ResponseWriter, status int, v any, err error) {
-	var fe *FieldError
+func writeResult(w http.ResponseWriter, r *http.Request, status int, v any, err error) {
 	switch {
-	case err == nil:
-		httpjson.Write(w, status, v)
-	case errors.As(err, &fe):
-		httpjson.Error(w, http.StatusBadRequest, "bad_job", fe.Error())
-	case errors.Is(err, store.ErrNotFound):
-		httpjson.Error(w, http.StatusNotFound, "not_found", err.Error())
 	case errors.Is(err, ErrRunning):
-		httpjson.Error(w, http.StatusConflict, "running", err.Error())
+		err = httpjson.Conflict("running", err)
 	case errors.Is(err, ErrBuiltin):
 		httpjson.Error(w, http.StatusForbidden, "builtin", err.Error())
-	default:
-		httpjson.Error(w, http.StatusInternalServerError, "internal", err.Error())
+		return
 	}
+	httpjson.Respond(w, r, status, v, err)
 }

@@ -46,6 +46,10 @@ type FieldError struct {
 
 func (e *FieldError) Error() string { return e.Field + ": " + e.Msg }
 
+// HTTPStatus and HTTPCode make it a 400 bad_request (httpjson.Coded).
+func (e *FieldError) HTTPStatus() int  { return 400 }
+func (e *FieldError) HTTPCode() string { return "bad_request" }
+
 func fieldErr(field, format string, args ...any) error {
 	return &FieldError{Field: field, Msg: fmt.Sprintf(format, args...)}
 }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/hestia-dev/hestia/internal/devices"
 	"github.com/hestia-dev/hestia/internal/httpjson"
-	"github.com/hestia-dev/hestia/internal/store"
 )
 
 // Routes serves the watches API. A grant is an approval given in advance,
@@ -27,7 +26,7 @@ func (e *Engine) Routes(mux *http.ServeMux) {
 
 func (e *Engine) handleList(w http.ResponseWriter, r *http.Request) {
 	ws, err := e.List(r.Context(), r.URL.Query().Get("state"))
-	write(w, http.StatusOK, map[string]any{"watches": ws, "sources": e.Sources(), "events": e.SourceEvents()}, err)
+	write(w, r, http.StatusOK, map[string]any{"watches": ws, "sources": e.Sources(), "events": e.SourceEvents()}, err)
 }
 
 // Detail is a watch with its recent events and claims.
@@ -53,7 +52,7 @@ func (e *Engine) Detail(r *http.Request, id string) (Detail, error) {
 
 func (e *Engine) handleGet(w http.ResponseWriter, r *http.Request) {
 	d, err := e.Detail(r, r.PathValue("id"))
-	write(w, http.StatusOK, d, err)
+	write(w, r, http.StatusOK, d, err)
 }
 
 func (e *Engine) handleCreate(w http.ResponseWriter, r *http.Request) {
@@ -88,13 +87,13 @@ func (e *Engine) handleCreate(w http.ResponseWriter, r *http.Request) {
 		var wt Watch
 		wt, err = e.Create(r.Context(), s)
 		if err == nil {
-			write(w, http.StatusCreated, wt, nil)
+			write(w, r, http.StatusCreated, wt, nil)
 			return
 		}
 	}
 	var fe *FieldError
 	if errors.As(err, &fe) {
-		write(w, 0, nil, err)
+		write(w, r, 0, nil, err)
 		return
 	}
 	// Anything else is the resource failing its first read.
@@ -107,7 +106,7 @@ func (e *Engine) handleCreate(w http.ResponseWriter, r *http.Request) {
 func (e *Engine) handleResume(w http.ResponseWriter, r *http.Request) {
 	wt, err := e.Get(r.Context(), r.PathValue("id"))
 	if err != nil {
-		write(w, http.StatusOK, nil, err)
+		write(w, r, http.StatusOK, nil, err)
 		return
 	}
 	if hasGrants(wt.Rules) {
@@ -121,19 +120,9 @@ func (e *Engine) handleResume(w http.ResponseWriter, r *http.Request) {
 
 func (e *Engine) handleStop(w http.ResponseWriter, r *http.Request) {
 	wt, err := e.Stop(r.Context(), r.PathValue("id"))
-	write(w, http.StatusOK, wt, err)
+	write(w, r, http.StatusOK, wt, err)
 }
 
-func write(w http.ResponseWriter, status int, v any, err error) {
-	var fe *FieldError
-	switch {
-	case err == nil:
-		httpjson.Write(w, status, v)
-	case errors.As(err, &fe):
-		httpjson.Error(w, http.StatusBadRequest, "bad_watch", fe.Error())
-	case errors.Is(err, store.ErrNotFound):
-		httpjson.Error(w, http.StatusNotFound, "not_found", err.Error())
-	default:
-		httpjson.Error(w, http.StatusInternalServerError, "internal", err.Error())
-	}
+func write(w http.ResponseWriter, r *http.Request, status int, v any, err error) {
+	httpjson.Respond(w, r, status, v, err)
 }

@@ -85,12 +85,12 @@ func (e *Engine) handleSetPaused(paused bool) http.HandlerFunc {
 			httpjson.Error(w, http.StatusConflict, "bad_state", fe.Error())
 			return
 		}
-		write(w, http.StatusOK, wt, err)
+		write(w, r, http.StatusOK, wt, err)
 	}
 }
 
 func (e *Engine) handleDelete(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	err := e.Delete(r.Context(), id)
-	write(w, http.StatusOK, map[string]any{"deleted": id}, err)
+	write(w, r, http.StatusOK, map[string]any{"deleted": id}, err)
 }

@@ -65,7 +65,7 @@ async function routeBackground(page, calls) {
     if (p === '/api/push/subscriptions') return json(200, { subscriptions: [{ id: 1, endpoint: 'https://push.example/1', device: 'Pixel 8 (Chrome)', created_at: iso(now - 86400e3), last_ok: iso(now - 60e3), failures: 0 }] });
     if (p === '/api/watches' && req.method() === 'GET')
       return json(200, { watches, sources: ['file', 'train', 'url'], events: { file: ['file.changed', 'file.deleted'], train: ['train.arrived', 'train.delay_changed'], url: ['url.changed'] } });
-    if (p === '/api/watches' && req.method() === 'POST') return json(400, { error: { code: 'bad_watch', message: 'expires_at: is required for file watches (when should watching stop?)' } });
+    if (p === '/api/watches' && req.method() === 'POST') return json(400, { error: { code: 'bad_request', message: 'expires_at: is required for file watches (when should watching stop?)' } });
     if (/^\/api\/watches\/w_\d+\/(pause|resume)$/.test(p)) return json(200, { ...watches[0], state: p.endsWith('pause') ? 'paused' : 'active' });
     if (p === '/api/push/key') return json(200, { public_key: 'BNcRdreALRFXTkOOUHK1EtK2wtaz5Ry4YfYCA_0QTpQtUbVlUls0VJXg7A8u-Ts1XbjhazAkj7I99e8QcYP7DkM' });
     return json(404, { error: { code: 'not_found', message: 'no such route' } });
