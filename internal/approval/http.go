@@ -51,7 +51,7 @@ func (b *Broker) decide(w http.ResponseWriter, r *http.Request) {
 		}
 		httpjson.Error(w, http.StatusBadRequest, code, err.Error())
 	case err != nil:
-		httpjson.Error(w, http.StatusInternalServerError, "internal", "deciding failed")
+		httpjson.Respond(w, r, 0, nil, httpjson.Internal("deciding failed", err))
 	default:
 		httpjson.Write(w, http.StatusOK, map[string]any{"id": id, "decision": d.Outcome, "args": d.Args, "note": d.Note})
 	}

@@ -52,7 +52,7 @@ func (l *Log) list(w http.ResponseWriter, r *http.Request) {
 	}
 	evs, err := l.List(r.Context(), f)
 	if err != nil {
-		httpjson.Error(w, http.StatusInternalServerError, "internal", "listing audit events failed")
+		httpjson.Respond(w, r, 0, nil, httpjson.Internal("listing audit events failed", err))
 		return
 	}
 	resp := map[string]any{"events": evs}
@@ -69,7 +69,7 @@ func (l *Log) list(w http.ResponseWriter, r *http.Request) {
 func (l *Log) verify(w http.ResponseWriter, r *http.Request) {
 	res, err := l.Verify(r.Context())
 	if err != nil {
-		httpjson.Error(w, http.StatusInternalServerError, "internal", "verifying the audit chain failed")
+		httpjson.Respond(w, r, 0, nil, httpjson.Internal("verifying the audit chain failed", err))
 		return
 	}
 	httpjson.Write(w, http.StatusOK, res)

@@ -83,7 +83,7 @@ func (a *API) list(w http.ResponseWriter, r *http.Request) {
 	}
 	chats, err := a.Store.List(r.Context(), limit, before)
 	if err != nil {
-		httpjson.Error(w, http.StatusInternalServerError, "internal", "listing chats failed")
+		httpjson.Respond(w, r, 0, nil, httpjson.Internal("listing chats failed", err))
 		return
 	}
 	httpjson.Write(w, http.StatusOK, map[string]any{"chats": chats})
@@ -96,12 +96,12 @@ func (a *API) get(w http.ResponseWriter, r *http.Request) {
 		notFound(w, id)
 		return
 	} else if err != nil {
-		httpjson.Error(w, http.StatusInternalServerError, "internal", "reading the chat failed")
+		httpjson.Respond(w, r, 0, nil, httpjson.Internal("reading the chat failed", err))
 		return
 	}
 	msgs, err := a.Store.Messages(r.Context(), id, 0)
 	if err != nil {
-		httpjson.Error(w, http.StatusInternalServerError, "internal", "reading the chat failed")
+		httpjson.Respond(w, r, 0, nil, httpjson.Internal("reading the chat failed", err))
 		return
 	}
 	httpjson.Write(w, http.StatusOK, map[string]any{"chat": c, "messages": msgs})
@@ -142,7 +142,7 @@ func (a *API) delete(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, store.ErrNotFound):
 		notFound(w, id)
 	case err != nil:
-		httpjson.Error(w, http.StatusInternalServerError, "internal", "deleting the chat failed")
+		httpjson.Respond(w, r, 0, nil, httpjson.Internal("deleting the chat failed", err))
 	default:
 		if a.Hooks.Deleted != nil {
 			a.Hooks.Deleted(id)
@@ -158,7 +158,7 @@ func (a *API) export(w http.ResponseWriter, r *http.Request) {
 		notFound(w, id)
 		return
 	} else if err != nil {
-		httpjson.Error(w, http.StatusInternalServerError, "internal", "exporting the chat failed")
+		httpjson.Respond(w, r, 0, nil, httpjson.Internal("exporting the chat failed", err))
 		return
 	}
 	w.Header().Set("Content-Disposition", `attachment; filename="hestia-chat-`+id+`.json"`)

@@ -19,7 +19,7 @@ func (r *Registry) Routes(mux *http.ServeMux) {
 func (r *Registry) handleList(w http.ResponseWriter, req *http.Request) {
 	list, err := r.List(req.Context())
 	if err != nil {
-		httpjson.Error(w, http.StatusInternalServerError, "internal", "listing devices failed")
+		httpjson.Respond(w, req, 0, nil, httpjson.Internal("listing devices failed", err))
 		return
 	}
 	httpjson.Write(w, http.StatusOK, map[string]any{"devices": list})
@@ -45,7 +45,7 @@ func (r *Registry) handleRevoke(w http.ResponseWriter, req *http.Request) {
 	case errors.Is(err, store.ErrNotFound):
 		httpjson.Error(w, http.StatusNotFound, "not_found", "device "+id+" does not exist")
 	case err != nil:
-		httpjson.Error(w, http.StatusInternalServerError, "internal", "revoking the device failed")
+		httpjson.Respond(w, req, 0, nil, httpjson.Internal("revoking the device failed", err))
 	default:
 		httpjson.Write(w, http.StatusOK, map[string]any{"device": d})
 	}

@@ -23,7 +23,7 @@ func (q *Queue) handleList(w http.ResponseWriter, r *http.Request) {
 	}
 	calls, err := q.List(r.Context(), state)
 	if err != nil {
-		httpjson.Error(w, http.StatusInternalServerError, "internal", "listing held calls failed")
+		httpjson.Respond(w, r, 0, nil, httpjson.Internal("listing held calls failed", err))
 		return
 	}
 	httpjson.Write(w, http.StatusOK, map[string]any{"calls": calls})

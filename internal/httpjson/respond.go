@@ -51,6 +51,18 @@ func Conflict(code string, err error) error {
 	return &codedErr{http.StatusConflict, code, err}
 }
 
+type internalErr struct {
+	what string
+	err  error
+}
+
+func (e *internalErr) Error() string { return e.what + ": " + e.err.Error() }
+func (e *internalErr) Unwrap() error { return e.err }
+
+// Internal names what failed for a server error: the client sees what
+// ("listing chats failed") and an error id, the log sees err.
+func Internal(what string, err error) error { return &internalErr{what, err} }
+
 type loggerKey struct{}
 
 // WithLogger puts the logger server errors are written to in ctx (the
@@ -90,6 +102,11 @@ func Respond(w http.ResponseWriter, r *http.Request, status int, v any, err erro
 		_, _ = rand.Read(b[:])
 		id := hex.EncodeToString(b[:])
 		loggerFrom(r.Context()).Error("httpRequestFailed", "method", r.Method, "path", r.URL.Path, "errorId", id, "err", err)
-		Error(w, http.StatusInternalServerError, CodeInternal, "the server failed to answer this request (error "+id+" in the daemon's log)")
+		what := "the server failed to answer this request"
+		var ie *internalErr
+		if errors.As(err, &ie) {
+			what = ie.what
+		}
+		Error(w, http.StatusInternalServerError, CodeInternal, what+" (error "+id+" in the daemon's log)")
 	}
 }

@@ -36,6 +36,7 @@ func TestRespond(t *testing.T) {
 		{"not found", fmt.Errorf("watch w1: %w", store.ErrNotFound), 404, CodeNotFound, "watch w1"},
 		{"conflict", Conflict("executing", errors.New("item 3 is executing")), 409, "executing", "item 3 is executing"},
 		{"internal", errors.New("disk I/O error at /home/me/.local/share/hestia/db/x.db"), 500, CodeInternal, "error "},
+		{"internal named", Internal("listing chats failed", errors.New("disk I/O error at /home/me/x.db")), 500, CodeInternal, "listing chats failed (error "},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			logs.Reset()

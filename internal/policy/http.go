@@ -98,7 +98,7 @@ func (a *API) createRule(w http.ResponseWriter, r *http.Request) {
 	}
 	out, err := a.Engine.rules.Create(r.Context(), rule)
 	if err != nil {
-		httpjson.Error(w, http.StatusInternalServerError, "internal", "storing the rule failed")
+		httpjson.Respond(w, r, 0, nil, httpjson.Internal("storing the rule failed", err))
 		return
 	}
 	a.audit("policy.rule_changed", "", "rule "+out.ID+" created: "+out.Tool+" → "+string(out.Decision), map[string]any{"action": "create", "rule": out})
@@ -117,7 +117,7 @@ func (a *API) updateRule(w http.ResponseWriter, r *http.Request) {
 		httpjson.Error(w, http.StatusNotFound, "not_found", "policy rule "+id+" does not exist")
 		return
 	} else if err != nil {
-		httpjson.Error(w, http.StatusInternalServerError, "internal", "updating the rule failed")
+		httpjson.Respond(w, r, 0, nil, httpjson.Internal("updating the rule failed", err))
 		return
 	}
 	a.audit("policy.rule_changed", "", "rule "+id+" updated", map[string]any{"action": "update", "rule": out})
@@ -132,7 +132,7 @@ func (a *API) deleteRule(w http.ResponseWriter, r *http.Request) {
 		httpjson.Error(w, http.StatusNotFound, "not_found", "policy rule "+id+" does not exist")
 		return
 	} else if err != nil {
-		httpjson.Error(w, http.StatusInternalServerError, "internal", "deleting the rule failed")
+		httpjson.Respond(w, r, 0, nil, httpjson.Internal("deleting the rule failed", err))
 		return
 	}
 	a.audit("policy.rule_changed", "", "rule "+id+" deleted", map[string]any{"action": "delete", "id": id})

@@ -38,7 +38,7 @@ func (s *Service) handlePatch(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, ErrInvalid):
 		httpjson.Error(w, http.StatusBadRequest, "invalid_config", trimInvalid(err))
 	case err != nil:
-		httpjson.Error(w, http.StatusInternalServerError, "internal", err.Error())
+		httpjson.Respond(w, r, 0, nil, httpjson.Internal("saving the settings failed", err))
 	default:
 		if live == nil {
 			live = []string{}

@@ -314,8 +314,7 @@ func (l *Ledger) handleUsage(w http.ResponseWriter, r *http.Request) {
 	}
 	s, err := l.Summary(r.Context(), period)
 	if err != nil {
-		l.log.Error("summarising usage", "err", err)
-		httpjson.Error(w, http.StatusInternalServerError, "internal", "The usage summary could not be computed.")
+		httpjson.Respond(w, r, 0, nil, httpjson.Internal("The usage summary could not be computed.", err))
 		return
 	}
 	httpjson.Write(w, http.StatusOK, s)
