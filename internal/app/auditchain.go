@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/hestia-dev/hestia/internal/atomicfile"
 	"github.com/hestia-dev/hestia/internal/audit"
 	"github.com/hestia-dev/hestia/internal/doctor"
 	"github.com/hestia-dev/hestia/internal/store"
@@ -72,11 +73,7 @@ func writeAnchor(path string, an audit.Anchor) error {
 	if err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return fmt.Errorf("writing the audit anchor: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := atomicfile.Write(path, b, 0o600); err != nil {
 		return fmt.Errorf("writing the audit anchor: %w", err)
 	}
 	return nil

@@ -38,6 +38,7 @@ import (
 	"strings"
 
 	"github.com/emersion/go-webdav"
+	"github.com/hestia-dev/hestia/internal/atomicfile"
 )
 
 // Account is one DAV server login.
@@ -329,13 +330,7 @@ func NormETag(e string) string { return strings.Trim(strings.TrimPrefix(e, "W/")
 
 func samePath(a, b string) bool { return strings.TrimSuffix(a, "/") == strings.TrimSuffix(b, "/") }
 
-func writeAtomic(p string, data []byte) error {
-	tmp := p + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, p)
-}
+func writeAtomic(p string, data []byte) error { return atomicfile.Write(p, data, 0o600) }
 
 func do(ctx context.Context, a Account, method, p string, body []byte, hdr map[string]string) (*http.Response, error) {
 	u, err := url.Parse(a.URL)

@@ -18,6 +18,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/hestia-dev/hestia/internal/atomicfile"
 	"github.com/hestia-dev/hestia/internal/pathpolicy"
 	"github.com/hestia-dev/hestia/internal/tools"
 )
@@ -267,35 +268,8 @@ func (t *writeFile) Run(ctx context.Context, c tools.Call) (tools.Result, error)
 	return tools.Result{Content: fmt.Sprintf("wrote %d bytes to %s", len(content), path)}, nil
 }
 
-// atomicWrite writes through a temporary file in the same directory and
-// renames it over the target, so a crash never leaves a half-written file.
-// An existing file keeps its permission bits.
 func atomicWrite(path string, data []byte) error {
-	mode := fs.FileMode(0o644)
-	if st, err := os.Stat(path); err == nil {
-		mode = st.Mode().Perm()
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".hestia-write-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return atomicfile.Write(path, data, atomicfile.KeepMode)
 }
 
 type editFile struct{ p *pathpolicy.Policy }

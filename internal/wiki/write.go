@@ -12,6 +12,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/hestia-dev/hestia/internal/atomicfile"
 )
 
 // MaxPageBytes bounds a page written through the wiki (tools and API);
@@ -209,22 +211,7 @@ func (w *Wiki) writeFile(rel string, b []byte) error {
 	if _, err := w.resolveForWrite(rel); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(full), ".hestia-*.tmp")
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", rel, err)
-	}
-	_, err = tmp.Write(b)
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), full)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
+	if err := atomicfile.Write(full, b, 0o600); err != nil {
 		return fmt.Errorf("writing %s: %w", rel, err)
 	}
 	return nil
