@@ -3,6 +3,7 @@
 // that is not configured answers 503 with a clear message, shown in place.
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { useApp } from '../context';
+import { responseErrorText } from '../lib/errors';
 
 /** The most characters one speech request takes (the daemon's limit). */
 export const MAX_SPEECH_CHARS = 4096;
@@ -17,16 +18,6 @@ export function speakable(md: string): string {
     .replace(/\*\*|__|`|~~/g, '')
     .trim();
   return Array.from(s).slice(0, MAX_SPEECH_CHARS).join('');
-}
-
-async function errorText(res: Response): Promise<string> {
-  try {
-    const b = await res.json();
-    if (b?.error?.message) return b.error.message;
-  } catch {
-    // not JSON
-  }
-  return `speech failed (${res.status})`;
 }
 
 export function SpeakButton({ text }: { text: string }) {
@@ -60,7 +51,7 @@ export function SpeakButton({ text }: { text: string }) {
         headers: { 'Content-Type': 'application/json', 'x-usage-service': 'web', 'x-usage-action': 'speak' },
       });
       if (!res.ok) {
-        setError(await errorText(res));
+        setError(await responseErrorText(res, 'speech failed'));
         setState('idle');
         return;
       }

@@ -4,19 +4,10 @@
 // edit it before sending.
 import { useRef, useState } from 'preact/hooks';
 import { useApp } from '../context';
+import { responseErrorText } from '../lib/errors';
 
 /** The longest recording the button keeps (the daemon takes up to 25 MB). */
 export const MAX_RECORDING_MS = 5 * 60_000;
-
-async function errorText(res: Response): Promise<string> {
-  try {
-    const b = await res.json();
-    if (b?.error?.message) return b.error.message;
-  } catch {
-    // not JSON
-  }
-  return `transcription failed (${res.status})`;
-}
 
 export function VoiceButton({ onText, onError }: { onText: (t: string) => void; onError: (msg: string) => void }) {
   const app = useApp();
@@ -54,7 +45,7 @@ export function VoiceButton({ onText, onError }: { onText: (t: string) => void; 
         fd.append('file', blob, type.includes('ogg') ? 'recording.ogg' : type.includes('mp4') ? 'recording.m4a' : 'recording.webm');
         const res = await app.client.raw('/v1/audio/transcriptions', { method: 'POST', body: fd, headers: { 'x-usage-service': 'web', 'x-usage-action': 'voice' } });
         if (!res.ok) {
-          onError(await errorText(res));
+          onError(await responseErrorText(res, 'transcription failed'));
         } else {
           const { text } = (await res.json()) as { text: string };
           if (text?.trim()) onText(text.trim());

@@ -15,6 +15,11 @@ export function relTime(iso: string | undefined, now = Date.now()): string {
   return new Date(t).toLocaleDateString(undefined, { month: 'short', day: 'numeric' });
 }
 
+/** A full local date and time, or empty (default "—") when there is none. */
+export function when(iso: string | undefined, empty = '—'): string {
+  return iso ? new Date(iso).toLocaleString() : empty;
+}
+
 export function clock(iso: string | undefined): string {
   if (!iso) return '';
   const t = new Date(iso);

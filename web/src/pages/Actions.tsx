@@ -1,8 +1,8 @@
 import { useEffect, useState } from 'preact/hooks';
 import { actionsApi, pushApi, urlB64ToBytes, type ActionItem, type ActionSettings } from '../api/background';
-import { ApiError } from '../api/client';
 import { ArgList } from '../components/ArgList';
 import { useApp } from '../context';
+import { errText } from '../lib/errors';
 import { Failure, PageHeader } from './common';
 import '../styles/background.css';
 
@@ -39,7 +39,7 @@ export function ActionsPage() {
         setNote(msg);
         load();
       },
-      (e) => setNote(e instanceof ApiError ? e.message : String(e)),
+      (e) => setNote(errText(e)),
     );
 
   return (
@@ -146,7 +146,7 @@ function PushButton() {
       await pushApi(app.client).subscribe(sub.toJSON(), navigator.userAgent.slice(0, 100));
       setMsg('Notifications are on for this device.');
     } catch (e) {
-      setMsg(e instanceof ApiError ? e.message : String((e as Error)?.message ?? e));
+      setMsg(errText(e));
     }
   };
   return (

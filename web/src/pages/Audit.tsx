@@ -4,6 +4,7 @@ import { useEffect, useState } from 'preact/hooks';
 import type { AuditEvent } from '../api/types';
 import { Shield } from '../components/icons';
 import { useApp } from '../context';
+import { errText } from '../lib/errors';
 import { clock, json } from '../lib/format';
 import { Failure, PageHeader } from './common';
 
@@ -65,7 +66,7 @@ export function AuditPage() {
   const doVerify = () =>
     app.client.verifyAudit().then(
       (r) => setVerify(r.ok ? `Chain intact: ${r.count} events verified.` : `Chain broken at event ${r.first_bad}: ${r.problem ?? ''}`),
-      (e) => setVerify(String(e.message ?? e)),
+      (e) => setVerify(errText(e)),
     );
 
   return (

@@ -6,6 +6,8 @@ import { useEffect, useState } from 'preact/hooks';
 import { renderSVG } from 'uqr';
 import { ApiError } from '../api/client';
 import { useApp } from '../context';
+import { errText } from '../lib/errors';
+import { when } from '../lib/format';
 import { Failure } from './common';
 
 export type Device = {
@@ -35,10 +37,6 @@ export function pairLink(origin: string, code: string): string {
 /** The QR code of a link as an SVG string (uqr, error correction M). */
 export function qrSVG(link: string): string {
   return renderSVG(link, { ecc: 'M', border: 2 });
-}
-
-function when(s?: string): string {
-  return s ? new Date(s).toLocaleString() : 'never';
 }
 
 export function DevicesPanel() {
@@ -101,10 +99,10 @@ export function DevicesPanel() {
                     <div class="muted small">{d.kind}</div>
                   </td>
                   <td class="small">{d.scopes.join(', ')}</td>
-                  <td class="hide-phone small">{when(d.last_seen_at)}</td>
+                  <td class="hide-phone small">{when(d.last_seen_at, 'never')}</td>
                   <td>
                     {d.revoked_at ? (
-                      <span class="muted small">Revoked {when(d.revoked_at)}</span>
+                      <span class="muted small">Revoked {when(d.revoked_at, 'never')}</span>
                     ) : d.managed ? (
                       <span class="muted small" title="Remove it from [telegram] in config.toml to revoke it">
                         Allowed in config.toml
@@ -148,7 +146,7 @@ function PairForm({ onPaired }: { onPaired: () => void }) {
     try {
       setCode(await app.client.request<{ code: string; expires_at: string }>('POST', '/api/pair/codes', { name: name.trim(), scopes }));
     } catch (e) {
-      setErr(e instanceof ApiError ? e.message : String(e));
+      setErr(errText(e));
     } finally {
       setBusy(false);
     }

@@ -1,13 +1,10 @@
 import { useEffect, useState } from 'preact/hooks';
 import { jobsApi, scheduleText, type Job, type JobRun } from '../api/background';
-import { ApiError } from '../api/client';
 import { useApp } from '../context';
+import { errText } from '../lib/errors';
+import { when } from '../lib/format';
 import { Failure, PageHeader } from './common';
 import '../styles/background.css';
-
-function when(s?: string) {
-  return s ? new Date(s).toLocaleString() : '—';
-}
 
 export function JobsPage() {
   const app = useApp();
@@ -38,7 +35,7 @@ export function JobsPage() {
         setOpen(name);
         setTimeout(load, 800);
       },
-      (e) => setNote(e instanceof ApiError ? e.message : String(e)),
+      (e) => setNote(errText(e)),
     );
 
   return (
@@ -149,7 +146,7 @@ function NewJobForm({ onAdded }: { onAdded: () => void }) {
         setName('');
         setPrompt('');
         onAdded();
-      }, (e) => setErr(e instanceof ApiError ? e.message : String(e)));
+      }, (e) => setErr(errText(e)));
   };
   return (
     <form class="bg-card" onSubmit={submit} aria-label="New job">

@@ -2,9 +2,9 @@
 // backlinks), the profile files (USER.md, MEMORY.md, AGENT.md) and the
 // queue of proposed facts, which only the user accepts, edits or rejects.
 import { useEffect, useState } from 'preact/hooks';
-import { ApiError } from '../api/client';
 import { Markdown } from '../components/Markdown';
 import { useApp } from '../context';
+import { errText } from '../lib/errors';
 import type { State } from '../state/reduce';
 import { useSelect } from '../state/store';
 import { Failure, PageHeader } from './common';
@@ -138,7 +138,7 @@ function ReviewChat({ onDone }: { onDone: () => void }) {
           setMsg(n === 0 ? 'Nothing new worth remembering in that chat.' : `${n} fact${n === 1 ? '' : 's'} proposed.`);
           onDone();
         },
-        (x) => setMsg(x instanceof ApiError ? x.message : String(x)),
+        (x) => setMsg(errText(x)),
       )
       .finally(() => setBusy(false));
   };

@@ -4,7 +4,6 @@
 // that produce "tell me when…" notifications.
 import { useEffect, useState } from 'preact/hooks';
 import { pushApi, urlB64ToBytes } from '../api/background';
-import { ApiError } from '../api/client';
 import {
   constraintText,
   noticeHref,
@@ -18,19 +17,13 @@ import {
   type WatchList,
 } from '../api/notify';
 import { useApp } from '../context';
+import { errText } from '../lib/errors';
+import { when } from '../lib/format';
 import { navigate } from '../router';
 import type { UIState } from '../state/app';
 import { useSelect } from '../state/store';
 import { Failure, PageHeader } from './common';
 import '../styles/background.css';
-
-function when(s?: string) {
-  return s ? new Date(s).toLocaleString() : '—';
-}
-
-function errText(e: unknown) {
-  return e instanceof ApiError ? e.message : String((e as Error)?.message ?? e);
-}
 
 export function NotificationsPage() {
   return (

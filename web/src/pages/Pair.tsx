@@ -7,6 +7,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { ApiError, type LocalPairRequest } from '../api/client';
 import { Flame } from '../components/icons';
 import { useApp } from '../context';
+import { errText } from '../lib/errors';
 import { navigate } from '../router';
 
 type Phase = 'trying' | 'local' | 'manual';
@@ -14,10 +15,6 @@ type Phase = 'trying' | 'local' | 'manual';
 // A code from `hestia pair` (10 characters of this alphabet); anything else
 // typed in the manual form is taken for a token.
 const DEVICE_CODE = /^[A-HJ-NP-Z2-9]{10}$/;
-
-function errText(e: unknown) {
-  return e instanceof ApiError ? e.message : String(e);
-}
 
 export function PairPage({ code }: { code?: string }) {
   const app = useApp();

@@ -6,6 +6,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { ApiError } from '../api/client';
 import { Check, Pencil, Refresh, Trash } from '../components/icons';
 import { useApp } from '../context';
+import { errText } from '../lib/errors';
 import {
   budgetChanges,
   MASK,
@@ -50,7 +51,7 @@ export function SettingsPage() {
     } catch (e) {
       if (e instanceof ApiError && e.status === 400) return e.message;
       app.error(e);
-      return e instanceof Error ? e.message : String(e);
+      return errText(e);
     }
   };
 
@@ -246,7 +247,7 @@ function Models({ view, save }: { view: SettingsView; save: Save }) {
     try {
       set(await app.client.testProvider(body));
     } catch (e) {
-      set({ ok: false, error: e instanceof Error ? e.message : String(e), models: [] });
+      set({ ok: false, error: errText(e), models: [] });
     }
   };
   return (
@@ -488,7 +489,7 @@ function Approvals({ view, save }: { view: SettingsView; save: Save }) {
               setNr({ tool: '', pattern: '', path_scope: '', decision: 'allow', note: '' });
               void loadRules();
             } catch (e) {
-              setRuleErr(e instanceof Error ? e.message : String(e));
+              setRuleErr(errText(e));
             }
           }}
         >
@@ -521,7 +522,7 @@ function Approvals({ view, save }: { view: SettingsView; save: Save }) {
             try {
               setDryOut(await app.client.dryRun(dry.tool.trim(), args));
             } catch (e) {
-              setDryOut({ error: e instanceof Error ? e.message : String(e) });
+              setDryOut({ error: errText(e) });
             }
           }}
         >

@@ -1,6 +1,7 @@
 import type { ComponentChildren } from 'preact';
 import { ApiError } from '../api/client';
 import { Alert } from '../components/icons';
+import { errText } from '../lib/errors';
 
 export function PageHeader({ title, subtitle, children }: { title: string; subtitle?: string; children?: ComponentChildren }) {
   return (
@@ -18,9 +19,7 @@ export function Failure({ err, retry }: { err: unknown; retry?: () => void }) {
   const notYet = err instanceof ApiError && err.status === 404;
   const msg = notYet
     ? 'This daemon does not offer this page yet. Update Hestia to see it.'
-    : err instanceof ApiError
-      ? err.message
-      : String((err as Error)?.message ?? err);
+    : errText(err);
   return (
     <div class="callout error" role="alert">
       <Alert size={16} />
