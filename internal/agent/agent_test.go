@@ -436,7 +436,7 @@ func TestPreflightBudgetReduces(t *testing.T) {
 		t.Errorf("request body %d bytes exceeds the budget", len(req.Body))
 	}
 	last := req.Messages[len(req.Messages)-1]
-	if last.Content != "latest question" {
+	if userText(last.Content) != "latest question" {
 		t.Errorf("current message lost: %q", last.Content)
 	}
 }

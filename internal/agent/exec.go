@@ -61,13 +61,13 @@ func (r *callResult) message(turnID string) *chat.Message {
 	return &chat.Message{Role: chat.RoleTool, TurnID: turnID, ToolCallID: r.id, ToolName: r.name, Content: r.modelContent, Tool: &run}
 }
 
-func (a *Agent) prepare(st *turnState, i int, c llm.ToolCall, offered map[string]bool) *prepared {
+func (a *Agent) prepare(st *turnState, i int, c llm.ToolCall, offer stepOffer) *prepared {
 	p := &prepared{id: c.ID, name: c.Name, raw: c.Arguments, dispatched: json.RawMessage("{}")}
 	if p.id == "" {
 		// Some local servers omit ids; results must still pair with calls.
 		p.id = "call_" + strconv.Itoa(st.steps) + "_" + strconv.Itoa(i)
 	}
-	if !offered[c.Name] {
+	if !offer.offered(c.Name) {
 		p.refusal = fmt.Sprintf("tool %q is not available in this conversation; the call did not run.", c.Name)
 		p.decision = DecBlocked
 		p.checked.Result = policy.Result{Tool: c.Name, Decision: policy.Deny, Source: policy.SourceUnknownTool, Reason: "not offered"}
@@ -88,6 +88,9 @@ func (a *Agent) prepare(st *turnState, i int, c llm.ToolCall, offered map[string
 	}
 	if p.checked.ArgErr != nil {
 		p.refusal = p.checked.ArgErr.Error()
+		if offer.lazy && !offer.full[c.Name] {
+			p.refusal += loadHint(c.Name)
+		}
 		p.decision = DecInvalid
 		return p
 	}

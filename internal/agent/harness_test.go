@@ -52,6 +52,10 @@ type harnessOpts struct {
 	noApprovers bool
 	profile     func() (string, string)
 	onCompact   func(string)
+	clock       func() time.Time
+	// lazyTools registers tools_load: on-demand tool loading (offer.go).
+	lazyTools    bool
+	denyPrefixes []string
 }
 
 func newHarness(t *testing.T, o harnessOpts, turns ...llmtest.Turn) *harness {
@@ -86,7 +90,7 @@ func newHarness(t *testing.T, o harnessOpts, turns ...llmtest.Turn) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.policy, err = policy.New(policy.Config{AutoApprove: policy.ThresholdLow}, rules, policy.NewModes(nil), nil)
+	h.policy, err = policy.New(policy.Config{AutoApprove: policy.ThresholdLow, DenyPrefixes: o.denyPrefixes}, rules, policy.NewModes(nil), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,13 +104,16 @@ func newHarness(t *testing.T, o harnessOpts, turns ...llmtest.Turn) *harness {
 	}
 	h.probe = &probeTool{}
 	h.reg.MustRegister(builtin.Now(time.Now, time.UTC), builtin.AskUser(), h.probe)
+	if o.lazyTools {
+		h.reg.MustRegister(builtin.ToolsLoad(h.reg))
+	}
 	h.bus = events.NewBus(nil, 0, 0)
 	if !o.noApprovers {
 		h.approve.Store(1)
 	}
 	h.broker = approval.New(approval.Options{Timeout: o.timeout, Approvers: func() int { return int(h.approve.Load()) }, Notify: Notifier{Events: h.bus, Audit: h.audit}})
 	h.agent, err = New(o.cfg, Deps{LLM: client, Tools: h.reg, Policy: h.policy, Paths: pp, Approvals: h.broker, Chats: h.chats, Audit: h.audit, Events: h.bus,
-		Profile: o.profile, OnCompact: o.onCompact})
+		Profile: o.profile, OnCompact: o.onCompact, Clock: o.clock})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,7 +41,7 @@ func TestRetryRerunsFailedTurnWithoutDuplicatingTheMessage(t *testing.T) {
 	// The model saw the original question on the retry.
 	reqs := h.srv.ChatRequests()
 	last := reqs[len(reqs)-1].Messages
-	if got := last[len(last)-1]; got.Role != "user" || got.Content != "please answer" {
+	if got := last[len(last)-1]; got.Role != "user" || userText(got.Content) != "please answer" {
 		t.Fatalf("retry sent %+v", got)
 	}
 	// Once the turn has its reply there is nothing left to retry.

@@ -48,7 +48,7 @@ func TestRegenerateAndEditSupersedeButKeepTheRecord(t *testing.T) {
 	// The model saw the history up to the user's message, not the old reply.
 	reqs := h.srv.ChatRequests()
 	sent := reqs[2].Messages
-	if last := sent[len(sent)-1]; last.Role != "user" || last.Content != "second question" {
+	if last := sent[len(sent)-1]; last.Role != "user" || userText(last.Content) != "second question" {
 		t.Fatalf("regenerate sent %+v", last)
 	}
 	for _, m := range sent {
@@ -71,7 +71,7 @@ func TestRegenerateAndEditSupersedeButKeepTheRecord(t *testing.T) {
 		t.Fatalf("after edit: %s", got)
 	}
 	sent = h.srv.ChatRequests()[3].Messages
-	if len(sent) != 2 || sent[1].Content != "first question, edited" {
+	if len(sent) != 2 || userText(sent[1].Content) != "first question, edited" {
 		t.Fatalf("edit sent %+v", sent)
 	}
 

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/hestia-dev/hestia/internal/audit"
 	"github.com/hestia-dev/hestia/internal/budget"
@@ -34,6 +33,7 @@ type turnState struct {
 	taint     *taint.Tracker
 	reduce    int // reducer tier applied so far
 	steps     int
+	loads     loads // tool groups the chat has loaded (offer.go)
 }
 
 func (a *Agent) runTurn(t *Turn) (res Result) {
@@ -108,17 +108,20 @@ func (a *Agent) continueTurn(t *Turn, ctx, bg context.Context, tracker *taint.Tr
 		res.Error = &ErrorInfo{Code: CodeInternal, Message: "could not start the turn"}
 		return res
 	}
-	st := &turnState{t: t, ctx: ctx, bg: bg, boundary: b, taint: tracker}
+	st := &turnState{t: t, ctx: ctx, bg: bg, boundary: b, taint: tracker, loads: loads{reg: a.d.Tools}}
 	st.ctx = a.withTaint(st.ctx, history) // see taint.go
 	a.replay(st.ctx, history)
+	st.loads.fromHistory(history)
 	st.msgs = append([]llm.Message{{Role: llm.RoleSystem, Content: a.systemPrompt(st.ctx)}}, toLLM(history)...)
+	st.msgs = withContext(st.msgs, a.contextNote())
 	return a.loop(st, res)
 }
 
 // systemPrompt is the profile memory's AGENT.md, the base instructions,
-// USER.md and MEMORY.md, then the time: everything before the time is
-// stable between turns so provider prompt caches keep hitting.
-// SystemNotes (the installed skills' index) come before the time too.
+// USER.md and MEMORY.md, then SystemNotes (the installed skills' index):
+// the same bytes turn after turn and chat after chat while none of them
+// changes, so provider prompt caches keep hitting. The time is volatile
+// and goes with the latest user message instead (contextNote).
 func (a *Agent) systemPrompt(ctx context.Context) string {
 	before, after := "", ""
 	if a.d.Profile != nil {
@@ -129,7 +132,7 @@ func (a *Agent) systemPrompt(ctx context.Context) string {
 			after += "\n\n" + n
 		}
 	}
-	return before + a.cfg.SystemPrompt + after + "\nCurrent time: " + a.d.Clock().Format(time.RFC3339) + "."
+	return before + a.cfg.SystemPrompt + after
 }
 
 // compacted tells OnCompact, once per turn, that the reducer summarised
@@ -181,17 +184,13 @@ func (a *Agent) loop(st *turnState, res Result) Result {
 			return a.aborted(res, err)
 		}
 		wrapUp := st.steps >= a.cfg.StepLimit
-		var defs []llm.ToolDef
-		offered := map[string]bool{}
+		offer := stepOffer{names: []string{}}
 		if !wrapUp {
-			defs = a.toolDefs(st.ctx)
-			for _, d := range defs {
-				offered[d.Name] = true
-			}
+			offer = a.offer(st.ctx, st.loads.groups)
 		} else {
 			st.msgs = append(st.msgs, llm.Message{Role: llm.RoleUser, Content: wrapUpNote})
 		}
-		resp, err := a.callModel(st, defs)
+		resp, err := a.callModel(st, offer.defs)
 		st.steps++
 		res.Steps = st.steps
 		if err != nil {
@@ -208,7 +207,7 @@ func (a *Agent) loop(st *turnState, res Result) Result {
 		}
 		prepared := make([]*prepared, len(calls))
 		for i, c := range calls {
-			prepared[i] = a.prepare(st, i, c, offered)
+			prepared[i] = a.prepare(st, i, c, offer)
 			assistant.ToolCalls = append(assistant.ToolCalls, chat.ToolCall{ID: prepared[i].id, Name: c.Name, Arguments: prepared[i].dispatched})
 		}
 		if n := len(prepared); n > 0 && resp.Truncated() && prepared[n-1].decision == DecInvalid {
@@ -231,7 +230,8 @@ func (a *Agent) loop(st *turnState, res Result) Result {
 			res.StepLimitHit = wrapUp
 			return res
 		}
-		results := a.execute(st, prepared, offeredList(defs))
+		results := a.execute(st, prepared, offer.names)
+		st.loads.fromStep(prepared, results)
 		toolMsgs := make([]*chat.Message, len(results))
 		for i, r := range results {
 			toolMsgs[i] = r.message(st.t.ID)
@@ -319,18 +319,6 @@ func (a *Agent) callModel(st *turnState, defs []llm.ToolDef) (llm.Response, erro
 		a.compacted(st, st.reduce)
 		a.d.Log.Info("context too large, reduced and retrying", "chat", st.t.ChatID, "tier", st.reduce)
 	}
-}
-
-func (a *Agent) toolDefs(ctx context.Context) []llm.ToolDef {
-	var defs []llm.ToolDef
-	for _, t := range a.d.Tools.Available(ctx) {
-		s := t.Spec()
-		if a.deniedByPrefix(s.Name) {
-			continue // never offer what policy would refuse outright
-		}
-		defs = append(defs, llm.ToolDef{Name: s.Name, Description: s.Description, Parameters: s.Schema})
-	}
-	return defs
 }
 
 func (a *Agent) deniedByPrefix(name string) bool {
@@ -422,14 +410,4 @@ func snippet(s string, n int) string {
 		return s
 	}
 	return string(r[:n]) + "…"
-}
-
-// offeredList names the tools offered in a step, for the authority's check
-// that the model called only those.
-func offeredList(defs []llm.ToolDef) []string {
-	out := make([]string, 0, len(defs))
-	for _, d := range defs {
-		out = append(out, d.Name)
-	}
-	return out
 }

@@ -1,5 +1,6 @@
 // Package builtin holds the tools every Hestia agent has regardless of
-// connectors: now (the current time) and ask_user (a question card).
+// connectors: now (the current time), ask_user (a question card) and
+// tools_load (a tool group's definitions on demand, load.go).
 package builtin
 
 import (
