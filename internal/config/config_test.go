@@ -52,7 +52,7 @@ func TestDefaultsWithNoFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Server.Addr != "127.0.0.1:4317" || cfg.Log.Level != "info" || cfg.LLM.Timeout.D() != 120*time.Second {
+	if cfg.Server.Addr != "127.0.0.1:4317" || cfg.Log.Level != "info" || cfg.LLM.EffectiveTurnTimeout() != 30*time.Minute || cfg.LLM.LocalFirstTokenTimeout.D() != 15*time.Minute {
 		t.Errorf("defaults = %+v", cfg)
 	}
 }
@@ -81,7 +81,7 @@ timeout = "30s"
 	if cfg.Log.Level != "warn" {
 		t.Errorf("env did not override file: level = %q", cfg.Log.Level)
 	}
-	if cfg.LLM.Timeout.D() != 30*time.Second || cfg.LLM.Model != "llama3" || cfg.LLM.APIKey != "sk-secret-value" {
+	if cfg.LLM.EffectiveTurnTimeout() != 30*time.Second || cfg.LLM.Model != "llama3" || cfg.LLM.APIKey != "sk-secret-value" {
 		t.Errorf("llm = %+v", cfg.LLM)
 	}
 	shown, err := cfg.Masked().TOML()
@@ -113,6 +113,9 @@ func TestRejections(t *testing.T) {
 		{"remote without tls", "[server]\naddr = \"0.0.0.0:4317\"\nallow_remote = true\n", nil, []string{"tls_cert", "requires"}},
 		{"bad duration", "[llm]\ntimeout = \"soon\"\n", nil, []string{"duration"}},
 		{"timeout range", "[llm]\ntimeout = \"10ms\"\n", nil, []string{"llm.timeout", "between 1s and 1h"}},
+		{"first token range", "[llm]\nfirst_token_timeout = \"0s\"\n", nil, []string{"llm.first_token_timeout", "between 1s and 2h0m0s"}},
+		{"idle range", "", map[string]string{"HESTIA_LLM_IDLE_TIMEOUT": "2h"}, []string{"llm.idle_timeout", "between 1s and 1h0m0s"}},
+		{"window range", "[llm]\ncontext_window = 100\n", nil, []string{"llm.context_window", "512"}},
 		{"bad url", "[llm]\nbase_url = \"ftp://x\"\n", nil, []string{"llm.base_url", "ftp://x"}},
 		{"env bad int", "", map[string]string{"HESTIA_LOG_MAX_SIZE_MB": "lots"}, []string{"HESTIA_LOG_MAX_SIZE_MB", "log.max_size_mb", "integer"}},
 		{"env bad bool", "", map[string]string{"HESTIA_SERVER_ALLOW_REMOTE": "maybe"}, []string{"server.allow_remote", "true or false"}},

@@ -33,10 +33,27 @@ import (
 // "local" is the built-in embedder (local-embed only). A tier left unmapped
 // uses the flat target when base_url is set.
 type LLMConfig struct {
-	BaseURL string   `toml:"base_url"`
-	APIKey  string   `toml:"api_key" secret:"true"`
-	Model   string   `toml:"model"`
-	Timeout Duration `toml:"timeout"` // one deadline shared by all fallback attempts
+	BaseURL string `toml:"base_url"`
+	APIKey  string `toml:"api_key" secret:"true"`
+	Model   string `toml:"model"`
+	// Timeout is the old single deadline; it is read as turn_timeout when
+	// that is unset, so existing files keep loading.
+	Timeout Duration `toml:"timeout,omitempty"`
+
+	// Separate budgets for one model call (see llm.Timeouts): dialling the
+	// endpoint, the wait for the first token (local endpoints — loopback or
+	// private addresses — read the prompt on the user's own hardware and get
+	// LocalFirstTokenTimeout), the silence allowed between streamed chunks,
+	// and the whole call across fallback targets.
+	ConnectTimeout         Duration `toml:"connect_timeout"`
+	FirstTokenTimeout      Duration `toml:"first_token_timeout"`
+	LocalFirstTokenTimeout Duration `toml:"local_first_token_timeout"`
+	IdleTimeout            Duration `toml:"idle_timeout"`
+	TurnTimeout            Duration `toml:"turn_timeout"`
+	// ContextWindow, when > 0, is the model's context window in tokens and
+	// skips discovery (llama.cpp /props, Ollama /api/show, LM Studio's
+	// model list); on Ollama it is also sent as options.num_ctx.
+	ContextWindow int `toml:"context_window,omitempty"`
 
 	Providers map[string]LLMProvider `toml:"providers,omitempty"`
 	Tiers     map[string][]string    `toml:"tiers,omitempty"`
@@ -59,7 +76,22 @@ var llmTierNames = []string{"tier-1", "tier-2", "tier-3", "tier-4", "tier-5", "t
 func LLMTierNames() []string { return append([]string(nil), llmTierNames...) }
 
 func defaultLLM() LLMConfig {
-	return LLMConfig{Timeout: Duration(120 * time.Second)}
+	return LLMConfig{
+		ConnectTimeout:         Duration(10 * time.Second),
+		FirstTokenTimeout:      Duration(2 * time.Minute),
+		LocalFirstTokenTimeout: Duration(15 * time.Minute),
+		IdleTimeout:            Duration(2 * time.Minute),
+		TurnTimeout:            Duration(30 * time.Minute),
+	}
+}
+
+// EffectiveTurnTimeout is turn_timeout, or the deprecated timeout when
+// only that one was set.
+func (l LLMConfig) EffectiveTurnTimeout() time.Duration {
+	if l.Timeout != 0 && l.TurnTimeout.D() == defaultLLM().TurnTimeout.D() {
+		return l.Timeout.D()
+	}
+	return l.TurnTimeout.D()
 }
 
 // SplitLLMTarget splits "provider/model" at the first slash.
@@ -78,8 +110,26 @@ func (l LLMConfig) validate() []error {
 	if l.BaseURL != "" && !validHTTPURL(l.BaseURL) {
 		errs = append(errs, &Error{Key: "llm.base_url", Value: l.BaseURL, Allowed: "an http:// or https:// URL such as http://127.0.0.1:11434/v1"})
 	}
-	if l.Timeout.D() < time.Second || l.Timeout.D() > time.Hour {
-		errs = append(errs, &Error{Key: "llm.timeout", Value: l.Timeout.D().String(), Allowed: "a duration between 1s and 1h"})
+	if l.Timeout != 0 && (l.Timeout.D() < time.Second || l.Timeout.D() > time.Hour) {
+		errs = append(errs, &Error{Key: "llm.timeout", Value: l.Timeout.D().String(), Allowed: "a duration between 1s and 1h (deprecated: use llm.turn_timeout)"})
+	}
+	for _, d := range []struct {
+		key    string
+		v      Duration
+		lo, hi time.Duration
+	}{
+		{"llm.connect_timeout", l.ConnectTimeout, time.Second, 5 * time.Minute},
+		{"llm.first_token_timeout", l.FirstTokenTimeout, time.Second, 2 * time.Hour},
+		{"llm.local_first_token_timeout", l.LocalFirstTokenTimeout, time.Second, 2 * time.Hour},
+		{"llm.idle_timeout", l.IdleTimeout, time.Second, time.Hour},
+		{"llm.turn_timeout", l.TurnTimeout, time.Second, 6 * time.Hour},
+	} {
+		if d.v.D() < d.lo || d.v.D() > d.hi {
+			errs = append(errs, &Error{Key: d.key, Value: d.v.D().String(), Allowed: fmt.Sprintf("a duration between %s and %s", d.lo, d.hi)})
+		}
+	}
+	if l.ContextWindow != 0 && (l.ContextWindow < 512 || l.ContextWindow > 10_000_000) {
+		errs = append(errs, &Error{Key: "llm.context_window", Value: strconv.Itoa(l.ContextWindow), Allowed: "0 (discover it from the server) or an integer from 512 to 10000000"})
 	}
 	names := make([]string, 0, len(l.Providers))
 	for name := range l.Providers {

@@ -59,7 +59,7 @@ func Redact(body string, secrets ...string) string {
 }
 
 var (
-	reContext = lazyre.New(`(?i)context[_ ]length|context window|maximum context|prompt is too long|too many tokens|reduce the length|input is too long|exceeds the (?:model'?s? )?(?:context|maximum)|max_tokens.*exceed|n_ctx`)
+	reContext = lazyre.New(`(?i)context[_ ]length|context window|maximum context|prompt is too long|too many tokens|reduce the length|input is too long|exceeds the (?:model'?s? )?(?:context|maximum)|exceeds the available context|exceed_context_size|max_tokens.*exceed|n_ctx`)
 	reModel   = lazyre.New(`(?i)model[^.]{0,80}(?:not found|does not exist|not available|unknown|not loaded|no such)|no (?:such|endpoints? found for) model|unknown model|model_not_found`)
 	reBilling = lazyre.New(`(?i)insufficient[_ ]quota|insufficient (?:balance|credit|funds)|billing|credit balance|payment required|exceeded your current quota|out of credits`)
 )
@@ -116,9 +116,9 @@ func classifyTransport(ctx context.Context, err error) *Error {
 	var ne net.Error
 	switch {
 	case errors.Is(err, context.DeadlineExceeded) || (ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded)):
-		e.Code, e.Message = CodeTimeout, "The model did not answer before the request deadline."
+		e.Code, e.Message = CodeTimeout, "The model did not answer before the request deadline ("+keyTurn+")."
 	case errors.As(err, &ne) && ne.Timeout():
-		e.Code, e.Message = CodeTimeout, "The connection to the model provider timed out."
+		e.Code, e.Message = CodeTimeout, "The connection to the model provider timed out ("+keyConnect+")."
 	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) ||
 		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE) || errors.As(err, new(*net.OpError)) ||
 		errors.As(err, new(*net.DNSError)):

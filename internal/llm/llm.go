@@ -19,6 +19,7 @@
 //		case llm.EventText:      // ev.Text is a visible text delta
 //		case llm.EventReasoning: // ev.Text is a reasoning delta
 //		case llm.EventToolCall:  // ev.ToolCall is one complete call
+//		case llm.EventWaiting:   // ev.Waiting: sent, the model reads the prompt
 //		}
 //		return nil // a non-nil error aborts the stream and is returned
 //	})
@@ -113,7 +114,10 @@ const (
 	FinishLength    FinishReason = "length"     // cut at the output token limit
 	FinishToolCalls FinishReason = "tool_calls" // stopped to have tools run
 	FinishFiltered  FinishReason = "content_filter"
-	FinishUnknown   FinishReason = "" // stream ended without a reason
+	// FinishRepetition: the router stopped a stream whose tail had become
+	// one short piece repeated (a runaway loop).
+	FinishRepetition FinishReason = "repetition"
+	FinishUnknown    FinishReason = "" // stream ended without a reason
 )
 
 // Usage counts tokens for one request. InputTokens excludes cached tokens
@@ -145,7 +149,9 @@ type Request struct {
 	// ToolChoice is "" or "auto" (the model decides), "none" (no tool),
 	// "required" (some tool) or the name of the one tool to call.
 	ToolChoice string
-	// MaxTokens bounds the reply; 0 uses the provider target's default.
+	// MaxTokens bounds the reply; 0 uses the target's max_tokens, else
+	// DefaultMaxTokens for Service/Action (a reply is always bounded: a
+	// looping local model would otherwise stream until the deadline).
 	MaxTokens int
 	// Temperature is optional; nil leaves the provider default.
 	Temperature *float64
@@ -153,6 +159,10 @@ type Request struct {
 	// (e.g. "agent"/"chat-turn"). Empty is recorded as "unknown".
 	Service string
 	Action  string
+
+	// numCtx, when > 0, is sent to Ollama as options.num_ctx (set by the
+	// router from the discovered window).
+	numCtx int
 }
 
 // EventKind tells what an Event carries.
@@ -166,7 +176,22 @@ const (
 	EventToolCallDelta                      // Index, ToolCall (partial): argument text arriving
 	EventToolCall                           // Index, ToolCall: one complete call
 	EventDone                               // FinishReason, Usage
+	// EventWaiting: the request was sent and the model is reading the
+	// prompt (Waiting). It comes before each attempt's first token, does
+	// not count as output (fallback stays possible), and lets a UI say
+	// "the model is reading N tokens…" while a local model works.
+	EventWaiting
 )
+
+// Waiting describes a request the model is reading.
+type Waiting struct {
+	PromptTokens int // estimate (EstimateTokens)
+	Local        bool
+	Provider     string
+	Model        string
+	// FirstTokenTimeout is how long the router waits for the first token.
+	FirstTokenTimeout time.Duration
+}
 
 // Event is one streamed piece of a reply.
 type Event struct {
@@ -181,6 +206,7 @@ type Event struct {
 	ToolCall     *ToolCall
 	FinishReason FinishReason
 	Usage        *Usage
+	Waiting      *Waiting
 }
 
 // Response is a complete (or, alongside an error, partial) reply.

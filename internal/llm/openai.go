@@ -88,6 +88,13 @@ type oaReq struct {
 	Stream              bool     `json:"stream,omitempty"`
 	// StreamOpts asks for the usage chunk at the end of a stream.
 	StreamOpts *oaStreamOpts `json:"stream_options,omitempty"`
+	// Options carries num_ctx to Ollama, which otherwise cuts every prompt
+	// at its small default window without saying so.
+	Options *oaOptions `json:"options,omitempty"`
+}
+
+type oaOptions struct {
+	NumCtx int `json:"num_ctx,omitempty"`
 }
 
 type oaStreamOpts struct {
@@ -106,6 +113,9 @@ func (c *OpenAI) body(req Request, stream bool) ([]byte, error) {
 	}
 	if stream {
 		out.StreamOpts = &oaStreamOpts{IncludeUsage: true}
+	}
+	if req.numCtx > 0 {
+		out.Options = &oaOptions{NumCtx: req.numCtx}
 	}
 	for _, m := range req.Messages {
 		content := m.Content

@@ -10,9 +10,10 @@ import (
 	"time"
 )
 
-// DefaultTimeout is the shared deadline of one request across all its
-// fallback attempts, response body included.
-const DefaultTimeout = 120 * time.Second
+// DefaultTimeout is the old single deadline, now DefaultTurnTimeout.
+//
+// Deprecated: use Timeouts.
+const DefaultTimeout = DefaultTurnTimeout
 
 // DefaultEmbedBatch is how many inputs go to a remote embedder per call.
 const DefaultEmbedBatch = 32
@@ -46,13 +47,20 @@ type Recorder interface {
 type RouterConfig struct {
 	// Tiers maps each tier to its ordered targets. An unmapped LocalEmbed
 	// uses the built-in LocalEmbedder.
-	Tiers      map[Tier][]Target
-	Timeout    time.Duration // 0 means DefaultTimeout
-	EmbedBatch int           // 0 means DefaultEmbedBatch
-	HTTPClient *http.Client  // nil means NewHTTPClient()
-	Recorder   Recorder      // nil records nothing
-	Logger     *slog.Logger  // nil discards
-	Now        func() time.Time
+	Tiers map[Tier][]Target
+	// Timeouts are the per-call budgets (zero fields take the defaults).
+	Timeouts Timeouts
+	// Timeout, when set and Timeouts.Turn is not, is the whole-call
+	// budget (the old single deadline).
+	Timeout time.Duration
+	// ContextWindow, when > 0, is every target's window (llm.context_window)
+	// instead of what discovery finds.
+	ContextWindow int
+	EmbedBatch    int          // 0 means DefaultEmbedBatch
+	HTTPClient    *http.Client // nil means NewHTTPClient()
+	Recorder      Recorder     // nil records nothing
+	Logger        *slog.Logger // nil discards
+	Now           func() time.Time
 }
 
 // Router implements Client and Embedder over capability tiers, falling back
@@ -63,25 +71,34 @@ type RouterConfig struct {
 //   - Stream does the same only while nothing has reached the caller's
 //     callback; after the first event a failure ends the request, so
 //     visible output never switches provider midway.
-//   - One deadline (Timeout) covers all attempts together, bodies
-//     included; when it passes the request fails with CodeTimeout.
+//   - Timeouts bound each call: connect, first token (longer on local
+//     endpoints), silence between chunks, and the whole call across its
+//     attempts; each failure names its setting.
+//   - On local endpoints, background calls wait for foreground ones
+//     (gate.go).
+//   - Streams are watched for tool calls written as text (recover.go) and
+//     for runaway repetition (repeat.go).
 type Router struct {
-	mu      sync.RWMutex // guards tiers (chat tiers can be replaced live)
-	tiers   map[Tier][]backend
-	hc      *http.Client
-	timeout time.Duration
-	batch   int
-	rec     Recorder
-	log     *slog.Logger
-	now     func() time.Time
+	mu            sync.RWMutex // guards tiers (chat tiers can be replaced live)
+	tiers         map[Tier][]backend
+	hc            *http.Client
+	to            Timeouts
+	contextWindow int
+	batch         int
+	rec           Recorder
+	log           *slog.Logger
+	now           func() time.Time
+	gate          *priorityGate
+	win           windowCache
 }
 
 // NewRouter builds a router; repeated targets within a tier collapse.
 func NewRouter(cfg RouterConfig) (*Router, error) {
-	r := &Router{tiers: map[Tier][]backend{}, timeout: cfg.Timeout, batch: cfg.EmbedBatch, rec: cfg.Recorder, log: cfg.Logger, now: cfg.Now}
-	if r.timeout <= 0 {
-		r.timeout = DefaultTimeout
+	r := &Router{tiers: map[Tier][]backend{}, to: cfg.Timeouts, contextWindow: cfg.ContextWindow, batch: cfg.EmbedBatch, rec: cfg.Recorder, log: cfg.Logger, now: cfg.Now, gate: newPriorityGate()}
+	if r.to.Turn <= 0 {
+		r.to.Turn = cfg.Timeout
 	}
+	r.to = r.to.withDefaults()
 	if r.batch <= 0 {
 		r.batch = DefaultEmbedBatch
 	}
@@ -93,7 +110,7 @@ func NewRouter(cfg RouterConfig) (*Router, error) {
 	}
 	r.hc = cfg.HTTPClient
 	if r.hc == nil {
-		r.hc = NewHTTPClient()
+		r.hc = newHTTPClient(r.to.Connect)
 	}
 	tiers, err := r.build(cfg.Tiers)
 	if err != nil {
@@ -231,60 +248,130 @@ func (r *Router) chat(parent context.Context, req Request, fn func(Event) error)
 		r.record(parent, rec)
 		return Response{Tier: req.Tier}, err
 	}
-	ctx, cancel := context.WithTimeout(parent, r.timeout)
-	defer cancel()
-
-	var (
-		delivered bool  // an event reached fn: no more fallback
-		fnErr     error // fn asked to stop
-	)
-	wrapped := func(ev Event) error {
-		delivered = true
-		if err := fn(ev); err != nil {
-			fnErr = err
-			return err
+	local := IsLocal(bs[0].target().BaseURL)
+	for {
+		ctx := parent
+		release := func() {}
+		switch {
+		case local && req.Background():
+			ctx, release, err = r.gate.background(parent)
+			if err != nil {
+				rec.Outcome, rec.Duration = "canceled", r.now().Sub(start)
+				r.record(parent, rec)
+				return Response{Tier: req.Tier}, err
+			}
+		case local:
+			release = r.gate.foreground()
 		}
-		return nil
+		resp, err, delivered := r.attempts(ctx, parent, req, bs, fn, &rec)
+		release()
+		if err != nil && parent.Err() == nil && !delivered && errors.Is(context.Cause(ctx), errPreempted) {
+			r.log.Info("background model call paused for a foreground call", "service", req.Service, "action", req.Action)
+			continue
+		}
+		rec.Duration = r.now().Sub(start)
+		switch {
+		case err == nil:
+			resp.Duration = rec.Duration
+			rec.Outcome = "ok"
+		case rec.Outcome == "":
+			rec.Outcome = string(CodeOf(err))
+		}
+		r.record(parent, rec)
+		return resp, err
 	}
-	var resp Response
+}
+
+// attempts runs req on the tier's targets in order until one answers.
+// gctx is parent, or the priority gate's context of a background call.
+func (r *Router) attempts(gctx, parent context.Context, req Request, bs []backend, fn func(Event) error, rec *CallRecord) (Response, error, bool) {
+	ctx, cancel := context.WithTimeout(gctx, r.to.Turn)
+	defer cancel()
+	var (
+		resp      Response
+		err       error
+		delivered bool // an event reached fn: no more fallback
+	)
 	for i, b := range bs {
-		if fn != nil {
-			resp, err = b.Stream(ctx, req, wrapped)
-		} else {
-			resp, err = b.Complete(ctx, req)
-		}
 		t := b.target()
+		areq := req
+		if areq.MaxTokens == 0 {
+			areq.MaxTokens = t.MaxTokens
+		}
+		if areq.MaxTokens == 0 {
+			areq.MaxTokens = DefaultMaxTokens(req.Service, req.Action)
+		}
+		w := r.window(ctx, t)
+		if w.Server == "ollama" && w.Tokens > 0 {
+			areq.numCtx = w.Tokens
+		}
+		prompt := EstimateTokens(areq)
+		s := &streamState{fn: fn, filter: newCallFilter(req.Tools)}
+		if fn != nil {
+			tLocal := IsLocal(t.BaseURL)
+			actx, wd := startWatchdog(ctx, r.to, tLocal, prompt)
+			s.wd = wd
+			first := r.to.FirstToken
+			if tLocal {
+				first = r.to.LocalFirstToken
+			}
+			if werr := fn(Event{Kind: EventWaiting, Waiting: &Waiting{PromptTokens: prompt, Local: tLocal, Provider: t.Provider, Model: t.Model, FirstTokenTimeout: first}}); werr != nil {
+				wd.stop()
+				rec.Outcome = "canceled"
+				return resp, werr, false
+			}
+			resp, err = b.Stream(actx, areq, s.handle)
+			resp, err = s.finish(resp, err)
+			wd.stop()
+			if err != nil && s.fnErr == nil && ctx.Err() == nil {
+				if we := wd.err(); we != nil {
+					e := *we
+					e.Provider, e.Model, e.Partial = t.Provider, t.Model, s.delivered
+					err = &e
+				}
+			}
+		} else {
+			resp, err = b.Complete(ctx, areq)
+			if err == nil {
+				recoverComplete(&resp, s.filter)
+			}
+		}
+		delivered = delivered || s.delivered
 		resp.Provider, resp.Model, resp.Tier, resp.Attempts = t.Provider, t.Model, req.Tier, i+1
 		rec.Provider, rec.Model, rec.Attempts, rec.Usage = t.Provider, t.Model, i+1, rec.Usage.Add(resp.Usage)
 		if err == nil {
-			break
+			return resp, nil, delivered
 		}
-		if fnErr != nil || parent.Err() != nil {
+		if s.fnErr != nil || parent.Err() != nil {
 			// The caller stopped; nothing failed on the provider side.
-			rec.Outcome, rec.Duration = "canceled", r.now().Sub(start)
-			r.record(parent, rec)
-			if fnErr != nil {
-				return resp, fnErr
+			rec.Outcome = "canceled"
+			if s.fnErr != nil {
+				return resp, s.fnErr, delivered
 			}
-			return resp, err
+			return resp, err, delivered
+		}
+		if gctx.Err() != nil {
+			return resp, err, delivered // preempted by the priority gate
+		}
+		if ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			err = &Error{Code: CodeTimeout, Message: fmt.Sprintf("The model call did not finish within %s (%s).", r.to.Turn, keyTurn),
+				Provider: t.Provider, Model: t.Model, Partial: delivered, Err: err}
 		}
 		code := CodeOf(err)
 		var le *Error
 		if errors.As(err, &le) {
 			le.Partial = le.Partial || delivered
+			if code == CodeContextTooLarge {
+				contextError(le, w, prompt)
+			}
 			r.log.Warn("model attempt failed", "tier", req.Tier, "provider", t.Provider, "model", t.Model,
 				"attempt", i+1, "code", code, "status", le.Status, "body", le.Body, "err", le.Err)
 		}
 		if delivered || !code.retryable() || ctx.Err() != nil || i == len(bs)-1 {
-			rec.Outcome, rec.Duration = string(code), r.now().Sub(start)
-			r.record(parent, rec)
-			return resp, err
+			return resp, err, delivered
 		}
 	}
-	resp.Duration = r.now().Sub(start)
-	rec.Outcome, rec.Duration = "ok", resp.Duration
-	r.record(parent, rec)
-	return resp, nil
+	return resp, err, delivered
 }
 
 func (r *Router) record(ctx context.Context, rec CallRecord) {
@@ -312,7 +399,7 @@ func (r *Router) Embed(parent context.Context, req EmbedRequest) (EmbedResponse,
 		r.record(parent, rec)
 		return EmbedResponse{}, err
 	}
-	ctx, cancel := context.WithTimeout(parent, r.timeout)
+	ctx, cancel := context.WithTimeout(parent, r.to.Turn)
 	defer cancel()
 	b := bs[0]
 	t := b.target()

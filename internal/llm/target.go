@@ -41,17 +41,21 @@ type backend interface {
 }
 
 // NewHTTPClient returns the HTTP client provider calls use. It has no
-// overall timeout: the router's shared deadline bounds every attempt
-// through the request context, streamed bodies included.
-func NewHTTPClient() *http.Client {
+// overall timeout: the router's budgets bound every attempt through the
+// request context, streamed bodies included.
+func NewHTTPClient() *http.Client { return newHTTPClient(DefaultConnectTimeout) }
+
+// newHTTPClient bounds dialling and the TLS handshake by connect
+// (llm.connect_timeout).
+func newHTTPClient(connect time.Duration) *http.Client {
 	return &http.Client{Transport: &http.Transport{
 		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		DialContext:           (&net.Dialer{Timeout: connect, KeepAlive: 30 * time.Second}).DialContext,
 		ForceAttemptHTTP2:     true,
 		MaxIdleConns:          32,
 		MaxIdleConnsPerHost:   16,
 		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   10 * time.Second,
+		TLSHandshakeTimeout:   connect,
 		ExpectContinueTimeout: time.Second,
 	}}
 }

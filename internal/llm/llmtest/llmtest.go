@@ -70,6 +70,15 @@ type Turn struct {
 	// DropAfter, when > 0, cuts the connection after that many SSE chunks
 	// (the role chunk counts as the first), without a final [DONE].
 	DropAfter int
+	// FirstTokenDelay sends the headers and the role chunk at once, then
+	// waits before the first content, as llama-server and Ollama do while
+	// they read the prompt.
+	FirstTokenDelay time.Duration
+	// Loop, after Text, streams this delta again and again (a runaway
+	// model) until the client goes away or LoopMax deltas were sent
+	// (default 100,000), then finishes with "length".
+	Loop    string
+	LoopMax int
 }
 
 // ToolCall is one scripted tool call.
@@ -123,7 +132,13 @@ type Request struct {
 	ToolChoice string
 	// Inputs is set for embedding requests.
 	Inputs []string
+	// NumCtx is options.num_ctx (Ollama), 0 when absent.
+	NumCtx int
 }
+
+// PromptTokens is the scripted server's token count of a chat request: a
+// quarter of its body's bytes (deterministic, not a tokenizer).
+func PromptTokens(body []byte) int { return len(body) / 4 }
 
 // Message is one conversation entry as the server parsed it. For the
 // Anthropic format, content blocks are flattened: text into Content,
@@ -146,6 +161,17 @@ type Server struct {
 	// EmbedReject makes any embedding request containing an input with
 	// this substring fail with HTTP 400 (to test per-item retry).
 	EmbedReject string
+
+	// Window, when > 0, is the server's context window in tokens. Flavor
+	// decides how it is reported and enforced:
+	//   - "llama.cpp": GET /props answers n_ctx, and a chat request whose
+	//     prompt (PromptTokens) exceeds Window fails with llama-server's
+	//     HTTP 400 exceed_context_size_error body, without consuming a turn;
+	//   - "ollama": POST /api/show answers model_info.<arch>.context_length
+	//     = Window (requests carry options.num_ctx, see Request.NumCtx);
+	//   - "lmstudio": GET /api/v0/models answers max_context_length.
+	Window int
+	Flavor string
 
 	t         testing.TB
 	srv       *httptest.Server
@@ -175,6 +201,9 @@ func start(t testing.TB, anthropic bool, turns []Turn) *Server {
 		mux.HandleFunc("POST /v1/embeddings", s.handleEmbed)
 	}
 	mux.HandleFunc("GET /v1/models", s.handleModels)
+	mux.HandleFunc("GET /props", s.handleProps)
+	mux.HandleFunc("POST /api/show", s.handleShow)
+	mux.HandleFunc("GET /api/v0/models", s.handleLMStudio)
 	s.srv = httptest.NewServer(mux)
 	s.URL = s.srv.URL + "/v1"
 	t.Cleanup(s.Close)
@@ -278,6 +307,86 @@ func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
 		out.Data = append(out.Data, model{ID: m, Object: "model", Created: 1700000000, OwnedBy: "llmtest"})
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// window returns the window to report for flavor, 0 when none.
+func (s *Server) window(flavor string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.Flavor != flavor {
+		return 0
+	}
+	return s.Window
+}
+
+// SetWindow changes Window and Flavor while the server runs.
+func (s *Server) SetWindow(flavor string, tokens int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.Flavor, s.Window = flavor, tokens
+}
+
+// handleProps answers like llama-server's GET /props.
+func (s *Server) handleProps(w http.ResponseWriter, r *http.Request) {
+	s.record(readRequest(r), false)
+	n := s.window("llama.cpp")
+	if n == 0 {
+		http.NotFound(w, r)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"default_generation_settings": map[string]any{"n_ctx": n, "params": map[string]any{"n_predict": -1}},
+		"total_slots":                 1,
+		"model_path":                  "/models/llmtest.gguf",
+		"chat_template":               "{{ messages }}",
+		"build_info":                  "llmtest",
+	})
+}
+
+// handleShow answers like Ollama's POST /api/show.
+func (s *Server) handleShow(w http.ResponseWriter, r *http.Request) {
+	s.record(readRequest(r), false)
+	n := s.window("ollama")
+	if n == 0 {
+		http.NotFound(w, r)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"modelfile":  "FROM llmtest",
+		"parameters": "stop \"<|im_end|>\"",
+		"details":    map[string]any{"format": "gguf", "family": "qwen3"},
+		"model_info": map[string]any{"general.architecture": "qwen3", "qwen3.context_length": n, "qwen3.embedding_length": 1024},
+	})
+}
+
+// handleLMStudio answers like LM Studio's GET /api/v0/models.
+func (s *Server) handleLMStudio(w http.ResponseWriter, r *http.Request) {
+	s.record(readRequest(r), false)
+	n := s.window("lmstudio")
+	if n == 0 {
+		http.NotFound(w, r)
+		return
+	}
+	var data []any
+	for _, m := range s.Models {
+		data = append(data, map[string]any{"id": m, "object": "model", "type": "llm", "state": "not-loaded", "max_context_length": n})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
+}
+
+// overWindow answers a chat request whose prompt exceeds a llama.cpp
+// window with llama-server's own error, and reports whether it did.
+func (s *Server) overWindow(w http.ResponseWriter, body []byte) bool {
+	n := s.window("llama.cpp")
+	p := PromptTokens(body)
+	if n == 0 || p <= n {
+		return false
+	}
+	writeJSON(w, http.StatusBadRequest, map[string]any{"error": map[string]any{
+		"code": 400, "message": "the request exceeds the available context size, try increasing it",
+		"type": "exceed_context_size_error", "n_prompt_tokens": p, "n_ctx": n,
+	}})
+	return true
 }
 
 func (s *Server) handleEmbed(w http.ResponseWriter, r *http.Request) {

@@ -34,6 +34,9 @@ type oaRequest struct {
 			Name string `json:"name"`
 		} `json:"function"`
 	} `json:"tools"`
+	Options struct {
+		NumCtx int `json:"num_ctx"`
+	} `json:"options"`
 }
 
 // contentText flattens OpenAI content (a string or an array of parts).
@@ -64,7 +67,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	var in oaRequest
 	parseErr := json.Unmarshal(rq.Body, &in)
 	if parseErr == nil {
-		rq.Model, rq.Stream = in.Model, in.Stream
+		rq.Model, rq.Stream, rq.NumCtx = in.Model, in.Stream, in.Options.NumCtx
 		rq.ToolChoice = string(in.ToolChoice)
 		rq.MaxTokens = in.MaxTokens
 		if in.MaxCompletionTokens != 0 {
@@ -80,6 +83,10 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		for _, t := range in.Tools {
 			rq.Tools = append(rq.Tools, t.Function.Name)
 		}
+	}
+	if parseErr == nil && s.overWindow(w, rq.Body) {
+		s.record(rq, false) // rejected before generation: no turn used
+		return
 	}
 	turn, seq, ok := s.record(rq, true)
 	if parseErr != nil {
@@ -163,7 +170,10 @@ func (s *Server) streamOpenAI(w http.ResponseWriter, r *http.Request, turn Turn,
 			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": nil}},
 		}
 	}
-	if !e.send("", chunk(map[string]any{"role": "assistant", "content": ""}, nil)) {
+	if !e.send("", chunk(map[string]any{"role": "assistant", "content": nil}, nil)) {
+		return
+	}
+	if !wait(r, turn.FirstTokenDelay) {
 		return
 	}
 	for _, d := range turn.Reasoning {
@@ -179,6 +189,18 @@ func (s *Server) streamOpenAI(w http.ResponseWriter, r *http.Request, turn Turn,
 	if turn.Malformed {
 		e.send("", `{"id":"`+id+`","choices":[{"delta":{"content":"bro`)
 		return
+	}
+	if turn.Loop != "" {
+		n := turn.LoopMax
+		if n <= 0 {
+			n = 100_000
+		}
+		for range n {
+			if !e.send("", chunk(map[string]any{"content": turn.Loop}, nil)) {
+				return
+			}
+		}
+		turn.Finish = "length"
 	}
 	for i, tc := range turn.ToolCalls {
 		parts := splitArgs(tc.Arguments, turn.ArgChunks)
