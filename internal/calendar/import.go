@@ -7,10 +7,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
+	"slices"
 	"sort"
 	"strings"
-	"sync"
+
+	"github.com/hestia-dev/hestia/internal/ingest"
 )
 
 // Source is one vdir collection: a folder whose .ics files each hold one
@@ -122,12 +123,7 @@ func (s *Store) Sync(ctx context.Context, src Source) (SyncStats, error) {
 	}
 	rows.Close()
 
-	type todo struct {
-		name        string
-		mtime, size int64
-		old         int64
-	}
-	var work []todo
+	var work []syncFile
 	seen := map[string]bool{}
 	for _, e := range ents {
 		name := e.Name()
@@ -143,10 +139,10 @@ func (s *Store) Sync(ctx context.Context, src Source) (SyncStats, error) {
 		k, ok := have[name]
 		switch {
 		case !ok:
-			work = append(work, todo{name, fi.ModTime().UnixNano(), fi.Size(), 0})
+			work = append(work, syncFile{name, fi.ModTime().UnixNano(), fi.Size(), 0})
 			st.Added++
 		case k.mtime != fi.ModTime().UnixNano() || k.size != fi.Size():
-			work = append(work, todo{name, fi.ModTime().UnixNano(), fi.Size(), k.id})
+			work = append(work, syncFile{name, fi.ModTime().UnixNano(), fi.Size(), k.id})
 			st.Updated++
 		default:
 			st.Unchanged++
@@ -160,89 +156,105 @@ func (s *Store) Sync(ctx context.Context, src Source) (SyncStats, error) {
 			st.Removed++
 		}
 	}
-	const batch = 500
-	for len(work) > 0 || len(gone) > 0 {
-		if err := ctx.Err(); err != nil {
-			return st, err
-		}
-		n := min(batch, len(work))
-		chunk := work[:n]
-		work = work[n:]
-		type parsed struct {
-			t   todo
-			evs []Event
-			err error
-		}
-		// Reading and parsing are independent per file and dominate an
-		// import; they run on every core while writes stay serial.
-		ps := make([]parsed, len(chunk))
-		var wg sync.WaitGroup
-		next := make(chan int)
-		for range min(runtime.GOMAXPROCS(0), len(chunk)) {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := range next {
-					t := chunk[i]
-					ps[i].t = t
-					data, err := readBounded(filepath.Join(src.Path, t.name))
-					if err != nil {
-						ps[i].err = err
-						continue
-					}
-					ps[i].evs, ps[i].err = ParseICS(bytes.NewReader(data), s.floating)
-				}
-			}()
-		}
-		for i := range chunk {
-			next <- i
-		}
-		close(next)
-		wg.Wait()
-		err := s.db.Tx(ctx, func(tx *sql.Tx) error {
-			ix, err := s.newIndexer(ctx, tx)
-			if err != nil {
-				return err
+	w := syncWriter{s: s, st: &st, src: src, calID: calID, gone: gone}
+	// Reading and parsing are independent per file and dominate an
+	// import; they run on every core while one writer commits.
+	err = ingest.Pipeline[syncFile, parsedFile]{
+		Parse: func(_ context.Context, f syncFile, emit func(parsedFile, int64) error) error {
+			p := parsedFile{syncFile: f}
+			data, err := readBounded(filepath.Join(src.Path, f.name))
+			if err == nil {
+				p.evs, err = ParseICS(bytes.NewReader(data), s.floating)
 			}
-			defer ix.close()
-			for _, id := range gone {
-				if _, err := tx.ExecContext(ctx, `DELETE FROM files WHERE id = ?`, id); err != nil {
-					return fmt.Errorf("dropping removed file: %w", err)
-				}
-			}
-			for _, p := range ps {
-				reason := ""
-				if p.err != nil {
-					reason = p.err.Error()
-					if len(st.Skipped) < maxSkipsReported {
-						st.Skipped = append(st.Skipped, Skip{File: p.t.name, Reason: reason})
-					}
-				}
-				var fileID int64
-				if err := ix.upsertFile.QueryRowContext(ctx, calID, p.t.name, p.t.mtime, p.t.size, reason).Scan(&fileID); err != nil {
-					return fmt.Errorf("recording file %s: %w", p.t.name, err)
-				}
-				if p.t.old != 0 {
-					if _, err := ix.dropEvents.ExecContext(ctx, fileID); err != nil {
-						return fmt.Errorf("replacing events of %s: %w", p.t.name, err)
-					}
-				}
-				if err := ix.insertEvents(ctx, calID, fileID, p.evs); err != nil {
-					return fmt.Errorf("%s: %w", p.t.name, err)
-				}
-				st.Events += len(p.evs)
-			}
-			return nil
-		})
-		if err != nil {
-			return st, err
-		}
-		gone = nil
+			// A broken file is recorded with its reason, not skipped.
+			p.err = err
+			return emit(p, int64(len(data))+1)
+		},
+		Commit: w.commit,
+		Limits: ingest.Limits{BatchSize: 500},
+	}.Run(ctx, work)
+	if err == nil && len(w.gone) > 0 { // nothing to parse, only removals
+		err = w.commit(ctx, nil)
 	}
+	if err != nil {
+		return st, err
+	}
+	// Files reach the writer in the order they are parsed.
+	slices.SortFunc(st.Skipped, func(a, b Skip) int { return strings.Compare(a.File, b.File) })
 	if len(st.Skipped) > 0 {
 		s.log.Warn("calendarFilesSkipped", "calendar", src.Name, "count", len(st.Skipped))
 	}
 	return st, nil
+}
+
+// syncFile is a file of a collection to (re)index: old is its files row
+// when it was indexed before.
+type syncFile struct {
+	name        string
+	mtime, size int64
+	old         int64
+}
+
+// parsedFile is a syncFile read and parsed: its events, or why it could
+// not be.
+type parsedFile struct {
+	syncFile
+	evs []Event
+	err error
+}
+
+// syncWriter commits one Sync's parsed files.
+type syncWriter struct {
+	s     *Store
+	st    *SyncStats
+	src   Source
+	calID int64
+	gone  []int64 // files rows whose files are gone, dropped by the first commit
+}
+
+// commit indexes one batch of parsed files (and drops the gone ones) in
+// one transaction.
+func (w *syncWriter) commit(ctx context.Context, batch []parsedFile) error {
+	err := w.s.db.Tx(ctx, func(tx *sql.Tx) error {
+		ix, err := w.s.newIndexer(ctx, tx)
+		if err != nil {
+			return err
+		}
+		defer ix.close()
+		for _, id := range w.gone {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM files WHERE id = ?`, id); err != nil {
+				return fmt.Errorf("dropping removed file: %w", err)
+			}
+		}
+		for _, p := range batch {
+			reason := ""
+			if p.err != nil {
+				reason = p.err.Error()
+				if len(w.st.Skipped) < maxSkipsReported {
+					w.st.Skipped = append(w.st.Skipped, Skip{File: p.name, Reason: reason})
+				}
+			}
+			var fileID int64
+			if err := ix.upsertFile.QueryRowContext(ctx, w.calID, p.name, p.mtime, p.size, reason).Scan(&fileID); err != nil {
+				return fmt.Errorf("recording file %s: %w", p.name, err)
+			}
+			if p.old != 0 {
+				if _, err := ix.dropEvents.ExecContext(ctx, fileID); err != nil {
+					return fmt.Errorf("replacing events of %s: %w", p.name, err)
+				}
+			}
+			if err := ix.insertEvents(ctx, w.calID, fileID, p.evs); err != nil {
+				return fmt.Errorf("%s: %w", p.name, err)
+			}
+			w.st.Events += len(p.evs)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	w.gone = nil
+	return nil
 }
 
 func readBounded(path string) ([]byte, error) {

@@ -2,6 +2,7 @@ package calendar
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -376,5 +377,33 @@ END:VEVENT`)
 	ag, err := s.Agenda(ctx, Query{From: time.Date(2026, 3, 20, 0, 0, 0, 0, loc), To: time.Date(2026, 3, 21, 0, 0, 0, 0, loc)})
 	if err != nil || len(ag.Instances) != 1 || ag.Instances[0].Summary != "Conference trip" {
 		t.Fatalf("agenda %+v %v", ag.Instances, err)
+	}
+}
+
+// TestSyncCommitFailure: a batch that cannot be written ends the sync
+// with its error (naming the file) instead of waiting on its parsers, and
+// the next sync indexes everything.
+func TestSyncCommitFailure(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := openTestStore(t, time.UTC)
+	dir := t.TempDir()
+	for i := range 40 {
+		writeICS(t, dir, fmt.Sprintf("e%02d.ics", i), fmt.Sprintf("BEGIN:VEVENT\nUID:e%d\nDTSTART:20260325T%02d0000Z\nSUMMARY:event %d\nEND:VEVENT", i, i%24, i))
+	}
+	if _, err := s.db.ExecContext(ctx, `CREATE TRIGGER fail_e17 BEFORE INSERT ON files WHEN NEW.name = 'e17.ics'
+		BEGIN SELECT RAISE(ABORT, 'injected commit failure'); END`); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.Sync(ctx, Source{Name: "work", Path: dir})
+	if err == nil || !strings.Contains(err.Error(), "e17.ics") || !strings.Contains(err.Error(), "injected commit failure") {
+		t.Fatalf("Sync = %v, want the injected failure naming e17.ics", err)
+	}
+	if _, err := s.db.ExecContext(ctx, `DROP TRIGGER fail_e17`); err != nil {
+		t.Fatal(err)
+	}
+	st, err := s.Sync(ctx, Source{Name: "work", Path: dir})
+	if err != nil || st.Events != 40 || len(st.Skipped) != 0 {
+		t.Fatalf("rerun: %+v %v", st, err)
 	}
 }

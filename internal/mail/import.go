@@ -10,14 +10,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
-	"golang.org/x/sync/semaphore"
-
+	"github.com/hestia-dev/hestia/internal/ingest"
 	"github.com/hestia-dev/hestia/internal/mail/parse"
 )
 
@@ -91,212 +89,214 @@ func (s *Store) Reconcile(ctx context.Context, root string, opts ImportOptions) 
 }
 
 func (s *Store) sync(ctx context.Context, root string, opts ImportOptions, removeMissing bool) (Progress, error) {
-	var prog Progress
 	if opts.Account == "" {
 		opts.Account = "local"
 	}
 	if opts.BatchSize <= 0 {
 		opts.BatchSize = 500
 	}
-	root, err := filepath.Abs(root)
+	r, err := s.planImport(ctx, root, opts, removeMissing)
 	if err != nil {
-		return prog, fmt.Errorf("resolving %s: %w", root, err)
+		return r.prog, err
 	}
-	info, err := os.Stat(root)
+	if opts.Progress != nil {
+		opts.Progress(r.prog)
+	}
+	if err := s.writeImport(ctx, r); err != nil {
+		return r.prog, err
+	}
+	if err := ctx.Err(); err != nil {
+		return r.prog, err
+	}
+	if err := s.finishImport(ctx, r); err != nil {
+		return r.prog, err
+	}
+	if opts.Progress != nil {
+		opts.Progress(r.prog)
+	}
+	return r.prog, nil
+}
+
+// importRun is one Import or Reconcile: what the scan found and what the
+// run has done so far.
+type importRun struct {
+	opts          ImportOptions
+	removeMissing bool
+	root          string // absolute
+	rootIsDir     bool
+	sc            *dirScan
+	known         map[string]knownPath // mirrored paths below root
+	dirFiles      map[string]int       // message files per directory
+	todo          []sourceFile         // files to read, newest first
+
+	// mu guards prog and seen, written by the parsers and the writer.
+	mu   sync.Mutex
+	prog Progress
+	// seen holds the paths met, for a reconcile only (to remove the others).
+	seen map[string]bool
+}
+
+// planImport lists the files below root and keeps those not mirrored as
+// they are (see ImportOptions.Full), newest first. The run it returns is
+// never nil.
+func (s *Store) planImport(ctx context.Context, root string, opts ImportOptions, removeMissing bool) (*importRun, error) {
+	r := &importRun{opts: opts, removeMissing: removeMissing, sc: &dirScan{}}
+	var err error
+	if r.root, err = filepath.Abs(root); err != nil {
+		return r, fmt.Errorf("resolving %s: %w", root, err)
+	}
+	info, err := os.Stat(r.root)
 	if err != nil {
-		return prog, fmt.Errorf("import source: %w", err)
+		return r, fmt.Errorf("import source: %w", err)
 	}
-	base := root
-	if !info.IsDir() {
-		base = filepath.Dir(root)
+	r.rootIsDir = info.IsDir()
+	base := r.root
+	if !r.rootIsDir {
+		base = filepath.Dir(r.root)
 	}
-	var (
-		files []sourceFile
-		sc    = &dirScan{}
-	)
+	var files []sourceFile
 	if len(opts.Dirs) > 0 {
 		files, err = scanDirs(base, opts.Dirs, !opts.Full)
 	} else {
-		if info.IsDir() && !opts.Full {
-			if sc.recorded, err = s.scanDirs(ctx, opts.Account, root); err != nil {
-				return prog, err
+		if r.rootIsDir && !opts.Full {
+			if r.sc.recorded, err = s.scanDirs(ctx, opts.Account, r.root); err != nil {
+				return r, err
 			}
 		}
-		files, err = scan(ctx, root, base, sc, !opts.Full)
+		files, err = scan(ctx, r.root, base, r.sc, !opts.Full)
 	}
 	if err != nil {
-		return prog, err
+		return r, err
 	}
-	var known map[string]knownPath
-	if len(sc.skipped) == 0 {
-		if len(opts.Dirs) > 0 {
-			known, err = s.knownPaths(ctx, opts.Account, opts.Dirs, true)
-		} else {
-			known, err = s.knownPaths(ctx, opts.Account, []string{root}, false)
-		}
-	} else {
+	if err := s.loadKnown(ctx, r, files); err != nil {
+		return r, err
+	}
+	r.prog.Files += len(files)
+	r.filter(files)
+	return r, nil
+}
+
+// loadKnown loads the mirrored paths the scanned files are compared with.
+func (s *Store) loadKnown(ctx context.Context, r *importRun, files []sourceFile) error {
+	var err error
+	switch {
+	case len(r.sc.skipped) > 0:
 		// Only the directories that were listed (and recorded ones that
 		// are gone) need their mirrored paths: skipped ones are unchanged.
-		known, err = s.knownPaths(ctx, opts.Account, sc.changedDirs(files), true)
-		for _, d := range sc.skipped {
-			prog.Files += sc.recorded[d].files
-			prog.Skipped += sc.recorded[d].files
-			prog.Done += sc.recorded[d].files
+		r.known, err = s.knownPaths(ctx, r.opts.Account, r.sc.changedDirs(files), true)
+		for _, d := range r.sc.skipped {
+			r.prog.Files += r.sc.recorded[d].files
+			r.prog.Skipped += r.sc.recorded[d].files
+			r.prog.Done += r.sc.recorded[d].files
 		}
+	case len(r.opts.Dirs) > 0:
+		r.known, err = s.knownPaths(ctx, r.opts.Account, r.opts.Dirs, true)
+	default:
+		r.known, err = s.knownPaths(ctx, r.opts.Account, []string{r.root}, false)
 	}
-	if err != nil {
-		return prog, err
+	return err
+}
+
+// filter keeps in r.todo the files to read, newest first, and counts the
+// others as skipped. Only a reconcile records the paths seen. The listing
+// is filtered in place and the per-folder counts kept apart: at 100k
+// files each copy is ~10 MB of live heap, which the import's soft heap
+// limit would pay for in garbage collection.
+func (r *importRun) filter(files []sourceFile) {
+	if r.removeMissing {
+		r.seen = map[string]bool{}
 	}
-	prog.Files += len(files)
-	// Only a reconcile needs the paths seen (to remove the others). The
-	// listing is filtered in place and the per-folder counts kept apart:
-	// at 100k files each copy is ~10 MB of live heap, which the import's
-	// soft heap limit would pay for in garbage collection.
-	var seen map[string]bool
-	if removeMissing {
-		seen = map[string]bool{}
-	}
-	dirFiles := map[string]int{}
+	r.dirFiles = map[string]int{}
 	todo := files[:0]
 	for _, f := range files {
 		if f.kind == kindMbox {
-			dirFiles[filepath.Dir(f.path)]++
+			r.dirFiles[filepath.Dir(f.path)]++
 			todo = append(todo, f) // offsets are checked per message
 			continue
 		}
-		k, ok := known[f.path]
+		k, ok := r.known[f.path]
 		if f.unstat && !ok {
 			info, err := os.Lstat(f.path)
 			if err != nil || info.Size() == 0 {
-				prog.Files-- // gone since the listing, or still being written
+				r.prog.Files-- // gone since the listing, or still being written
 				continue
 			}
 			f.mtime, f.size = info.ModTime().Unix(), info.Size()
 		}
-		dirFiles[filepath.Dir(f.path)]++
-		if seen != nil {
-			seen[f.path] = true
+		r.dirFiles[filepath.Dir(f.path)]++
+		if r.seen != nil {
+			r.seen[f.path] = true
 		}
 		if ok && (f.unstat || k.mtime == f.mtime && k.size == f.size) {
-			prog.Skipped++
-			prog.Done++
+			r.prog.Skipped++
+			r.prog.Done++
 			continue
 		}
 		todo = append(todo, f)
 	}
-	files = nil
 	sort.SliceStable(todo, func(i, j int) bool { return todo[i].mtime > todo[j].mtime })
-	if opts.Progress != nil {
-		opts.Progress(prog)
-	}
+	r.todo = todo
+}
 
-	// Parse on every core, write from one goroutine: SQLite has one writer
-	// and parsing dominates the cost.
-	// Prepared messages hold their text: besides the queue length, a byte
-	// budget bounds what waits for the writer, so a mailbox of huge
-	// messages cannot pile up in memory. The writer releases an item's
-	// bytes once its batch is committed.
-	items := make(chan *prepared, 512)
-	budget := semaphore.NewWeighted(queueBytes)
-	errc := make(chan error, 1)
-	var wg sync.WaitGroup
-	jobs := make(chan sourceFile)
-	var failMu sync.Mutex
-	workers := max(1, runtime.GOMAXPROCS(0))
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for f := range jobs {
-				n, err := s.readSource(ctx, f, opts.Account, known, seen, &failMu, budget, items)
-				failMu.Lock()
-				prog.Failed += n
-				prog.Done++
-				failMu.Unlock()
-				if err != nil {
-					s.log.Warn("mailImportFile", "path", f.path, "err", err)
-				}
-			}
-		}()
-	}
-	go func() {
-		defer close(items)
-		defer wg.Wait()
-		defer close(jobs)
-		for _, f := range todo {
-			select {
-			case jobs <- f:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	go func() {
-		batch := make([]*prepared, 0, opts.BatchSize)
-		batchBytes := 0
-		flush := func() error {
-			r, err := s.applyBatch(ctx, batch)
-			budget.Release(int64(batchBytes))
-			batchBytes = 0
+// writeImport parses the files to read on every core and commits their
+// messages from one writer (ingest.Pipeline), reporting progress after
+// every committed batch.
+func (s *Store) writeImport(ctx context.Context, r *importRun) error {
+	limits := s.importLimits
+	limits.BatchSize = r.opts.BatchSize
+	return ingest.Pipeline[sourceFile, *prepared]{
+		Parse: func(ctx context.Context, f sourceFile, emit func(*prepared, int64) error) error {
+			n, err := s.readSource(ctx, f, r, emit)
+			r.mu.Lock()
+			r.prog.Failed += n
+			r.prog.Done++
+			r.mu.Unlock()
+			return err
+		},
+		Skip: func(f sourceFile, err error) { s.log.Warn("mailImportFile", "path", f.path, "err", err) },
+		Commit: func(ctx context.Context, batch []*prepared) error {
+			res, err := s.applyBatch(ctx, batch)
 			if err != nil {
 				return err
 			}
-			failMu.Lock()
-			prog.Added += r.Added
-			prog.Updated += r.Updated
-			p := prog
-			failMu.Unlock()
-			batch = batch[:0]
-			if opts.Progress != nil {
-				opts.Progress(p)
+			r.mu.Lock()
+			r.prog.Added += res.Added
+			r.prog.Updated += res.Updated
+			p := r.prog
+			r.mu.Unlock()
+			if r.opts.Progress != nil {
+				r.opts.Progress(p)
 			}
 			return nil
-		}
-		var ferr error
-		for p := range items {
-			if ferr != nil {
-				continue // drain so producers finish
-			}
-			batch = append(batch, p)
-			batchBytes += int(p.weight)
-			// Commit by count or by text volume, whichever comes first.
-			if len(batch) >= opts.BatchSize || batchBytes >= maxBatchBytes {
-				ferr = flush()
-			}
-		}
-		if ferr == nil {
-			ferr = flush()
-		}
-		errc <- ferr
-	}()
-	if err := <-errc; err != nil {
-		return prog, err
-	}
-	if err := ctx.Err(); err != nil {
-		return prog, err
-	}
-	if removeMissing {
+		},
+		Limits: limits,
+	}.Run(ctx, r.todo)
+}
+
+// finishImport, after every batch is committed: a reconcile removes the
+// paths not seen, a full walk records its directories, and the indexes are
+// tidied and the token counts brought up to date.
+func (s *Store) finishImport(ctx context.Context, r *importRun) error {
+	if r.removeMissing {
 		var gone []string
-		for p := range known {
-			failMu.Lock()
-			ok := seen[p]
-			failMu.Unlock()
-			if !ok {
+		for p := range r.known {
+			if !r.seen[p] { // the parsers are done: no lock needed
 				gone = append(gone, p)
 			}
 		}
 		sort.Strings(gone)
 		n, err := s.RemovePaths(ctx, gone)
-		prog.Removed, prog.Deleted = len(gone), n
+		r.prog.Removed, r.prog.Deleted = len(gone), n
 		if err != nil {
-			return prog, err
+			return err
 		}
 	}
-	if len(opts.Dirs) == 0 && info.IsDir() {
-		if err := s.recordScan(ctx, opts.Account, root, sc, dirFiles); err != nil {
-			return prog, err
+	if len(r.opts.Dirs) == 0 && r.rootIsDir {
+		if err := s.recordScan(ctx, r.opts.Account, r.root, r.sc, r.dirFiles); err != nil {
+			return err
 		}
 	}
+	prog := r.prog
 	if prog.Added+prog.Updated+prog.Deleted > 0 {
 		if err := s.compactIndexes(ctx, prog.Added); err != nil {
 			s.log.Warn("mailCompactIndexes", "err", err)
@@ -309,7 +309,7 @@ func (s *Store) sync(ctx context.Context, root string, opts ImportOptions, remov
 	// unchanged rescan's page faults); a damaged row is still replaced by
 	// the next import that changes something, the daemon's refresh or
 	// --full.
-	refresh, force := opts.Full || prog.Added+prog.Updated+prog.Deleted+prog.Removed > 0, opts.Full
+	refresh, force := r.opts.Full || prog.Added+prog.Updated+prog.Deleted+prog.Removed > 0, r.opts.Full
 	if !refresh {
 		current, err := s.lengthsLookCurrent(ctx)
 		// Found stale: rewritten without reading the row again; a failed
@@ -321,10 +321,7 @@ func (s *Store) sync(ctx context.Context, root string, opts ImportOptions, remov
 			s.log.Warn("mailRankLengths", "err", err)
 		}
 	}
-	if opts.Progress != nil {
-		opts.Progress(prog)
-	}
-	return prog, nil
+	return nil
 }
 
 // compactIndexes tidies the file after an import that changed it. After a
@@ -513,8 +510,8 @@ func prefixRange(prefix string) (string, string) {
 }
 
 // maxBatchBytes bounds the message text one import transaction carries;
-// queueBytes bounds the text parsed ahead of the writer (it must exceed
-// maxBatchBytes so a filling batch never starves the producers).
+// queueBytes bounds the text parsed ahead of the writer (see
+// ingest.Limits; it must be at least twice maxBatchBytes).
 const (
 	maxBatchBytes = 16 << 20
 	queueBytes    = 64 << 20
@@ -563,29 +560,19 @@ func (s *Store) knownPaths(ctx context.Context, account string, prefixes []strin
 	return out, nil
 }
 
-// readSource reads one file into prepared items; for mbox it yields every
-// message not already mirrored at that offset. It returns the number of
-// messages that failed.
-func (s *Store) readSource(ctx context.Context, f sourceFile, account string, known map[string]knownPath, seen map[string]bool, mu *sync.Mutex, budget *semaphore.Weighted, out chan<- *prepared) (int, error) {
-	send := func(it Item) int {
+// readSource reads one file into prepared messages handed to emit; for
+// mbox it yields every message not already mirrored at that offset. It
+// returns the number of messages that failed; an error from emit (the
+// import stopped) ends it.
+func (s *Store) readSource(ctx context.Context, f sourceFile, r *importRun, emit func(*prepared, int64) error) (int, error) {
+	account := r.opts.Account
+	send := func(it Item) (failed int, err error) {
 		p, err := s.prepare(it)
 		if err != nil {
 			s.log.Debug("mailParse", "path", it.Path, "err", err)
-			return 1
+			return 1, nil
 		}
-		// Capped at maxBatchBytes: with the channel empty the writer holds
-		// less than that in its batch, so queueBytes-maxBatchBytes is always
-		// free and an Acquire can never wait on a writer that waits on us.
-		p.weight = min(int64(len(p.msg.Text))+1, maxBatchBytes)
-		if err := budget.Acquire(ctx, p.weight); err != nil {
-			return 0 // cancelled
-		}
-		select {
-		case out <- p:
-		case <-ctx.Done():
-			budget.Release(p.weight)
-		}
-		return 0
+		return 0, emit(p, int64(len(p.msg.Text))+1)
 	}
 	fallback := time.Unix(f.mtime, 0)
 	switch f.kind {
@@ -595,10 +582,10 @@ func (s *Store) readSource(ctx context.Context, f sourceFile, account string, kn
 			return 1, err
 		}
 		defer fh.Close()
-		r := parse.NewMboxReader(fh, 0)
+		mr := parse.NewMboxReader(fh, 0)
 		failed := 0
 		for {
-			m, err := r.Next()
+			m, err := mr.Next()
 			if errors.Is(err, io.EOF) {
 				return failed, nil
 			}
@@ -606,15 +593,19 @@ func (s *Store) readSource(ctx context.Context, f sourceFile, account string, kn
 				return failed + 1, err
 			}
 			key := fmt.Sprintf("%s#%d", f.path, m.Offset)
-			if seen != nil {
-				mu.Lock()
-				seen[key] = true
-				mu.Unlock()
+			if r.seen != nil {
+				r.mu.Lock()
+				r.seen[key] = true
+				r.mu.Unlock()
 			}
-			if k, ok := known[key]; ok && k.mtime == f.mtime && k.size == f.size {
+			if k, ok := r.known[key]; ok && k.mtime == f.mtime && k.size == f.size {
 				continue
 			}
-			failed += send(Item{Account: account, Mailbox: f.mailbox, Path: key, Mtime: f.mtime, Size: f.size, Raw: m.Raw, FallbackDate: fallback})
+			n, err := send(Item{Account: account, Mailbox: f.mailbox, Path: key, Mtime: f.mtime, Size: f.size, Raw: m.Raw, FallbackDate: fallback})
+			failed += n
+			if err != nil {
+				return failed, err
+			}
 		}
 	case kindEmlx:
 		data, err := os.ReadFile(f.path)
@@ -625,13 +616,13 @@ func (s *Store) readSource(ctx context.Context, f sourceFile, account string, kn
 		if err != nil {
 			return 1, err
 		}
-		return send(Item{Account: account, Mailbox: f.mailbox, Path: f.path, Mtime: f.mtime, Size: f.size, Raw: e.Message, Flags: e.Flags, Partial: e.Partial, FallbackDate: fallback}), nil
+		return send(Item{Account: account, Mailbox: f.mailbox, Path: f.path, Mtime: f.mtime, Size: f.size, Raw: e.Message, Flags: e.Flags, Partial: e.Partial, FallbackDate: fallback})
 	default:
 		data, err := os.ReadFile(f.path)
 		if err != nil {
 			return 1, err
 		}
-		return send(Item{Account: account, Mailbox: f.mailbox, Path: f.path, Mtime: f.mtime, Size: f.size, Raw: data, Flags: f.flags, FallbackDate: fallback}), nil
+		return send(Item{Account: account, Mailbox: f.mailbox, Path: f.path, Mtime: f.mtime, Size: f.size, Raw: data, Flags: f.flags, FallbackDate: fallback})
 	}
 }
 

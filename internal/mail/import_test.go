@@ -2,8 +2,10 @@ package mail
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -163,5 +165,55 @@ func TestImportEmlxAndMbox(t *testing.T) {
 	p, _ = s.Import(ctx, corpus(t, "mimekit/UnitTests/TestData/mbox/content-length.mbox.txt"), ImportOptions{Account: "mbox"})
 	if p.Added != 0 || p.Updated != 0 {
 		t.Errorf("mbox rerun = %+v", p)
+	}
+}
+
+// TestImportCommitFailureReturns: a batch that fails to commit ends the
+// import at once with that error, even when more messages remain than the
+// queue's byte budget holds (the writer used to drain them without giving
+// their bytes back, so the parsers blocked until the context ended: never,
+// under context.Background). What earlier batches committed stays.
+func TestImportCommitFailureReturns(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	const n = 60
+	for i := range n {
+		subject := fmt.Sprintf("note %d", i)
+		if i == n-20 { // newest first: about the 20th message written
+			subject = "boom"
+		}
+		at := base.Add(time.Duration(i) * time.Hour)
+		writeMaildir(t, root, "", fmt.Sprintf("%d:2,S", i), msg(fmt.Sprintf("m%d@x", i), "a@x.org", "b@x.org", subject, at.Format(time.RFC1123Z), strings.Repeat("text ", 40)), at)
+	}
+	s := openStore(t, nil)
+	s.importLimits.BatchBytes, s.importLimits.QueueBytes = 512, 2048 // a few messages each
+	if _, err := s.DB().Exec(`CREATE TRIGGER fail_boom BEFORE INSERT ON messages WHEN NEW.subject = 'boom'
+		BEGIN SELECT RAISE(ABORT, 'injected commit failure'); END`); err != nil {
+		t.Fatal(err)
+	}
+	// The deadline only keeps a regression from hanging the test run.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	p, err := s.Import(ctx, root, ImportOptions{BatchSize: 2})
+	if err == nil || !strings.Contains(err.Error(), "injected commit failure") || ctx.Err() != nil {
+		t.Fatalf("Import = %+v, %v (context: %v); want the injected failure", p, err, ctx.Err())
+	}
+	st, err := s.Stats(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Messages == 0 || st.Messages != p.Added {
+		t.Fatalf("after the failure the mirror holds %d messages, the import reported %d committed", st.Messages, p.Added)
+	}
+	// The trigger gone, a rerun finishes the import.
+	if _, err := s.DB().Exec(`DROP TRIGGER fail_boom`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Import(context.Background(), root, ImportOptions{BatchSize: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := s.Stats(context.Background()); st.Messages != n {
+		t.Errorf("after the rerun the mirror holds %d messages, want %d", st.Messages, n)
 	}
 }

@@ -49,9 +49,8 @@ type prepared struct {
 	embedHash string
 	// body is msg.Text as stored (bodyCodec.pack), packed here, outside
 	// the write transaction.
-	body   any
-	weight int64  // bytes held against the import queue budget
-	role   string // the target mailbox's role, set in apply
+	body any
+	role string // the target mailbox's role, set in apply
 	// contentHash fingerprints subject, sender and text (see contentHash).
 	contentHash string
 }

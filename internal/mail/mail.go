@@ -20,6 +20,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hestia-dev/hestia/internal/ingest"
 	"github.com/hestia-dev/hestia/internal/search"
 	"github.com/hestia-dev/hestia/internal/store"
 )
@@ -67,6 +68,9 @@ type Store struct {
 	// (minWordDocs; tests lower it).
 	docLengths  atomic.Pointer[docLengths]
 	wordRankMin int
+	// importLimits bound an import's transactions and what is parsed
+	// ahead of its writer (maxBatchBytes, queueBytes; tests lower them).
+	importLimits ingest.Limits
 }
 
 type mailboxKey struct {
@@ -108,6 +112,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	return &Store{
 		db: db, blobs: &blobStore{dir: opts.BlobDir}, bodies: codec, log: opts.Logger, now: opts.Now, opts: opts,
 		accounts: map[string]int64{}, mailboxes: map[mailboxKey]mailboxInfo{}, wordRankMin: minWordDocs,
+		importLimits: ingest.Limits{BatchBytes: maxBatchBytes, QueueBytes: queueBytes},
 	}, nil
 }
 
