@@ -4,7 +4,7 @@ VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 WEB_STAMP := web/node_modules/.package-lock.json
 
-.PHONY: all build run web deps test test-go test-web lint fmt bench bench-mail bench-cal clean
+.PHONY: all build run web deps test test-go test-web lint fmt bench bench-mail bench-cal clean eval probe-server
 
 all: build
 
@@ -56,6 +56,25 @@ test-go:
 
 test-web: deps $(WEB_STAMP)
 	cd web && npm run typecheck && npm test && npm run build && npm run e2e
+
+## eval: the evaluation suite (internal/eval). With EVAL_BASE_URL and EVAL_MODEL (and EVAL_PROVIDER,
+## EVAL_API_KEY) it runs against that endpoint; without, with the scripted model, as CI does.
+## The JSON report goes to EVAL_REPORT (default bin/eval-report.json).
+EVAL_REPORT ?= bin/eval-report.json
+eval:
+	@if [ -n "$(EVAL_BASE_URL)" ]; then \
+	  $(GO) run ./cmd/hestia eval --base-url "$(EVAL_BASE_URL)" --model "$(EVAL_MODEL)" \
+	    --provider "$${EVAL_PROVIDER:-openai}" --api-key "$(EVAL_API_KEY)" --json "$(EVAL_REPORT)"; \
+	else \
+	  mkdir -p $(dir $(EVAL_REPORT)); \
+	  HESTIA_EVAL_REPORT=$(abspath $(EVAL_REPORT)) $(GO) test -count=1 -v -run '^TestScriptedSuite$$' ./internal/eval >$(EVAL_REPORT).log 2>&1; s=$$?; \
+	  grep -E '^(---|ok|FAIL|PASS)|eval_test.go' $(EVAL_REPORT).log; exit $$s; \
+	fi
+
+## probe-server: the end-to-end tests against a real llama-server serving the probe model
+## (scripts/probe-server.sh sets it up in $$HESTIA_PROBE_CACHE, default ~/.cache/hestia-probe)
+probe-server:
+	scripts/probe-server.sh test
 
 ## bench: the performance benchmarks (not part of `make test`)
 bench:

@@ -65,6 +65,7 @@ func commands() []command {
 		{"wiki", "search, read, lint, reindex and import into the Markdown wiki", runWiki},
 		{"contacts", "contacts: search, resolve a name to recipients, import/sync vdir folders", runContacts},
 		{"memory", "profile memory (USER.md, MEMORY.md, AGENT.md) and the promotion queue", runMemory},
+		{"eval", "run the evaluation suite against a model endpoint (--base-url, --model, --api-key, --provider, --json FILE)", runEval},
 	}
 }
 
