@@ -119,6 +119,11 @@ func (a *App) initAgent(ctx context.Context) error {
 	if err := reg.Register(builtin.AskUser()); err != nil {
 		return err
 	}
+	// With tools_load registered the agent sends the core tools and a
+	// catalogue, and the rest of a group's definitions on demand (issue 31).
+	if err := reg.Register(builtin.ToolsLoad(reg)); err != nil {
+		return err
+	}
 
 	ag, err := agent.New(agent.Config{
 		Tier: llm.Tier(cfg.Agent.Tier), StepLimit: cfg.Agent.StepLimit, QueueLimit: cfg.Agent.QueueLimit,

@@ -51,3 +51,33 @@ func TestAskUser(t *testing.T) {
 		t.Error("empty question accepted")
 	}
 }
+
+func TestToolsLoad(t *testing.T) {
+	t.Parallel()
+	reg := tools.NewRegistry()
+	reg.MustRegister(Now(time.Now, time.UTC), &tools.Func{S: tools.Spec{Name: "mail_send"}}, &tools.Func{S: tools.Spec{Name: "mail_search"}},
+		&tools.Func{S: tools.Spec{Name: "wiki_read"}, Check: func(context.Context) error { return errors.New("off") }})
+	tl := ToolsLoad(reg)
+	reg.MustRegister(tl)
+	for args, want := range map[string]string{
+		`{"group":"mail"}`:  "Loaded mail: mail_search, mail_send. Their definitions are in your tools from your next step.",
+		`{"group":"core"}`:  "the core tools are always loaded",
+		`{"group":"wiki"}`:  `error: there is no tool group "wiki"; the groups are: mail`,
+		`{"group":" mail"}`: "Loaded mail: mail_search, mail_send. Their definitions are in your tools from your next step.",
+	} {
+		res, err := tl.Run(context.Background(), tools.Call{Args: json.RawMessage(args)})
+		got := res.Content
+		if res.IsError {
+			got = "error: " + got
+		}
+		if err != nil || got != want {
+			t.Errorf("%s: %q %v, want %q", args, got, err, want)
+		}
+	}
+	if _, err := tl.Run(context.Background(), tools.Call{Args: json.RawMessage(`[]`)}); err == nil {
+		t.Error("undecodable arguments were accepted")
+	}
+	if s := tl.Spec(); s.Name != tools.LoadToolName || !s.ReadOnly || s.Risk != tools.RiskLow || s.Egress {
+		t.Errorf("spec %+v", s)
+	}
+}
