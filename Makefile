@@ -4,7 +4,7 @@ VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 WEB_STAMP := web/node_modules/.package-lock.json
 
-.PHONY: all build run web deps test test-go test-web lint fmt bench bench-mail bench-cal clean eval probe-server
+.PHONY: all build run web deps test test-go test-web lint fmt bench bench-mail bench-cal bench-tools clean eval probe-server
 
 all: build
 
@@ -79,6 +79,18 @@ probe-server:
 ## bench: the performance benchmarks (not part of `make test`)
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+## bench-tools: the tool definitions a chat's first request sends, every connector configured
+## (bytes, ~tokens at 4 chars/token, and Qwen3 tokens with its chat template when the probe-model
+## tokenizer is at hand: PROBE_TOKENIZER, default ~/.cache/hestia-probe/deps/tokenizer, + python3-jinja2)
+PROBE_MODEL ?= ../shared/tools/probe-model
+bench-tools:
+	@mkdir -p bin
+	HESTIA_TOOLS_DUMP=$(CURDIR)/bin/tools-dump.json $(GO) test -count=1 -run '^TestFirstRequestToolTokens$$' -v ./internal/app
+	@tok=$${PROBE_TOKENIZER:-$$HOME/.cache/hestia-probe/deps/tokenizer}; \
+	if [ -f "$$tok/tokenizer.json" ] && [ -f "$(PROBE_MODEL)/qwentok.py" ] && python3 -c 'import jinja2' 2>/dev/null; then \
+	  python3 scripts/tool-tokens.py bin/tools-dump.json "$$tok" "$(PROBE_MODEL)"; \
+	else echo "Qwen3 token count skipped: needs $$tok/tokenizer.json ($(PROBE_MODEL)/setup-deps.sh tokenizer), $(PROBE_MODEL)/qwentok.py and python3-jinja2"; fi
 
 ## bench-cal: `hestia cal agenda` against `khal list` on one generated vdir (needs khal)
 bench-cal:
