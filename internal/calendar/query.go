@@ -102,10 +102,13 @@ type row struct {
 const rowCols = `e.id, e.calendar_id, c.name, e.uid, e.recurrence_id, e.summary, e.description, e.location, e.attendee_json, e.organizer,
 	e.start, e.end, e.all_day, e.zone, e.status, e.transp, e.rrule, e.rdates, e.exdates, e.recurring, e.warnings`
 
-func scanRow(rows *sql.Rows) (row, error) {
+// scanRow reads the rowCols of one row, then any columns after them into
+// extra.
+func scanRow(rows *sql.Rows, extra ...any) (row, error) {
 	var r row
-	err := rows.Scan(&r.id, &r.calID, &r.cal, &r.uid, &r.recID, &r.summary, &r.desc, &r.location, &r.attJSON, &r.organizer,
-		&r.start, &r.end, &r.allDay, &r.zone, &r.status, &r.transp, &r.rule, &r.rdates, &r.exdates, &r.recurring, &r.warnings)
+	dest := append([]any{&r.id, &r.calID, &r.cal, &r.uid, &r.recID, &r.summary, &r.desc, &r.location, &r.attJSON, &r.organizer,
+		&r.start, &r.end, &r.allDay, &r.zone, &r.status, &r.transp, &r.rule, &r.rdates, &r.exdates, &r.recurring, &r.warnings}, extra...)
+	err := rows.Scan(dest...)
 	return r, err
 }
 
@@ -172,13 +175,12 @@ type overrideKey struct {
 }
 
 // Agenda returns the instances overlapping [From, To), sorted by start.
+// A fresh horizon snapshot answers from memory; otherwise SQL does
+// (agendaRead).
 func (s *Store) Agenda(ctx context.Context, q Query) (Agenda, error) {
 	out := Agenda{From: q.From, To: q.To}
-	if q.From.IsZero() || q.To.IsZero() || !q.To.After(q.From) {
-		return out, fmt.Errorf("%w: the window needs from before to", ErrBadQuery)
-	}
-	if q.To.Sub(q.From) > MaxWindow {
-		return out, fmt.Errorf("%w: the window is longer than %d days", ErrBadQuery, int(MaxWindow.Hours()/24))
+	if err := q.checkWindow(); err != nil {
+		return out, err
 	}
 	if q.Max <= 0 {
 		q.Max = DefaultMaxResults
@@ -187,136 +189,215 @@ func (s *Store) Agenda(ctx context.Context, q Query) (Agenda, error) {
 	if err != nil {
 		return out, err
 	}
-	from, to := q.From.Unix(), q.To.Unix()
-	keep := func(in Instance) bool {
-		if !q.IncludeCancelled && strings.EqualFold(in.Status, "CANCELLED") {
-			return false
-		}
-		e, st := in.End.Unix(), in.Start.Unix()
-		return st < to && (e > from || (e == st && st >= from))
-	}
-	if sn := s.freshSnapshot(ctx, from, to); sn != nil && q.path == pathAuto {
-		var cals map[int64]bool
-		if len(fargs) > 0 {
-			cals = map[int64]bool{}
-			for _, id := range fargs {
-				cals[id.(int64)] = true
-			}
-		}
-		all, trunc := sn.agenda(s, q, from, to, cals, keep)
-		out.Truncated = trunc
-		return s.finish(out, all, q.Max), nil
-	}
+	w := window{from: q.From.Unix(), to: q.To.Unix(), includeCancelled: q.IncludeCancelled}
 	var all []Instance
-	query := func(sqlText string, args []any, fn func(r *row) error) error {
-		rows, err := s.db.QueryContext(ctx, sqlText, append(args, fargs...)...)
-		if err != nil {
-			return fmt.Errorf("querying calendar: %w", err)
+	// freshSnapshot is asked whatever the path: a stale kept snapshot
+	// starts its rebuild there.
+	if sn := s.freshSnapshot(ctx, w.from, w.to); sn != nil && q.path == pathAuto {
+		all, out.Truncated = sn.agenda(s, q, w.from, w.to, calSet(fargs), w.keep)
+	} else {
+		r := agendaRead{s: s, q: q, w: w, filter: filter, fargs: fargs, overridden: map[overrideKey]bool{}}
+		if err := r.run(ctx); err != nil {
+			return out, err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			r, err := scanRow(rows)
-			if err != nil {
-				return fmt.Errorf("reading calendar rows: %w", err)
-			}
-			if err := fn(&r); err != nil {
-				return err
-			}
-		}
-		return rows.Err()
+		all, out.Truncated = r.all, r.truncated
 	}
-	addSingle := func(r *row) error {
-		if in := s.instance(r); keep(in) {
-			all = append(all, in)
-		}
+	return s.finish(out, all, q.Max), nil
+}
+
+// checkWindow refuses an empty, inverted or too wide window.
+func (q Query) checkWindow() error {
+	if q.From.IsZero() || q.To.IsZero() || !q.To.After(q.From) {
+		return fmt.Errorf("%w: the window needs from before to", ErrBadQuery)
+	}
+	if q.To.Sub(q.From) > MaxWindow {
+		return fmt.Errorf("%w: the window is longer than %d days", ErrBadQuery, int(MaxWindow.Hours()/24))
+	}
+	return nil
+}
+
+// calSet is the set of calendar IDs calFilter selected, as the snapshot
+// filters by it; nil means every calendar.
+func calSet(ids []any) map[int64]bool {
+	if len(ids) == 0 {
 		return nil
 	}
-	const sel = `SELECT ` + rowCols + ` FROM events e JOIN calendars c ON c.id = e.calendar_id WHERE `
-	if err := query(sel+`e.recurring = 0 AND e.recurrence_id IS NULL AND e.start >= ? AND e.start < ?`+filter,
-		[]any{from - longEvent, to}, addSingle); err != nil {
-		return out, err
+	set := make(map[int64]bool, len(ids))
+	for _, id := range ids {
+		set[id.(int64)] = true
 	}
-	selLong := `SELECT ` + rowCols + ` FROM events e INDEXED BY events_long JOIN calendars c ON c.id = e.calendar_id WHERE `
-	if err := query(selLong+`e.recurring = 0 AND e.recurrence_id IS NULL AND e.end - e.start > 604800 AND e.start < ? AND e.end > ?`+filter,
-		[]any{from - longEvent, from}, addSingle); err != nil {
-		return out, err
+	return set
+}
+
+// window is an agenda query's [from, to) in Unix seconds.
+type window struct {
+	from, to         int64
+	includeCancelled bool
+}
+
+// keep reports whether an instance belongs in the agenda: it overlaps the
+// window, or takes no time at a moment inside it; cancelled ones only
+// when asked for.
+func (w window) keep(in Instance) bool {
+	if !w.includeCancelled && strings.EqualFold(in.Status, "CANCELLED") {
+		return false
 	}
-	// Overrides: those whose original instance may fall in the window (to
-	// suppress it) and those moved into the window (to show them).
-	overridden := map[overrideKey]bool{}
-	margin := int64(35 * 24 * 3600)
-	if err := query(sel+`e.recurrence_id IS NOT NULL AND ((e.recurrence_id >= ? AND e.recurrence_id < ?) OR (e.start < ? AND e.end >= ?))`+filter,
-		[]any{from - margin, to + margin, to, from}, func(r *row) error {
-			overridden[overrideKey{r.calID, r.uid, r.recID.Int64}] = true
-			return addSingle(r)
-		}); err != nil {
-		return out, err
+	e, st := in.End.Unix(), in.Start.Unix()
+	return st < w.to && (e > w.from || (e == st && st >= w.from))
+}
+
+// agendaRead answers one agenda from SQL: single events and overrides by
+// their times, series inside the materialized horizon from the instances
+// table, every other series expanded per query.
+type agendaRead struct {
+	s *Store
+	q Query
+	w window
+	// filter and fargs are calFilter's clause and arguments, appended to
+	// every query.
+	filter string
+	fargs  []any
+	// overridden names the series instances an override replaces, so
+	// neither the instances table nor the expansion shows them too.
+	overridden map[overrideKey]bool
+	all        []Instance
+	truncated  bool
+}
+
+// selectEvents starts a query of events rows (rowCols) by condition.
+const selectEvents = `SELECT ` + rowCols + ` FROM events e JOIN calendars c ON c.id = e.calendar_id WHERE `
+
+func (r *agendaRead) run(ctx context.Context) error {
+	if err := r.singles(ctx); err != nil {
+		return err
+	}
+	// Overrides come before the series, which skip what they replace.
+	if err := r.overrides(ctx); err != nil {
+		return err
 	}
 	// Inside the horizon, series read their materialized instances; the
 	// rest (and every series outside it) expand lazily.
-	hz, err := readHorizon(ctx, s.db)
+	hz, err := readHorizon(ctx, r.s.db)
 	if err != nil {
-		return out, err
+		return err
 	}
-	lazy := ""
-	if hz.covers(from, to) && q.path != pathLazy {
-		lazy = " AND e.materialized = 0"
-		bases := map[int64]Instance{}
-		perSeries := map[int64]int{}
-		maxPer := q.MaxPerSeries
-		if maxPer <= 0 {
-			maxPer = DefaultMaxInstances
+	materialized := hz.covers(r.w.from, r.w.to) && r.q.path != pathLazy
+	if materialized {
+		if err := r.instances(ctx); err != nil {
+			return err
 		}
-		rows, err := s.db.QueryContext(ctx, `SELECT `+rowCols+`, i.start, i.end FROM instances i JOIN events e ON e.id = i.event_id
-			JOIN calendars c ON c.id = e.calendar_id WHERE i.start >= ? AND i.start < ? AND i.end >= ?`+filter+` ORDER BY i.start`,
-			append([]any{from - longEvent - 86400, to, from}, fargs...)...)
+	}
+	return r.expandSeries(ctx, materialized)
+}
+
+// add keeps an instance when it belongs in the window.
+func (r *agendaRead) add(in Instance) {
+	if r.w.keep(in) {
+		r.all = append(r.all, in)
+	}
+}
+
+// each runs one events query, calendar filter appended, calling fn per row.
+func (r *agendaRead) each(ctx context.Context, where string, args []any, fn func(ev *row)) error {
+	rows, err := r.s.db.QueryContext(ctx, where+r.filter, append(args, r.fargs...)...)
+	if err != nil {
+		return fmt.Errorf("querying calendar: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		ev, err := scanRow(rows)
 		if err != nil {
-			return out, fmt.Errorf("querying calendar instances: %w", err)
+			return fmt.Errorf("reading calendar rows: %w", err)
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var r row
-			var st, en int64
-			if err := rows.Scan(&r.id, &r.calID, &r.cal, &r.uid, &r.recID, &r.summary, &r.desc, &r.location, &r.attJSON, &r.organizer,
-				&r.start, &r.end, &r.allDay, &r.zone, &r.status, &r.transp, &r.rule, &r.rdates, &r.exdates, &r.recurring, &r.warnings,
-				&st, &en); err != nil {
-				return out, fmt.Errorf("reading calendar instances: %w", err)
-			}
-			// Rows come by start, so the cap keeps the earliest, as
-			// the lazy expansion does.
-			if perSeries[r.id]++; perSeries[r.id] > maxPer {
-				out.Truncated = true
-				continue
-			}
-			if overridden[overrideKey{r.calID, r.uid, st}] {
-				continue
-			}
-			base, ok := bases[r.id]
-			if !ok {
-				base = s.instance(&r)
-				bases[r.id] = base
-			}
-			in := base
-			in.Start, in.End = time.Unix(st, 0).In(base.Start.Location()), time.Unix(en, 0).In(base.Start.Location())
-			if keep(in) {
-				all = append(all, in)
-			}
-		}
-		if err := rows.Err(); err != nil {
-			return out, fmt.Errorf("reading calendar instances: %w", err)
-		}
-		rows.Close()
+		fn(&ev)
 	}
-	if err := query(sel+`e.recurring = 1 AND e.start < ? AND (e.range_end IS NULL OR e.range_end > ?)`+lazy+filter,
-		[]any{to, from}, func(r *row) error {
-			if s.expandInto(r, q, overridden, keep, &all) {
-				out.Truncated = true
-			}
-			return nil
-		}); err != nil {
-		return out, err
+	return rows.Err()
+}
+
+// singles reads the events that do not repeat: by start time, and those
+// longer than longEvent, which start before that range, through
+// events_long.
+func (r *agendaRead) singles(ctx context.Context) error {
+	add := func(ev *row) { r.add(r.s.instance(ev)) }
+	if err := r.each(ctx, selectEvents+`e.recurring = 0 AND e.recurrence_id IS NULL AND e.start >= ? AND e.start < ?`,
+		[]any{r.w.from - longEvent, r.w.to}, add); err != nil {
+		return err
 	}
-	return s.finish(out, all, q.Max), nil
+	return r.each(ctx, `SELECT `+rowCols+` FROM events e INDEXED BY events_long JOIN calendars c ON c.id = e.calendar_id WHERE `+
+		`e.recurring = 0 AND e.recurrence_id IS NULL AND e.end - e.start > 604800 AND e.start < ? AND e.end > ?`,
+		[]any{r.w.from - longEvent, r.w.from}, add)
+}
+
+// overrides reads the overrides whose original instance may fall in the
+// window (to suppress it) and those moved into the window (to show them).
+func (r *agendaRead) overrides(ctx context.Context) error {
+	const margin = int64(35 * 24 * 3600)
+	return r.each(ctx, selectEvents+`e.recurrence_id IS NOT NULL AND ((e.recurrence_id >= ? AND e.recurrence_id < ?) OR (e.start < ? AND e.end >= ?))`,
+		[]any{r.w.from - margin, r.w.to + margin, r.w.to, r.w.from}, func(ev *row) {
+			r.overridden[overrideKey{ev.calID, ev.uid, ev.recID.Int64}] = true
+			r.add(r.s.instance(ev))
+		})
+}
+
+// instances reads the materialized instances of the series the horizon
+// holds, each capped at MaxPerSeries as the lazy expansion caps it.
+func (r *agendaRead) instances(ctx context.Context) error {
+	maxPer := r.q.MaxPerSeries
+	if maxPer <= 0 {
+		maxPer = DefaultMaxInstances
+	}
+	rows, err := r.s.db.QueryContext(ctx, `SELECT `+rowCols+`, i.start, i.end FROM instances i JOIN events e ON e.id = i.event_id
+			JOIN calendars c ON c.id = e.calendar_id WHERE i.start >= ? AND i.start < ? AND i.end >= ?`+r.filter+` ORDER BY i.start`,
+		append([]any{r.w.from - longEvent - 86400, r.w.to, r.w.from}, r.fargs...)...)
+	if err != nil {
+		return fmt.Errorf("querying calendar instances: %w", err)
+	}
+	defer rows.Close()
+	bases := map[int64]Instance{}
+	perSeries := map[int64]int{}
+	for rows.Next() {
+		var st, en int64
+		ev, err := scanRow(rows, &st, &en)
+		if err != nil {
+			return fmt.Errorf("reading calendar instances: %w", err)
+		}
+		// Rows come by start, so the cap keeps the earliest, as the lazy
+		// expansion does.
+		if perSeries[ev.id]++; perSeries[ev.id] > maxPer {
+			r.truncated = true
+			continue
+		}
+		if r.overridden[overrideKey{ev.calID, ev.uid, st}] {
+			continue
+		}
+		base, ok := bases[ev.id]
+		if !ok {
+			base = r.s.instance(&ev)
+			bases[ev.id] = base
+		}
+		in := base
+		loc := base.Start.Location()
+		in.Start, in.End = time.Unix(st, 0).In(loc), time.Unix(en, 0).In(loc)
+		r.add(in)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("reading calendar instances: %w", err)
+	}
+	return nil
+}
+
+// expandSeries expands the series that may reach into the window: all of
+// them, or only those not materialized when the instances table answered.
+func (r *agendaRead) expandSeries(ctx context.Context, materialized bool) error {
+	where := selectEvents + `e.recurring = 1 AND e.start < ? AND (e.range_end IS NULL OR e.range_end > ?)`
+	if materialized {
+		where += ` AND e.materialized = 0`
+	}
+	return r.each(ctx, where, []any{r.w.to, r.w.from}, func(ev *row) {
+		if r.s.expandInto(ev, r.q, r.overridden, r.w.keep, &r.all) {
+			r.truncated = true
+		}
+	})
 }
 
 // expandInto expands one master lazily over the query window, skipping
