@@ -132,6 +132,11 @@ type Deps struct {
 	// Authority runs every tool call (internal/authority). Nil: the agent
 	// builds one from Tools, Policy, Paths, Approvals, Audit and Held.
 	Authority *authority.Authority
+
+	// Window, when set, returns the model's context window in tokens (0
+	// when unknown; llm.Router.WindowTokens): the context budget uses it
+	// instead of Config.ContextTokens.
+	Window func(ctx context.Context, tier llm.Tier) int
 }
 
 // HeldCall is a background turn's gated call as Held records it.

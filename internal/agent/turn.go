@@ -286,7 +286,7 @@ func (a *Agent) modelFailed(res Result, err error) Result {
 // callModel budgets the context, streams one reply, and on a
 // context-too-large rejection reduces further and retries (bounded).
 func (a *Agent) callModel(st *turnState, defs []llm.ToolDef) (llm.Response, error) {
-	budget := int(float64(a.cfg.ContextTokens) * (1 - a.cfg.SafetyMargin))
+	budget := a.contextBudget(st.ctx)
 	// Tiers forced by earlier rejections stay applied for the whole turn;
 	// further tiers run only while the estimate is over budget.
 	for tier := 1; tier <= st.reduce; tier++ {
@@ -304,17 +304,25 @@ func (a *Agent) callModel(st *turnState, defs []llm.ToolDef) (llm.Response, erro
 			Tier: a.cfg.Tier, Messages: st.msgs, Tools: defs, MaxTokens: a.cfg.MaxTokens,
 			Service: "agent", Action: "chat-turn",
 		}, func(ev llm.Event) error {
-			if ev.Kind == llm.EventText && ev.Text != "" {
-				a.publish("message.delta", st.t.ChatID, map[string]any{"turn_id": st.t.ID, "step": step, "text": ev.Text})
-			}
+			a.publishModelEvent(st, step, ev)
 			return nil
 		})
 		if err == nil || llm.CodeOf(err) != llm.CodeContextTooLarge || attempt >= a.cfg.OverflowRetries || st.reduce >= maxTier {
 			return resp, err
 		}
+		sent := st.msgs
 		st.reduce++
 		for tier := 1; tier <= st.reduce; tier++ {
 			st.msgs = reduceContext(st.msgs, tier)
+		}
+		for !shrank(sent, st.msgs, defs) && st.reduce < maxTier {
+			st.reduce++
+			st.msgs = reduceContext(st.msgs, st.reduce)
+		}
+		if !shrank(sent, st.msgs, defs) {
+			// Nothing left to shorten: the same request would fail the same
+			// way (the fixed prompt alone does not fit the window).
+			return resp, err
 		}
 		a.compacted(st, st.reduce)
 		a.d.Log.Info("context too large, reduced and retrying", "chat", st.t.ChatID, "tier", st.reduce)
