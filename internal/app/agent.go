@@ -129,10 +129,11 @@ func (a *App) initAgent(ctx context.Context) error {
 		Tier: llm.Tier(cfg.Agent.Tier), StepLimit: cfg.Agent.StepLimit, QueueLimit: cfg.Agent.QueueLimit,
 		ContextTokens: cfg.Agent.ContextTokens, ToolTimeout: cfg.Agent.ToolTimeout.D(),
 	}, agent.Deps{LLM: a.Chat, Budget: a.Budget, Usage: a.Usage, Tools: reg, Policy: engine, Paths: paths, Approvals: broker, Chats: chats, Audit: auditLog, Events: bus, Log: log, Clock: a.Now,
-		Profile: mem.prompt, OnCompact: mem.onCompact, SystemNotes: skillNotes, Authority: auth})
+		Profile: mem.prompt, OnCompact: mem.onCompact, SystemNotes: skillNotes, Authority: auth, Window: a.LLM.WindowTokens})
 	if err != nil {
 		return err
 	}
+	a.addWindowCheck(ag)
 
 	// Requests a killed daemon left waiting are closed before anything
 	// else runs, so the audit trail and the transcripts say they expired.

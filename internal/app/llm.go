@@ -28,11 +28,12 @@ func (a *App) initLLM(ctx context.Context) error {
 	// in the background; see usage.Ledger.RecordCall.
 	a.AddWorker("usage", a.Usage.Run)
 	a.LLM, err = llm.NewRouter(llm.RouterConfig{
-		Tiers:    llm.TiersFromConfig(a.Config.LLM),
-		Timeout:  a.Config.LLM.Timeout.D(),
-		Recorder: a.Usage,
-		Logger:   log,
-		Now:      a.Now,
+		Tiers:         llm.TiersFromConfig(a.Config.LLM),
+		Timeouts:      llm.TimeoutsFromConfig(a.Config.LLM),
+		ContextWindow: a.Config.LLM.ContextWindow,
+		Recorder:      a.Usage,
+		Logger:        log,
+		Now:           a.Now,
 	})
 	if err != nil {
 		return err
