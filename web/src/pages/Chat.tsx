@@ -156,7 +156,7 @@ function Transcript({
     if (a.call_id && shownCalls.has(a.call_id)) continue;
     stray.push(a.kind === 'question' ? <QuestionCard key={a.id} req={a} /> : <ApprovalCard key={a.id} req={a} />);
   }
-  const streams = Object.entries(view.streaming).filter(([, s]) => s.text);
+  const streams = Object.entries(view.streaming).filter(([, s]) => s.text || s.reasoning || s.waiting);
   const failed = view.lastResult && !view.lastResult.ok && !view.running ? view.lastResult : undefined;
   return (
     <>
@@ -166,7 +166,20 @@ function Transcript({
         <div class="msg assistant live">
           {stray}
           {streams.map(([turn, s]) => (
-            <Markdown key={turn} text={s.text} streaming />
+            <div key={turn}>
+              {s.waiting && !s.text && !s.reasoning && (
+                <div class="model-waiting" role="status">
+                  The model is reading {s.waiting.promptTokens.toLocaleString()} tokens…
+                </div>
+              )}
+              {s.reasoning && (
+                <details class="reasoning">
+                  <summary>{s.text ? 'Thought' : 'Thinking…'}</summary>
+                  <div class="reasoning-text">{s.reasoning}</div>
+                </details>
+              )}
+              {s.text && <Markdown text={s.text} streaming />}
+            </div>
           ))}
           {view.running && streams.length === 0 && stray.length === 0 && pending.length === 0 && (
             <div class="thinking" aria-label="Thinking">

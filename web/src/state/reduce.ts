@@ -22,6 +22,10 @@ export interface LiveTool {
 export interface Streaming {
   step: number;
   text: string;
+  /** The model's reasoning for this step (shown collapsed; never sent back). */
+  reasoning?: string;
+  /** Set from model.waiting until the first token: the model reads the prompt. */
+  waiting?: { promptTokens: number; local: boolean };
 }
 
 export interface ChatView {
@@ -215,8 +219,25 @@ export function applyEvent(s: State, ev: StreamEvent): State {
       return withView(s, ev.chat_id, (v) => {
         const cur = v.streaming[d.turn_id];
         const step = Number(d.step ?? 0);
-        const text = cur && cur.step === step ? cur.text + (d.text ?? '') : (d.text ?? '');
-        return { ...v, streaming: { ...v.streaming, [d.turn_id]: { step, text } } };
+        const same = cur && cur.step === step;
+        const text = same ? cur.text + (d.text ?? '') : (d.text ?? '');
+        return { ...v, streaming: { ...v.streaming, [d.turn_id]: { step, text, reasoning: same ? cur.reasoning : undefined } } };
+      });
+    case 'message.reasoning':
+      return withView(s, ev.chat_id, (v) => {
+        const cur = v.streaming[d.turn_id];
+        const step = Number(d.step ?? 0);
+        const same = cur && cur.step === step;
+        const reasoning = (same ? (cur.reasoning ?? '') : '') + (d.text ?? '');
+        return { ...v, streaming: { ...v.streaming, [d.turn_id]: { step, text: same ? cur.text : '', reasoning } } };
+      });
+    case 'model.waiting':
+      return withView(s, ev.chat_id, (v) => {
+        const cur = v.streaming[d.turn_id];
+        const step = Number(d.step ?? 0);
+        const waiting = { promptTokens: Number(d.prompt_tokens ?? 0), local: !!d.local };
+        const base = cur && cur.step === step ? cur : { step, text: '' };
+        return { ...v, streaming: { ...v.streaming, [d.turn_id]: { ...base, waiting } } };
       });
     case 'message.created': {
       const m = d.message as Message | undefined;
