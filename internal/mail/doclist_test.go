@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hestia-dev/hestia/internal/mail/fts5"
 )
 
 // vocabFrequencies is what FTS5's own fts5vocab table says of word: the
@@ -26,7 +28,7 @@ func vocabFrequencies(t *testing.T, s *Store, word string) ([]int64, []float64) 
 	return docs, freq
 }
 
-// compareDoclists checks wordDoclist against the fts5vocab table for
+// compareDoclists checks the page reader against the fts5vocab table for
 // every indexed word, and returns the number of segments.
 func compareDoclists(t *testing.T, s *Store, stage string) int {
 	t.Helper()
@@ -35,7 +37,7 @@ func compareDoclists(t *testing.T, s *Store, stage string) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	segs, ok := ftsSegments(structure)
+	segs, ok := fts5.Segments(structure)
 	if !ok {
 		t.Fatalf("%s: structure record %x not understood", stage, structure)
 	}
@@ -55,7 +57,7 @@ func compareDoclists(t *testing.T, s *Store, stage string) int {
 	}
 	words = append(words, "zqxjvwkq", "", "0water") // absent, empty, a key's prefix byte
 	for _, w := range words {
-		docs, freq, ok, err := wordDoclist(ctx, s.DB(), w, structure)
+		docs, freq, ok, err := newPageReader().Word(ctx, s.DB(), w, structure)
 		if err != nil || !ok {
 			t.Fatalf("%s: %q: ok=%v, %v", stage, w, ok, err)
 		}
@@ -73,6 +75,7 @@ func compareDoclists(t *testing.T, s *Store, stage string) int {
 // one of many segments holding deletes and updates of the same messages.
 // A merge in progress or a damaged page is left to FTS5.
 func TestWordDoclistIsFTS5s(t *testing.T) {
+	skipReference(t)
 	t.Parallel()
 	ctx := context.Background()
 	s, _, maildir := generatedStore(t, 400, 5)
@@ -126,13 +129,13 @@ func TestWordDoclistIsFTS5s(t *testing.T) {
 		t.Fatal(err)
 	}
 	merging := slices.Clone(structure)
-	if _, ok := ftsSegments(append(merging, 0)); ok {
+	if _, ok := fts5.Segments(append(merging, 0)); ok {
 		t.Error("structure record with trailing bytes accepted")
 	}
-	if _, ok := ftsSegments(append([]byte{0xff, 0, 0, 1}, structure[4:]...)); ok {
+	if _, ok := fts5.Segments(append([]byte{0xff, 0, 0, 1}, structure[4:]...)); ok {
 		t.Error("second structure layout accepted")
 	}
-	if _, ok := ftsSegments(structure[:len(structure)-1]); ok {
+	if _, ok := fts5.Segments(structure[:len(structure)-1]); ok {
 		t.Error("truncated structure record accepted")
 	}
 	// A damaged page of a common word: a length that runs past its data.
@@ -141,52 +144,85 @@ func TestWordDoclistIsFTS5s(t *testing.T) {
 		t.Fatal(err)
 	}
 	var block []byte
-	if err := s.DB().QueryRow(`SELECT block FROM messages_fts_data WHERE id = ?`, leafRowid(seg, page)).Scan(&block); err != nil {
+	if err := s.DB().QueryRow(`SELECT block FROM messages_fts_data WHERE id = ?`, fts5.LeafRowid(seg, page)).Scan(&block); err != nil {
 		t.Fatal(err)
 	}
 	bad := slices.Clone(block)
 	binary.BigEndian.PutUint16(bad[2:], uint16(len(bad)+1))
-	exec(`UPDATE messages_fts_data SET block = ? WHERE id = ?`, bad, leafRowid(seg, page))
-	if _, _, ok, err := wordDoclist(ctx, s.DB(), "water", structure); ok || err != nil {
+	exec(`UPDATE messages_fts_data SET block = ? WHERE id = ?`, bad, fts5.LeafRowid(seg, page))
+	if _, _, ok, err := newPageReader().Word(ctx, s.DB(), "water", structure); ok || err != nil {
 		t.Fatalf("damaged page read: ok=%v, %v", ok, err)
 	}
-	exec(`UPDATE messages_fts_data SET block = ? WHERE id = ?`, block, leafRowid(seg, page))
+	exec(`UPDATE messages_fts_data SET block = ? WHERE id = ?`, block, fts5.LeafRowid(seg, page))
 }
 
-// FuzzLeafPage: whatever a page holds, reading it ends in a doclist or a
-// refusal, never a panic.
-func FuzzLeafPage(f *testing.F) {
-	f.Add([]byte{0, 0, 0, 16, 6, '0', 'w', 'a', 't', 'e', 'r', 2, 4, 2, 1, 3, 4}, []byte("0water"))
-	f.Add([]byte{0, 4, 0, 9, 9, 2, 4, 2, 4, 4}, []byte("0a"))
-	f.Add([]byte{0, 0, 0, 4}, []byte("0"))
-	f.Fuzz(func(t *testing.T, page, key []byte) {
-		leaf, err := parseLeaf(page)
-		if err != nil {
-			return
-		}
-		d := doclistDecoder{counts: len(key)%2 == 0} // with positions counted, or not
-		if off, found, err := leaf.find(key); err == nil && found {
-			d.startAbsolute(0)
-			d.buf = append(d.buf, leaf.data[off:leaf.termEnd(off)]...)
-		} else if leaf.firstRowid >= 4 && leaf.firstRowid <= leaf.size {
-			d.startAbsolute(leaf.firstRowid - 4)
-			d.buf = append(d.buf, leaf.data[4:leaf.size]...)
-		}
-		l, err := d.decode()
-		if err != nil {
-			return
-		}
-		if d.counts != (l.count != nil) || d.counts && len(l.count) != len(l.ids) {
-			t.Fatalf("%d counts for %d entries (asked: %v)", len(l.count), len(l.ids), d.counts)
-		}
-		for i, id := range l.ids {
-			if i > 0 && id <= l.ids[i-1] || l.freq[i] < 0 {
-				t.Fatalf("id %d after %d, frequency %v", id, l.ids[max(i-1, 0)], l.freq[i])
+// skipReference skips, under -short, the slow reference tests that compare
+// the page reader and the Go ranking with FTS5 word by word (20 s each).
+// They are what fts5.VerifiedSource stands for: run them again whenever
+// the linked SQLite changes.
+func skipReference(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("reference comparison with FTS5: skipped under -short")
+	}
+}
+
+// TestSearchWithoutPageReader: with the page reader off (what Open does
+// when the linked FTS5 is not the verified build), one-word and phrase
+// searches read fts5vocab or leave the ranking to FTS5, and answer exactly
+// as with it.
+func TestSearchWithoutPageReader(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, _, maildir := generatedStore(t, 300, 11)
+	if _, err := s.Import(ctx, maildir, ImportOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if !s.PageReader().OK || s.pages == nil {
+		t.Fatalf("page reader off in the verified build: %v", s.PageReader())
+	}
+	if err := s.WarmRanking(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var words []string
+	rows, err := s.DB().Query(`SELECT term FROM messages_fts_instances GROUP BY term ORDER BY count(DISTINCT doc) DESC, term LIMIT 20`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var w string
+		rows.Scan(&w)
+		words = append(words, w)
+	}
+	rows.Close()
+	if len(words) < 10 {
+		t.Fatalf("only %d words", len(words))
+	}
+	search := func() []string {
+		var out []string
+		for _, q := range append(slices.Clone(words), `"`+words[0]+" "+words[1]+`"`) {
+			ids, all, ok, err := s.rankWord(ctx, q, 10, 0)
+			if err != nil || !ok && !strings.HasPrefix(q, `"`) {
+				t.Fatalf("%q ranked in Go: ok=%v, %v", q, ok, err)
 			}
-			// Every position adds its column's weight (1 to 4).
-			if d.counts && (l.freq[i] < float64(l.count[i]) || l.freq[i] > 4*float64(l.count[i])) {
-				t.Fatalf("entry %d: frequency %v for %d positions", id, l.freq[i], l.count[i])
+			res, err := s.Search(ctx, Query{Text: q, Limit: 10, NoVectors: true})
+			if err != nil {
+				t.Fatal(err)
 			}
+			var got []int64
+			for _, m := range res.Messages {
+				got = append(got, m.ID)
+			}
+			out = append(out, fmt.Sprint(q, ids, len(all), ok, got))
 		}
-	})
+		return out
+	}
+	with := search()
+	s.pages = nil
+	without := search()
+	for i := range with {
+		if with[i] != without[i] {
+			t.Errorf("with the page reader %s\nwithout it     %s", with[i], without[i])
+		}
+	}
 }

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/hestia-dev/hestia/internal/ingest"
+	"github.com/hestia-dev/hestia/internal/mail/fts5"
 	"github.com/hestia-dev/hestia/internal/search"
 	"github.com/hestia-dev/hestia/internal/store"
 )
@@ -68,6 +69,11 @@ type Store struct {
 	// (minWordDocs; tests lower it).
 	docLengths  atomic.Pointer[docLengths]
 	wordRankMin int
+	// pages reads word doclists from the index pages; nil when the
+	// linked FTS5 is not the build it was verified with (pagesCompat),
+	// and searches read fts5vocab instead.
+	pages       *fts5.Reader
+	pagesCompat fts5.Compat
 	// importLimits bound an import's transactions and what is parsed
 	// ahead of its writer (maxBatchBytes, queueBytes; tests lower them).
 	importLimits ingest.Limits
@@ -109,7 +115,19 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		db.Close()
 		return nil, err
 	}
+	compat, err := fts5.Check(ctx, db)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	var pages *fts5.Reader
+	if compat.OK {
+		pages = newPageReader()
+	} else {
+		opts.Logger.Warn("mailFTS5PageReaderOff", "sqlite", compat.Version, "fts5", compat.Source, "verified", fts5.VerifiedSource)
+	}
 	return &Store{
+		pages: pages, pagesCompat: compat,
 		db: db, blobs: &blobStore{dir: opts.BlobDir}, bodies: codec, log: opts.Logger, now: opts.Now, opts: opts,
 		accounts: map[string]int64{}, mailboxes: map[mailboxKey]mailboxInfo{}, wordRankMin: minWordDocs,
 		importLimits: ingest.Limits{BatchBytes: maxBatchBytes, QueueBytes: queueBytes},
@@ -140,6 +158,11 @@ func compactOnce(ctx context.Context, db *store.DB, log *slog.Logger) error {
 	log.Info("mailCompacted", "took", time.Since(st).Round(time.Millisecond))
 	return nil
 }
+
+// PageReader says whether one-word ranking reads the index pages (the
+// linked FTS5 is the build the reader was verified with) or fts5vocab,
+// for doctor.
+func (s *Store) PageReader() fts5.Compat { return s.pagesCompat }
 
 // Close closes the database.
 func (s *Store) Close() error { return s.db.Close() }

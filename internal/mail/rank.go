@@ -14,6 +14,8 @@ import (
 	"strings"
 
 	"modernc.org/libc"
+
+	"github.com/hestia-dev/hestia/internal/mail/fts5"
 )
 
 // Ranking one common word without FTS5's bm25.
@@ -22,10 +24,10 @@ import (
 // messages_fts_docsize table, one B-tree lookup per match: for a word in
 // 30,000 of 100,000 messages that is ~50 ms of a ~60 ms search, while
 // reading the word's matches with their columns from the index pages takes
-// ~1 ms (doclist.go). So the token counts of every message are kept as one
+// ~1 ms (package fts5). So the token counts of every message are kept as one
 // row (fts_lengths), refreshed by the writers after the index changes, and
 // a one-word search computes the same BM25 in Go from the word's doclist
-// (or, for pages doclist.go does not read, its instances in the fts5vocab
+// (or, for pages package fts5 does not read, its instances in the fts5vocab
 // table messages_fts_instances) and those counts.
 //
 // The result must be exactly FTS5's order, so the formula below is
@@ -245,10 +247,10 @@ func (s *Store) phraseScores(ctx context.Context, all string, words []string) (d
 		}
 	}
 	slices.SortStableFunc(cands, func(a, b string) int { return len(b) - len(a) })
-	var anchor segmentDoclist
+	var anchor fts5.Doclist
 	found := false
 	for _, w := range cands {
-		if anchor, found, err = wordEntries(ctx, tx, w, structure, maxAnchorPages, true); err != nil {
+		if anchor, found, err = s.wordEntries(ctx, tx, w, structure, maxAnchorPages, true); err != nil {
 			return nil, nil, false, fmt.Errorf("ranking %s: %w", all, err)
 		}
 		if found {
@@ -307,15 +309,15 @@ func (s *Store) phraseScores(ctx context.Context, all string, words []string) (d
 	scores = make([]float64, len(docs))
 	j := 0
 	for i, id := range docs {
-		j += sort.Search(len(anchor.ids)-j, func(k int) bool { return anchor.ids[j+k] >= id })
-		if j == len(anchor.ids) || anchor.ids[j] != id || anchor.count[j] != 1 {
+		j += sort.Search(len(anchor.IDs)-j, func(k int) bool { return anchor.IDs[j+k] >= id })
+		if j == len(anchor.IDs) || anchor.IDs[j] != id || anchor.Count[j] != 1 {
 			return nil, nil, false, nil
 		}
 		d, ok, err := length(id)
 		if err != nil || !ok {
 			return nil, nil, false, err
 		}
-		scores[i] = bm.score(anchor.freq[j], d)
+		scores[i] = bm.score(anchor.Freq[j], d)
 	}
 	return docs, scores, true, nil
 }
@@ -352,12 +354,12 @@ func (s *Store) wordScores(ctx context.Context, word string, minDocs int) (docs 
 	if err != nil || averages == nil {
 		return nil, nil, false, err
 	}
-	docs, freq, ok, err := wordDoclist(ctx, tx, word, structure)
+	docs, freq, ok, err := s.wordDoclist(ctx, tx, word, structure)
 	if err != nil {
 		return nil, nil, false, fmt.Errorf("ranking %q: %w", word, err)
 	}
 	if !ok {
-		// Pages wordDoclist does not read: the instances through the
+		// Pages the reader does not read (or no reader): the instances through the
 		// fts5vocab table, each as id*128 + the first letter of its
 		// column, in id order, in one string (the rows one by one cost
 		// more in database/sql than in FTS5).
@@ -390,6 +392,29 @@ func (s *Store) wordScores(ctx context.Context, word string, minDocs int) (docs 
 		scores[i] = bm.score(freq[i], d)
 	}
 	return docs, scores, true, nil
+}
+
+// wordDoclist is fts5.Reader.Word, or ok false when the linked FTS5 is
+// not the build the reader was verified with (see Open).
+func (s *Store) wordDoclist(ctx context.Context, q querier, word string, structure []byte) (ids []int64, freq []float64, ok bool, err error) {
+	if s.pages == nil {
+		return nil, nil, false, nil
+	}
+	return s.pages.Word(ctx, q, word, structure)
+}
+
+// wordEntries is fts5.Reader.Entries, or found false without a reader.
+func (s *Store) wordEntries(ctx context.Context, q querier, word string, structure []byte, maxPages int64, counts bool) (l fts5.Doclist, found bool, err error) {
+	if s.pages == nil {
+		return fts5.Doclist{}, false, nil
+	}
+	return s.pages.Entries(ctx, q, word, structure, maxPages, counts)
+}
+
+// newPageReader is the reader of messages_fts, its columns weighted as in
+// its rank function.
+func newPageReader() *fts5.Reader {
+	return fts5.NewReader("messages_fts", []float64{columnWeight('s'), columnWeight('f'), columnWeight('t'), columnWeight('b')})
 }
 
 // bm25Scorer is FTS5's bm25() for a one-phrase query: hits rows of rows
@@ -625,13 +650,13 @@ func decodeLengths(averages, structure []byte, base int64, packed []byte) *docLe
 // parseAverages decodes FTS5's averages record: the row count, then the
 // token total of each column, as SQLite varints.
 func parseAverages(rec []byte) (rows, tokens int64, err error) {
-	v, n := sqliteVarint(rec)
+	v, n := fts5.Varint(rec)
 	if n == 0 {
 		return 0, 0, errors.New("empty averages record")
 	}
 	rows, rec = int64(v), rec[n:]
 	for col := 0; col < ftsColumns && len(rec) > 0; col++ {
-		if v, n = sqliteVarint(rec); n == 0 {
+		if v, n = fts5.Varint(rec); n == 0 {
 			return 0, 0, errors.New("damaged averages record")
 		}
 		tokens += int64(v)
@@ -641,22 +666,6 @@ func parseAverages(rec []byte) (rows, tokens int64, err error) {
 		return 0, 0, fmt.Errorf("averages record with %d rows", rows)
 	}
 	return rows, tokens, nil
-}
-
-// sqliteVarint decodes SQLite's big-endian varint (FTS5 records use it):
-// seven bits a byte while the high bit is set, a ninth byte whole. n is 0
-// for a truncated one.
-func sqliteVarint(b []byte) (v uint64, n int) {
-	for i := 0; i < 9 && i < len(b); i++ {
-		if i == 8 {
-			return v<<8 | uint64(b[i]), 9
-		}
-		v = v<<7 | uint64(b[i]&0x7f)
-		if b[i]&0x80 == 0 {
-			return v, i + 1
-		}
-	}
-	return 0, 0
 }
 
 // WarmRanking loads the stored message token counts into memory when they
@@ -757,7 +766,7 @@ func (s *Store) refreshRankLengths(ctx context.Context, force bool) (bool, error
 func docsizeTotal(sz []byte) (uint32, bool) {
 	var d uint32
 	for len(sz) > 0 {
-		v, n := sqliteVarint(sz)
+		v, n := fts5.Varint(sz)
 		if n == 0 {
 			return 0, false
 		}

@@ -1,4 +1,4 @@
-package mail
+package fts5
 
 import (
 	"bytes"
@@ -15,37 +15,34 @@ import (
 // The fts5vocab instance table hands a common word's 36,000 instances
 // (30,000 messages at 100,000) through SQLite's virtual machine one row at
 // a time, ~7 ms of a ~10 ms search. The same data is ~45 leaf pages of
-// messages_fts_data: the word's doclist, message ids delta-coded and
-// each message's positions by column. wordDoclist reads those pages and
-// decodes them, following FTS5's record formats (fts5_index.c: structure
-// record, leaf pages with a 4-byte header and a footer of term offsets,
+// the %_data table: the word's doclist, row ids delta-coded and each row's
+// positions by column. Reader.Word reads those pages and decodes them,
+// following FTS5's record formats (fts5_index.c: structure record, leaf
+// pages with a 4-byte header and a footer of term offsets,
 // prefix-compressed terms, doclists that run on across pages).
 //
 // It reads only what it fully understands: the first structure layout,
 // no incremental merge in progress, every byte of the doclist accounted
 // for. Anything else reports ok=false and the caller asks the fts5vocab
 // table instead, which is always right. Where segments overlap, the
-// newest entry of a message wins and an entry without positions (a
-// delete) hides the message, as FTS5's own merge does.
-// TestWordDoclistIsFTS5s compares both for every word of indexes of one
-// and of many segments, with deletions, updates and doclists that span
-// pages.
+// newest entry of a row wins and an entry without positions (a delete)
+// hides the row, as FTS5's own merge does.
 
-// ftsSegment is one segment of the index: its id and leaf page range.
-type ftsSegment struct {
-	id, first, last int64
+// Segment is one segment of the index: its id and leaf page range.
+type Segment struct {
+	ID, First, Last int64
 }
 
-// ftsSegments parses a structure record (layout 1) into its segments,
+// Segments parses a structure record (layout 1) into its segments,
 // newest first; ok is false for any other layout, a merge in progress or
 // a damaged record.
-func ftsSegments(rec []byte) (segs []ftsSegment, ok bool) {
+func Segments(rec []byte) (segs []Segment, ok bool) {
 	if len(rec) < 4 || rec[0] == 0xff { // 0xff000001: the second layout (tombstones)
 		return nil, false
 	}
 	p := rec[4:]
 	next := func() (int64, bool) {
-		v, n := sqliteVarint(p)
+		v, n := Varint(p)
 		if n == 0 || v > 1<<62 {
 			return 0, false
 		}
@@ -58,14 +55,14 @@ func ftsSegments(rec []byte) (segs []ftsSegment, ok bool) {
 	if !ok1 || !ok2 || !ok3 || levels > 64 || total > 2000 {
 		return nil, false
 	}
-	var all [][]ftsSegment
+	var all [][]Segment
 	for l := int64(0); l < levels; l++ {
 		merging, ok1 := next()
 		n, ok2 := next()
 		if !ok1 || !ok2 || merging != 0 || n > total {
 			return nil, false
 		}
-		var level []ftsSegment
+		var level []Segment
 		for i := int64(0); i < n; i++ {
 			id, ok1 := next()
 			first, ok2 := next()
@@ -73,7 +70,7 @@ func ftsSegments(rec []byte) (segs []ftsSegment, ok bool) {
 			if !ok1 || !ok2 || !ok3 || id <= 0 || id > 0xffff || first <= 0 || last < first {
 				return nil, false
 			}
-			level = append(level, ftsSegment{id, first, last})
+			level = append(level, Segment{id, first, last})
 		}
 		all = append(all, level)
 	}
@@ -92,73 +89,74 @@ func ftsSegments(rec []byte) (segs []ftsSegment, ok bool) {
 	return segs, true
 }
 
-// leafRowid is the messages_fts_data id of a segment's leaf page
+// LeafRowid is the %_data id of a segment's leaf page
 // (FTS5_SEGMENT_ROWID: segment id above 37 bits of page number, height
 // and doclist-index flag).
-func leafRowid(seg, page int64) int64 { return seg<<37 + page }
+func LeafRowid(seg, page int64) int64 { return seg<<37 + page }
 
-// errNotUnderstood marks pages wordDoclist leaves to FTS5.
+// errNotUnderstood marks pages the reader leaves to FTS5.
 var errNotUnderstood = errors.New("index pages not understood")
 
 // errTooLong marks a doclist longer than its reader's page limit.
 var errTooLong = errors.New("doclist longer than the limit")
 
-// wordDoclist returns the messages holding word (id order) with its
-// weighted frequency in each, decoded from the index pages for the
-// structure record structure. ok is false when it cannot say.
-func wordDoclist(ctx context.Context, q querier, word string, structure []byte) (docs []int64, freq []float64, ok bool, err error) {
-	l, ok, err := wordEntries(ctx, q, word, structure, 0, false)
-	return l.ids, l.freq, ok, err
+// Word returns the rows holding word (id order) with its weighted
+// frequency in each, decoded from the index pages for the structure
+// record structure (the %_data row 10 read in the same transaction). ok is
+// false when the reader cannot say; the caller then asks FTS5.
+func (r *Reader) Word(ctx context.Context, q Querier, word string, structure []byte) (ids []int64, freq []float64, ok bool, err error) {
+	l, ok, err := r.Entries(ctx, q, word, structure, 0, false)
+	return l.IDs, l.Freq, ok, err
 }
 
-// wordEntries is wordDoclist with each message's number of positions
-// (count) when counts is set; ok is also false when a segment's doclist
-// runs over more than maxPages pages (0: no limit).
-func wordEntries(ctx context.Context, q querier, word string, structure []byte, maxPages int64, counts bool) (merged segmentDoclist, ok bool, err error) {
-	segs, ok := ftsSegments(structure)
+// Entries is Word with each row's number of positions (Doclist.Count)
+// when counts is set; ok is also false when a segment's doclist runs over
+// more than maxPages pages (0: no limit).
+func (r *Reader) Entries(ctx context.Context, q Querier, word string, structure []byte, maxPages int64, counts bool) (merged Doclist, ok bool, err error) {
+	segs, ok := Segments(structure)
 	if !ok {
-		return segmentDoclist{}, false, nil
+		return Doclist{}, false, nil
 	}
 	key := []byte("0" + word) // the main index's terms start with '0'
-	var lists []segmentDoclist
+	var lists []Doclist
 	for _, seg := range segs {
 		var page int64
-		err := q.QueryRowContext(ctx, `SELECT pgno FROM messages_fts_idx WHERE segid = ? AND term <= ? ORDER BY term DESC LIMIT 1`, seg.id, key).Scan(&page)
+		err := q.QueryRowContext(ctx, r.pageSQL, seg.ID, key).Scan(&page)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
-			page = seg.first
+			page = seg.First
 		case err != nil:
-			return segmentDoclist{}, false, fmt.Errorf("reading the word index: %w", err)
+			return Doclist{}, false, fmt.Errorf("reading the word index: %w", err)
 		default:
 			page >>= 1 // the low bit flags a doclist index
 		}
-		if page < seg.first || page > seg.last {
-			return segmentDoclist{}, false, nil
+		if page < seg.First || page > seg.Last {
+			return Doclist{}, false, nil
 		}
-		list, err := readDoclist(ctx, q, seg, page, key, maxPages, counts)
+		list, err := r.readDoclist(ctx, q, seg, page, key, maxPages, counts)
 		if errors.Is(err, errNotUnderstood) || errors.Is(err, errTooLong) {
-			return segmentDoclist{}, false, nil
+			return Doclist{}, false, nil
 		}
 		if err != nil {
-			return segmentDoclist{}, false, err
+			return Doclist{}, false, err
 		}
 		lists = append(lists, list)
 	}
 	if len(lists) == 1 { // one segment (after a merge): only deletes to drop, in place
 		l := lists[0]
 		n := 0
-		for i, id := range l.ids {
-			if l.freq[i] > 0 {
-				l.ids[n], l.freq[n] = id, l.freq[i]
-				if l.count != nil {
-					l.count[n] = l.count[i]
+		for i, id := range l.IDs {
+			if l.Freq[i] > 0 {
+				l.IDs[n], l.Freq[n] = id, l.Freq[i]
+				if l.Count != nil {
+					l.Count[n] = l.Count[i]
 				}
 				n++
 			}
 		}
-		l.ids, l.freq = l.ids[:n], l.freq[:n]
-		if l.count != nil {
-			l.count = l.count[:n]
+		l.IDs, l.Freq = l.IDs[:n], l.Freq[:n]
+		if l.Count != nil {
+			l.Count = l.Count[:n]
 		}
 		return l, true, nil
 	}
@@ -166,17 +164,17 @@ func wordEntries(ctx context.Context, q querier, word string, structure []byte, 
 	// entry (the lowest list index) decides.
 	total := 0
 	for _, l := range lists {
-		total += len(l.ids)
+		total += len(l.IDs)
 	}
-	merged = segmentDoclist{ids: make([]int64, 0, total), freq: make([]float64, 0, total)}
+	merged = Doclist{IDs: make([]int64, 0, total), Freq: make([]float64, 0, total)}
 	if counts {
-		merged.count = make([]int32, 0, total)
+		merged.Count = make([]int32, 0, total)
 	}
 	at := make([]int, len(lists))
 	for {
 		best := -1
 		for i, l := range lists {
-			if at[i] < len(l.ids) && (best < 0 || l.ids[at[i]] < lists[best].ids[at[best]]) {
+			if at[i] < len(l.IDs) && (best < 0 || l.IDs[at[i]] < lists[best].IDs[at[best]]) {
 				best = i
 			}
 		}
@@ -184,62 +182,62 @@ func wordEntries(ctx context.Context, q querier, word string, structure []byte, 
 			return merged, true, nil
 		}
 		b := lists[best]
-		id, f := b.ids[at[best]], b.freq[at[best]]
+		id, f := b.IDs[at[best]], b.Freq[at[best]]
 		if f > 0 {
-			merged.ids, merged.freq = append(merged.ids, id), append(merged.freq, f)
+			merged.IDs, merged.Freq = append(merged.IDs, id), append(merged.Freq, f)
 			if counts {
-				merged.count = append(merged.count, b.count[at[best]])
+				merged.Count = append(merged.Count, b.Count[at[best]])
 			}
 		}
 		for i, l := range lists {
-			if at[i] < len(l.ids) && l.ids[at[i]] == id {
+			if at[i] < len(l.IDs) && l.IDs[at[i]] == id {
 				at[i]++
 			}
 		}
 	}
 }
 
-// segmentDoclist is one segment's doclist of a word: ids ascending, the
-// weighted frequency of each (0: an entry without positions, a delete),
+// Doclist is a word's doclist: row ids ascending, the weighted frequency
+// of each (in one segment's, 0 is an entry without positions: a delete),
 // and when asked for, the number of its positions.
-type segmentDoclist struct {
-	ids   []int64
-	freq  []float64
-	count []int32
+type Doclist struct {
+	IDs   []int64
+	Freq  []float64
+	Count []int32
 }
 
 // readDoclist finds key on leaf page of seg and decodes its doclist, with
 // counts when counts is set; errTooLong when it runs over more than
 // maxPages pages (0: no limit).
-func readDoclist(ctx context.Context, q querier, seg ftsSegment, page int64, key []byte, maxPages int64, counts bool) (segmentDoclist, error) {
-	rows, err := q.QueryContext(ctx, `SELECT id, block FROM messages_fts_data WHERE id BETWEEN ? AND ? ORDER BY id`, leafRowid(seg.id, page), leafRowid(seg.id, seg.last))
+func (r *Reader) readDoclist(ctx context.Context, q Querier, seg Segment, page int64, key []byte, maxPages int64, counts bool) (Doclist, error) {
+	rows, err := q.QueryContext(ctx, r.blocksSQL, LeafRowid(seg.ID, page), LeafRowid(seg.ID, seg.Last))
 	if err != nil {
-		return segmentDoclist{}, fmt.Errorf("reading the word index: %w", err)
+		return Doclist{}, fmt.Errorf("reading the word index: %w", err)
 	}
 	defer rows.Close()
-	d := doclistDecoder{counts: counts}
+	d := doclistDecoder{counts: counts, weights: r.weights}
 	for want := page; rows.Next(); want++ {
 		if maxPages > 0 && want-page >= maxPages {
-			return segmentDoclist{}, errTooLong
+			return Doclist{}, errTooLong
 		}
 		var id int64
 		var block sql.RawBytes // copied into d.buf before the next row
 		if err := rows.Scan(&id, &block); err != nil {
-			return segmentDoclist{}, fmt.Errorf("reading the word index: %w", err)
+			return Doclist{}, fmt.Errorf("reading the word index: %w", err)
 		}
-		if id != leafRowid(seg.id, want) { // a missing page
-			return segmentDoclist{}, errNotUnderstood
+		if id != LeafRowid(seg.ID, want) { // a missing page
+			return Doclist{}, errNotUnderstood
 		}
 		leaf, err := parseLeaf(block)
 		if err != nil {
-			return segmentDoclist{}, err
+			return Doclist{}, err
 		}
 		var start, end int
 		if want == page {
 			// The page the term index names: find the term on it.
 			off, found, err := leaf.find(key)
 			if err != nil || !found {
-				return segmentDoclist{}, err
+				return Doclist{}, err
 			}
 			start, end = off, leaf.termEnd(off)
 			d.startAbsolute(len(d.buf))
@@ -252,7 +250,7 @@ func readDoclist(ctx context.Context, q querier, seg ftsSegment, page int64, key
 			}
 			if leaf.firstRowid != 0 {
 				if leaf.firstRowid < start || leaf.firstRowid > end {
-					return segmentDoclist{}, errNotUnderstood
+					return Doclist{}, errNotUnderstood
 				}
 				d.startAbsolute(len(d.buf) + leaf.firstRowid - start)
 			}
@@ -272,37 +270,37 @@ func readDoclist(ctx context.Context, q querier, seg ftsSegment, page int64, key
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return segmentDoclist{}, fmt.Errorf("reading the word index: %w", err)
+		return Doclist{}, fmt.Errorf("reading the word index: %w", err)
 	}
 	return d.decode()
 }
 
-// ftsLeaf is one leaf page: its data up to the footer, where its first id
+// leaf is one leaf page: its data up to the footer, where its first id
 // is (0: none before the first term), and its terms' offsets.
-type ftsLeaf struct {
+type leaf struct {
 	data       []byte
 	size       int // start of the footer
 	firstRowid int
 	terms      []int
 }
 
-func parseLeaf(b []byte) (ftsLeaf, error) {
+func parseLeaf(b []byte) (leaf, error) {
 	if len(b) < 4 {
-		return ftsLeaf{}, errNotUnderstood
+		return leaf{}, errNotUnderstood
 	}
-	l := ftsLeaf{data: b, firstRowid: int(binary.BigEndian.Uint16(b)), size: int(binary.BigEndian.Uint16(b[2:]))}
+	l := leaf{data: b, firstRowid: int(binary.BigEndian.Uint16(b)), size: int(binary.BigEndian.Uint16(b[2:]))}
 	if l.size < 4 || l.size > len(b) {
-		return ftsLeaf{}, errNotUnderstood
+		return leaf{}, errNotUnderstood
 	}
 	off := 0
 	for p := b[l.size:]; len(p) > 0; {
-		v, n := sqliteVarint(p)
+		v, n := Varint(p)
 		if n == 0 || v == 0 || v > uint64(l.size) {
-			return ftsLeaf{}, errNotUnderstood
+			return leaf{}, errNotUnderstood
 		}
 		off += int(v)
 		if off < 4 || off >= l.size {
-			return ftsLeaf{}, errNotUnderstood
+			return leaf{}, errNotUnderstood
 		}
 		l.terms = append(l.terms, off)
 		p = p[n:]
@@ -313,19 +311,19 @@ func parseLeaf(b []byte) (ftsLeaf, error) {
 // find walks the page's terms for key; off is where its doclist starts.
 // The first term on a page is whole, each later one shares a prefix with
 // the one before it.
-func (l ftsLeaf) find(key []byte) (off int, found bool, err error) {
+func (l leaf) find(key []byte) (off int, found bool, err error) {
 	var term []byte
 	for i, t := range l.terms {
 		p := l.data[t:l.size]
 		keep := 0
 		if i > 0 {
-			v, n := sqliteVarint(p)
+			v, n := Varint(p)
 			if n == 0 || v > uint64(len(term)) {
 				return 0, false, errNotUnderstood
 			}
 			keep, p = int(v), p[n:]
 		}
-		v, n := sqliteVarint(p)
+		v, n := Varint(p)
 		if n == 0 || v > uint64(len(p)-n) {
 			return 0, false, errNotUnderstood
 		}
@@ -342,7 +340,7 @@ func (l ftsLeaf) find(key []byte) (off int, found bool, err error) {
 
 // termEnd is where the doclist starting at off ends on this page: the
 // next term, or the footer.
-func (l ftsLeaf) termEnd(off int) int {
+func (l leaf) termEnd(off int) int {
 	for _, t := range l.terms {
 		if t > off {
 			return t
@@ -357,7 +355,8 @@ func (l ftsLeaf) termEnd(off int) int {
 type doclistDecoder struct {
 	buf      []byte
 	absolute []int
-	counts   bool // also count each entry's positions
+	counts   bool      // also count each entry's positions
+	weights  []float64 // by column
 }
 
 func (d *doclistDecoder) startAbsolute(at int) { d.absolute = append(d.absolute, at) }
@@ -366,49 +365,49 @@ func (d *doclistDecoder) startAbsolute(at int) { d.absolute = append(d.absolute,
 // (id delta, size, one position), which bounds how many there can be: the
 // slices are made once at that size (pages never written are never
 // touched), not regrown entry by entry.
-func (d *doclistDecoder) decode() (segmentDoclist, error) {
-	l := segmentDoclist{ids: make([]int64, 0, len(d.buf)/3+1), freq: make([]float64, 0, len(d.buf)/3+1)}
+func (d *doclistDecoder) decode() (Doclist, error) {
+	l := Doclist{IDs: make([]int64, 0, len(d.buf)/3+1), Freq: make([]float64, 0, len(d.buf)/3+1)}
 	if d.counts {
-		l.count = make([]int32, 0, len(d.buf)/3+1)
+		l.Count = make([]int32, 0, len(d.buf)/3+1)
 	}
-	weights := [ftsColumns]float64{columnWeight('s'), columnWeight('f'), columnWeight('t'), columnWeight('b')}
+	weights := d.weights
 	p, abs := 0, d.absolute
 	var id int64
 	for p < len(d.buf) {
-		v, n := sqliteVarint(d.buf[p:])
+		v, n := Varint(d.buf[p:])
 		if n == 0 || v > math.MaxInt64-uint64(max(id, 0)) {
-			return segmentDoclist{}, errNotUnderstood
+			return Doclist{}, errNotUnderstood
 		}
 		switch {
 		case len(abs) > 0 && abs[0] == p:
 			if int64(v) <= id && p > 0 {
-				return segmentDoclist{}, errNotUnderstood
+				return Doclist{}, errNotUnderstood
 			}
 			id, abs = int64(v), abs[1:]
 		case len(abs) > 0 && abs[0] < p, v == 0: // stepped over a page's first id, or no delta
-			return segmentDoclist{}, errNotUnderstood
+			return Doclist{}, errNotUnderstood
 		default:
 			id += int64(v)
 		}
 		p += n
-		h, n := sqliteVarint(d.buf[p:])
+		h, n := Varint(d.buf[p:])
 		if n == 0 || h>>1 > uint64(len(d.buf)-p-n) {
-			return segmentDoclist{}, errNotUnderstood
+			return Doclist{}, errNotUnderstood
 		}
 		p += n
 		pos := d.buf[p : p+int(h>>1)]
 		p += len(pos)
 		col, f, npos := 0, 0.0, int32(0)
 		for len(pos) > 0 {
-			v, n := sqliteVarint(pos)
+			v, n := Varint(pos)
 			if n == 0 {
-				return segmentDoclist{}, errNotUnderstood
+				return Doclist{}, errNotUnderstood
 			}
 			pos = pos[n:]
 			if v == 1 { // a column change, then the column
-				c, n := sqliteVarint(pos)
-				if n == 0 || c >= ftsColumns || int(c) <= col { // columns ascend from 0
-					return segmentDoclist{}, errNotUnderstood
+				c, n := Varint(pos)
+				if n == 0 || c >= uint64(len(weights)) || int(c) <= col { // columns ascend from 0
+					return Doclist{}, errNotUnderstood
 				}
 				col, pos = int(c), pos[n:]
 				continue
@@ -416,13 +415,13 @@ func (d *doclistDecoder) decode() (segmentDoclist, error) {
 			f += weights[col]
 			npos++
 		}
-		l.ids, l.freq = append(l.ids, id), append(l.freq, f)
+		l.IDs, l.Freq = append(l.IDs, id), append(l.Freq, f)
 		if d.counts {
-			l.count = append(l.count, npos)
+			l.Count = append(l.Count, npos)
 		}
 	}
 	if len(abs) > 0 {
-		return segmentDoclist{}, errNotUnderstood
+		return Doclist{}, errNotUnderstood
 	}
 	return l, nil
 }
