@@ -180,10 +180,11 @@ func startLlama(t *testing.T, ctxSize int) string {
 // probeDaemon is a daemon over a generated home whose model is the probe
 // behind a recording proxy.
 type probeDaemon struct {
-	r     *runner
-	proxy *probeProxy
-	llama string
-	home  *Home
+	events *eventLog
+	r      *runner
+	proxy  *probeProxy
+	llama  string
+	home   *Home
 }
 
 // startProbeDaemon generates a home in dir (HOME must already be its
@@ -212,10 +213,11 @@ func startProbeDaemon(t *testing.T, dir string, ctxSize int) *probeDaemon {
 	t.Cleanup(func() { _ = d.stop() })
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	if err := d.attach(ctx); err != nil {
+	ev := &eventLog{}
+	if err := ev.follow(ctx, d); err != nil {
 		t.Fatal(err)
 	}
-	return &probeDaemon{r: &runner{d: d, home: home, sink: sink, ids: ids, opts: Options{TurnTimeout: 8 * time.Minute}}, proxy: proxy, llama: llama, home: home}
+	return &probeDaemon{events: ev, r: &runner{d: d, home: home, sink: sink, ids: ids, opts: Options{TurnTimeout: 8 * time.Minute}}, proxy: proxy, llama: llama, home: home}
 }
 
 // chat runs the messages in one new chat as the task's user and returns
@@ -244,11 +246,56 @@ func (p *probeDaemon) chat(t *testing.T, task Task, msgs ...string) (*Outcome, [
 	return o, p.proxy.exchanges()[n:]
 }
 
+// eventLog keeps the daemon's event stream (the client protocol's SSE) as
+// text, so tests see what a client is shown.
+type eventLog struct {
+	mu  sync.Mutex // guards buf
+	buf bytes.Buffer
+}
+
+func (e *eventLog) follow(ctx context.Context, d *daemon) error {
+	req, err := http.NewRequestWithContext(ctx, "GET", d.base+"/api/events", nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+d.token)
+	resp, err := d.http.Do(req)
+	if err != nil {
+		return err
+	}
+	go func() {
+		defer resp.Body.Close()
+		b := make([]byte, 32<<10)
+		for {
+			n, err := resp.Body.Read(b)
+			e.mu.Lock()
+			e.buf.Write(b[:n])
+			e.mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return nil
+}
+
+func (e *eventLog) text() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.buf.String()
+}
+
 // tokens counts the tokens llama-server's template and tokenizer make of a
 // request body (POST /apply-template, then /tokenize).
 func (p *probeDaemon) tokens(t *testing.T, body map[string]any) int {
 	t.Helper()
-	b, _ := json.Marshal(body)
+	only := map[string]any{}
+	for _, k := range []string{"messages", "tools", "chat_template_kwargs"} {
+		if v, ok := body[k]; ok {
+			only[k] = v
+		}
+	}
+	b, _ := json.Marshal(only)
 	resp, err := http.Post(p.llama+"/apply-template", "application/json", bytes.NewReader(b))
 	if err != nil {
 		t.Fatal(err)
@@ -294,6 +341,9 @@ func TestProbeServer(t *testing.T) {
 			}
 		}
 		t.Logf("probe: tool call through the approval card: %d requests, first token after %v", len(ex), ex[0].FirstByte.Round(time.Millisecond))
+		if !strings.Contains(p.events.text(), "model.waiting") {
+			t.Errorf("no model.waiting event while the server read the prompt (the first-token wait, item 1)")
+		}
 	})
 
 	t.Run("ReadToolAnswer", func(t *testing.T) {
@@ -326,6 +376,12 @@ func TestProbeServer(t *testing.T) {
 		}
 		t.Logf("probe: first request: %d tokens, of which tool definitions %d (%d tools)", all, all-without, n)
 		if share < 0.8 {
+			a, b := string(ex[0].Raw), string(ex[1].Raw)
+			i := 0
+			for i < len(a) && i < len(b) && a[i] == b[i] {
+				i++
+			}
+			t.Logf("probe: the two requests first differ at byte %d: turn 1 %q, turn 2 %q", i, a[max(0, i-80):min(len(a), i+80)], b[max(0, i-80):min(len(b), i+80)])
 			t.Errorf("turn 2 reused %.1f %% of its prompt from the server's cache, want ≥ 80 %% (a byte-stable prefix, item 2)", 100*share)
 		}
 	})
@@ -337,6 +393,9 @@ func TestProbeServer(t *testing.T) {
 		}
 		if !strings.Contains(o.Answer, "A keyboard") || strings.Contains(o.Answer, "riddle") || strings.Contains(o.Answer, "<think>") {
 			t.Fatalf("answer %q: want the reply without the thinking", o.Answer)
+		}
+		if !strings.Contains(p.events.text(), "message.reasoning") || !strings.Contains(p.events.text(), "riddle") {
+			t.Errorf("the reasoning was not streamed to the client as message.reasoning (item 7)")
 		}
 		// Sent back in the history? A second turn's request must not carry it.
 		_, ex2 := p.chat(t, Task{ID: "puzzle2"}, "solve this puzzle for me", "thanks")
