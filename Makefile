@@ -24,23 +24,17 @@ $(WEB_STAMP): web/package.json web/package-lock.json
 web: deps $(WEB_STAMP)
 	cd web && npm run build
 
-## build: bin/hestia (the tiny front: hands queries to the daemon's socket), bin/hestia-fast
-## (one-shot queries and imports without the daemon) and bin/hestia-core (everything else,
-## embeds web/dist as last built); each execs the next, so install them side by side
+## build: bin/hestia, the daemon and the whole command line (embeds web/dist as last built).
 ## Static (CGO_ENABLED=0): with cgo the net package's resolver links libc, and loading it and
 ## starting threads through pthreads cost every one-shot process about 1.5 ms.
-## Each binary is linked into bin/.new and installed from there: the linker writes through a
-## shared mapping, and a file written so started 0.3-0.5 ms slower each time (hestia-fast,
-## Linux 6.18, ext4) than the same bytes written by install(1), as an installed or a freshly
-## read binary is; install also replaces a binary that is running instead of failing.
-BINARIES := hestia-core hestia-fast hestia
+## It is linked into bin/.new and installed from there: the linker writes through a shared
+## mapping, and a file written so started 0.3-0.5 ms slower each time (Linux 6.18, ext4) than
+## the same bytes written by install(1), as an installed or a freshly read binary is; install
+## also replaces a binary that is running instead of failing.
 build:
 	@mkdir -p bin/.new
-	@for b in $(BINARIES); do \
-	  echo "go build -o bin/$$b ./cmd/$$b"; \
-	  CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/.new/$$b ./cmd/$$b && \
-	  install -m 0755 bin/.new/$$b bin/$$b || exit 1; \
-	done
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/.new/hestia ./cmd/hestia
+	@install -m 0755 bin/.new/hestia bin/hestia
 	@rm -rf bin/.new
 
 ## run: install what is needed, build UI and binary, start the daemon

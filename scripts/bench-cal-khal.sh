@@ -23,8 +23,6 @@ cleanup() {
 trap cleanup EXIT
 cd "$(dirname "$0")/.."
 go build -o "$root/hestia" ./cmd/hestia
-go build -o "$root/hestia-fast" ./cmd/hestia-fast
-go build -o "$root/hestia-core" ./cmd/hestia-core
 cal="$root/cal/work"
 mkdir -p "$cal"
 # Dates computed once; the loop only formats.

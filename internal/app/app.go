@@ -30,7 +30,6 @@ import (
 	"github.com/hestia-dev/hestia/internal/doctor"
 	"github.com/hestia-dev/hestia/internal/llm"
 	"github.com/hestia-dev/hestia/internal/lock"
-	"github.com/hestia-dev/hestia/internal/mail"
 	"github.com/hestia-dev/hestia/internal/metrics"
 	"github.com/hestia-dev/hestia/internal/notify"
 	"github.com/hestia-dev/hestia/internal/scheduler"
@@ -38,7 +37,6 @@ import (
 	"github.com/hestia-dev/hestia/internal/store"
 	"github.com/hestia-dev/hestia/internal/usage"
 	"github.com/hestia-dev/hestia/internal/watch"
-	"github.com/hestia-dev/hestia/internal/wiki"
 	"github.com/hestia-dev/hestia/web"
 )
 
@@ -84,10 +82,6 @@ type App struct {
 	workerStates workerStates
 	routes       *metrics.Routes
 	checks       []doctor.Check
-	// cliMail and cliWiki are the daemon's stores that answer the front's
-	// queries on the socket (clisock.go); set only when serving.
-	cliMail *mail.Store
-	cliWiki *wiki.Wiki
 }
 
 type worker struct {

@@ -237,7 +237,6 @@ func (a *App) registerMail(ctx context.Context, reg *tools.Registry, paths *path
 	}
 	if a.Server != nil {
 		m.Routes(a.Server.API())
-		a.cliMail = m.Store
 	}
 	cfg := a.Config.Mail
 	log := a.Log.With("component", "mail")

@@ -79,7 +79,6 @@ func (a *App) registerWiki(ctx context.Context, reg *tools.Registry) (*wiki.Wiki
 	}
 	if a.Server != nil {
 		wikiRoutes(a.Server.API(), w)
-		a.cliWiki = w
 	}
 	if err := a.registerMailPromoter(ctx, w); err != nil {
 		return nil, err

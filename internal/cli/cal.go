@@ -8,8 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hestia-dev/hestia/internal/cli/fast"
-
 	"github.com/hestia-dev/hestia/internal/app"
 	"github.com/hestia-dev/hestia/internal/calendar"
 	"github.com/hestia-dev/hestia/internal/calendar/caltools"
@@ -82,7 +80,7 @@ func calAgenda(ctx context.Context, env *Env, c *app.Calendar, args []string) er
 		return calErr(err)
 	}
 	if *asJSON {
-		return fast.PrintJSON(env.Stdout, ag)
+		return printJSON(env.Stdout, ag)
 	}
 	printInstances(env.Stdout, ag.Instances, deps.Loc)
 	if ag.Truncated {
@@ -154,7 +152,7 @@ func calSearch(ctx context.Context, env *Env, c *app.Calendar, args []string) er
 		return calErr(err)
 	}
 	if *asJSON {
-		return fast.PrintJSON(env.Stdout, res)
+		return printJSON(env.Stdout, res)
 	}
 	printInstances(env.Stdout, res.Events, c.Deps.Loc)
 	return nil
@@ -202,7 +200,7 @@ func calFree(ctx context.Context, env *Env, c *app.Calendar, args []string) erro
 		return calErr(err)
 	}
 	if *asJSON {
-		return fast.PrintJSON(env.Stdout, res)
+		return printJSON(env.Stdout, res)
 	}
 	for _, f := range res.Free {
 		s, e := f.Start.In(c.Deps.Loc), f.End.In(c.Deps.Loc)
@@ -249,7 +247,7 @@ func calImport(ctx context.Context, env *Env, c *app.Calendar, args []string) er
 
 func printSync(env *Env, all []calendar.SyncStats, asJSON bool) error {
 	if asJSON {
-		return fast.PrintJSON(env.Stdout, map[string]any{"calendars": all})
+		return printJSON(env.Stdout, map[string]any{"calendars": all})
 	}
 	for _, st := range all {
 		fmt.Fprintf(env.Stdout, "%s: %d files, %d added, %d updated, %d removed, %d unchanged, %d events, %d skipped\n",
@@ -288,7 +286,7 @@ func calCalendars(ctx context.Context, env *Env, c *app.Calendar, args []string)
 		return err
 	}
 	if *asJSON {
-		return fast.PrintJSON(env.Stdout, map[string]any{"calendars": cals})
+		return printJSON(env.Stdout, map[string]any{"calendars": cals})
 	}
 	for _, k := range cals {
 		ro := ""
@@ -312,7 +310,7 @@ func calOps(ctx context.Context, env *Env, c *app.Calendar, args []string) error
 		return err
 	}
 	if *asJSON {
-		return fast.PrintJSON(env.Stdout, map[string]any{"operations": ops})
+		return printJSON(env.Stdout, map[string]any{"operations": ops})
 	}
 	for _, o := range ops {
 		inst := ""

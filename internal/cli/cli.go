@@ -5,17 +5,19 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"sort"
 
 	"github.com/hestia-dev/hestia/internal/app"
 	"github.com/hestia-dev/hestia/internal/cli/daemonclient"
-	"github.com/hestia-dev/hestia/internal/cli/fast"
 	"github.com/hestia-dev/hestia/internal/config"
+	"github.com/hestia-dev/hestia/internal/logging"
 	"github.com/hestia-dev/hestia/internal/sandbox"
 )
 
@@ -70,9 +72,15 @@ func commands() []command {
 }
 
 // ErrUsage marks errors caused by bad arguments (exit status 2).
-var ErrUsage = fast.ErrUsage
+var ErrUsage = errors.New("usage")
 
-func usagef(format string, args ...any) error { return fast.Usagef(format, args...) }
+type usageError struct{ msg string }
+
+func (e usageError) Error() string   { return e.msg }
+func (e usageError) Is(t error) bool { return t == ErrUsage }
+
+// usagef returns an error that reports bad arguments (exit status 2).
+func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
 
 // exitError carries a specific exit status without an extra message.
 type exitError struct{ code int }
@@ -119,7 +127,7 @@ func Main(ctx context.Context, args []string, env *Env) int {
 		if errors.As(err, &ee) {
 			return ee.code
 		}
-		return fast.ExitCode(env.fast(), c.name, err)
+		return exitCode(env, c.name, err)
 	}
 	fmt.Fprintf(env.Stderr, "hestia: unknown command %q (run `hestia help`)\n", rest[0])
 	return 2
@@ -142,24 +150,89 @@ func (env *Env) flags(name string) *flag.FlagSet {
 	return fs
 }
 
-// parse parses args, turning flag errors into usage errors and refusing
-// unexpected positional arguments when maxArgs >= 0.
-func parse(fs *flag.FlagSet, args []string, maxArgs int) error { return fast.Parse(fs, args, maxArgs) }
-
-// fast is this Env as the read-only query commands take it.
-func (env *Env) fast() *fast.Env {
-	return &fast.Env{Stdin: env.Stdin, Stdout: env.Stdout, Stderr: env.Stderr, Getenv: env.Getenv, Version: env.Version, LogLevel: env.logLevel,
-		Daemon: func() (fast.DaemonClient, error) {
-			c, err := env.daemon()
-			if err != nil {
-				return nil, err
-			}
-			return c, nil
-		}}
+// exitCode reports err as the command line does and returns the process
+// exit status: 0, 2 for bad arguments, 1 otherwise.
+func exitCode(env *Env, command string, err error) int {
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, ErrUsage):
+		fmt.Fprintf(env.Stderr, "hestia %s: %v\n", command, err)
+		return 2
+	default:
+		fmt.Fprintf(env.Stderr, "hestia %s: %v\n", command, err)
+		return 1
+	}
 }
 
-// load resolves paths and configuration.
-func (env *Env) load() (config.Paths, config.Config, error) { return env.fast().Load() }
+// parse parses args, turning flag errors into usage errors and refusing
+// unexpected positional arguments when maxArgs >= 0.
+func parse(fs *flag.FlagSet, args []string, maxArgs int) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{err.Error()}
+	}
+	if maxArgs >= 0 && fs.NArg() > maxArgs {
+		return usagef("unexpected argument %q", fs.Arg(maxArgs))
+	}
+	return nil
+}
+
+// parseInterleaved allows flags after the free-text words.
+func parseInterleaved(fs *flag.FlagSet, args []string) error {
+	var words []string
+	for {
+		if err := parse(fs, args, -1); err != nil {
+			return err
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		words = append(words, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	return fs.Parse(append([]string{"--"}, words...))
+}
+
+// printJSON writes v as indented JSON.
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// load resolves paths and configuration; a --log-level given on the
+// command line replaces the configured one.
+func (env *Env) load() (config.Paths, config.Config, error) {
+	paths, err := config.ResolvePaths(env.Getenv)
+	if err != nil {
+		return config.Paths{}, config.Config{}, err
+	}
+	cfg, err := config.Load(paths, env.Getenv)
+	if err != nil {
+		return config.Paths{}, config.Config{}, err
+	}
+	if env.logLevel != "" {
+		cfg.Log.Level = env.logLevel
+		if err := cfg.Validate(); err != nil {
+			return config.Paths{}, config.Config{}, usagef("--log-level: %v", err)
+		}
+	}
+	return paths, cfg, nil
+}
+
+// logger is the logger of a command that works on the stores directly:
+// stderr only, at warn and above unless --log-level says otherwise.
+func (env *Env) logger() (*slog.Logger, error) {
+	level := slog.LevelWarn
+	if env.logLevel != "" {
+		level, _ = logging.ParseLevel(env.logLevel)
+	}
+	log, _, err := logging.New(logging.Options{Level: level, Console: env.Stderr})
+	return log, err
+}
 
 // Client talks to the running daemon with the home's token.
 type Client = daemonclient.Client
@@ -179,7 +252,7 @@ func (env *Env) openApp() (*app.App, error) {
 	if err := paths.Ensure(); err != nil {
 		return nil, err
 	}
-	log, err := env.fast().Logger()
+	log, err := env.logger()
 	if err != nil {
 		return nil, err
 	}

@@ -6,8 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/hestia-dev/hestia/internal/cli/fast"
-
 	"github.com/hestia-dev/hestia/internal/app"
 	"github.com/hestia-dev/hestia/internal/contacts"
 	"github.com/hestia-dev/hestia/internal/contacts/contacttools"
@@ -61,7 +59,7 @@ func contactsSearch(ctx context.Context, env *Env, c *app.Contacts, args []strin
 		return contactsErr(err)
 	}
 	if *asJSON {
-		return fast.PrintJSON(env.Stdout, res)
+		return printJSON(env.Stdout, res)
 	}
 	for _, p := range res.People {
 		org := ""
@@ -98,7 +96,7 @@ func contactsResolve(ctx context.Context, env *Env, c *app.Contacts, args []stri
 		return contactsErr(err)
 	}
 	if *asJSON {
-		return fast.PrintJSON(env.Stdout, res)
+		return printJSON(env.Stdout, res)
 	}
 	fmt.Fprintf(env.Stdout, "%s: %s\n", res.Status, res.Note)
 	for i, cand := range res.Candidates {
@@ -143,7 +141,7 @@ func contactsImport(ctx context.Context, env *Env, c *app.Contacts, args []strin
 
 func printContactsSync(env *Env, all []contacts.SyncStats, asJSON bool) error {
 	if asJSON {
-		return fast.PrintJSON(env.Stdout, map[string]any{"books": all})
+		return printJSON(env.Stdout, map[string]any{"books": all})
 	}
 	for _, st := range all {
 		mirror := ""

@@ -10,8 +10,6 @@ import (
 	"github.com/hestia-dev/hestia/internal/authority"
 	"github.com/hestia-dev/hestia/internal/policy"
 
-	"github.com/hestia-dev/hestia/internal/cli/fast"
-
 	"github.com/hestia-dev/hestia/internal/docs"
 	"github.com/hestia-dev/hestia/internal/pathpolicy"
 	"github.com/hestia-dev/hestia/internal/tools"
@@ -32,7 +30,7 @@ func runDocs(ctx context.Context, env *Env, args []string) error {
 	sub, path, rest := args[0], args[1], args[2:]
 	fs := env.flags("docs " + sub)
 	page := fs.Int("page", 0, "page to read (from 1)")
-	if err := fast.ParseInterleaved(fs, rest); err != nil {
+	if err := parseInterleaved(fs, rest); err != nil {
 		return err
 	}
 	call := map[string]any{"path": path}

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/hestia-dev/hestia/internal/cli/fast"
-
 	"github.com/hestia-dev/hestia/internal/app"
 	"github.com/hestia-dev/hestia/internal/mail/imapsync"
 	"github.com/hestia-dev/hestia/internal/mail/journal"
@@ -24,8 +22,8 @@ const mailUsage = `usage: hestia mail COMMAND
   mailboxes        list mailboxes and roles`
 
 // runMail works on the mail stores directly (they are safe to share with
-// a running daemon), so it needs no daemon. The read-only commands (search,
-// read, thread) are package fast's, which the small front binary runs too.
+// a running daemon), so it needs no daemon. The read-only queries (search,
+// read, thread) ask the running daemon when there is one (mailquery.go).
 func runMail(ctx context.Context, env *Env, args []string) error {
 	if len(args) == 0 {
 		return usagef("%s", mailUsage)
@@ -35,8 +33,8 @@ func runMail(ctx context.Context, env *Env, args []string) error {
 		"sync": mailSync, "embed": mailEmbed,
 		"ops": mailOps, "mailboxes": mailMailboxes,
 	}
-	if read := fast.MailCommand(sub); read != nil {
-		return read(ctx, env.fast(), rest)
+	if query := mailQuery(sub); query != nil {
+		return query(ctx, env, rest)
 	}
 	fn, ok := cmds[sub]
 	if !ok {
@@ -85,7 +83,7 @@ func mailSync(ctx context.Context, env *Env, m *app.Mail, args []string) error {
 		}
 	}
 	if *asJSON {
-		return fast.PrintJSON(env.Stdout, out)
+		return printJSON(env.Stdout, out)
 	}
 	return nil
 }
@@ -117,7 +115,7 @@ func mailOps(ctx context.Context, env *Env, m *app.Mail, args []string) error {
 		if ops == nil {
 			ops = []journal.Op{}
 		}
-		return fast.PrintJSON(env.Stdout, map[string]any{"operations": ops})
+		return printJSON(env.Stdout, map[string]any{"operations": ops})
 	}
 	for _, op := range ops {
 		fmt.Fprintf(env.Stdout, "%5d  %-8s %-12s %s  %s → %s  %q\n", op.ID, op.Kind, op.State, op.CreatedAt.Local().Format("2006-01-02 15:04"),
@@ -140,7 +138,7 @@ func mailMailboxes(ctx context.Context, env *Env, m *app.Mail, args []string) er
 		return err
 	}
 	if *asJSON {
-		return fast.PrintJSON(env.Stdout, boxes)
+		return printJSON(env.Stdout, boxes)
 	}
 	for _, b := range boxes {
 		fmt.Fprintf(env.Stdout, "%-12s %-30s %-8s %d\n", b.Account, b.Name, b.Role, b.Messages)

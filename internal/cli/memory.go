@@ -8,8 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/hestia-dev/hestia/internal/cli/fast"
-
 	"github.com/hestia-dev/hestia/internal/memory"
 )
 
@@ -41,7 +39,7 @@ func runMemory(ctx context.Context, env *Env, args []string) error {
 	case "show":
 		fs := env.flags("memory show")
 		asJSON := fs.Bool("json", false, "print as JSON")
-		if err := fast.ParseInterleaved(fs, rest); err != nil {
+		if err := parseInterleaved(fs, rest); err != nil {
 			return err
 		}
 		targets := []string{memory.Agent, memory.User, memory.Memory}
@@ -64,7 +62,7 @@ func runMemory(ctx context.Context, env *Env, args []string) error {
 			}
 		}
 		if *asJSON {
-			return fast.PrintJSON(env.Stdout, out)
+			return printJSON(env.Stdout, out)
 		}
 		return nil
 	case "add", "rm":
@@ -137,7 +135,7 @@ func memoryQueue(ctx context.Context, env *Env, q *memory.Queue, args []string) 
 	if len(args) > 0 && (args[0] == "accept" || args[0] == "reject") {
 		fs := env.flags("memory queue " + args[0])
 		text := fs.String("text", "", "the fact as you want it remembered (accept only)")
-		if err := fast.ParseInterleaved(fs, args[1:]); err != nil {
+		if err := parseInterleaved(fs, args[1:]); err != nil {
 			return err
 		}
 		if fs.NArg() != 1 {
@@ -168,7 +166,7 @@ func memoryQueue(ctx context.Context, env *Env, q *memory.Queue, args []string) 
 		return err
 	}
 	if *asJSON {
-		return fast.PrintJSON(env.Stdout, map[string]any{"candidates": cs})
+		return printJSON(env.Stdout, map[string]any{"candidates": cs})
 	}
 	if len(cs) == 0 {
 		fmt.Fprintf(env.Stdout, "no %s proposals\n", *status)

@@ -3,9 +3,9 @@ package cli
 import (
 	"context"
 	"fmt"
+	"net/url"
+	"strconv"
 	"strings"
-
-	"github.com/hestia-dev/hestia/internal/cli/fast"
 
 	"github.com/hestia-dev/hestia/internal/wiki"
 )
@@ -29,7 +29,7 @@ func runWiki(ctx context.Context, env *Env, args []string) error {
 		"read": wikiRead, "links": wikiLinks, "lint": wikiLint, "reindex": wikiReindex, "import": wikiImport,
 	}
 	if sub == "search" {
-		return fast.WikiSearch(ctx, env.fast(), rest)
+		return wikiSearch(ctx, env, rest)
 	}
 	fn, ok := cmds[sub]
 	if !ok {
@@ -47,11 +47,64 @@ func runWiki(ctx context.Context, env *Env, args []string) error {
 	return fn(ctx, env, w, rest)
 }
 
+// wikiSearch runs `hestia wiki search QUERY`: GET /api/wiki/search on the
+// running daemon (its page vectors loaded, so the answer includes meaning
+// search), else the index opened for this command, lexically.
+func wikiSearch(ctx context.Context, env *Env, args []string) error {
+	fs := env.flags("wiki search")
+	asJSON := fs.Bool("json", false, "print results as JSON")
+	limit := fs.Int("limit", 10, "most pages to show (1-50)")
+	if err := parseInterleaved(fs, args); err != nil {
+		return err
+	}
+	q := strings.Join(fs.Args(), " ")
+	if strings.TrimSpace(q) == "" {
+		return usagef("usage: hestia wiki search QUERY [--json]")
+	}
+	var res wiki.SearchResult
+	v := url.Values{"q": {q}, "limit": {strconv.Itoa(*limit)}}
+	asked, err := env.askDaemon(ctx, "/api/wiki/search?"+v.Encode(), &res)
+	if !asked && err == nil {
+		var w *wiki.Wiki
+		if w, err = env.openWikiLexical(ctx); err != nil {
+			return err
+		}
+		defer w.Close()
+		if res, err = w.Search(ctx, q, *limit); err == nil {
+			res.VectorNote = "meaning search runs in the daemon, which is not running"
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		if res.Hits == nil {
+			res.Hits = []wiki.Hit{}
+		}
+		return printJSON(env.Stdout, res)
+	}
+	if len(res.Hits) == 0 {
+		fmt.Fprintln(env.Stdout, "no pages found")
+	}
+	for _, h := range res.Hits {
+		where := h.Path
+		if h.Heading != "" {
+			where += " § " + h.Heading
+		}
+		mark := ""
+		if h.Untrusted {
+			mark = " [from outside]"
+		}
+		fmt.Fprintf(env.Stdout, "%s — %s%s\n    %s\n", h.Title, where, mark, h.Snippet)
+	}
+	return nil
+}
+
 func wikiRead(ctx context.Context, env *Env, w *wiki.Wiki, args []string) error {
 	fs := env.flags("wiki read")
 	asJSON := fs.Bool("json", false, "print the page window as JSON")
 	offset := fs.Int64("offset", 0, "byte offset to start at (next_offset of a previous read)")
-	if err := fast.ParseInterleaved(fs, args); err != nil {
+	if err := parseInterleaved(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() == 0 {
@@ -63,7 +116,7 @@ func wikiRead(ctx context.Context, env *Env, w *wiki.Wiki, args []string) error 
 		if err != nil {
 			return err
 		}
-		return fast.PrintJSON(env.Stdout, r)
+		return printJSON(env.Stdout, r)
 	}
 	for off := *offset; ; {
 		r, err := w.Read(ctx, ref, off, wiki.MaxReadChars)
@@ -81,7 +134,7 @@ func wikiRead(ctx context.Context, env *Env, w *wiki.Wiki, args []string) error 
 func wikiLinks(ctx context.Context, env *Env, w *wiki.Wiki, args []string) error {
 	fs := env.flags("wiki links")
 	asJSON := fs.Bool("json", false, "print as JSON")
-	if err := fast.ParseInterleaved(fs, args); err != nil {
+	if err := parseInterleaved(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() == 0 {
@@ -92,7 +145,7 @@ func wikiLinks(ctx context.Context, env *Env, w *wiki.Wiki, args []string) error
 		return err
 	}
 	if *asJSON {
-		return fast.PrintJSON(env.Stdout, l)
+		return printJSON(env.Stdout, l)
 	}
 	fmt.Fprintf(env.Stdout, "%s\n  links to:\n", l.Path)
 	for _, o := range l.Outgoing {
@@ -123,7 +176,7 @@ func wikiLint(ctx context.Context, env *Env, w *wiki.Wiki, args []string) error 
 		return err
 	}
 	if *asJSON {
-		return fast.PrintJSON(env.Stdout, map[string]any{"findings": fs2})
+		return printJSON(env.Stdout, map[string]any{"findings": fs2})
 	}
 	for _, f := range fs2 {
 		loc := f.Path
@@ -152,7 +205,7 @@ func wikiReindex(ctx context.Context, env *Env, w *wiki.Wiki, args []string) err
 func wikiImport(ctx context.Context, env *Env, w *wiki.Wiki, args []string) error {
 	fs := env.flags("wiki import")
 	asJSON := fs.Bool("json", false, "print results as JSON")
-	if err := fast.ParseInterleaved(fs, args); err != nil {
+	if err := parseInterleaved(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() == 0 {
@@ -166,7 +219,7 @@ func wikiImport(ctx context.Context, env *Env, w *wiki.Wiki, args []string) erro
 		return err
 	}
 	if *asJSON {
-		return fast.PrintJSON(env.Stdout, map[string]any{"results": rs})
+		return printJSON(env.Stdout, map[string]any{"results": rs})
 	}
 	for _, r := range rs {
 		line := fmt.Sprintf("%-8s %s", r.Status, r.Origin)

@@ -1,134 +1,137 @@
-// Package clisock lets the small front binary hand a read-only query to the
-// running daemon over a Unix socket in the home's data folder, so a search
-// costs a tiny process plus the daemon's warm answer instead of a process
-// that opens the stores, parses their schema and fills a cold page cache.
+// Package clisock is the daemon's Unix socket for the command line: the
+// daemon serves its HTTP API (the very same handlers as on its TCP
+// listener) on DATA/cli.sock, and `hestia` on the same machine asks it
+// there, so a query is answered from the daemon's warm stores and gives
+// exactly what the API gives.
 //
-// The socket, not a token, is the credential: it lives in the data folder
-// (mode 0700) with mode 0600, so only the home's owner can connect, the
-// same person who can read the auth token and the databases. The server
-// also checks the peer's uid. A request is one command line; the reply is
-// what the command would have printed, and its exit status. The front
-// links only the client side, package wire.
+// The socket is reachable only by the home's owner: it lives in the data
+// folder (mode 0700) with mode 0600, and both ends check the other's uid
+// (SO_PEERCRED), which holds if either mode is ever loosened. Requests
+// still carry the home's token, so the API's authentication is unchanged.
 package clisock
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
-	"runtime/debug"
-	"sync"
+	"path/filepath"
+	"syscall"
 	"time"
-
-	"github.com/hestia-dev/hestia/internal/clisock/wire"
 )
+
+// FileName is the socket's name in the data folder.
+const FileName = "cli.sock"
 
 // Path is the socket of the home whose data folder is dataDir.
-func Path(dataDir string) string { return wire.Path(dataDir) }
+func Path(dataDir string) string { return filepath.Join(dataDir, FileName) }
 
-// Request and Reply are the exchange's (see package wire for the frames
-// and the client, wire.Ask).
-type (
-	Request = wire.Request
-	Reply   = wire.Reply
-)
+// ErrNoDaemon means no daemon listens on the socket: the file is missing,
+// or left by a daemon that died.
+var ErrNoDaemon = errors.New("no daemon is listening on the socket")
 
-// maxActive bounds the requests answered at once.
-const maxActive = 8
-
-// Handler answers one request.
-type Handler func(ctx context.Context, req Request) Reply
-
-// Server answers requests on a home's socket.
-type Server struct {
-	Path    string
-	Handler Handler
-	Logger  *slog.Logger
-}
-
-// Run listens until ctx ends, then removes the socket. A socket file left
-// by a daemon that died is replaced: the caller holds the home's lock, so
-// no other daemon of this home is running.
-func (s *Server) Run(ctx context.Context) error {
-	log := s.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+// Listen opens the socket at path, owner-only, accepting only connections
+// from this process's uid. A socket file left by a daemon that died is
+// replaced: the caller holds the home's lock, so no other daemon of this
+// home is running. Closing the listener removes the file.
+func Listen(path string) (net.Listener, error) {
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("removing stale socket %s: %w", path, err)
 	}
-	if err := os.Remove(s.Path); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("removing stale socket %s: %w", s.Path, err)
-	}
-	ln, err := net.Listen("unix", s.Path)
+	ln, err := net.Listen("unix", path)
 	if err != nil {
-		return fmt.Errorf("listening on %s: %w", s.Path, err)
+		return nil, fmt.Errorf("listening on %s: %w", path, err)
 	}
 	// The data folder is owner-only already (no one else can reach the
 	// socket in the moment before this); the mode says it again.
-	if err := os.Chmod(s.Path, 0o600); err != nil {
+	if err := os.Chmod(path, 0o600); err != nil {
 		ln.Close()
-		return fmt.Errorf("restricting %s: %w", s.Path, err)
+		return nil, fmt.Errorf("restricting %s: %w", path, err)
 	}
-	ln.(*net.UnixListener).SetUnlinkOnClose(true)
-	go func() {
-		<-ctx.Done()
-		ln.Close()
-	}()
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	active := make(chan struct{}, maxActive)
+	ul := ln.(*net.UnixListener)
+	ul.SetUnlinkOnClose(true)
+	return &ownerListener{UnixListener: ul}, nil
+}
+
+// ownerListener drops connections from other users before any byte of
+// theirs is read.
+type ownerListener struct {
+	*net.UnixListener
+	log *slog.Logger
+}
+
+func (l *ownerListener) Accept() (net.Conn, error) {
 	for {
-		conn, err := ln.Accept()
+		c, err := l.AcceptUnix()
 		if err != nil {
-			if ctx.Err() != nil {
-				return nil
+			return nil, err
+		}
+		if err := samePeer(c); err != nil {
+			c.Close()
+			if l.log != nil {
+				l.log.Warn("cliSocketRefused", "err", err)
 			}
-			return fmt.Errorf("accepting on %s: %w", s.Path, err)
+			continue
 		}
-		select {
-		case active <- struct{}{}:
-		case <-ctx.Done():
-			conn.Close()
-			return nil
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() { <-active }()
-			s.serve(ctx, conn.(*net.UnixConn), log)
-		}()
+		return c, nil
 	}
 }
 
-func (s *Server) serve(ctx context.Context, conn *net.UnixConn, log *slog.Logger) {
-	defer conn.Close()
-	// A query that panics must not take the daemon down: the front gets no
-	// answer and runs the command itself.
-	defer func() {
-		if p := recover(); p != nil {
-			log.Error("cliSocketPanic", "panic", p, "stack", string(debug.Stack()))
-		}
-	}()
-	if err := samePeer(conn); err != nil {
-		log.Warn("cliSocketRefused", "err", err)
-		return
+// Serve answers HTTP requests with h on the socket at path until ctx
+// ends, then shuts down like the TCP listener: in-flight requests get up
+// to grace to finish, and streams still open are closed.
+func Serve(ctx context.Context, path string, h http.Handler, log *slog.Logger, grace time.Duration) error {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
 	}
-	conn.SetDeadline(time.Now().Add(time.Minute))
-	b, err := s.answer(ctx, conn)
+	ln, err := Listen(path)
 	if err != nil {
-		log.Warn("cliSocketRequest", "err", err)
-		return
+		return err
 	}
-	conn.Write(b)
+	ln.(*ownerListener).log = log
+	hs := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serving on %s: %w", path, err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil {
+		hs.Close() // streams (SSE) do not end on their own
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serving on %s: %w", path, err)
+	}
+	return nil
 }
 
-// answer reads one request frame from r and returns the encoded reply. A
-// request that is not one frame of at most wire.MaxRequest bytes gets none.
-func (s *Server) answer(ctx context.Context, r io.Reader) ([]byte, error) {
-	req, err := wire.ReadRequest(r)
+// Dial connects to the daemon's socket at path and checks that the
+// daemon runs as this user. It returns ErrNoDaemon when nothing listens
+// there, so the caller can do the work itself.
+func Dial(ctx context.Context, path string) (net.Conn, error) {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "unix", path)
 	if err != nil {
-		return nil, fmt.Errorf("reading the request: %w", err)
+		if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
+			return nil, fmt.Errorf("%w (%s)", ErrNoDaemon, path)
+		}
+		return nil, fmt.Errorf("connecting to the daemon at %s: %w", path, err)
 	}
-	return wire.AppendReply(nil, s.Handler(ctx, req)), nil
+	if err := samePeer(c.(*net.UnixConn)); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("the socket %s: %w", path, err)
+	}
+	return c, nil
 }

@@ -1,56 +1,47 @@
 package clisock
 
 import (
-	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net"
+	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/hestia-dev/hestia/internal/clisock/wire"
 )
 
-func echo(_ context.Context, req Request) Reply {
-	if req.Args[0] != "mail" {
-		return Reply{}
-	}
-	return Reply{Handled: true, Stdout: []byte(strings.Join(req.Args, " ") + "\n"), Stderr: []byte("tz=" + req.TZ), Code: 3}
-}
-
-// start runs a server answering with echo in a fresh data folder and
-// returns its socket path.
-func start(t *testing.T) string {
+// shortDir is a fresh folder with a short path: a socket path is at most
+// 108 bytes, and t.TempDir's can be longer.
+func shortDir(t *testing.T) string {
 	t.Helper()
-	return startWith(t, echo)
-}
-
-// startWith runs a server with handler h and stops it when the test ends,
-// checking that the socket goes with it.
-func startWith(t *testing.T, h Handler) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "cs") // short: socket paths are limited to 108 bytes
+	dir, err := os.MkdirTemp("", "cs")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	path := Path(dir)
+	return dir
+}
+
+// serve runs Serve with h on a socket in a fresh folder until the test
+// ends, checking that it stops cleanly and takes the socket with it.
+func serve(t *testing.T, h http.Handler) string {
+	t.Helper()
+	path := Path(shortDir(t))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- (&Server{Path: path, Handler: h}).Run(ctx) }()
+	go func() { done <- Serve(ctx, path, h, nil, time.Second) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
+			t.Errorf("Serve: %v", err)
 		}
 		if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("socket left behind after stop: %v", err)
 		}
 	})
-	for i := 0; i < 200; i++ {
+	for i := 0; i < 400; i++ {
 		if _, err := os.Stat(path); err == nil {
 			return path
 		}
@@ -60,149 +51,91 @@ func startWith(t *testing.T, h Handler) string {
 	return ""
 }
 
-func TestAskAnswersAndHandsBack(t *testing.T) {
+// client speaks HTTP on the socket at path, as the CLI does.
+func client(path string) *http.Client {
+	return &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return Dial(ctx, path) }}}
+}
+
+func TestServeAnswersHTTPOnAnOwnerOnlySocket(t *testing.T) {
 	t.Parallel()
-	path := start(t)
+	path := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, r.Method+" "+r.URL.RequestURI()+" "+r.Header.Get("Authorization"))
+	}))
 	fi, err := os.Stat(path)
 	if err != nil || fi.Mode().Perm() != 0o600 || fi.Mode()&os.ModeSocket == 0 {
 		t.Fatalf("socket mode %v, %v; want an owner-only socket", fi.Mode(), err)
 	}
-	rep, err := wire.Ask(path, Request{Args: []string{"mail", "search", "rain"}, TZ: "Europe/Rome"}, 5*time.Second)
-	if err != nil || !rep.Handled || string(rep.Stdout) != "mail search rain\n" || string(rep.Stderr) != "tz=Europe/Rome" || rep.Code != 3 {
-		t.Fatalf("reply %+v, %v", rep, err)
+	req, _ := http.NewRequest("GET", "http://localhost/api/mail/search?q=rain", nil)
+	req.Header.Set("Authorization", "Bearer t")
+	resp, err := client(path).Do(req)
+	if err != nil {
+		t.Fatal(err)
 	}
-	rep, err = wire.Ask(path, Request{Args: []string{"chat"}}, 5*time.Second)
-	if err != nil || rep.Handled {
-		t.Errorf("a command the handler does not take: %+v, %v", rep, err)
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || string(body) != "GET /api/mail/search?q=rain Bearer t" {
+		t.Errorf("answer %d %q", resp.StatusCode, body)
 	}
 }
 
-func TestAskWithoutDaemon(t *testing.T) {
+// Without a daemon — no socket, or one a dead daemon left — a client
+// learns so at once (ErrNoDaemon) and does the work itself.
+func TestDialWithoutDaemon(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	if _, err := wire.Ask(Path(dir), Request{Args: []string{"mail"}}, time.Second); !errors.Is(err, wire.ErrNoDaemon) {
+	dir := shortDir(t)
+	if _, err := Dial(context.Background(), Path(dir)); !errors.Is(err, ErrNoDaemon) {
 		t.Errorf("no socket: %v, want ErrNoDaemon", err)
 	}
-	// A socket file left by a daemon that died: nobody accepts.
 	ln, err := net.Listen("unix", Path(dir))
 	if err != nil {
 		t.Fatal(err)
 	}
 	ln.(*net.UnixListener).SetUnlinkOnClose(false)
-	ln.Close()
-	if _, err := wire.Ask(Path(dir), Request{Args: []string{"mail"}}, time.Second); !errors.Is(err, wire.ErrNoDaemon) {
+	ln.Close() // the file stays, as after a crash
+	if _, err := Dial(context.Background(), Path(dir)); !errors.Is(err, ErrNoDaemon) {
 		t.Errorf("stale socket: %v, want ErrNoDaemon", err)
 	}
+	_, err = client(Path(dir)).Get("http://localhost/")
+	if !errors.Is(err, ErrNoDaemon) {
+		t.Errorf("an HTTP request on a stale socket: %v, want ErrNoDaemon", err)
+	}
+	// The next daemon replaces the stale file.
+	ln2, err := Listen(Path(dir))
+	if err != nil {
+		t.Fatalf("listening over a stale socket: %v", err)
+	}
+	ln2.Close()
+	if _, err := os.Stat(Path(dir)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("closing the listener left the socket: %v", err)
+	}
 }
 
-func TestRunReplacesStaleSocket(t *testing.T) {
+func TestListenErrorsNameThePath(t *testing.T) {
 	t.Parallel()
-	dir, err := os.MkdirTemp("", "cs")
+	missing := Path(shortDir(t) + "/missing")
+	if _, err := Listen(missing); err == nil || !strings.Contains(err.Error(), missing) {
+		t.Errorf("listening in a missing folder: %v; want an error naming %s", err, missing)
+	}
+}
+
+// samePeer accepts this process's own connections; another uid is refused
+// (checked by reading the kernel's credentials, which a test cannot fake).
+func TestSamePeerAcceptsOwnUID(t *testing.T) {
+	t.Parallel()
+	path := Path(shortDir(t))
+	ln, err := Listen(path)
 	if err != nil {
 		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	if err := os.WriteFile(Path(dir), []byte("left over"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- (&Server{Path: Path(dir), Handler: echo}).Run(ctx) }()
-	var rep Reply
-	for i := 0; i < 200; i++ {
-		if rep, err = wire.Ask(Path(dir), Request{Args: []string{"mail", "x"}}, time.Second); err == nil {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	cancel()
-	if err != nil || !rep.Handled {
-		t.Errorf("after a stale socket file: %+v, %v", rep, err)
-	}
-	if err := <-done; err != nil {
-		t.Error(err)
-	}
-}
-
-func TestMalformedRequestsGetNoAnswer(t *testing.T) {
-	t.Parallel()
-	s := &Server{Handler: echo}
-	good := wire.AppendRequest(nil, Request{Args: []string{"mail", "read", "7"}, TZ: "UTC"})
-	for name, in := range map[string][]byte{
-		"JSON, the old frame": []byte(`{"args":["mail","read","7"]}` + "\n"),
-		"empty":               nil,
-		"cut short":           good[:len(good)-2],
-		"no command line":     wire.AppendRequest(nil, Request{}),
-		"too long":            wire.AppendRequest(nil, Request{Args: []string{strings.Repeat("a", wire.MaxRequest)}}),
-	} {
-		if b, err := s.answer(context.Background(), bytes.NewReader(in)); err == nil {
-			t.Errorf("%s: answered %q", name, b)
-		}
-	}
-	b, err := s.answer(context.Background(), bytes.NewReader(good))
-	if err != nil {
-		t.Fatalf("well-formed request: %v", err)
-	}
-	if rep, err := wire.ParseReply(b); err != nil || !rep.Handled || string(rep.Stdout) != "mail read 7\n" || string(rep.Stderr) != "tz=UTC" || rep.Code != 3 {
-		t.Errorf("well-formed request: %+v, %v", rep, err)
-	}
-}
-
-func TestPeerIsThisUser(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	ln, err := net.Listen("unix", filepath.Join(dir, "s"))
-	if err != nil {
-		t.Skipf("unix sockets: %v", err)
 	}
 	defer ln.Close()
 	go func() {
-		if c, err := net.Dial("unix", filepath.Join(dir, "s")); err == nil {
-			defer c.Close()
-			time.Sleep(100 * time.Millisecond)
+		if c, err := ln.Accept(); err == nil {
+			c.Close()
 		}
 	}()
-	c, err := ln.Accept()
+	c, err := Dial(context.Background(), path)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("dialing our own socket: %v", err)
 	}
-	defer c.Close()
-	if err := samePeer(c.(*net.UnixConn)); err != nil {
-		t.Errorf("a connection from this user refused: %v", err)
-	}
-}
-
-func FuzzAnswer(f *testing.F) {
-	f.Add(wire.AppendRequest(nil, Request{Args: []string{"mail", "search", "rain"}, TZ: "UTC"}))
-	f.Add(wire.AppendRequest(nil, Request{Args: []string{"mail"}}))
-	f.Add([]byte("hq1\n\x00"))
-	f.Add([]byte(`{"args":["mail"]}` + "\n"))
-	s := &Server{Handler: echo}
-	f.Fuzz(func(t *testing.T, in []byte) {
-		b, err := s.answer(context.Background(), bytes.NewReader(in))
-		if err != nil {
-			return
-		}
-		if _, err := wire.ParseReply(b); err != nil {
-			t.Fatalf("answered a reply that does not parse: %v", err)
-		}
-	})
-}
-
-// A handler that panics leaves the server running and the client without an
-// answer (it then runs the command itself).
-func TestPanickingHandler(t *testing.T) {
-	t.Parallel()
-	path := startWith(t, func(_ context.Context, req Request) Reply {
-		if req.Args[0] == "boom" {
-			panic("boom")
-		}
-		return echo(context.Background(), req)
-	})
-	if rep, err := wire.Ask(path, Request{Args: []string{"boom"}}, 5*time.Second); err == nil {
-		t.Errorf("a panicking query answered: %+v", rep)
-	}
-	if rep, err := wire.Ask(path, Request{Args: []string{"mail", "x"}}, 5*time.Second); err != nil || !rep.Handled {
-		t.Errorf("after a panic: %+v, %v", rep, err)
-	}
+	c.Close()
 }

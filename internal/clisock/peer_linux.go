@@ -7,8 +7,9 @@ import (
 	"syscall"
 )
 
-// samePeer refuses a connection from another user: the folder's and the
-// socket's modes already do; this holds if either is ever loosened.
+// samePeer refuses a connection whose other end runs as another user: the
+// folder's and the socket's modes already keep others out; this holds if
+// either is ever loosened.
 func samePeer(conn *net.UnixConn) error {
 	raw, err := conn.SyscallConn()
 	if err != nil {
@@ -25,7 +26,7 @@ func samePeer(conn *net.UnixConn) error {
 		return fmt.Errorf("reading the peer's credentials: %w", credErr)
 	}
 	if int(cred.Uid) != os.Getuid() {
-		return fmt.Errorf("connection from uid %d, the daemon runs as %d", cred.Uid, os.Getuid())
+		return fmt.Errorf("the other end runs as uid %d, this process as %d", cred.Uid, os.Getuid())
 	}
 	return nil
 }

@@ -1,7 +1,6 @@
 // Package homedir finds a home's directories from the environment alone:
-// HESTIA_HOME, else the XDG base directories. It imports nothing beyond the
-// standard library, so the small front binary can find the daemon's socket
-// without loading the configuration.
+// HESTIA_HOME, else the XDG base directories, without loading the
+// configuration (package config builds its paths on it).
 package homedir
 
 import (

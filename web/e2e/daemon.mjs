@@ -137,10 +137,7 @@ export async function runDaemon(browser) {
   let daemon;
   try {
     const t0 = Date.now();
-    // The front execs hestia-fast and hestia-core from its own folder, as an install does.
     execFileSync('go', ['build', '-o', bin, './cmd/hestia'], { cwd: repoRoot, stdio: 'inherit' });
-    execFileSync('go', ['build', '-o', join(dir, 'hestia-fast'), './cmd/hestia-fast'], { cwd: repoRoot, stdio: 'inherit' });
-    execFileSync('go', ['build', '-o', join(dir, 'hestia-core'), './cmd/hestia-core'], { cwd: repoRoot, stdio: 'inherit' });
     execFileSync('go', ['build', '-o', fakeBin, './web/e2e/fakellm'], { cwd: repoRoot, stdio: 'inherit' });
     console.log(`built daemon and fakellm in ${Date.now() - t0} ms`);
     fake = await startFakeLLM(fakeBin);

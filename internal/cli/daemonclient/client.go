@@ -1,7 +1,7 @@
 // Package daemonclient talks to the home's running daemon over its HTTP
-// API with the home's token, for hestia-core's commands. hestia-fast does
-// not link it: an HTTP client is a fifth of its size and of its start-up,
-// and the front has already asked the daemon over its socket.
+// API with the home's token: at the TCP address it recorded (Connect), or
+// on its Unix socket (Socket, package clisock) for the read-only queries
+// that fall back to the stores when no daemon runs.
 package daemonclient
 
 import (
@@ -11,11 +11,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"path/filepath"
 	"syscall"
 
 	"github.com/hestia-dev/hestia/internal/authtoken"
+	"github.com/hestia-dev/hestia/internal/clisock"
 	"github.com/hestia-dev/hestia/internal/config"
 	"github.com/hestia-dev/hestia/internal/daemonaddr"
 	"github.com/hestia-dev/hestia/internal/httpjson"
@@ -63,6 +65,28 @@ func Connect(getenv config.Env) (*Client, error) {
 	return &Client{BaseURL: rec.BaseURL(), Token: tok, HTTP: hc}, nil
 }
 
+// Socket returns a client for the daemon on the socket of the home at
+// paths, without connecting: a request fails with an error wrapping
+// clisock.ErrNoDaemon when no daemon listens there, and the caller then
+// does the work itself. A home whose daemon never ran (no token) gets
+// ErrNoDaemon at once.
+func Socket(paths config.Paths) (*Client, error) {
+	tok, err := authtoken.Load(paths.TokenFile())
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", clisock.ErrNoDaemon, err)
+	}
+	return socketClient(clisock.Path(paths.Data), tok), nil
+}
+
+// socketClient speaks HTTP on the socket at path. The host name is one
+// the daemon's DNS-rebinding guard accepts.
+func socketClient(path string, tok authtoken.Token) *Client {
+	tr := &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return clisock.Dial(ctx, path) },
+	}
+	return &Client{BaseURL: "http://localhost", Token: tok, HTTP: &http.Client{Transport: tr}}
+}
+
 // Request builds an authenticated request; body, when non-nil, is sent as
 // JSON.
 func (c *Client) Request(ctx context.Context, method, path string, body any) (*http.Request, error) {
@@ -94,6 +118,9 @@ func (c *Client) Do(ctx context.Context, method, path string, body, out any) err
 	}
 	resp, err := c.HTTP.Do(req)
 	if err != nil {
+		if errors.Is(err, clisock.ErrNoDaemon) {
+			return err
+		}
 		if errors.Is(err, syscall.ECONNREFUSED) {
 			return fmt.Errorf("the daemon is not running at %s (start it with `hestia serve`)", c.BaseURL)
 		}
@@ -102,6 +129,14 @@ func (c *Client) Do(ctx context.Context, method, path string, body, out any) err
 	defer resp.Body.Close()
 	return DecodeResponse(resp, out)
 }
+
+// APIError is an error answer of the daemon's API.
+type APIError struct {
+	Status        int
+	Code, Message string
+}
+
+func (e *APIError) Error() string { return fmt.Sprintf("%s (%s)", e.Message, e.Code) }
 
 // DecodeResponse turns an HTTP answer into out or an error.
 func DecodeResponse(resp *http.Response, out any) error {
@@ -112,7 +147,7 @@ func DecodeResponse(resp *http.Response, out any) error {
 	if resp.StatusCode >= 300 {
 		var e httpjson.ErrorBody
 		if json.Unmarshal(data, &e) == nil && e.Error.Message != "" {
-			return fmt.Errorf("%s (%s)", e.Error.Message, e.Error.Code)
+			return &APIError{Status: resp.StatusCode, Code: e.Error.Code, Message: e.Error.Message}
 		}
 		return fmt.Errorf("daemon answered %s", resp.Status)
 	}

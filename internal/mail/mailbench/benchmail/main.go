@@ -950,9 +950,9 @@ type floorRun struct {
 
 // processFloor times, in turn and c.reps rounds, programs that do nothing
 // but start: /bin/true, an empty static Go program (built here when a Go
-// toolchain is at hand) and `hestia version`, which is the front exec'ing
-// hestia-fast, as every query without the daemon does. A program that
-// cannot be had is left out.
+// toolchain is at hand) and `hestia version`, the start every CLI query
+// pays, with the daemon or without. A program that cannot be had is left
+// out.
 func processFloor(ctx context.Context, c config) []floorRun {
 	fmt.Printf("all      process start…\n")
 	type prog struct {
@@ -969,7 +969,7 @@ func processFloor(ctx context.Context, c config) []floorRun {
 	} else {
 		fmt.Printf("empty Go program left out: %v\n", err)
 	}
-	progs = append(progs, &prog{label: "`hestia version` (front + hestia-fast)", argv: []string{c.hestia, "version"}})
+	progs = append(progs, &prog{label: "`hestia version`", argv: []string{c.hestia, "version"}})
 	for i := 0; i < c.reps; i++ {
 		for _, p := range rotated(progs, i) {
 			st, _, err := runCmd(ctx, nil, p.argv[0], p.argv[1:]...)
@@ -1028,5 +1028,5 @@ func printFloor(w io.Writer, floor []floorRun) {
 	for _, f := range floor {
 		parts = append(parts, fmt.Sprintf("%s %s", f.label, msecs(f.p50)))
 	}
-	fmt.Fprintf(w, "process start on this machine (p50, in turn with each other): %s. The daemon rows pay the front's start (about the empty Go program's), the rows without it the front's and hestia-fast's.\n", strings.Join(parts, "; "))
+	fmt.Fprintf(w, "process start on this machine (p50, in turn with each other): %s. Every CLI row pays `hestia version`'s start.\n", strings.Join(parts, "; "))
 }

@@ -1,4 +1,4 @@
-package fast
+package cli
 
 import (
 	"context"
@@ -6,106 +6,78 @@ import (
 	"io"
 	"net/url"
 	"os"
-	"path/filepath"
 	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/hestia-dev/hestia/internal/lock"
 	"github.com/hestia-dev/hestia/internal/mail"
 	"golang.org/x/term"
 )
 
-// OpenMailStore opens the mail mirror alone: no embedder, no send journal,
-// nothing whose cost grows with the mailbox, since each query runs as its
-// own process. The store is safe to share with a running daemon.
-func (env *Env) OpenMailStore(ctx context.Context) (*mail.Store, error) {
-	return env.openMail(ctx, 0)
-}
-
-// queryCachePages is the page cache of a process that runs one search,
-// read or thread (see store.OpenOptions). `hestia mail search` without the
-// daemon at 100k messages, interleaved, on a VM where a page fault costs
-// ~10 µs: rare word 34.0 -> 25.6 ms, common 42.9 -> 35.6, phrase 28.4 ->
-// 24.5, from + date 33.9 -> 26.8, subject 32.0 -> 25.3, absent word, read
-// and thread unchanged; 16 pages did no better, 128 kept half the gain.
-const queryCachePages = 32
-
-// openMail opens the mirror alone, with each connection's page cache
-// bounded to cachePages (0: SQLite's).
-func (env *Env) openMail(ctx context.Context, cachePages int) (*mail.Store, error) {
-	paths, cfg, log, err := env.open()
-	if err != nil {
-		return nil, err
-	}
-	return mail.Open(ctx, mail.Options{
-		DBPath: paths.DB(mail.Schema.Name), BlobDir: filepath.Join(paths.Data, "mail", "blobs"),
-		Logger: log.With("component", "mail"), Now: time.Now, EmbedMaxChars: cfg.Mail.EmbedMaxChars,
-		CachePages: cachePages,
-	})
-}
-
-// mailStore is the daemon's store when the daemon answers, else the mirror
-// opened for this one command; done releases it.
-func (env *Env) mailStore(ctx context.Context) (st *mail.Store, done func(), err error) {
-	if env.Mail != nil {
-		return env.Mail, func() {}, nil
-	}
-	if st, err = env.openMail(ctx, queryCachePages); err != nil {
-		return nil, nil, err
-	}
-	return st, func() { st.Close() }, nil
-}
-
-// MailCommand returns the mail command `hestia mail SUB` that
-// this package answers, or nil.
-func MailCommand(sub string) func(context.Context, *Env, []string) error {
+// mailQuery returns the mail command `hestia mail SUB` that needs no App
+// (the queries and the imports), or nil.
+func mailQuery(sub string) func(context.Context, *Env, []string) error {
 	switch sub {
 	case "import":
-		return MailImport(false)
+		return mailImport(false)
 	case "reconcile":
-		return MailImport(true)
+		return mailImport(true)
 	case "search":
-		return MailSearch
+		return mailSearch
 	case "read":
-		return MailRead
+		return mailRead
 	case "thread":
-		return MailThread
+		return mailThread
 	}
 	return nil
 }
 
-// MailRead runs `hestia mail read ID`.
-func MailRead(ctx context.Context, env *Env, args []string) error {
-	fs := env.Flags("mail read")
+// withMail runs fn on the mirror opened for this one command, with the
+// small page cache of a one-shot query.
+func (env *Env) withMail(ctx context.Context, fn func(*mail.Store) error) error {
+	st, err := env.openMail(ctx, queryCachePages)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	return fn(st)
+}
+
+// mailRead runs `hestia mail read ID`: GET /api/mail/messages/{id} on the
+// running daemon, else the mirror itself.
+func mailRead(ctx context.Context, env *Env, args []string) error {
+	fs := env.flags("mail read")
 	off := fs.Int("offset", 0, "body character offset")
 	limit := fs.Int("limit", mail.MaxBodyChars, "body characters")
 	asJSON := fs.Bool("json", false, "print JSON")
-	if err := ParseInterleaved(fs, args); err != nil {
+	if err := parseInterleaved(fs, args); err != nil {
 		return err
 	}
-	id, err := IDArg(fs, "read")
+	id, err := idArg(fs, "read")
 	if err != nil {
 		return err
 	}
-	st, done, err := env.mailStore(ctx)
-	if err != nil {
-		return err
+	var msg mail.Message
+	v := url.Values{"offset": {strconv.Itoa(*off)}, "limit": {strconv.Itoa(*limit)}}
+	asked, err := env.askDaemon(ctx, fmt.Sprintf("/api/mail/messages/%d?%s", id, v.Encode()), &msg)
+	if !asked && err == nil {
+		err = env.withMail(ctx, func(st *mail.Store) (err error) {
+			msg, err = st.Read(ctx, id, *off, *limit)
+			return err
+		})
 	}
-	defer done()
-	msg, err := st.Read(ctx, id, *off, *limit)
 	if err != nil {
 		return err
 	}
 	if *asJSON {
-		return PrintJSON(env.Stdout, msg)
+		return printJSON(env.Stdout, msg)
 	}
 	fmt.Fprintf(env.Stdout, "From:    %s\nTo:      %s\n", msg.From, msg.To)
 	if msg.Cc != "" {
 		fmt.Fprintf(env.Stdout, "Cc:      %s\n", msg.Cc)
 	}
-	fmt.Fprintf(env.Stdout, "Date:    %s\nSubject: %s\nMailbox: %s/%s  (thread %d, body %s)\n", msg.Date.In(env.zone()).Format(time.RFC1123), msg.Subject, msg.Account, msg.Mailbox, msg.ThreadID, msg.BodyState)
+	fmt.Fprintf(env.Stdout, "Date:    %s\nSubject: %s\nMailbox: %s/%s  (thread %d, body %s)\n", msg.Date.Local().Format(time.RFC1123), msg.Subject, msg.Account, msg.Mailbox, msg.ThreadID, msg.BodyState)
 	for _, at := range msg.Attachments {
 		fmt.Fprintf(env.Stdout, "Attach:  [%d] %s (%s, %d bytes)\n", at.Index, at.Filename, at.ContentType, at.Size)
 	}
@@ -116,10 +88,11 @@ func MailRead(ctx context.Context, env *Env, args []string) error {
 	return nil
 }
 
-// MailSearch runs `hestia mail search [QUERY]`: the running daemon answers
-// free-text queries when it is up, the mirror itself otherwise.
-func MailSearch(ctx context.Context, env *Env, args []string) error {
-	fs := env.Flags("mail search")
+// mailSearch runs `hestia mail search [QUERY]`: GET /api/mail/search on
+// the running daemon (hybrid ranking, its vectors loaded), else the mirror
+// itself, lexically.
+func mailSearch(ctx context.Context, env *Env, args []string) error {
+	fs := env.flags("mail search")
 	var a searchArgs
 	fs.StringVar(&a.Account, "account", "", "account name")
 	fs.StringVar(&a.Mailbox, "mailbox", "", "mailbox name")
@@ -142,56 +115,99 @@ func MailSearch(ctx context.Context, env *Env, args []string) error {
 	fs.IntVar(&a.Limit, "limit", 20, "results per page (max 100)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	countOnly := fs.Bool("count", false, "print only the exact number of matching messages")
-	if err := ParseInterleaved(fs, args); err != nil {
+	if err := parseInterleaved(fs, args); err != nil {
 		return err
 	}
 	a.Query = strings.Join(fs.Args(), " ")
 	a.Unread, a.Flagged, a.HasAttachment = unread.v, flagged.v, att.v
-	after, err := env.DateFlag("after", a.After)
+	after, err := dateFlag("after", a.After)
 	if err != nil {
 		return err
 	}
-	before, err := env.DateFlag("before", a.Before)
+	before, err := dateFlag("before", a.Before)
 	if err != nil {
 		return err
 	}
+	// The store clamps the page size; the API refuses one out of range.
+	if a.Limit <= 0 {
+		a.Limit = mail.DefaultLimit
+	}
+	a.Limit = min(a.Limit, mail.MaxLimit)
 	q := mail.Query{Text: a.Query, Account: a.Account, Mailbox: a.Mailbox, Role: a.Role, From: a.From, To: a.To, Cc: a.Cc,
 		Subject: a.Subject, Body: a.Body, AttachmentName: a.AttachName, After: after, Before: before, Unread: a.Unread, Flagged: a.Flagged, Attachment: a.HasAttachment,
 		Sort: a.Sort, PerMessage: a.PerMessage, Offset: a.Offset, Limit: a.Limit, Count: *countOnly}
 	var res mail.Result
-	ok := false
-	if env.Mail == nil {
-		res, ok = SearchViaDaemon(ctx, env, q)
-	}
-	if !ok {
-		st, done, err := env.mailStore(ctx)
-		if err != nil {
-			return err
-		}
-		defer done()
+	asked, err := env.askDaemon(ctx, "/api/mail/search?"+searchValues(q).Encode(), &res)
+	if !asked && err == nil {
 		// Ranking by vectors needs every message vector in memory; the
-		// daemon keeps them loaded (env.Mail, or above), a one-shot
-		// process must not load the whole index for one query, so it
-		// ranks lexically.
-		q.NoVectors = env.Mail == nil
+		// daemon keeps them loaded, a one-shot process must not load the
+		// whole index for one query, so it ranks lexically.
+		q.NoVectors = true
 		q.NoSnippets = !*asJSON // the listing below prints none
-		if res, err = st.Search(ctx, q); err != nil {
+		err = env.withMail(ctx, func(st *mail.Store) (err error) {
+			res, err = st.Search(ctx, q)
 			return err
-		}
+		})
+	}
+	if err != nil {
+		return err
+	}
+	if res.Messages == nil {
+		res.Messages = []mail.Summary{}
 	}
 	if *countOnly {
 		if res.Total == nil {
 			res.Total = new(int)
 		}
 		if *asJSON {
-			return PrintJSON(env.Stdout, map[string]int{"total": *res.Total})
+			return printJSON(env.Stdout, map[string]int{"total": *res.Total})
 		}
 		fmt.Fprintln(env.Stdout, *res.Total)
 		return nil
 	}
 	if *asJSON {
-		return PrintJSON(env.Stdout, res)
+		return printJSON(env.Stdout, res)
 	}
+	printSearch(env, res, a.Query != "")
+	return nil
+}
+
+// searchValues is q as GET /api/mail/search takes it. Dates go as the
+// instants the command line means (midnight local time), which the API
+// reads as they are; its own YYYY-MM-DD form is a UTC day.
+func searchValues(q mail.Query) url.Values {
+	v := url.Values{"limit": {strconv.Itoa(q.Limit)}}
+	for k, s := range map[string]string{"q": q.Text, "account": q.Account, "mailbox": q.Mailbox, "role": q.Role, "from": q.From, "to": q.To, "cc": q.Cc,
+		"subject": q.Subject, "body": q.Body, "attachment_name": q.AttachmentName, "sort": q.Sort} {
+		if s != "" {
+			v.Set(k, s)
+		}
+	}
+	for k, t := range map[string]time.Time{"after": q.After, "before": q.Before} {
+		if !t.IsZero() {
+			v.Set(k, t.Format(time.RFC3339))
+		}
+	}
+	for k, b := range map[string]*bool{"unread": q.Unread, "flagged": q.Flagged, "attachments": q.Attachment} {
+		if b != nil {
+			v.Set(k, strconv.FormatBool(*b))
+		}
+	}
+	if q.Offset != 0 {
+		v.Set("offset", strconv.Itoa(q.Offset))
+	}
+	if q.PerMessage {
+		v.Set("per_message", "true")
+	}
+	if q.Count {
+		v.Set("count", "true")
+	}
+	return v
+}
+
+// printSearch lists a page of results, one line each, and says on stderr
+// what the marks mean and how to see more.
+func printSearch(env *Env, res mail.Result, freeText bool) {
 	related := false
 	for _, s := range res.Messages {
 		mark := " "
@@ -207,7 +223,7 @@ func MailSearch(ctx context.Context, env *Env, args []string) error {
 		default:
 			mark += " "
 		}
-		fmt.Fprintf(env.Stdout, "%s %6d  %s  %-28.28s  %s\n", mark, s.ID, s.Date.In(env.zone()).Format("2006-01-02"), s.From, s.Subject)
+		fmt.Fprintf(env.Stdout, "%s %6d  %s  %-28.28s  %s\n", mark, s.ID, s.Date.Local().Format("2006-01-02"), s.From, s.Subject)
 	}
 	if res.Note != "" {
 		fmt.Fprintf(env.Stderr, "(~ %s)\n", res.Note)
@@ -218,94 +234,46 @@ func MailSearch(ctx context.Context, env *Env, args []string) error {
 	if res.Truncated {
 		fmt.Fprintln(env.Stderr, "(ranking cut short: narrow the search to see later results)")
 	}
-	if res.Degraded != "" && a.Query != "" {
+	if res.Degraded != "" && freeText {
 		fmt.Fprintf(env.Stderr, "(lexical only: %s)\n", res.Degraded)
 	}
 	if res.Page.Next > 0 {
 		fmt.Fprintf(env.Stderr, "more: --offset %d\n", res.Page.Next)
 	}
-	return nil
 }
 
-// searchViaDaemon runs a free-text search on the running daemon of this
-// home, whose hybrid (vector + lexical) ranking has its vectors loaded. It
-// reports false when no daemon is running or it could not answer, and the
-// caller searches the mirror itself. Date filters stay local: the CLI reads
-// dates in local time, the HTTP API in UTC.
-func SearchViaDaemon(ctx context.Context, env *Env, q mail.Query) (mail.Result, bool) {
-	if env.Daemon == nil {
-		return mail.Result{}, false
-	}
-	if strings.TrimSpace(q.Text) == "" || !q.After.IsZero() || !q.Before.IsZero() {
-		return mail.Result{}, false
-	}
-	paths, err := env.Paths()
-	if err != nil {
-		return mail.Result{}, false
-	}
-	if held, _ := lock.Held(paths.LockFile()); !held {
-		return mail.Result{}, false
-	}
-	c, err := env.Daemon()
-	if err != nil {
-		return mail.Result{}, false
-	}
-	v := url.Values{"q": {q.Text}, "limit": {strconv.Itoa(q.Limit)}, "offset": {strconv.Itoa(q.Offset)}}
-	for k, s := range map[string]string{"account": q.Account, "mailbox": q.Mailbox, "role": q.Role, "from": q.From, "to": q.To, "cc": q.Cc,
-		"subject": q.Subject, "body": q.Body, "attachment_name": q.AttachmentName, "sort": q.Sort} {
-		if s != "" {
-			v.Set(k, s)
-		}
-	}
-	for k, b := range map[string]*bool{"unread": q.Unread, "flagged": q.Flagged, "attachments": q.Attachment} {
-		if b != nil {
-			v.Set(k, strconv.FormatBool(*b))
-		}
-	}
-	if q.PerMessage {
-		v.Set("per_message", "true")
-	}
-	if q.Count {
-		v.Set("count", "true")
-	}
-	var res mail.Result
-	if err := c.Do(ctx, "GET", "/api/mail/search?"+v.Encode(), nil, &res); err != nil {
-		return mail.Result{}, false
-	}
-	if res.Messages == nil {
-		res.Messages = []mail.Summary{}
-	}
-	return res, true
-}
-
-// MailThread runs `hestia mail thread ID`.
-func MailThread(ctx context.Context, env *Env, args []string) error {
-	fs := env.Flags("mail thread")
+// mailThread runs `hestia mail thread ID`: GET
+// /api/mail/messages/{id}/thread on the running daemon, else the mirror.
+func mailThread(ctx context.Context, env *Env, args []string) error {
+	fs := env.flags("mail thread")
 	off := fs.Int("offset", 0, "skip this many messages")
 	limit := fs.Int("limit", 20, "messages per page")
 	asJSON := fs.Bool("json", false, "print JSON")
-	if err := ParseInterleaved(fs, args); err != nil {
+	if err := parseInterleaved(fs, args); err != nil {
 		return err
 	}
-	id, err := IDArg(fs, "thread")
+	id, err := idArg(fs, "thread")
 	if err != nil {
 		return err
 	}
-	st, done, err := env.mailStore(ctx)
-	if err != nil {
-		return err
+	var tp mail.ThreadPage
+	v := url.Values{"offset": {strconv.Itoa(*off)}, "limit": {strconv.Itoa(*limit)}}
+	asked, err := env.askDaemon(ctx, fmt.Sprintf("/api/mail/messages/%d/thread?%s", id, v.Encode()), &tp)
+	if !asked && err == nil {
+		err = env.withMail(ctx, func(st *mail.Store) (err error) {
+			tp, err = st.Thread(ctx, id, *off, *limit, 0)
+			return err
+		})
 	}
-	defer done()
-	tp, err := st.Thread(ctx, id, *off, *limit, 0)
 	if err != nil {
 		return err
 	}
 	if *asJSON {
-		return PrintJSON(env.Stdout, tp)
+		return printJSON(env.Stdout, tp)
 	}
 	fmt.Fprintf(env.Stdout, "thread %d: %s (%d messages, newest first)\n", tp.ThreadID, tp.Subject, tp.Count)
 	for _, s := range tp.Messages {
-		fmt.Fprintf(env.Stdout, "\n%6d  %s  %s\n        %s\n", s.ID, s.Date.In(env.zone()).Format("2006-01-02 15:04"), s.From, s.Snippet)
+		fmt.Fprintf(env.Stdout, "\n%6d  %s  %s\n        %s\n", s.ID, s.Date.Local().Format("2006-01-02 15:04"), s.From, s.Snippet)
 	}
 	return nil
 }
@@ -340,31 +308,32 @@ func (t *triFlag) IsBoolFlag() bool { return true }
 // importHeapLimit is the soft Go heap limit of a CLI import.
 const importHeapLimit = 48 << 20
 
-// MailImport returns `hestia mail import PATH` or, with reconcile, `hestia
-// mail reconcile PATH`. They run in the front too: a rescan of an unchanged
-// tree lists a few folder mtimes, so process start is most of its time.
-func MailImport(reconcile bool) func(context.Context, *Env, []string) error {
+// mailImport returns `hestia mail import PATH` or, with reconcile, `hestia
+// mail reconcile PATH`. They open the mirror alone: a rescan of an
+// unchanged tree lists a few folder mtimes, so process start is most of
+// its time.
+func mailImport(reconcile bool) func(context.Context, *Env, []string) error {
 	return func(ctx context.Context, env *Env, args []string) error {
 		name := "mail import"
 		if reconcile {
 			name = "mail reconcile"
 		}
-		fs := env.Flags(name)
+		fs := env.flags(name)
 		account := fs.String("account", "local", "account name the messages belong to")
 		quiet := fs.Bool("quiet", false, "no progress bar")
 		asJSON := fs.Bool("json", false, "print the summary as JSON")
 		full := fs.Bool("full", false, "list and check every file (by default Maildir folders whose mtime is unchanged are skipped)")
-		if err := Parse(fs, args, 1); err != nil {
+		if err := parse(fs, args, 1); err != nil {
 			return err
 		}
 		if fs.NArg() != 1 {
-			return Usagef("usage: hestia %s PATH", name)
+			return usagef("usage: hestia %s PATH", name)
 		}
 		start := time.Now()
 		opts := mail.ImportOptions{Account: *account, Full: *full}
 		// The bar redraws in place on a terminal; into a log or pipe only
 		// the final line is written, once.
-		tty := IsTerminal(env.Stderr)
+		tty := isTerminal(env.Stderr)
 		if !*quiet && tty {
 			opts.Progress = func(p mail.Progress) { progressBar(env.Stderr, p, time.Since(start)) }
 		}
@@ -376,7 +345,7 @@ func MailImport(reconcile bool) func(context.Context, *Env, []string) error {
 		if env.Getenv("GOMEMLIMIT") == "" {
 			debug.SetMemoryLimit(importHeapLimit)
 		}
-		st, err := env.OpenMailStore(ctx)
+		st, err := env.openMail(ctx, 0)
 		if err != nil {
 			return err
 		}
@@ -396,7 +365,7 @@ func MailImport(reconcile bool) func(context.Context, *Env, []string) error {
 			return err
 		}
 		if *asJSON {
-			return PrintJSON(env.Stdout, p)
+			return printJSON(env.Stdout, p)
 		}
 		fmt.Fprintf(env.Stdout, "%d files: %d new messages, %d updated, %d unchanged, %d failed, %d removed, %d deleted in %s\n",
 			p.Files, p.Added, p.Updated, p.Skipped, p.Failed, p.Removed, p.Deleted, time.Since(start).Round(time.Millisecond))
@@ -417,14 +386,14 @@ func progressBar(w io.Writer, p mail.Progress, elapsed time.Duration) {
 		rate = float64(p.Added+p.Updated) / s
 	}
 	cr := "\r"
-	if !IsTerminal(w) {
+	if !isTerminal(w) {
 		cr = ""
 	}
 	fmt.Fprintf(w, cr+"[%s%s] %d/%d files, %d new, %.0f msg/s", strings.Repeat("#", n), strings.Repeat(".", width-n), p.Done, p.Files, p.Added, rate)
 }
 
-// IsTerminal reports whether w is a terminal (progress bars redraw only there).
-func IsTerminal(w io.Writer) bool {
+// isTerminal reports whether w is a terminal (progress bars redraw only there).
+func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
 }
