@@ -189,7 +189,7 @@ func TestActionCenterProposalWaitsAcrossRestart(t *testing.T) {
 	if len(sink.rcpts) != 1 || sink.rcpts[0][0] != "ann@example.org" || !strings.Contains(sink.data[0], "Tuesday works for me.") {
 		t.Fatalf("SMTP got %v", sink.rcpts)
 	}
-	if n := len(up.Requests()); n != 1 {
+	if n := len(up.ChatRequests()); n != 1 {
 		t.Fatalf("planner calls %d, want 1", n)
 	}
 }

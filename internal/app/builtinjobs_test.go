@@ -124,7 +124,7 @@ func TestBuiltinJobs(t *testing.T) {
 	if r := runJob("mail.embed"); r.Status != scheduler.StatusOK {
 		t.Fatalf("embed run %+v", r)
 	}
-	if len(up.Requests()) != 1 {
-		t.Fatalf("model calls %d, want the one promotion decision", len(up.Requests()))
+	if len(up.ChatRequests()) != 1 {
+		t.Fatalf("model calls %d, want the one promotion decision", len(up.ChatRequests()))
 	}
 }

@@ -118,7 +118,7 @@ func TestSystemCallsModelEndpointOncePerPeriod(t *testing.T) {
 	t.Parallel()
 	var hits atomic.Int32
 	model := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasSuffix(r.URL.Path, "/models") {
+		if r.URL.Path == "/v1/models" { // the endpoint check, not window discovery (LM Studio's /api/v0/models)
 			hits.Add(1)
 		}
 		io.WriteString(w, `{"data":[]}`)

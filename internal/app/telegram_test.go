@@ -145,7 +145,7 @@ func TestTelegramTurnWithApproval(t *testing.T) {
 	if n, _ := tg.Answer(replay); !strings.Contains(n, "Already decided") {
 		t.Fatalf("replay answered %q", n)
 	}
-	if got := len(up.Requests()); got != 2 {
+	if got := len(up.ChatRequests()); got != 2 {
 		t.Fatalf("model called %d times, want 2", got)
 	}
 
@@ -187,7 +187,7 @@ func TestTelegramRefusesStrangers(t *testing.T) {
 	if got := tg.Messages(999); len(got) != 1 || !strings.Contains(got[0].Text, "private assistant") {
 		t.Fatalf("stranger got %+v", got)
 	}
-	if len(up.Requests()) != 0 {
+	if len(up.ChatRequests()) != 0 {
 		t.Fatal("a refused message reached the model")
 	}
 }

@@ -314,7 +314,7 @@ func TestTrainWatchSendsOneGrantedMail(t *testing.T) {
 		t.Fatalf("after the restart SMTP got %v", sink.rcpts)
 	}
 	sink.mu.Unlock()
-	if n := len(up.Requests()); n != 4 {
+	if n := len(up.ChatRequests()); n != 4 {
 		t.Fatalf("model requests %d, want 4", n)
 	}
 
