@@ -81,39 +81,20 @@ func (a *App) initActions(ctx context.Context) error {
 // mailSource reads the mail mirror for the Action Center.
 type mailSource struct{ s *mail.Store }
 
-func (m mailSource) MaxID(ctx context.Context) (int64, error) {
-	var id int64
-	err := m.s.DB().QueryRowContext(ctx, `SELECT coalesce(max(id), 0) FROM messages`).Scan(&id)
-	return id, err
-}
+func (m mailSource) MaxID(ctx context.Context) (int64, error) { return m.s.MaxID(ctx) }
 
 func (m mailSource) Since(ctx context.Context, after int64, limit int) ([]actions.Message, error) {
-	rows, err := m.s.DB().QueryContext(ctx, `SELECT m.id, coalesce(b.role, '') FROM messages m LEFT JOIN mailboxes b ON b.id = m.mailbox_id
-		WHERE m.id > ? AND m.deleted_at IS NULL ORDER BY m.id LIMIT ?`, after, limit)
+	ids, err := m.s.NewMessages(ctx, after, limit)
 	if err != nil {
-		return nil, fmt.Errorf("listing new mail: %w", err)
+		return nil, err
 	}
-	type idRole struct {
-		id   int64
-		role string
-	}
-	var ids []idRole
-	for rows.Next() {
-		var x idRole
-		if err := rows.Scan(&x.id, &x.role); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		ids = append(ids, x)
-	}
-	rows.Close()
 	var out []actions.Message
 	for _, x := range ids {
-		msg, err := m.s.Read(ctx, x.id, 0, 4000)
+		msg, err := m.s.Read(ctx, x.ID, 0, 4000)
 		if err != nil {
 			continue // removed meanwhile
 		}
-		out = append(out, actions.Message{ID: msg.ID, ThreadID: msg.ThreadID, From: msg.From, To: msg.To, Subject: msg.Subject, Mailbox: msg.Mailbox, Role: x.role, Date: msg.Date, Body: msg.Body})
+		out = append(out, actions.Message{ID: msg.ID, ThreadID: msg.ThreadID, From: msg.From, To: msg.To, Subject: msg.Subject, Mailbox: msg.Mailbox, Role: x.Role, Date: msg.Date, Body: msg.Body})
 	}
 	return out, nil
 }

@@ -235,6 +235,7 @@ func (a *App) registerMail(ctx context.Context, reg *tools.Registry, paths *path
 	if err := mailtools.Register(reg, m.Deps); err != nil {
 		return err
 	}
+	a.AddCheck(mailPageReaderCheck(m.Store))
 	if a.Server != nil {
 		m.Routes(a.Server.API())
 	}

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/hestia-dev/hestia/internal/httpjson"
@@ -27,41 +26,8 @@ func (m *Mail) Routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/mail/ops", m.handleOps)
 }
 
-// MailboxCount is one mailbox with its live and unread message counts.
-type MailboxCount struct {
-	Account  string `json:"account"`
-	Name     string `json:"name"`
-	Role     string `json:"role,omitempty"`
-	Messages int    `json:"messages"`
-	Unread   int    `json:"unread"`
-}
-
-// MailboxCounts lists every mailbox with counts of live (not deleted)
-// messages, for the Mail page's sidebar.
-func (m *Mail) MailboxCounts(ctx context.Context) ([]MailboxCount, error) {
-	rows, err := m.Store.DB().QueryContext(ctx, `SELECT a.name, b.name, b.role,
-		count(DISTINCT msg.id), count(DISTINCT CASE WHEN msg.seen = 0 THEN msg.id END)
-		FROM mailboxes b JOIN accounts a ON a.id = b.account_id
-		LEFT JOIN message_paths p ON p.mailbox_id = b.id
-		LEFT JOIN messages msg ON msg.id = p.message_id AND msg.id NOT IN (SELECT id FROM messages WHERE deleted_at IS NOT NULL)
-		GROUP BY b.id ORDER BY a.name, b.name`)
-	if err != nil {
-		return nil, fmt.Errorf("counting mailboxes: %w", err)
-	}
-	defer rows.Close()
-	out := []MailboxCount{}
-	for rows.Next() {
-		var c MailboxCount
-		if err := rows.Scan(&c.Account, &c.Name, &c.Role, &c.Messages, &c.Unread); err != nil {
-			return nil, fmt.Errorf("counting mailboxes: %w", err)
-		}
-		out = append(out, c)
-	}
-	return out, rows.Err()
-}
-
 func (m *Mail) handleMailboxes(w http.ResponseWriter, r *http.Request) {
-	list, err := m.MailboxCounts(r.Context())
+	list, err := m.Store.MailboxCounts(r.Context())
 	if err != nil {
 		writeMailResult(w, nil, err)
 		return
@@ -190,29 +156,11 @@ func (m *Mail) handleSearch(w http.ResponseWriter, r *http.Request) {
 }
 
 func (m *Mail) threadCounts(ctx context.Context, list []mail.Summary) (map[int64]int, error) {
-	out := map[int64]int{}
-	if len(list) == 0 {
-		return out, nil
-	}
-	ids := make([]string, 0, len(list))
+	ids := make([]int64, 0, len(list))
 	for _, s := range list {
-		ids = append(ids, strconv.FormatInt(s.ThreadID, 10))
+		ids = append(ids, s.ThreadID)
 	}
-	// The ids are integers formatted here, not user text.
-	rows, err := m.Store.DB().QueryContext(ctx, `SELECT id, message_count FROM threads WHERE id IN (`+strings.Join(ids, ",")+`)`)
-	if err != nil {
-		return nil, fmt.Errorf("counting threads: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var id int64
-		var n int
-		if err := rows.Scan(&id, &n); err != nil {
-			return nil, fmt.Errorf("counting threads: %w", err)
-		}
-		out[id] = n
-	}
-	return out, rows.Err()
+	return m.Store.ThreadCounts(ctx, ids)
 }
 
 func pathID(w http.ResponseWriter, r *http.Request) (int64, bool) {

@@ -146,8 +146,8 @@ func (m *MailAdapter) SnapshotSince(ctx context.Context, ref string, prev json.R
 	if m.Store == nil {
 		return nil, errors.New("the mail mirror is not open")
 	}
-	var maxID int64
-	if err := m.Store.DB().QueryRowContext(ctx, `SELECT coalesce(max(id), 0) FROM messages`).Scan(&maxID); err != nil {
+	maxID, err := m.Store.MaxID(ctx)
+	if err != nil {
 		return nil, fmt.Errorf("reading the mail mirror: %w", err)
 	}
 	var p mailSnap
