@@ -61,8 +61,10 @@ type Pipeline[In, Out any] struct {
 	// pipeline was running; the others go on. It runs on the parsers'
 	// goroutines.
 	Skip func(in In, err error)
-	// Commit writes one batch, from a single goroutine (Run's). Its error
-	// ends the run: the parsers stop and Run returns it.
+	// Commit writes one batch, from a single goroutine (Run's), with
+	// Run's context as given: under one that cannot be cancelled,
+	// database/sql starts no goroutine per statement to watch it. Its
+	// error ends the run: the parsers stop and Run returns it.
 	Commit func(ctx context.Context, batch []Out) error
 	Limits Limits
 }
@@ -138,7 +140,7 @@ func (p Pipeline[In, Out]) Run(ctx context.Context, inputs []In) error {
 		w.bytes += it.weight
 		// Commit by count or by weight, whichever comes first.
 		if len(w.batch) >= l.BatchSize || w.bytes >= l.BatchBytes {
-			if err = w.flush(ctx); err != nil {
+			if err = w.flush(parent); err != nil {
 				cancel()
 			}
 		}
@@ -149,7 +151,7 @@ func (p Pipeline[In, Out]) Run(ctx context.Context, inputs []In) error {
 	if err := parent.Err(); err != nil {
 		return err // what was parsed but not committed is dropped
 	}
-	return w.flush(ctx)
+	return w.flush(parent)
 }
 
 // writer is Run's batch: the items and their total weight.

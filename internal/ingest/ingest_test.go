@@ -246,3 +246,26 @@ func TestRunCancelled(t *testing.T) {
 		}
 	})
 }
+
+// TestRunCommitsUnderTheCallersContext: Commit gets Run's context as
+// given, not one derived to stop the parsers: under a context that cannot
+// be cancelled database/sql starts no watcher goroutine per statement (a
+// mail import runs several statements per message).
+func TestRunCommitsUnderTheCallersContext(t *testing.T) {
+	t.Parallel()
+	commits := 0
+	p := Pipeline[string, int]{
+		Parse: parseNumber,
+		Commit: func(ctx context.Context, batch []int) error {
+			commits++
+			if ctx.Done() != nil {
+				t.Error("Commit got a cancellable context under context.Background")
+			}
+			return nil
+		},
+		Limits: Limits{BatchSize: 3},
+	}
+	if err := runWithin(t, context.Background(), p, numbers(10)); err != nil || commits != 4 {
+		t.Fatalf("Run = %v after %d commits, want 4", err, commits)
+	}
+}
