@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strconv"
 	"time"
@@ -24,10 +26,16 @@ import (
 // daemon's warm stores and with its vectors loaded. Without one, the
 // command opens the store itself, lexically (below).
 
+// daemonWait bounds how long a query waits for the daemon's answer; a
+// daemon that does not answer in time is left to itself and the command
+// reads the stores instead.
+const daemonWait = 30 * time.Second
+
 // askDaemon sends GET path to this home's running daemon on its socket and
 // decodes the answer into out. It reports false, with no error, when no
-// daemon listens there: the caller then answers from the stores itself.
-// An error the daemon answers with is the command's error.
+// daemon answers there: the caller then answers from the stores itself
+// (a read-only query is safe to run again). An error the daemon answers
+// with is the command's error.
 func (env *Env) askDaemon(ctx context.Context, path string, out any) (bool, error) {
 	if env.logLevel != "" {
 		if _, err := logging.ParseLevel(env.logLevel); err != nil {
@@ -38,23 +46,32 @@ func (env *Env) askDaemon(ctx context.Context, path string, out any) (bool, erro
 	if err != nil {
 		return false, err
 	}
+	// No socket file is the common case without a daemon: a stat says so
+	// before the token is read and an HTTP client is set up.
+	if _, err := os.Stat(clisock.Path(paths.Data)); err != nil {
+		return false, nil
+	}
 	c, err := daemonclient.Socket(paths)
 	if err != nil {
 		return false, nil // no token: no daemon ever ran on this home
 	}
-	if err := c.Do(ctx, "GET", path, nil, out); err != nil {
-		var apiErr *daemonclient.APIError
-		switch {
-		case errors.Is(err, clisock.ErrNoDaemon):
-			return false, nil
-		case errors.As(err, &apiErr) && apiErr.Status < 500:
-			// The store's own words, as the command prints them without
-			// a daemon (the bad request is the caller's).
-			return true, errors.New(apiErr.Message)
-		}
+	ctx, cancel := context.WithTimeout(ctx, daemonWait)
+	defer cancel()
+	err = c.Do(ctx, "GET", path, nil, out)
+	var apiErr *daemonclient.APIError
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.As(err, &apiErr) && apiErr.Status < 500:
+		// The store's own words, as the command prints them without a
+		// daemon (the bad request is the caller's).
+		return true, errors.New(apiErr.Message)
+	case errors.As(err, &apiErr):
 		return true, err
+	case !errors.Is(err, clisock.ErrNoDaemon):
+		fmt.Fprintf(env.Stderr, "(the daemon did not answer: %v; reading the stores here)\n", err)
 	}
-	return true, nil
+	return false, nil
 }
 
 // open resolves what a command that works on a store directly needs: the

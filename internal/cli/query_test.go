@@ -1,0 +1,118 @@
+package cli
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hestia-dev/hestia/internal/authtoken"
+	"github.com/hestia-dev/hestia/internal/clisock"
+	"github.com/hestia-dev/hestia/internal/config"
+	"github.com/hestia-dev/hestia/internal/httpjson"
+)
+
+// A query asks whatever answers on the home's socket, with the home's
+// token; the daemon's error answers are the command's errors, in the
+// store's words; a daemon that answers nothing (it hung up, or only its
+// stale socket is left) sends the command to the stores, which answer as
+// they do without a daemon.
+func TestQueriesAskTheSocketAndFallBack(t *testing.T) {
+	home, err := os.MkdirTemp("", "hq") // short: a socket path is at most 108 bytes
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(home) })
+	md := filepath.Join(t.TempDir(), "Maildir")
+	for _, d := range []string{"cur", "new", "tmp"} {
+		os.MkdirAll(filepath.Join(md, d), 0o755)
+	}
+	os.WriteFile(filepath.Join(md, "cur", "1:2,S"), []byte("Message-ID: <a@x>\nFrom: Ann <ann@x.org>\nTo: me@x.org\nSubject: Solar panels\nDate: Mon, 5 Jan 2026 10:00:00 +0000\n\nThe installer comes on Tuesday.\n"), 0o644)
+	if r := run(t, home, nil, "mail", "import", "--quiet", md); r.code != 0 {
+		t.Fatalf("import: %+v", r)
+	}
+	alone := run(t, home, nil, "mail", "read", "1")
+	if alone.code != 0 || !strings.Contains(alone.stdout, "Solar panels") {
+		t.Fatalf("mail read without a daemon: %+v", alone)
+	}
+	paths, err := config.ResolvePaths(func(k string) string {
+		if k == "HESTIA_HOME" {
+			return home
+		}
+		return ""
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, _, err := authtoken.LoadOrCreate(paths.TokenFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var auth []string
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		auth = append(auth, r.Header.Get("Authorization"))
+		mu.Unlock()
+		switch r.URL.Path {
+		case "/api/mail/messages/2":
+			httpjson.Error(w, http.StatusNotFound, "not_found", "message 2 is not in the daemon's mirror")
+		case "/api/mail/messages/3":
+			httpjson.Error(w, http.StatusInternalServerError, "internal", "disk on fire")
+		default:
+			panic(http.ErrAbortHandler) // hang up without an answer
+		}
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- clisock.Serve(ctx, clisock.Path(home), h, nil, time.Second) }()
+	for i := 0; ; i++ {
+		if _, err := os.Stat(clisock.Path(home)); err == nil {
+			break
+		}
+		if i == 400 {
+			t.Fatal("no socket")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if r := run(t, home, nil, "mail", "read", "2"); r.code != 1 || r.stderr != "hestia mail: message 2 is not in the daemon's mirror\n" {
+		t.Errorf("a daemon's 404: %+v", r)
+	}
+	if r := run(t, home, nil, "mail", "read", "3"); r.code != 1 || !strings.Contains(r.stderr, "disk on fire (internal)") {
+		t.Errorf("a daemon's 500: %+v", r)
+	}
+	r := run(t, home, nil, "mail", "read", "1")
+	if r.code != 0 || r.stdout != alone.stdout || !strings.Contains(r.stderr, "the daemon did not answer") {
+		t.Errorf("a daemon that hangs up: %+v", r)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	for _, a := range auth {
+		if a != "Bearer "+tok.Value() {
+			t.Errorf("a request carried %q, not the home's token", a)
+		}
+	}
+	if len(auth) != 3 {
+		t.Errorf("%d requests reached the socket, want 3", len(auth))
+	}
+	mu.Unlock()
+
+	// A socket file left by a daemon that died: nothing listens.
+	ln, err := net.Listen("unix", clisock.Path(home))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.(*net.UnixListener).SetUnlinkOnClose(false)
+	ln.Close()
+	if r := run(t, home, nil, "mail", "read", "1"); r != alone {
+		t.Errorf("with a stale socket: %+v, want %+v", r, alone)
+	}
+}
