@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"github.com/hestia-dev/hestia/internal/clisock"
 	"github.com/hestia-dev/hestia/internal/config"
 	"github.com/hestia-dev/hestia/internal/httpjson"
+	"github.com/hestia-dev/hestia/internal/mail"
 )
 
 // A query asks whatever answers on the home's socket, with the home's
@@ -114,5 +116,39 @@ func TestQueriesAskTheSocketAndFallBack(t *testing.T) {
 	ln.Close()
 	if r := run(t, home, nil, "mail", "read", "1"); r != alone {
 		t.Errorf("with a stale socket: %+v, want %+v", r, alone)
+	}
+}
+
+// A search, read or thread opens the mirror with a small page cache (see
+// queryCachePages); an import keeps SQLite's.
+func TestQueriesOpenWithASmallCache(t *testing.T) {
+	home := t.TempDir()
+	env := &Env{Stdout: io.Discard, Stderr: io.Discard, Getenv: func(k string) string {
+		if k == "HESTIA_HOME" {
+			return home
+		}
+		return ""
+	}}
+	ctx := context.Background()
+	for pages, want := range map[int]int{queryCachePages: queryCachePages, 0: -2000} {
+		var got int
+		err := func() error {
+			st, err := env.openMail(ctx, pages)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			return st.DB().QueryRowContext(ctx, `PRAGMA cache_size`).Scan(&got)
+		}()
+		if err != nil || got != want {
+			t.Errorf("opened with %d pages: cache_size = %d (%v), want %d", pages, got, err, want)
+		}
+	}
+	// The queries use the small one.
+	var used int
+	if err := env.withMail(ctx, func(st *mail.Store) error {
+		return st.DB().QueryRowContext(ctx, `PRAGMA cache_size`).Scan(&used)
+	}); err != nil || used != queryCachePages {
+		t.Errorf("a query's cache_size = %d (%v), want %d", used, err, queryCachePages)
 	}
 }
