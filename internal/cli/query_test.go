@@ -152,3 +152,26 @@ func TestQueriesOpenWithASmallCache(t *testing.T) {
 		t.Errorf("a query's cache_size = %d (%v), want %d", used, err, queryCachePages)
 	}
 }
+
+// The queries' bad arguments are usage errors (exit status 2) naming what
+// is wrong, daemon or not; -h prints the flags.
+func TestQueryUsage(t *testing.T) {
+	home := t.TempDir()
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"mail", "read", "abc"}, 2, `message id "abc" is not a number`},
+		{[]string{"mail", "thread"}, 2, "usage: hestia mail thread ID"},
+		{[]string{"mail", "search", "--after", "soon"}, 2, `--after "soon" is not a date like 2026-06-01`},
+		{[]string{"mail", "search", "--unread=maybe"}, 2, "want true or false"},
+		{[]string{"wiki", "search"}, 2, "usage: hestia wiki search QUERY"},
+		{[]string{"--log-level", "loud", "wiki", "search", "x"}, 2, "log-level"},
+		{[]string{"mail", "search", "-h"}, 0, "-from"},
+	} {
+		if r := run(t, home, nil, c.args...); r.code != c.code || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("%q: exit %d, stderr %q; want %d naming %q", c.args, r.code, r.stderr, c.code, c.want)
+		}
+	}
+}
