@@ -190,7 +190,7 @@ func TestWindowDiscoveryIsCached(t *testing.T) {
 			t.Fatalf("window %d", n)
 		}
 	}
-	if n := len(srv.Requests()); n != 1 {
+	if n := len(srv.Discovery()); n != 1 {
 		t.Errorf("%d discovery requests, want 1", n)
 	}
 	if _, err := r.Window(context.Background(), "tier-9"); err == nil {

@@ -180,6 +180,7 @@ type Server struct {
 	mu    sync.Mutex // guards the fields below
 	turns []Turn
 	reqs  []Request
+	disc  []Request // window discovery, kept apart from reqs
 	seq   int
 }
 
@@ -235,6 +236,22 @@ func (s *Server) Requests() []Request {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]Request(nil), s.reqs...)
+}
+
+// Discovery returns the context-window discovery requests received so far
+// (llama.cpp /props, Ollama /api/show, LM Studio /api/v0/models), which
+// Requests leaves out: they are the client asking about the model, not
+// using it, and tests count model calls.
+func (s *Server) Discovery() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Request(nil), s.disc...)
+}
+
+func (s *Server) discovered(rq Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.disc = append(s.disc, rq)
 }
 
 // ChatRequests returns only the chat requests received so far.
@@ -328,7 +345,7 @@ func (s *Server) SetWindow(flavor string, tokens int) {
 
 // handleProps answers like llama-server's GET /props.
 func (s *Server) handleProps(w http.ResponseWriter, r *http.Request) {
-	s.record(readRequest(r), false)
+	s.discovered(readRequest(r))
 	n := s.window("llama.cpp")
 	if n == 0 {
 		http.NotFound(w, r)
@@ -345,7 +362,7 @@ func (s *Server) handleProps(w http.ResponseWriter, r *http.Request) {
 
 // handleShow answers like Ollama's POST /api/show.
 func (s *Server) handleShow(w http.ResponseWriter, r *http.Request) {
-	s.record(readRequest(r), false)
+	s.discovered(readRequest(r))
 	n := s.window("ollama")
 	if n == 0 {
 		http.NotFound(w, r)
@@ -361,7 +378,7 @@ func (s *Server) handleShow(w http.ResponseWriter, r *http.Request) {
 
 // handleLMStudio answers like LM Studio's GET /api/v0/models.
 func (s *Server) handleLMStudio(w http.ResponseWriter, r *http.Request) {
-	s.record(readRequest(r), false)
+	s.discovered(readRequest(r))
 	n := s.window("lmstudio")
 	if n == 0 {
 		http.NotFound(w, r)
