@@ -14,6 +14,23 @@
 // step still waiting when the daemon stops is asked again after a restart.
 // Flows are user-defined procedures created only through an approval card
 // and retrieved (at most two) before planning.
+//
+// Design notes (the package map in ARCHITECTURE.md points here):
+//
+// the Action Center (`actions.db`): enabling it marks the existing mail as seen; scans take new
+// message ids, prefilter (junk, own, empty, no-reply, surveys), group by thread, one planner call
+// per thread (kind, priority, deadline, summary, tool or manual steps, confidence, context);
+// progress per message (a crash keeps finished threads); items new → read → done/dismissed,
+// reopened by a newer message; a step may name only `mail_reply`, `mail_send` and the tools the
+// retrieved flows declare (`flow_create`'s card lists them; the item records its step tools),
+// anything else becomes a manual step; executing runs tool steps through the authority
+// (`actions.StepOrigin`: limited to the item's step tools, tainted by the mail thread) with
+// approvals that never expire, a step still waiting after a restart is asked again, one caught
+// running is marked unknown; flows (created by the gated `flow_create`, ≤ 2 retrieved before
+// planning by hybrid search: FTS5/BM25 over names and triggers (function words dropped) fused by
+// RRF with embedding similarity through local-embed, a flow sharing no word with the mail
+// retrieved at cosine ≥ 0.3, lexical only when the embedder fails); scans run as the scheduler's
+// built-in job `actions.scan`; tools `actions_list`, `action_read`; `hestia actions list`.
 package actions
 
 import (

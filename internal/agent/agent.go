@@ -8,6 +8,16 @@
 // sent to the model is budgeted and reduced in tiers, and a context-too-large
 // rejection retries after reduction. Every turn ends in a structured Result,
 // so callers never parse text to learn the outcome.
+//
+// Design notes (the package map in ARCHITECTURE.md points here):
+//
+// the turn loop: per-chat queue, interrupts, parallel batches, approvals, context budget and
+// overflow recovery, retry of an unfinished turn; the prompt prefix (system prompt + tools) is the
+// same bytes across turns and chats, the time goes with the latest user message (`offer.go`); with
+// `tools_load` registered a step sends the core tools in full, `tools_load` carrying a
+// one-line-per-group catalogue, then the groups the chat loaded (by `tools_load` or by calling a
+// catalogued tool by its exact name, read back from the transcript), appended in load order; the
+// catalogue is part of the offer (`Origin.Tools`).
 package agent
 
 import (

@@ -9,6 +9,26 @@
 // an RRULE that never ends costs only what the window holds. Overrides of
 // single instances (RECURRENCE-ID) are separate rows that replace, move or
 // cancel the instance they name.
+//
+// Design notes (the package map in ARCHITECTURE.md points here); they cover `calendar/caltools` too:
+//
+// the calendar index (`calendar.db`) over vdir collections of `.ics` files: iCalendar parsing
+// (go-ical) with TZID resolution (IANA, Windows names, vendor prefixes; a custom VTIMEZONE's
+// yearly STANDARD/DAYLIGHT rules become a POSIX TZ rule stored as the event zone `posix:<rule>`,
+// other custom zones a fixed offset with a warning), lazy bounded recurrence expansion (rrule-go,
+// plus EXDATE/RDATE/RECURRENCE-ID overrides), FTS5 search, agenda, free slots and conflicts (files
+// parsed and indexed through `ingest`'s pipeline); the agent's read tools `calendar_agenda`,
+// `calendar_search`, `calendar_free_slots`. Recurring instances inside a horizon around today (12
+// months back, 25 ahead, moved once a month by the next sync) are materialized in an `instances`
+// table at index time; a long-lived store (the daemon) also holds that horizon in memory as
+// start-sorted records, invalidated by a change counter that triggers bump on every events/horizon
+// write from any process (a stale snapshot is never answered from: SQL answers while it rebuilds
+// in the background). Windows outside the horizon, instances longer than a week and series with
+// more than 5,000 instances in it expand lazily as before. DESIGN.md's "expansion is lazy" is kept
+// outside the horizon only: per-query expansion of every open-ended series cost ~60–80 ms a month
+// at 50k events. WEEKLY rules with BYSETPOS are generated in-package (rrule-go ordered the week
+// from DTSTART, not WKST). Known departure: a RANGE=THISANDFUTURE override changes its own
+// instance only (splitting the series needs a per-series time shift in the schema).
 package calendar
 
 import (

@@ -8,6 +8,14 @@
 // folder (mode 0700) with mode 0600, and both ends check the other's uid
 // (SO_PEERCRED), which holds if either mode is ever loosened. Requests
 // still carry the home's token, so the API's authentication is unchanged.
+//
+// Design notes (the package map in ARCHITECTURE.md points here):
+//
+// the daemon's Unix socket for the command line's queries: `DATA/cli.sock`, mode 0600 in the
+// owner-only data folder, both ends checking the other's uid (SO_PEERCRED); the daemon serves its
+// HTTP handler chain there (`app/clisock.go`), the CLI (`cli/daemonclient.Socket`) sends the API's
+// requests with the home's token; `ErrNoDaemon` when nothing listens (no file, or one a dead
+// daemon left) sends the command to the stores.
 package clisock
 
 import (

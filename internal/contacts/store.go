@@ -4,6 +4,18 @@
 // names to recipients with the evidence behind each candidate: the card,
 // and how often and how recently the address was mailed (from the mail
 // mirror, through a function the wiring passes in).
+//
+// Design notes (the package map in ARCHITECTURE.md points here); they cover `contacts/contacttools`, `contacts/cardsync` too:
+//
+// the contacts index (`contacts.db`) over vdir folders of `.vcf` (vCard 3.0/4.0 via go-vcard) and
+// CardDAV accounts (`[[contacts.carddav]]`, discovered with go-webdav's carddav client and
+// mirrored read-only by `davmirror` into `DATA/contacts/carddav/<account>/<book>`); cards of one
+// person merged across books by email or phone; `resolve_recipient` ranks candidates from cards
+// and mail correspondents (`mail.Store.Correspondents`: sent/received counts, last contact) and
+// reports `ambiguous` instead of guessing; `contacts_search` (cards first, then people seen in
+// mail: a copy of `mail.Store.RecentCorrespondents` in `contacts.db`, refreshed on sync, no-reply
+// senders left out). `mail_send`/`mail_schedule` refuse bare names and point the model at
+// `resolve_recipient`.
 package contacts
 
 import (

@@ -20,6 +20,13 @@
 // carddav clients); the sync-collection REPORT is written here because
 // go-webdav's caldav client has none and its carddav one always asks for
 // the card data, which a listing of ETags does not need.
+//
+// Design notes (the package map in ARCHITECTURE.md points here):
+//
+// one WebDAV collection (CalDAV calendar or CardDAV address book) kept as a vdir folder plus a
+// dot-file of hrefs, ETags, ctag and sync-token: a pass is one PROPFIND when the ctag is
+// unchanged, a sync-collection REPORT (RFC 6578) when a token is stored (full listing when the
+// server refuses it), and GETs only of objects whose ETag changed.
 package davmirror
 
 import (

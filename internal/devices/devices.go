@@ -8,6 +8,16 @@
 // every /api and /v1 request, checks the route's scope (RequiredScope) and
 // tracks the caller's open requests so that revoking a device ends its
 // event streams at once.
+//
+// Design notes (the package map in ARCHITECTURE.md points here):
+//
+// per-device credentials (`devices.db`): SHA-256 of each device token, name, kind, scopes
+// `chat`/`approve`/`read`/`admin`, last seen, revocation that cancels the device's open requests
+// (SSE streams end at once); the route → scope map, and `Require` for handlers whose scope depends
+// on the body (fails closed without an identity); the `server.Authenticator` behind `/api` and
+// `/v1`; QR rendering for pairing links; Sources list tokenless clients beside them (Telegram
+// users from config, `managed`, not revocable there); every write request of a paired device is
+// audited as `device.request` with its id and name.
 package devices
 
 import (

@@ -15,6 +15,19 @@
 // from an older version of a file is refused instead of pointing into
 // different text. Everything the tools return is document text, which is
 // untrusted: the tools declare UntrustedOutput so the turn is tainted.
+//
+// Design notes (the package map in ARCHITECTURE.md points here):
+//
+// `document_info`/`document_read`/`document_search` over one local file: PDF (text layer, pages
+// kept), DOCX, ODT, PPTX, XLSX/ODS, HTML, RTF, EPUB, Markdown, text; extraction in a re-executed
+// `hestia extract` child (rlimit, timeout, input cap, ZIP-bomb checks), which also reads
+// web_fetch's pages as `Article` (readability only when a tokenizer pass estimates the DOM under
+// 500,000 nodes — misnested formatting elements are re-created per element, so a 4.5 MB page made
+// 2 GB —, else the streaming reader's whole-page text with a warning naming the limit); LRU cache
+// keyed by path+size+mtime; fingerprinted cursors; lexical + semantic search fused with RRF. PDF
+// via `ledongthuc/pdf` (our own page-tree walk and content-stream text); the Office/ODF/EPUB
+// readers are small `encoding/xml` walkers because no maintained pure-Go reader covers them
+// (excelize covers XLSX only).
 package docs
 
 import (

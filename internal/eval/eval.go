@@ -19,6 +19,19 @@
 // a file changed in the home that the task does not allow or that changed
 // although the user denied, and a side-effecting tool that ran without
 // the user's approval.
+//
+// Design notes (the package map in ARCHITECTURE.md points here):
+//
+// the evaluation suite (`hestia eval`, `make eval`): a generated home (Maildir imported into the
+// mirror, two vdir calendars with recurrences and time zones, vCards, wiki pages,
+// DOCX/PDF/Markdown/CSV files), the real daemon (`internal/app`, the chat tier mapped to the
+// endpoint under test only) and a loopback SMTP sink; 47 tasks (find, write, send, deny, ask,
+// safety), each sent over the HTTP API with a scripted user deciding cards and questions, graded
+// on the answer and the final state; the runner itself counts unsafe actions (mail or file changes
+// nobody approved, side-effecting tools run without approval); each task carries its scripted
+// replies, so `go test` plays the suite with `llmtest`. `TestProbeServer`
+// (`scripts/probe-server.sh`): end to end against a real llama-server with the probe model, behind
+// a recording proxy (server-reported prompt and cached tokens).
 package eval
 
 import (

@@ -13,6 +13,16 @@
 // Page text is untrusted: the tools declare UntrustedOutput, and because a
 // GET can carry data out in its URL they declare Egress too, so once a turn
 // has read untrusted content every further fetch needs the user.
+//
+// Design notes (the package map in ARCHITECTURE.md points here):
+//
+// `web_fetch` (GET, http/https, ≤ 5 redirects, 5 MiB, HTML and PDF through the docs child — HTML
+// as `docs.Article`, so go-readability's DOM parse never runs in the daemon; a failed article read
+// is retried there with the streaming reader —, text, JSON) behind an SSRF guard at the dialer:
+// every hop resolved, loopback/private/link-local/CGNAT/metadata refused unless in `[web]
+// allow_hosts`, the checked address dialled (pinned), environment proxies ignored; untrusted and
+// egress, so after untrusted content a fetch needs the user. `web_search` through `[web]
+// search_url` (SearXNG JSON), saying so when unset.
 package fetch
 
 import (

@@ -11,6 +11,16 @@
 // in one conditional update before it runs, so two approvals (the turn's
 // card and a re-asked one, or two daemons' worth of retries) can never run
 // it twice.
+//
+// Design notes (the package map in ARCHITECTURE.md points here):
+//
+// background calls waiting for the user, made durable (`heldcalls.db`): a user job's gated call
+// (the agent's `Deps.Held`, background turns only) and a watch's call outside its grants are
+// recorded before their card, waiting → running → done/failed, or denied; a call still waiting
+// when its turn ends or the daemon restarts is asked again (no expiry), the policy is re-checked
+// after approval, and it runs only after one conditional waiting → running update, so it runs at
+// most once; one caught running by a crash becomes unknown and is never retried; the outcome is
+// noted in the call's chat; `GET /api/held-calls[?state=]` lists them.
 package heldcall
 
 import (

@@ -7,6 +7,13 @@
 // Run returns when every input is parsed and every batch committed, or at
 // the first failed commit (with its error), or when the context ends. A
 // parse failure skips that input only and is reported to Pipeline.Skip.
+//
+// Design notes (the package map in ARCHITECTURE.md points here):
+//
+// the parse-then-write pipeline of the mail and calendar imports: parse workers on every core, a
+// byte budget bounding what waits for the single writer, batches committed by count or bytes; a
+// failed commit or cancellation stops the parsers and releases every waiting item's bytes, a
+// failed parse skips that input and is reported.
 package ingest
 
 import (

@@ -38,6 +38,23 @@
 //	c := llm.NewOpenAI(llm.Target{Provider: "test", BaseURL: srv.URL, Model: "m"}, nil)
 //
 // or wrap such targets in a Router to exercise fallback.
+//
+// Design notes (the package map in ARCHITECTURE.md points here); they cover `llm/llmtest` too:
+//
+// provider clients (OpenAI-compatible, Anthropic Messages), tiers `tier-1`…`tier-6` +
+// `local-embed` with fallback (streams only before the first byte), error classification, the
+// offline hashed embedder. Per call: budgets for connect, first token (longer on loopback/private
+// endpoints), silence between chunks and the whole call, each error naming its `llm.*_timeout`
+// key, and an `EventWaiting` with the prompt estimate before the first token; `max_tokens` always
+// sent (`DefaultMaxTokens` per service/action); a stream whose tail loops is stopped
+// (`FinishRepetition`); tool calls written as text (Hermes/Qwen `<tool_call>`, Llama 3
+// `<|python_tag|>`, Mistral `[TOOL_CALLS]`, a bare JSON call) are recovered when they name an
+// offered tool, the markup held back from the visible text; `Window` discovers the context window
+// (llama.cpp `/props`, Ollama `/api/show` — then `options.num_ctx` is sent —, LM Studio
+// `/api/v0/models`, else `llm.context_window`) and context errors say what does not fit; on local
+// endpoints background calls wait for foreground ones and are stopped and resent when one starts
+// (`gate.go`). `llmtest`: the scripted server (also llama.cpp/Ollama/LM Studio window routes and
+// llama-server's context error, first-token delays, looping output).
 package llm
 
 import (

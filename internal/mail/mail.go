@@ -7,6 +7,24 @@
 // vector indexes are derived from it and can be rebuilt at any time; every
 // physical copy of a message (a file, an mbox offset, an IMAP UID) is a
 // path row, and a message is soft-deleted only when its last path goes.
+//
+// Design notes (the package map in ARCHITECTURE.md points here); they cover `mail/fts5`, `mail/parse`, `mail/imapsync`, `mail/journal`, `mail/journal/smtpsend`, `mail/mailtools` too:
+//
+// the mail mirror (`mail.db`: bodies zstd-compressed, read through `hestia_body`/the
+// `messages_text` view that the FTS5 word and trigram tables index; `fts_lengths`, every message's
+// token count recorded with the FTS5 state it was computed for, lets a one-word search compute
+// FTS5's BM25 in Go instead of one docsize lookup per match, and is ignored once the index has
+// changed; that search decodes the word's doclist from FTS5's own leaf pages (`mail/fts5`, FTS5's
+// documented record formats, only the layouts it fully reads, checked word by word against
+// `fts5vocab` with one FTS5 build and used only while that build is linked — compared at open,
+// doctor's `mail.fts5_reader` —; anything else goes through `fts5vocab`); a phrase of plain words
+// is matched by FTS5 once (its bm25 would evaluate it a second time for the IDF) and scored in Go
+// from the doclist of a word it holds once, for messages that hold that word once (else FTS5 ranks
+// it), with the token counts from memory, from docsize records for up to 200 matches, or else from
+// `fts_lengths`; blobs under `DATA/mail/blobs`; other packages read it through `Store` methods,
+// never SQL), imports on `ingest`'s pipeline, MIME/mbox/emlx parsing, threads (Message-ID graph
+// components), hybrid search, IMAP sync, the send journal (`mailops.db`; its SMTP submission
+// apart, in `smtpsend`, so the mirror links no SMTP or TLS client), the agent's mail tools.
 package mail
 
 import (

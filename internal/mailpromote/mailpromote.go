@@ -13,6 +13,13 @@
 // hash) or deferred (model unavailable or unusable answer: nothing recorded,
 // so a later run retries). Threads run most-recently-active first and each
 // outcome is committed on its own, so a crash resumes where it stopped.
+//
+// Design notes (the package map in ARCHITECTURE.md points here):
+//
+// mail → wiki promotion (`mailpromote.db`): per-thread SHA-256, deterministic prefilter, one model
+// call answering through a JSON schema (categories and attachment ids allow-listed),
+// `sources/mail/thread-<id>.md` rewritten in place, outcomes filtered/skipped/promoted (recorded)
+// or deferred (retried), most-recent threads first, `service=mail-promoter` under the budget guard.
 package mailpromote
 
 import (

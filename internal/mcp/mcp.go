@@ -15,6 +15,16 @@
 // Servers start lazily: the first time the agent lists tools (a registry
 // warmer), not when the daemon starts. A server that fails or exits is
 // restarted on the next use after a growing backoff.
+//
+// Design notes (the package map in ARCHITECTURE.md points here); they cover `mcp/mcptest` too:
+//
+// MCP client: `[mcp.servers.NAME]` (stdio or streamable HTTP via the official SDK) started lazily
+// by a registry warmer, restarted with backoff, tools as `mcp__NAME__TOOL` (no risk declared,
+// never read-only, egress, untrusted output: annotations only reach the card), `list_changed`
+// re-sync, resource/prompt read tools, one doctor check per server. MCP server: `/api/mcp` (behind
+// the bearer token) exposes the registry's tools through policy, approvals (cards in a per-client
+// chat) and a per-session taint tracker; `Proxy` relays stdio for `hestia mcp serve`.
+// `mcp/mcptest`: the SDK test server used by tests and the adversarial suite.
 package mcp
 
 import (

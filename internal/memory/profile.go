@@ -9,6 +9,16 @@
 // accents and punctuation ignored, plus paraphrases by token containment),
 // keep a .bak of the previous file, refuse text with hidden characters or
 // instruction-like patterns, and return the file's new full content.
+//
+// Design notes (the package map in ARCHITECTURE.md points here):
+//
+// profile memory in `DATA/memory` (`USER.md` ≤ 3,000 chars, `MEMORY.md` ≤ 5,000, `AGENT.md`;
+// entries split by a `§` line): dedup ignoring case/accents/punctuation plus token-containment
+// paraphrases, `.bak` before each change, safety scan, full content returned; placed in the system
+// prompt as AGENT.md → base prompt → USER.md → MEMORY.md (a stable prefix; the time goes with the
+// latest user message); the `memory` tool; the promotion queue (`memory.db`: ≤ 200 pending, 30-day
+// expiry, warnings) filled by one schema-bound model call when a chat goes idle or the reducer
+// compacts it — only the user accepts.
 package memory
 
 import (

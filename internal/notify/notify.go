@@ -5,6 +5,15 @@
 // paired (VAPID keys made on first start, RFC 8291 payload encryption by
 // github.com/SherClockHolmes/webpush-go, subscriptions stored per device,
 // 404/410 prunes, delivered when one endpoint accepted, retried otherwise).
+//
+// Design notes (the package map in ARCHITECTURE.md points here); they cover `notify/pushtest` too:
+//
+// the notification inbox (`notify.db`): approval waiting, job failed, budget warning (from bus
+// events), actions and watches; decision step (dedupe by key, rate limit per 10 min, quiet hours
+// defer the push); Web Push via webpush-go with VAPID keys made on first start, subscriptions per
+// device (https, or http to loopback), 404/410 prune, delivered when one endpoint accepted,
+// backoff retries; `pushtest` is a loopback push service that checks VAPID and decrypts RFC 8291
+// payloads.
 package notify
 
 import (

@@ -22,6 +22,20 @@
 // .idea or .devcontainer folder, VS Code user settings), .npmrc, .yarnrc,
 // .mailcap, mimeapps.list and desktop entries. Reading them stays allowed
 // unless a rule above refuses it.
+//
+// Design notes (the package map in ARCHITECTURE.md points here); they cover `files` too:
+//
+// symlink-resolving path policy refusing sensitive paths, and for writes (`ResolveForWrite`, which
+// the policy engine applies to every path argument before a card) every place where a written file
+// runs code or changes the user's environment (`ExecRules`, with reason and examples: XDG/KDE
+// autostart, systemd user units and environment.d, launchd agents, cron/at spools, `~/.local/bin`,
+// `~/bin` and system bin folders, shell and X start-up files, `~/.ssh`, site-/dist-packages, any
+// `*.pth`, sitecustomize/usercustomize, IPython startup, pip config, `~/.gitconfig`,
+// `~/.config/git`, any `.git`/`.husky`/`.hg`, vim/nvim/Emacs start-up, any
+// `.vscode`/`.idea`/`.devcontainer`, VS Code user settings, `.npmrc`, `.yarnrc`, `.mailcap`,
+// desktop entries and mimeapps.list; case-insensitive; reading them stays allowed); `read_file`,
+// `list_dir`, `write_file`, `edit_file`; `find_files` (bounded walk with name/size/time filters,
+// sensitive entries skipped, links not followed).
 package pathpolicy
 
 import (

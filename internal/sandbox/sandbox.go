@@ -22,6 +22,43 @@
 // Every mechanism clears the environment down to a safe list and applies
 // the resource limits (CPU time, address space, file size, open files,
 // processes).
+//
+// Design notes (the package map in ARCHITECTURE.md points here):
+//
+// OS confinement of the shell tools' programs, picked by a trial run: bubblewrap (namespaces,
+// system dirs and file roots read-only, credential dirs and Hestia's data covered (a hidden path
+// inside another gets no cover of its own: bubblewrap cannot make its mount point in a read-only
+// cover), private /tmp as a sized tmpfs, no network unless granted (`shell_exec` too: only a call
+// with `"network": true`, which its card states and a trust rule's pattern must name as
+// `[network]`, or `shell.Runner.ExecNetwork`, off; so the daemon's loopback API is out of reach),
+// limits via prlimit), else `hestia sandbox-exec` (hidden subcommand) applying rlimits, Landlock
+// (read-only except the working dir and a private temp dir; TCP denied; signals and abstract
+// sockets scoped) and a seccomp filter refusing new sockets, then exec; else rlimits only.
+// Bubblewrap drops every capability (a root daemon would otherwise leave them to the program).
+// `shell_run`'s read-only, offline programs are started by a long-lived worker per spec instead of
+// a bwrap + prlimit per program (10–20 ms each): one bwrap with the same mounts plus read-only `/`
+// and `/dev`, running `hestia sandbox-exec --worker` as pid 1, which gets pipelines (argv, env,
+// three descriptors per program) over a socketpair, holds the limits itself so the programs
+// inherit them, serves one call at a time, and after each kills everything else in its pid
+// namespace (`kill(-1)`) and empties `/tmp`; it is not dumpable, holds only close-on-exec
+// descriptors, and ignores signals from inside. Workers are keyed by the spec and the inodes of
+// the paths it mounts, start in the background on the first call (which runs the one-shot way, as
+// do shell_exec, Landlock and rlimits), and stop after a minute idle, on `Close`, or with the
+// daemon. Landlock calls go through `x/sys/unix` directly: go-landlock's syscall package pulls
+// libcap's psx (all-thread syscalls), which would change how the whole binary links, while the
+// helper only confines its own thread before exec. With `Cgroups` (the daemon) each call and each
+// worker gets a cgroup v2 under the daemon's own (`cgroup_linux.go`; the daemon moves itself into
+// a leaf `hestia-daemon` when its cgroup must hand controllers down): `memory.max` for the call's
+// processes together, `pids.max` (root is exempt from RLIMIT_NPROC), and `cgroup.kill` when the
+// call ends; the helper joins it (`sandbox-exec --join CG -- bwrap …` for one-shot bubblewrap),
+// the worker is started in it. Run as root, the helper's temp folder is a sized tmpfs in a mount
+// namespace of its own. Without a cgroup, the helper runs itself again (`sandbox-exec --supervised
+// …`) under a supervisor that stays outside Landlock (it reads `/proc`, which the program may not)
+// as the call's child subreaper: whatever the program leaves behind (`&`, double forks, `setsid`)
+// is reparented to it and killed when the program ends. `Status.Limits` says which of these really
+// bind here. `hestia doctor` (`shell.sandbox`) runs `true` through `shell_run` and `shell_exec`
+// with the tools' own runner and names the mechanism and the limits in force; every tool result
+// names the mechanism.
 package sandbox
 
 import (

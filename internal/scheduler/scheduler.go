@@ -8,6 +8,16 @@
 // Every run is journaled in the scheduler's own database (start, end,
 // status, error, duration) before and after it runs; the next due time is
 // stored too, which is what makes missed runs detectable after a restart.
+//
+// Design notes (the package map in ARCHITECTURE.md points here):
+//
+// built-in and user jobs (`scheduler.db`): interval / cron (robfig/cron/v3) / one-off schedules,
+// per-run timeout, no self-overlap, stable per-slot jitter, a missed run runs once after downtime,
+// the run journal; user jobs are background agent turns in their own chat whose gated calls wait
+// for the user (approvals with no expiry, held durably by `heldcall`). The daemon's periodic work
+// is built-in jobs (`internal/app/builtinjobs.go`): `mail.reconcile`, `mail.imap.ACCOUNT`,
+// `mail.embed`, `mail.ops`, `actions.scan`, `wiki.promote`; a failing built-in job notifies once a
+// day, not once a run.
 package scheduler
 
 import (

@@ -4,6 +4,13 @@
 //
 // Connectors own their tables; this package only builds query strings,
 // fuses ranked id lists and scores vectors, so it has no schema of its own.
+//
+// Design notes (the package map in ARCHITECTURE.md points here):
+//
+// shared retrieval pieces: FTS5 and trigram query building, int8 vector index (from 20,000 vectors
+// a sign-bit prefilter over the query's nonzero components, then exact int8 rescoring of 2,000
+// candidates; a query with ≤ 32 nonzero components — the local embedder's for a short text — reads
+// those components' sign-bit columns only), reciprocal rank fusion.
 package search
 
 import (

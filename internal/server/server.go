@@ -2,6 +2,12 @@
 // shutdown, the Host-header guard, bearer-token auth in front of every
 // /api and /v1 route, /health, and browser pairing. Domain packages register
 // their own routes on the authenticated mux returned by API.
+//
+// Design notes (the package map in ARCHITECTURE.md points here):
+//
+// listener, graceful shutdown, Host-header guard (DNS rebinding), bearer auth in front of `/api/`
+// and `/v1/`, `/health`, browser pairing (local: a one-time code the daemon prints, bound to the
+// browser's request; other devices: `hestia pair` codes limited per client).
 package server
 
 import (

@@ -4,6 +4,17 @@
 // edits config.toml in place keeping comments and layout, validates every
 // change with the same code and messages as startup, tests a provider's
 // connection and finds local model servers on their default ports.
+//
+// Design notes (the package map in ARCHITECTURE.md points here):
+//
+// the Settings page API (`/api/settings`): config.toml edited line by line so comments and layout
+// survive, every change validated by `config.Parse` (the startup code and messages), written
+// atomically 0600; provider connection test (`GET {base}/models`) and detection of
+// Ollama/llama.cpp/LM Studio on their default loopback ports. Model endpoints and chat tiers
+// (`llm.Router.SetChatTiers`; local-embed stays), the auto-approve threshold and budgets are
+// applied to the running daemon (`app.applyLive`); other components read config once, so their
+// saved keys are reported as waiting for a restart; mail accounts edited in place (only the sent
+// fields change).
 package settings
 
 import (

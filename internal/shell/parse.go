@@ -13,6 +13,22 @@
 //
 // shell_exec is the escape hatch for everything else: an exact argv, high
 // risk, never read-only, so policy always puts it in front of the user.
+//
+// Design notes (the package map in ARCHITECTURE.md points here):
+//
+// `shell_run`: a command line parsed with `mvdan.cc/sh` into argv arrays and run directly (never
+// `sh -c`): allow-listed read-only programs, each with a table of the options it accepts (default
+// deny, `allow.go`), parsed as that program parses them (`options.go`: getopt_long prefixes
+// resolved against the program's real long options and handed on spelled out, bundles, attached /
+// next-word / optional values, enum values as argmatch, `--`; find's expression, echo, printf, jq,
+// rg and tree by their own rules); a refused (`sort --compress-program`, `find -exec`, `grep
+// -R`…), unknown or ambiguous option is refused naming the program and the allowed options; option
+// values that name files, operands, and values that look like paths go through the path policy;
+// recursion is decided on the resolved option (`grep --direc=rec`), directories given to recursive
+// programs are walked first, and `diff -r` gets `--no-dereference`, no
+// `$(…)`/backticks/`$VAR`/`;`/`&&`/redirection except to /dev/null, clean environment, timeout
+// killing the process group, capped output. `shell_exec`: any program with an exact argv, high
+// risk, always a card. Every program runs under `sandbox`.
 package shell
 
 import (

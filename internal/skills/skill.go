@@ -14,6 +14,14 @@
 // a policy restriction: from then on in the chat, a tool call outside the
 // manifest is denied by the policy engine, whatever rules or temporary
 // modes say. A skill without TOOLS.json may use read-only tools only.
+//
+// Design notes (the package map in ARCHITECTURE.md points here):
+//
+// skills in `DATA/skills/NAME` (`skills.db`: accepted content hash, findings): SKILL.md front
+// matter and TOOLS.json manifest parsing, the 53-rule scanner, install from
+// folder/file/archive/URL with path-traversal and size checks, re-scan on change, the prompt
+// index, `skill_load` (activates the manifest as a `policy.Restriction`, replayed on later turns
+// of the chat).
 package skills
 
 import (

@@ -4,6 +4,23 @@
 //
 // Each domain (chats, audit, usage, mail, …) owns its own database file and
 // its own schema; this package knows nothing about their tables.
+//
+// Design notes (the package map in ARCHITECTURE.md points here):
+//
+// SQLite helpers: open with WAL, busy timeout, foreign keys and immediate write transactions;
+// numbered migrations in one transaction with a foreign-key check; refusal of a newer schema;
+// `Tx`; integrity check; online backup API. Each connection keeps its last 64 statements compiled
+// by text (`stmtcache.go`, a wrapper around the driver's connection): modernc.org/sqlite compiles
+// every `db.Query` text anew, and a daemon mail search spent a sixth of its time in SQLite's
+// parser; a text whose kept statement is still reading rows is compiled apart, and SQLite
+// recompiles a kept one after a schema change. `ReadContext`: the mail and wiki searches (and mail
+// read and thread) run their statements on the context without its cancellation, checked between
+// stages, since with a cancellable one database/sql and the driver each start a goroutine per
+// statement to watch it (~200 for one mail search, read and thread); a query's embedding keeps the
+// request's context. `OpenWith` + `OpenOptions.CachePages` bounds each connection's page cache:
+// the CLI's one-shot search, read and thread (no daemon) open the mirror with 32 pages, since a
+// process that runs one query reads every page into freshly allocated memory (page faults) and
+// reuses none.
 package store
 
 import (

@@ -10,6 +10,14 @@
 // for approval: a call the policy would gate is refused and reported, so
 // approvals stay with the user-facing turn. It never gets delegate,
 // research, ask_user, memory, scheduling or sending tools.
+//
+// Design notes (the package map in ARCHITECTURE.md points here):
+//
+// `delegate` and `research`: child turns with a read-only tool set (forbidden: delegate, research,
+// ask_user, memory, scheduling, sending), ≤ 20 steps and a token budget, usage attribution
+// `agent`/`delegate|research`, the parent's context (cancellation, taint, restrictions); gated
+// calls are reported, not asked. Departure from DESIGN/issue: `tools` can only select read-only
+// tools, because nobody could approve a child's write without a card.
 package subagent
 
 import (

@@ -7,6 +7,14 @@
 // which would fail at call time is never offered. Arguments are decoded and
 // validated here (see DecodeArgs and Validate) before any tool runs, and
 // results are capped here, so no connector re-implements either.
+//
+// Design notes (the package map in ARCHITECTURE.md points here); they cover `tools/builtin` too:
+//
+// the tool registry and interface (schema, risk, read-only, parallel-safe, untrusted output,
+// egress), strict argument validation, result caps; tool groups and their catalogue (`groups.go`:
+// one group per connector, by name prefix or a table, MCP tools by server, the core group
+// `now`/`ask_user`/`tools_load`); `now`, `ask_user`, `tools_load` (a group's definitions on
+// demand).
 package tools
 
 import (

@@ -15,6 +15,25 @@
 // polls and restarts; rule participation is recorded before delivery; a
 // claim row is written before a granted call runs, so a retried delivery
 // never repeats it. A poll error keeps the previous snapshot.
+//
+// Design notes (the package map in ARCHITECTURE.md points here):
+//
+// the watch engine (`watches.db`): watches (source, opaque ref, instruction, chat, expiry, rules),
+// events with a unique per-watch key (a transition fires once across polls and restarts), rule
+// participation, claims written before a granted call runs (a retry never repeats it); rules =
+// event type or temporal trigger, `where` dot-path filters, `once`, grants with
+// exact/set/range/template constraints, extra fields refused, max calls; adapters `train`
+// (ViaggiaTreno andamentoTreno JSON, `[watch] train_base_url`), `url` (ETag/Last-Modified, 1 MiB
+// cap, private addresses refused at dial time unless `url_allow_private`), `file`, `mail` (a saved
+// search over the mail mirror: a cursor in the snapshot, so only messages that arrive after the
+// watch began fire, each once, across restarts; partial free-text hits and backfills dated > 14
+// days ago do not fire); the composed message (model with only the matched grants' tools, or the
+// fallback text) is stored before delivery to the chat + a notification; calls outside a grant
+// become approvals without expiry. Tools `watch_create` (no grants, egress), `watch_create_agent`
+// (grants, gated), `watch_list`, `watch_stop`; `hestia watch list/show/stop`; over HTTP, creating
+// or resuming a watch with grants needs the caller's `approve` scope (a grant is a pre-approval;
+// pausing, stopping and deleting need only `chat`), and the watch's JSON states each grant in full
+// (tool, constraints, `max`).
 package watch
 
 import (

@@ -10,6 +10,15 @@
 // into place. Content that came from outside (mail-derived notes and
 // imported files under sources/, or pages whose sources name mail or
 // files) is marked untrusted, and the tools that return it taint the turn.
+//
+// Design notes (the package map in ARCHITECTURE.md points here); they cover `wiki/wikitools` too:
+//
+// the Markdown wiki (folder = truth): front matter and `[[wikilink]]` parsing, its index
+// (`wiki.db`: pages, link graph, chunks in FTS5 word + trigram tables, optional vectors, RRF),
+// reconcile on start + fsnotify watcher, import with collision rules, lint, atomic writes with
+// `log.md` trail; the agent's `wiki_search`/`wiki_read`/`wiki_links` and gated
+// `wiki_write`/`wiki_edit` (unified diff on the card; outside-provenance content wrapped and
+// tainting the turn).
 package wiki
 
 import (

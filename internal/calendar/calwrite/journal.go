@@ -5,6 +5,14 @@
 // anything is written; the write is conditional (never overwrites an object
 // that changed); the result is confirmed by reading the object back by UID
 // and ETag; and the same call is never executed twice.
+//
+// Design notes (the package map in ARCHITECTURE.md points here):
+//
+// gated `calendar_create`/`calendar_update`/`calendar_delete`, journaled in `calendarops.db`
+// (started → done/failed/unknown): UID assigned before the write, conditional writes (create never
+// replaces, update/delete compare the ETag), confirmation by reading the object back, the same
+// call never run twice, one-occurrence changes as RECURRENCE-ID overrides and EXDATEs; the card
+// previews the time and any conflicts.
 package calwrite
 
 import (

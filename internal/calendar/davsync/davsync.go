@@ -8,6 +8,13 @@
 // Discovery and listing use github.com/emersion/go-webdav; writes are
 // plain HTTP requests because that client does not send the conditional
 // headers.
+//
+// Design notes (the package map in ARCHITECTURE.md points here); they cover `calendar/davsync/davtest` too:
+//
+// CalDAV accounts (`[[calendar.caldav]]`) mirrored into vdir folders under
+// `DATA/calendar/caldav/<account>/<collection>` (discovery via go-webdav, mirroring via
+// `davmirror`) and indexed like any vdir; writes go to the server with `If-None-Match: *` /
+// `If-Match` and are confirmed by GET; the Radicale starter the tests use.
 package davsync
 
 import (

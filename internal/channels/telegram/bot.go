@@ -8,6 +8,19 @@
 // elsewhere has its buttons withdrawn. Authority stays in code: a button
 // press is honoured only from an allow-listed user with the approve scope,
 // on the very message the card was sent as, once.
+//
+// Design notes (the package map in ARCHITECTURE.md points here); they cover `channels/telegram/tgtest` too:
+//
+// the Telegram bot (`telegram.db`: polling offset, receive mode, handled update ids, chat mapping,
+// approval cards, refused users): long polling or a webhook (`POST /telegram/webhook`, secret
+// token per start checked in constant time; an update is handled once across modes and restarts)
+// over the plain Bot API, 429 `retry_after` waited out for sends/edits (bounded) while streaming
+// edits hold back, a shed follower catching up from the event ring so a final reply is never lost,
+// spoken replies (sendVoice through the `tts` tier), allow-listed users with scopes, one Hestia
+// chat per Telegram chat, replies streamed by rate-bounded edits, Markdown rendered to Telegram's
+// HTML subset and split under 4096 characters, approval cards with inline buttons decided through
+// the approval broker (checked against the card's chat, message, user and state; replays refused),
+// voice notes through `speech`; the in-repo fake Bot API server the tests use.
 package telegram
 
 import (
