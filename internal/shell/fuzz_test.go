@@ -47,7 +47,7 @@ func FuzzParse(f *testing.F) {
 // values), and it never accepts link following while recursing.
 func FuzzOptions(f *testing.F) {
 	f.Fuzz(func(t *testing.T, name, line string) {
-		prog, ok := allowed[name]
+		prog, ok := allowed()[name]
 		if !ok {
 			return
 		}

@@ -242,7 +242,7 @@ func TestParseOptions(t *testing.T) {
 	}
 	for _, c := range cases {
 		words := strings.Fields(c.line)
-		p, err := allowed[words[0]].parse(words[0], words[1:])
+		p, err := allowed()[words[0]].parse(words[0], words[1:])
 		if err != nil {
 			t.Errorf("%s: %v", c.line, err)
 			continue
@@ -261,7 +261,7 @@ func TestParseOptionsBadInput(t *testing.T) {
 	for _, line := range []string{"grep -e", "grep --regexp", "sort --key", "grep --=x", "grep --count=3", "jq --arg k",
 		"find . -name", "grep --directories=sideways", "ls --format=x", "grep -d", "grep ---r"} {
 		words := strings.Fields(line)
-		_, err := allowed[words[0]].parse(words[0], words[1:])
+		_, err := allowed()[words[0]].parse(words[0], words[1:])
 		if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), words[0]) {
 			t.Errorf("%s: %v", line, err)
 		}

@@ -102,7 +102,7 @@ func (r *Runner) Prepare(p *Pipeline) (*Prepared, error) {
 		if c.Args[0].Glob || c.Args[0].Tilde || strings.ContainsRune(name, '/') {
 			return nil, refuse("run programs by name, not by path or pattern (%q)", name)
 		}
-		prog, ok := allowed[name]
+		prog, ok := allowed()[name]
 		if !ok {
 			return nil, refuse("%s is not on the allow-list of read-only programs (%s); use shell_exec, which asks the user", name, strings.Join(sortedAllowed(), ", "))
 		}
