@@ -50,6 +50,16 @@ func TestMailRoutesTakeTheCLIsQueries(t *testing.T) {
 	if code, v := get("/api/mail/search?" + utc.Encode()); code != 200 || v["total"] != 1.0 || v["messages"].([]any)[0].(map[string]any)["subject"] != "Re: Lisbon dates" {
 		t.Errorf("a UTC day: %d %v", code, v)
 	}
+	// snippets=false (the CLI's listing): the same matches, no snippet.
+	if code, v := get("/api/mail/search?q=Lisbon&snippets=true"); code != 200 || v["messages"].([]any)[0].(map[string]any)["snippet"] == "" || v["messages"].([]any)[0].(map[string]any)["snippet"] == nil {
+		t.Errorf("with snippets: %d %v", code, v)
+	}
+	if code, v := get("/api/mail/search?q=Lisbon&snippets=false"); code != 200 || len(v["messages"].([]any)) != 1 || v["messages"].([]any)[0].(map[string]any)["snippet"] != nil && v["messages"].([]any)[0].(map[string]any)["snippet"] != "" {
+		t.Errorf("without snippets: %d %v", code, v)
+	}
+	if code, v := get("/api/mail/search?q=Lisbon&snippets=maybe"); code != 400 {
+		t.Errorf("snippets=maybe: %d %v, want 400", code, v)
+	}
 	if code, v := get("/api/mail/search?after=2026-01-06T00:00:00"); code != 400 {
 		t.Errorf("a time without its zone: %d %v, want 400", code, v)
 	}

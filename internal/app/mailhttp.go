@@ -42,6 +42,7 @@ var searchParams = map[string]bool{
 	"q": true, "account": true, "mailbox": true, "role": true, "from": true, "to": true, "cc": true,
 	"subject": true, "body": true, "after": true, "before": true, "unread": true, "flagged": true,
 	"attachments": true, "attachment_name": true, "sort": true, "per_message": true, "offset": true, "limit": true, "count": true,
+	"snippets": true,
 }
 
 // ParseMailQuery turns the search route's query string into a mail.Query.
@@ -107,6 +108,11 @@ func ParseMailQuery(v url.Values) (mail.Query, error) {
 	}
 	if c := tri("count"); c != nil {
 		q.Count = *c
+	}
+	// snippets=false: a listing that prints none (the CLI) saves reading
+	// the bodies; the matches and their order are the same.
+	if sn := tri("snippets"); sn != nil {
+		q.NoSnippets = !*sn
 	}
 	q.Offset, q.Limit = num("offset", 0, 100000), num("limit", 1, mail.MaxLimit)
 	if q.Limit == 0 {

@@ -137,13 +137,13 @@ func mailSearch(ctx context.Context, env *Env, args []string) error {
 		Subject: a.Subject, Body: a.Body, AttachmentName: a.AttachName, After: after, Before: before, Unread: a.Unread, Flagged: a.Flagged, Attachment: a.HasAttachment,
 		Sort: a.Sort, PerMessage: a.PerMessage, Offset: a.Offset, Limit: a.Limit, Count: *countOnly}
 	var res mail.Result
+	q.NoSnippets = !*asJSON // the listing below prints none
 	asked, err := env.askDaemon(ctx, "/api/mail/search?"+searchValues(q).Encode(), &res)
 	if !asked && err == nil {
 		// Ranking by vectors needs every message vector in memory; the
 		// daemon keeps them loaded, a one-shot process must not load the
 		// whole index for one query, so it ranks lexically.
 		q.NoVectors = true
-		q.NoSnippets = !*asJSON // the listing below prints none
 		err = env.withMail(ctx, func(st *mail.Store) (err error) {
 			res, err = st.Search(ctx, q)
 			return err
@@ -201,6 +201,9 @@ func searchValues(q mail.Query) url.Values {
 	}
 	if q.Count {
 		v.Set("count", "true")
+	}
+	if q.NoSnippets {
+		v.Set("snippets", "false")
 	}
 	return v
 }
