@@ -156,79 +156,44 @@ type pendingApproval struct {
 	Choices  []string        `json:"choices"`
 }
 
+// chatSession is one interactive `hestia chat`: the daemon's event stream
+// on one side, the user's typed lines on the other.
+type chatSession struct {
+	env        *Env
+	c          *Client
+	chatID     string
+	overBudget bool
+	lines      chan string
+
+	mu       sync.Mutex        // guards queue
+	queue    []pendingApproval // approvals waiting for an answer at the prompt
+	inTurn   bool
+	streamed bool
+}
+
 func chatInteractive(ctx context.Context, env *Env, c *Client, chatID string, overBudget bool) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	req, err := c.Request(ctx, http.MethodGet, "/api/events?chat="+url.QueryEscape(chatID), nil)
+	evs, closeEvents, err := openChatEvents(ctx, c, chatID)
 	if err != nil {
 		return err
 	}
-	resp, err := c.HTTP.Do(req)
-	if err != nil {
-		return fmt.Errorf("opening the event stream: %w", err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		defer resp.Body.Close()
-		return daemonclient.DecodeResponse(resp, nil)
-	}
-	defer resp.Body.Close()
-	evs := make(chan sseEvent, 64)
-	go func() {
-		_ = readSSE(resp.Body, evs)
-		close(evs)
-	}()
-	lines := make(chan string)
-	go func() {
-		sc := bufio.NewScanner(env.Stdin)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			select {
-			case lines <- sc.Text():
-			case <-ctx.Done():
-				return
-			}
-		}
-		close(lines)
-	}()
+	defer closeEvents()
+	s := &chatSession{env: env, c: c, chatID: chatID, overBudget: overBudget, lines: make(chan string)}
+	go s.readLines(ctx)
 	fmt.Fprintf(env.Stdout, "chat %s — type a message; /cancel stops a turn, /quit exits.\n> ", chatID)
-	var (
-		mu       sync.Mutex
-		queue    []pendingApproval // approvals waiting for an answer at the prompt
-		inTurn   bool
-		streamed bool
-	)
-	prompt := func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if len(queue) > 0 {
-			a := queue[0]
-			if a.Kind == "question" {
-				fmt.Fprintf(env.Stdout, "\n? %s", a.Question)
-				if len(a.Choices) > 0 {
-					fmt.Fprintf(env.Stdout, " [%s]", strings.Join(a.Choices, " / "))
-				}
-				fmt.Fprint(env.Stdout, "\nanswer> ")
-				return
-			}
-			fmt.Fprintf(env.Stdout, "\n! approval needed (%s risk): %s\n  %s %s\n  [y] approve  [n] deny  [e] edit args  [r] ask for a revision\napprove> ", a.Risk, a.Preview, a.Tool, a.Args)
-			return
-		}
-		if !inTurn {
-			fmt.Fprint(env.Stdout, "> ")
-		}
-	}
 	for {
 		// While a turn runs, typed lines wait until it ends, except answers
 		// to an approval or question shown at the prompt.
-		mu.Lock()
-		linesCh := lines
-		if inTurn && len(queue) == 0 {
+		s.mu.Lock()
+		linesCh := s.lines
+		if s.inTurn && len(s.queue) == 0 {
 			linesCh = nil
 		}
-		mu.Unlock()
+		s.mu.Unlock()
 		select {
 		case <-ctx.Done():
-			if inTurn {
+			if s.inTurn {
 				// Leaving mid-turn (Ctrl-C) stops the turn too: nobody is
 				// left to read it or to answer its approvals.
 				cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
@@ -240,124 +205,193 @@ func chatInteractive(ctx context.Context, env *Env, c *Client, chatID string, ov
 			if !ok {
 				return errors.New("the daemon closed the event stream")
 			}
-			var e envelope
-			if json.Unmarshal(ev.Data, &e) != nil {
-				continue
-			}
-			switch ev.Type {
-			case "message.delta":
-				var d struct {
-					Text string `json:"text"`
-				}
-				json.Unmarshal(e.Data, &d)
-				fmt.Fprint(env.Stdout, d.Text)
-				streamed = true
-			case "tool.started":
-				var d struct {
-					Tool string          `json:"tool"`
-					Args json.RawMessage `json:"args"`
-				}
-				json.Unmarshal(e.Data, &d)
-				fmt.Fprintf(env.Stdout, "\n  · %s %s\n", d.Tool, snippetCLI(string(d.Args), 120))
-			case "tool.finished":
-				var d struct {
-					Tool, Decision, Status string
-					DurationMS             int64 `json:"duration_ms"`
-				}
-				json.Unmarshal(e.Data, &d)
-				fmt.Fprintf(env.Stdout, "  · %s: %s (%s, %dms)\n", d.Tool, d.Status, d.Decision, d.DurationMS)
-			case "approval.requested":
-				var d struct {
-					Approval pendingApproval `json:"approval"`
-				}
-				json.Unmarshal(e.Data, &d)
-				mu.Lock()
-				queue = append(queue, d.Approval)
-				first := len(queue) == 1
-				mu.Unlock()
-				if first {
-					prompt()
-				}
-			case "approval.resolved":
-				var d struct {
-					ID       string `json:"id"`
-					Decision string `json:"decision"`
-				}
-				json.Unmarshal(e.Data, &d)
-				mu.Lock()
-				for i, a := range queue {
-					if a.ID == d.ID {
-						queue = append(queue[:i], queue[i+1:]...)
-						break
-					}
-				}
-				mu.Unlock()
-			case "turn.started":
-				inTurn, streamed = true, false
-			case "turn.finished":
-				var d struct {
-					Result turnResult `json:"result"`
-				}
-				json.Unmarshal(e.Data, &d)
-				inTurn = false
-				switch {
-				case !d.Result.OK && d.Result.Error != nil:
-					fmt.Fprintf(env.Stdout, "\n[turn ended: %s]\n", d.Result.Error.Message)
-				case !streamed && d.Result.Text != "":
-					fmt.Fprintln(env.Stdout, d.Result.Text)
-				default:
-					fmt.Fprintln(env.Stdout)
-				}
-				prompt()
-			}
+			s.event(ev)
 		case line, ok := <-linesCh:
-			if !ok {
+			if !ok || s.line(ctx, strings.TrimSpace(line)) {
 				return nil
-			}
-			line = strings.TrimSpace(line)
-			mu.Lock()
-			var head *pendingApproval
-			if len(queue) > 0 {
-				h := queue[0]
-				head = &h
-			}
-			mu.Unlock()
-			if head != nil {
-				if err := answerApproval(ctx, env, c, *head, line, lines); err != nil {
-					fmt.Fprintf(env.Stdout, "  %v\n", err)
-					prompt()
-					continue
-				}
-				mu.Lock()
-				for i, a := range queue {
-					if a.ID == head.ID {
-						queue = append(queue[:i], queue[i+1:]...)
-						break
-					}
-				}
-				mu.Unlock()
-				prompt()
-				continue
-			}
-			switch line {
-			case "":
-				prompt()
-			case "/quit", "/exit":
-				return nil
-			case "/cancel":
-				var r map[string]bool
-				if err := c.Do(ctx, http.MethodPost, "/api/chats/"+url.PathEscape(chatID)+"/cancel", nil, &r); err != nil {
-					fmt.Fprintf(env.Stdout, "  %v\n", err)
-				}
-			default:
-				if err := c.Do(ctx, http.MethodPost, "/api/chats/"+url.PathEscape(chatID)+"/messages", map[string]any{"text": line, "over_budget": overBudget}, nil); err != nil {
-					fmt.Fprintf(env.Stdout, "  %v\n> ", err)
-				} else {
-					inTurn = true
-				}
 			}
 		}
 	}
+}
+
+// openChatEvents follows the chat's events; closeEvents ends the stream.
+func openChatEvents(ctx context.Context, c *Client, chatID string) (<-chan sseEvent, func(), error) {
+	req, err := c.Request(ctx, http.MethodGet, "/api/events?chat="+url.QueryEscape(chatID), nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	resp, err := c.HTTP.Do(req)
+	if err != nil {
+		return nil, nil, fmt.Errorf("opening the event stream: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
+		return nil, nil, daemonclient.DecodeResponse(resp, nil)
+	}
+	evs := make(chan sseEvent, 64)
+	go func() {
+		_ = readSSE(resp.Body, evs)
+		close(evs)
+	}()
+	return evs, func() { resp.Body.Close() }, nil
+}
+
+// readLines hands the user's typed lines to the session until stdin ends.
+func (s *chatSession) readLines(ctx context.Context) {
+	sc := bufio.NewScanner(s.env.Stdin)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		select {
+		case s.lines <- sc.Text():
+		case <-ctx.Done():
+			return
+		}
+	}
+	close(s.lines)
+}
+
+// prompt shows what the user is asked next: the oldest approval or
+// question, or the message prompt between turns.
+func (s *chatSession) prompt() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := s.env.Stdout
+	if len(s.queue) > 0 {
+		a := s.queue[0]
+		if a.Kind == "question" {
+			fmt.Fprintf(out, "\n? %s", a.Question)
+			if len(a.Choices) > 0 {
+				fmt.Fprintf(out, " [%s]", strings.Join(a.Choices, " / "))
+			}
+			fmt.Fprint(out, "\nanswer> ")
+			return
+		}
+		fmt.Fprintf(out, "\n! approval needed (%s risk): %s\n  %s %s\n  [y] approve  [n] deny  [e] edit args  [r] ask for a revision\napprove> ", a.Risk, a.Preview, a.Tool, a.Args)
+		return
+	}
+	if !s.inTurn {
+		fmt.Fprint(out, "> ")
+	}
+}
+
+// drop removes an approval from the queue (answered here or elsewhere).
+func (s *chatSession) drop(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, a := range s.queue {
+		if a.ID == id {
+			s.queue = append(s.queue[:i], s.queue[i+1:]...)
+			return
+		}
+	}
+}
+
+// event shows one event of the daemon's stream.
+func (s *chatSession) event(ev sseEvent) {
+	var e envelope
+	if json.Unmarshal(ev.Data, &e) != nil {
+		return
+	}
+	out := s.env.Stdout
+	switch ev.Type {
+	case "message.delta":
+		var d struct {
+			Text string `json:"text"`
+		}
+		json.Unmarshal(e.Data, &d)
+		fmt.Fprint(out, d.Text)
+		s.streamed = true
+	case "tool.started":
+		var d struct {
+			Tool string          `json:"tool"`
+			Args json.RawMessage `json:"args"`
+		}
+		json.Unmarshal(e.Data, &d)
+		fmt.Fprintf(out, "\n  · %s %s\n", d.Tool, snippetCLI(string(d.Args), 120))
+	case "tool.finished":
+		var d struct {
+			Tool, Decision, Status string
+			DurationMS             int64 `json:"duration_ms"`
+		}
+		json.Unmarshal(e.Data, &d)
+		fmt.Fprintf(out, "  · %s: %s (%s, %dms)\n", d.Tool, d.Status, d.Decision, d.DurationMS)
+	case "approval.requested":
+		var d struct {
+			Approval pendingApproval `json:"approval"`
+		}
+		json.Unmarshal(e.Data, &d)
+		s.mu.Lock()
+		s.queue = append(s.queue, d.Approval)
+		first := len(s.queue) == 1
+		s.mu.Unlock()
+		if first {
+			s.prompt()
+		}
+	case "approval.resolved":
+		var d struct {
+			ID string `json:"id"`
+		}
+		json.Unmarshal(e.Data, &d)
+		s.drop(d.ID)
+	case "turn.started":
+		s.inTurn, s.streamed = true, false
+	case "turn.finished":
+		var d struct {
+			Result turnResult `json:"result"`
+		}
+		json.Unmarshal(e.Data, &d)
+		s.inTurn = false
+		switch {
+		case !d.Result.OK && d.Result.Error != nil:
+			fmt.Fprintf(out, "\n[turn ended: %s]\n", d.Result.Error.Message)
+		case !s.streamed && d.Result.Text != "":
+			fmt.Fprintln(out, d.Result.Text)
+		default:
+			fmt.Fprintln(out)
+		}
+		s.prompt()
+	}
+}
+
+// line handles one typed line: an answer to the approval at the prompt, a
+// command, or a new message. It reports whether the user quit.
+func (s *chatSession) line(ctx context.Context, line string) (quit bool) {
+	s.mu.Lock()
+	var head *pendingApproval
+	if len(s.queue) > 0 {
+		h := s.queue[0]
+		head = &h
+	}
+	s.mu.Unlock()
+	out := s.env.Stdout
+	if head != nil {
+		if err := answerApproval(ctx, s.env, s.c, *head, line, s.lines); err != nil {
+			fmt.Fprintf(out, "  %v\n", err)
+		} else {
+			s.drop(head.ID)
+		}
+		s.prompt()
+		return false
+	}
+	chat := "/api/chats/" + url.PathEscape(s.chatID)
+	switch line {
+	case "":
+		s.prompt()
+	case "/quit", "/exit":
+		return true
+	case "/cancel":
+		var r map[string]bool
+		if err := s.c.Do(ctx, http.MethodPost, chat+"/cancel", nil, &r); err != nil {
+			fmt.Fprintf(out, "  %v\n", err)
+		}
+	default:
+		if err := s.c.Do(ctx, http.MethodPost, chat+"/messages", map[string]any{"text": line, "over_budget": s.overBudget}, nil); err != nil {
+			fmt.Fprintf(out, "  %v\n> ", err)
+		} else {
+			s.inTurn = true
+		}
+	}
+	return false
 }
 
 func answerApproval(ctx context.Context, env *Env, c *Client, a pendingApproval, line string, lines <-chan string) error {

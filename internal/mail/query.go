@@ -263,6 +263,43 @@ func (s *Store) Search(ctx context.Context, q Query) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	if q, err = normalizeQuery(q); err != nil {
+		return Result{}, err
+	}
+	f, err := buildFilter(q)
+	if err != nil {
+		return Result{}, err
+	}
+	res := Result{Page: Page{Offset: q.Offset, Limit: q.Limit}}
+	text := strings.TrimSpace(q.Text)
+	if text != "" && search.MatchAll(text) == "" && q.Vector == nil {
+		text = "" // only punctuation: nothing to rank by
+	}
+	var src *rankStream
+	var lex lexicalRanking
+	if text == "" {
+		src, err = s.browse(ctx, q, f, &res)
+	} else {
+		src, lex, err = s.rank(ctx, asked, q, f, text, &res)
+	}
+	if err != nil {
+		return Result{}, err
+	}
+	partial, err := s.fillPage(ctx, asked, q, src, &res)
+	if err != nil {
+		return Result{}, err
+	}
+	if res.Mode == "hybrid" && lex.all != "" {
+		if err := s.markRelated(ctx, res.Messages, lex.all, f, partial, !q.PerMessage, lex.hits, lex.complete, lex.docs); err != nil {
+			return Result{}, err
+		}
+	}
+	return res, nil
+}
+
+// normalizeQuery bounds the page and checks the options a client can get
+// wrong.
+func normalizeQuery(q Query) (Query, error) {
 	if q.Limit <= 0 {
 		q.Limit = DefaultLimit
 	}
@@ -270,126 +307,137 @@ func (s *Store) Search(ctx context.Context, q Query) (Result, error) {
 		q.Limit = MaxLimit
 	}
 	if q.Offset < 0 {
-		return Result{}, fmt.Errorf("%w: offset %d is negative", ErrBadQuery, q.Offset)
+		return q, fmt.Errorf("%w: offset %d is negative", ErrBadQuery, q.Offset)
 	}
 	if q.Sort != "" && q.Sort != "date" && q.Sort != "size" {
-		return Result{}, fmt.Errorf("%w: sort %q is not date or size", ErrBadQuery, q.Sort)
+		return q, fmt.Errorf("%w: sort %q is not date or size", ErrBadQuery, q.Sort)
 	}
-	f, err := buildFilter(q)
-	if err != nil {
-		return Result{}, err
+	return q, nil
+}
+
+// browse lists the filtered messages by date (or size) when there is no
+// text to rank by.
+func (s *Store) browse(ctx context.Context, q Query, f *filter, res *Result) (*rankStream, error) {
+	res.Mode = "browse"
+	order := "m.date DESC, m.id DESC"
+	if q.Sort == "size" {
+		order = "m.size DESC, m.id DESC"
 	}
-	res := Result{Page: Page{Offset: q.Offset, Limit: q.Limit}}
-	var src *rankStream
-	lexicalAll := "" // the all-words match expression of a free-text query
-	// lexAll holds the ranking's all-word hits; lexComplete says they are
-	// every one there is (the ranking asked for more).
-	var lexAll []hit
-	var lexComplete bool
-	// lexDocs, when the ranking had them, are every message holding the
-	// (one) word, in id order.
-	var lexDocs []int64
-	text := strings.TrimSpace(q.Text)
-	if text != "" && search.MatchAll(text) == "" && q.Vector == nil {
-		text = "" // only punctuation: nothing to rank by
-	}
-	if text == "" {
-		res.Mode = "browse"
-		order := "m.date DESC, m.id DESC"
-		if q.Sort == "size" {
-			order = "m.size DESC, m.id DESC"
+	src := s.sqlStream(`SELECT m.id, coalesce(m.thread_id, 0) FROM messages m WHERE `+f.sql()+` ORDER BY `+order, f.args, false, nil)
+	if q.Count {
+		var n int
+		if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM messages m WHERE `+f.sql(), f.args...).Scan(&n); err != nil {
+			return nil, fmt.Errorf("counting mail: %w", err)
 		}
-		src = s.sqlStream(`SELECT m.id, coalesce(m.thread_id, 0) FROM messages m WHERE `+f.sql()+` ORDER BY `+order, f.args, false, nil)
-		if q.Count {
-			var n int
-			if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM messages m WHERE `+f.sql(), f.args...).Scan(&n); err != nil {
-				return Result{}, fmt.Errorf("counting mail: %w", err)
-			}
-			res.Total = &n
-		}
-	} else {
-		all := search.MatchAll(text)
-		lexicalAll = all
-		lexQ := `SELECT m.id, coalesce(m.thread_id, 0) FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid
+		res.Total = &n
+	}
+	return src, nil
+}
+
+// lexicalRanking is what the word ranking found, kept for markRelated: the
+// all-words match expression, its hits, whether those are every one there
+// is (the ranking asked for more), and, when the ranking had them, every
+// message holding the (one) word, in id order.
+type lexicalRanking struct {
+	all      string
+	hits     []hit
+	complete bool
+	docs     []int64
+}
+
+// rank orders the matches of free text: the FTS5 ranking fused by RRF with
+// the nearest vectors for the head, then the rest of the all-words
+// matches, then messages holding only some of the words.
+func (s *Store) rank(ctx, asked context.Context, q Query, f *filter, text string, res *Result) (*rankStream, lexicalRanking, error) {
+	all := search.MatchAll(text)
+	lexQ := `SELECT m.id, coalesce(m.thread_id, 0) FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid
 			WHERE messages_fts MATCH ? AND ` + f.sql() + ` ORDER BY messages_fts.rank`
-		// One ranking query serves the fused head and, for most pages, the
-		// whole tail: re-running it with an OFFSET would rank every match again.
-		firstN := max(lexicalPool, 2*(q.Offset+q.Limit)+16)
-		// The nearest vectors are found while FTS5 ranks: the two are
-		// independent, and each takes milliseconds at 100k messages.
-		type vecResult struct {
-			hits []hit
-			why  string
+	// One ranking query serves the fused head and, for most pages, the
+	// whole tail: re-running it with an OFFSET would rank every match again.
+	firstN := max(lexicalPool, 2*(q.Offset+q.Limit)+16)
+	// The nearest vectors are found while FTS5 ranks: the two are
+	// independent, and each takes milliseconds at 100k messages.
+	type vecResult struct {
+		hits []hit
+		why  string
+	}
+	var vecDone chan vecResult
+	if !q.NoVectors {
+		vecDone = make(chan vecResult, 1) // never blocks: an early return leaves it unread
+		go func() {
+			// The query's embedding (a remote endpoint, maybe) still
+			// ends with the request.
+			hits, why := s.vectorCandidates(asked, q, f)
+			vecDone <- vecResult{hits, why}
+		}()
+	}
+	lr := lexicalRanking{all: all}
+	var lex []hit
+	if all != "" {
+		var err error
+		lex, lr.docs, err = s.topHits(ctx, lexQ, all, f, firstN)
+		if err != nil {
+			return nil, lr, err
 		}
-		var vecDone chan vecResult
-		if !q.NoVectors {
-			vecDone = make(chan vecResult, 1) // never blocks: an early return leaves it unread
-			go func() {
-				// The query's embedding (a remote endpoint, maybe) still
-				// ends with the request.
-				hits, why := s.vectorCandidates(asked, q, f)
-				vecDone <- vecResult{hits, why}
-			}()
-		}
-		var lex []hit
-		if all != "" {
-			lex, lexDocs, err = s.topHits(ctx, lexQ, all, f, firstN)
-			if err != nil {
-				return Result{}, err
-			}
-		}
-		lexAll, lexComplete = lex, len(lex) < firstN
-		// Both lists carry each message's thread, so the fused head needs
-		// no further query.
-		thread := make(map[int64]int64, 2*lexicalPool)
-		head := make([]int64, 0, lexicalPool)
-		for _, h := range lex[:min(len(lex), lexicalPool)] {
-			head = append(head, h.id)
+	}
+	lr.hits, lr.complete = lex, len(lex) < firstN
+	// Both lists carry each message's thread, so the fused head needs
+	// no further query.
+	thread := make(map[int64]int64, 2*lexicalPool)
+	head := make([]int64, 0, lexicalPool)
+	for _, h := range lex[:min(len(lex), lexicalPool)] {
+		head = append(head, h.id)
+		thread[h.id] = h.thread
+	}
+	res.Mode = "lexical"
+	var vec []int64
+	if vecDone != nil {
+		r := <-vecDone
+		res.Degraded = r.why
+		for _, h := range r.hits {
+			vec = append(vec, h.id)
 			thread[h.id] = h.thread
 		}
-		res.Mode = "lexical"
-		var vec []int64
-		if vecDone != nil {
-			r := <-vecDone
-			res.Degraded = r.why
-			for _, h := range r.hits {
-				vec = append(vec, h.id)
-				thread[h.id] = h.thread
-			}
-		}
-		if len(vec) > 0 {
-			res.Mode = "hybrid"
-		}
-		var fused []hit
-		for _, h := range search.RRF(search.K, head, vec) {
-			fused = append(fused, hit{h.ID, thread[h.ID]})
-		}
-		seen := map[int64]bool{}
-		src = hitStream(fused, seen)
-		if len(lex) > lexicalPool {
-			src = src.then(hitStream(lex[lexicalPool:], seen))
-		}
-		if len(lex) == firstN {
-			src = src.then(s.sqlStream(lexQ, append([]any{all}, f.args...), false, seen).skip(firstN))
-		}
-		if len(search.Clauses(text)) > 1 {
-			src = src.then(s.sqlStream(lexQ, append([]any{search.MatchAny(text)}, f.args...), true, seen))
-		}
-		if q.Count && all != "" {
-			var n int
-			if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid
-				WHERE messages_fts MATCH ? AND `+f.sql(), append([]any{all}, f.args...)...).Scan(&n); err != nil {
-				return Result{}, fmt.Errorf("counting mail: %w", err)
-			}
-			res.Total = &n
-		}
 	}
+	if len(vec) > 0 {
+		res.Mode = "hybrid"
+	}
+	var fused []hit
+	for _, h := range search.RRF(search.K, head, vec) {
+		fused = append(fused, hit{h.ID, thread[h.ID]})
+	}
+	seen := map[int64]bool{}
+	src := hitStream(fused, seen)
+	if len(lex) > lexicalPool {
+		src = src.then(hitStream(lex[lexicalPool:], seen))
+	}
+	if len(lex) == firstN {
+		src = src.then(s.sqlStream(lexQ, append([]any{all}, f.args...), false, seen).skip(firstN))
+	}
+	if len(search.Clauses(text)) > 1 {
+		src = src.then(s.sqlStream(lexQ, append([]any{search.MatchAny(text)}, f.args...), true, seen))
+	}
+	if q.Count && all != "" {
+		var n int
+		if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid
+				WHERE messages_fts MATCH ? AND `+f.sql(), append([]any{all}, f.args...)...).Scan(&n); err != nil {
+			return nil, lr, fmt.Errorf("counting mail: %w", err)
+		}
+		res.Total = &n
+	}
+	return src, lr, nil
+}
+
+// fillPage takes the page from the ranked stream and reads its rows (and
+// bodies for snippets) only; it returns which messages matched only some
+// of the words.
+func (s *Store) fillPage(ctx, asked context.Context, q Query, src *rankStream, res *Result) (map[int64]bool, error) {
 	ranked, more, truncated, err := collect(ctx, src, q.Offset+q.Limit, !q.PerMessage)
 	if err != nil {
-		return Result{}, err
+		return nil, err
 	}
 	if err := asked.Err(); err != nil {
-		return Result{}, err
+		return nil, err
 	}
 	res.Truncated = truncated
 	var page []int64
@@ -403,10 +451,9 @@ func (s *Store) Search(ctx context.Context, q Query) (Result, error) {
 	if more {
 		res.Page.Next = q.Offset + q.Limit
 	}
-	// Rows and bodies only for the page.
 	res.Messages, err = s.summaries(ctx, page, !q.NoSnippets)
 	if err != nil {
-		return Result{}, err
+		return nil, err
 	}
 	if res.Messages == nil {
 		res.Messages = []Summary{}
@@ -425,12 +472,7 @@ func (s *Store) Search(ctx context.Context, q Query) (Result, error) {
 			res.Note = "results marked partial_match contain only some of the words; every full match is listed before them"
 		}
 	}
-	if res.Mode == "hybrid" && lexicalAll != "" {
-		if err := s.markRelated(ctx, res.Messages, lexicalAll, f, partial, !q.PerMessage, lexAll, lexComplete, lexDocs); err != nil {
-			return Result{}, err
-		}
-	}
-	return res, nil
+	return partial, nil
 }
 
 // maxDeletedSlack bounds how many soft-deleted messages topHits ranks past.
