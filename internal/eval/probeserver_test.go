@@ -489,5 +489,26 @@ func TestProbeServer(t *testing.T) {
 		if len(o.Errors) > 0 && !strings.Contains(strings.Join(o.Errors, " "), "context") {
 			t.Errorf("the turn failed without naming the context window: %v", o.Errors)
 		}
+		// A message that alone overflows the 4k window: refused or failed
+		// with a message naming the window, never sent twice unchanged.
+		long := strings.Repeat("lorem ipsum dolor sit amet ", 1200)
+		o, ex = small.chat(t, Task{ID: "small-long"}, long)
+		for i := 1; i < len(ex); i++ {
+			if bytes.Equal(ex[i].Raw, ex[i-1].Raw) {
+				t.Errorf("the overflowing request was sent again unchanged (request %d)", i+1)
+			}
+		}
+		msg := strings.Join(o.Errors, " ") + " " + o.Answer
+		t.Logf("probe: 4k window, a 7k-token message: %d requests, outcome …%q", len(ex), msg[max(0, len(msg)-300):])
+		if !strings.Contains(msg, "window") && !strings.Contains(msg, "context") {
+			t.Errorf("a message over the window did not say so: %q", snippetOf(msg, 300))
+		}
 	})
+}
+
+func snippetOf(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }
