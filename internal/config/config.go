@@ -49,6 +49,8 @@ type ServerConfig struct {
 	AllowRemote bool   `toml:"allow_remote"` // required for a non-loopback bind
 	TLSCert     string `toml:"tls_cert"`
 	TLSKey      string `toml:"tls_key"`
+	// Remote is the LAN listener beside this one (remote.go).
+	Remote RemoteConfig `toml:"remote"`
 	// ShutdownTimeout bounds how long in-flight requests may take to finish.
 	ShutdownTimeout Duration `toml:"shutdown_timeout"`
 }
@@ -203,6 +205,7 @@ func (s ServerConfig) validate() []error {
 	if s.ShutdownTimeout.D() <= 0 || s.ShutdownTimeout.D() > 10*time.Minute {
 		errs = append(errs, &Error{Key: "server.shutdown_timeout", Value: s.ShutdownTimeout.D().String(), Allowed: "a duration between 1ms and 10m"})
 	}
+	errs = append(errs, s.Remote.validate()...)
 	return errs
 }
 

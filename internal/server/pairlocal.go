@@ -197,7 +197,7 @@ func (s *Server) localBrowser(r *http.Request) (code, msg string) {
 	switch {
 	case s.opts.Config.AllowRemote:
 		return "local_pairing_off", "local pairing is off while the daemon accepts remote connections; run `hestia pair` and open the link it prints"
-	case !loopbackPeer(r.RemoteAddr):
+	case viaRemote(r) || !loopbackPeer(r.RemoteAddr):
 		return "not_local", "local pairing works only from a browser on the machine that runs Hestia; run `hestia pair` there and open the link it prints"
 	}
 	origin := r.Header.Get("Origin")

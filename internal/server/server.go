@@ -57,6 +57,9 @@ type Server struct {
 	pairing *pairing
 	local   *localPairing
 	started time.Time
+	// remoteLn is the [server.remote] listener Listen opened; Serve
+	// serves it with TLS beside the main one (remote.go).
+	remoteLn net.Listener
 }
 
 // New builds a server; register routes on API() before calling Serve.
@@ -140,7 +143,24 @@ func (s *Server) Listen() (net.Listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listening on %s: %w", s.opts.Config.Addr, err)
 	}
+	if r := s.opts.Config.Remote; r.Enabled {
+		rl, err := net.Listen("tcp", r.Addr)
+		if err != nil {
+			ln.Close()
+			return nil, fmt.Errorf("listening for remote devices on %s (server.remote.addr): %w", r.Addr, err)
+		}
+		s.remoteLn = rl
+	}
 	return ln, nil
+}
+
+// RemoteAddr is the address the remote listener bound, nil when remote
+// access is off or Listen has not run.
+func (s *Server) RemoteAddr() net.Addr {
+	if s.remoteLn == nil {
+		return nil
+	}
+	return s.remoteLn.Addr()
 }
 
 // Serve answers requests on ln until ctx is cancelled, then shuts down
@@ -155,37 +175,64 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
 	cfg := s.opts.Config
+	closeRemote := func() {
+		if s.remoteLn != nil {
+			s.remoteLn.Close()
+		}
+	}
 	if cfg.TLSCert != "" {
 		cert, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
 		if err != nil {
 			ln.Close()
+			closeRemote()
 			return fmt.Errorf("loading TLS certificate %s: %w", cfg.TLSCert, err)
 		}
 		hs.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 		ln = tls.NewListener(ln, hs.TLSConfig)
 	}
-	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
-	s.log.Info("listening", "addr", ln.Addr().String(), "tls", cfg.TLSCert != "")
+	servers := []*http.Server{hs}
+	listeners := []net.Listener{ln}
+	if s.remoteLn != nil {
+		rs, err := s.remoteServer(ctx)
+		if err != nil {
+			ln.Close()
+			closeRemote()
+			return err
+		}
+		servers = append(servers, rs)
+		listeners = append(listeners, tls.NewListener(s.remoteLn, rs.TLSConfig))
+	}
+	errc := make(chan error, len(servers))
+	for i, srv := range servers {
+		go func() { errc <- srv.Serve(listeners[i]) }()
+		s.log.Info("listening", "addr", listeners[i].Addr().String(), "tls", srv.TLSConfig != nil, "remote", i > 0)
+	}
+	var serveErr error
+	pending := len(servers) // results not yet read from errc
 	select {
 	case err := <-errc:
-		return fmt.Errorf("serving http: %w", err)
+		serveErr = fmt.Errorf("serving http: %w", err)
+		pending--
 	case <-ctx.Done():
 	}
 	s.log.Info("shutting down http server")
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout.D())
 	defer cancel()
-	if err := hs.Shutdown(sctx); err != nil {
-		// Long-lived streams (SSE) do not end on their own; close them.
-		hs.Close()
-		if !errors.Is(err, context.DeadlineExceeded) {
-			return fmt.Errorf("shutting down http server: %w", err)
+	for _, srv := range servers {
+		if err := srv.Shutdown(sctx); err != nil {
+			// Long-lived streams (SSE) do not end on their own; close them.
+			srv.Close()
+			if !errors.Is(err, context.DeadlineExceeded) && serveErr == nil {
+				serveErr = fmt.Errorf("shutting down http server: %w", err)
+			}
 		}
 	}
-	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("serving http: %w", err)
+	for range pending {
+		if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) && serveErr == nil {
+			serveErr = fmt.Errorf("serving http: %w", err)
+		}
 	}
-	return nil
+	return serveErr
 }
 
 // health is public. It names the home by a fingerprint of its token and,
@@ -227,11 +274,17 @@ func (s *Server) requireToken(next http.Handler) http.Handler {
 
 // guardHost defends the loopback listener against DNS rebinding: a page on
 // evil.example resolving to 127.0.0.1 sends Host: evil.example, which we
-// refuse. Remote binds (explicitly configured, TLS) accept any Host.
+// refuse. With [server.remote] enabled its hosts are accepted too, and
+// nothing else. A main bind opened to all names (allow_remote, TLS)
+// accepts any Host.
 func (s *Server) guardHost(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !s.opts.Config.AllowRemote && !loopbackHost(r.Host) {
-			httpjson.Error(w, http.StatusForbidden, "forbidden_host", "requests must address the daemon by a loopback name such as 127.0.0.1 or localhost")
+		if !s.opts.Config.AllowRemote && !loopbackHost(r.Host) && !s.opts.Config.Remote.AllowsHost(hostOnly(r.Host)) {
+			msg := "requests must address the daemon by a loopback name such as 127.0.0.1 or localhost"
+			if s.opts.Config.Remote.Enabled {
+				msg += " or one of server.remote.hosts (" + strings.Join(s.opts.Config.Remote.Hosts, ", ") + ")"
+			}
+			httpjson.Error(w, http.StatusForbidden, "forbidden_host", msg)
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -239,12 +292,17 @@ func (s *Server) guardHost(next http.Handler) http.Handler {
 }
 
 func loopbackHost(hostport string) bool {
+	return config.IsLoopbackHost(hostOnly(hostport))
+}
+
+// hostOnly is the lowercased host of a Host header, without port,
+// brackets or a trailing dot.
+func hostOnly(hostport string) string {
 	host := hostport
 	if h, _, err := net.SplitHostPort(hostport); err == nil {
 		host = h
 	}
-	host = strings.TrimSuffix(strings.Trim(host, "[]"), ".")
-	return config.IsLoopbackHost(strings.ToLower(host))
+	return strings.ToLower(strings.TrimSuffix(strings.Trim(host, "[]"), "."))
 }
 
 func (s *Server) securityHeaders(next http.Handler) http.Handler {
