@@ -13,6 +13,7 @@ import (
 
 	"github.com/hestia-dev/hestia/internal/config"
 	"github.com/hestia-dev/hestia/internal/llm/llmtest"
+	"github.com/hestia-dev/hestia/internal/mail"
 	"github.com/hestia-dev/hestia/internal/scheduler"
 )
 
@@ -126,5 +127,29 @@ func TestBuiltinJobs(t *testing.T) {
 	}
 	if len(up.ChatRequests()) != 1 {
 		t.Fatalf("model calls %d, want the one promotion decision", len(up.ChatRequests()))
+	}
+	// A folder `hestia mail import` registered is rescanned by the same
+	// job: its new file is mirrored, its deleted one leaves the mirror.
+	imported := filepath.Join(t.TempDir(), "Imported")
+	for _, d := range []string{"cur", "new", "tmp"} {
+		os.MkdirAll(filepath.Join(imported, d), 0o700)
+	}
+	gone := filepath.Join(imported, "cur", "1:2,S")
+	os.WriteFile(gone, []byte("Message-ID: <old@x>\nFrom: a@x.org\nSubject: Old imported\nDate: Mon, 5 Jan 2026 09:00:00 +0000\n\nold\n"), 0o600)
+	if _, err := ms.Import(context.Background(), imported, mail.ImportOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ms.AddSource(context.Background(), imported, ""); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(gone)
+	os.WriteFile(filepath.Join(imported, "new", "2"), []byte("Message-ID: <new@x>\nFrom: a@x.org\nSubject: New imported\nDate: Mon, 5 Jan 2026 09:00:00 +0000\n\nnew\n"), 0o600)
+	if r := runJob("mail.reconcile"); r.Status != scheduler.StatusOK {
+		t.Fatalf("reconcile run %+v", r)
+	}
+	var live string
+	ms.DB().QueryRow(`SELECT group_concat(subject) FROM messages WHERE subject LIKE '% imported' AND deleted_at IS NULL`).Scan(&live)
+	if live != "New imported" {
+		t.Errorf("registered source after rescan: live %q, want only the new file", live)
 	}
 }

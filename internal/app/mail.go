@@ -244,18 +244,21 @@ func (a *App) registerMail(ctx context.Context, reg *tools.Registry, paths *path
 	// Periodic mail work runs as built-in scheduler jobs (builtinjobs.go):
 	// journaled, no overlap, `hestia jobs run NAME` for a run now. Only
 	// the filesystem watcher stays a worker (it reacts to events).
-	if len(cfg.Sources) > 0 {
-		if err := a.builtinJob(ctx, "mail.reconcile", cfg.ReconcileInterval.D(), 30*time.Minute, func(ctx context.Context) error {
-			var errs []error
-			for _, src := range cfg.Sources {
-				if _, err := m.Store.Reconcile(ctx, src, mail.ImportOptions{}); err != nil {
-					errs = append(errs, fmt.Errorf("reconciling %s: %w", src, err))
-				}
+	// Always registered: `hestia mail import` adds sources while the
+	// daemon runs (mail.Store.AddSource), and they are rescanned here.
+	if err := a.builtinJob(ctx, "mail.reconcile", cfg.ReconcileInterval.D(), 30*time.Minute, func(ctx context.Context) error {
+		var errs []error
+		for _, src := range cfg.Sources {
+			if _, err := m.Store.Reconcile(ctx, src, mail.ImportOptions{}); err != nil {
+				errs = append(errs, fmt.Errorf("reconciling %s: %w", src, err))
 			}
-			return errors.Join(errs...)
-		}); err != nil {
-			return err
 		}
+		if _, err := m.Store.RescanSources(ctx); err != nil {
+			errs = append(errs, err)
+		}
+		return errors.Join(errs...)
+	}); err != nil {
+		return err
 	}
 	// The vector index is loaded at start rather than by the first hybrid
 	// search, which would otherwise wait for it (0.6 s at 100k messages),

@@ -11,7 +11,9 @@ import (
 )
 
 const mailUsage = `usage: hestia mail COMMAND
-  import PATH      mirror a Maildir, mbox file or Apple Mail tree (resumable)
+  import PATH      mirror a Maildir, mbox file or Apple Mail tree (resumable);
+                   a folder becomes a source the daemon rescans (--once: copy only)
+  sources          list rescanned folders (sources remove PATH to stop)
   reconcile PATH   like import, and forget messages whose files are gone
   sync [ACCOUNT]   sync IMAP accounts from the configuration
   embed            compute pending message vectors (offline local-embed)
@@ -31,7 +33,7 @@ func runMail(ctx context.Context, env *Env, args []string) error {
 	sub, rest := args[0], args[1:]
 	cmds := map[string]func(context.Context, *Env, *app.Mail, []string) error{
 		"sync": mailSync, "embed": mailEmbed,
-		"ops": mailOps, "mailboxes": mailMailboxes,
+		"ops": mailOps, "mailboxes": mailMailboxes, "sources": mailSources,
 	}
 	if query := mailQuery(sub); query != nil {
 		return query(ctx, env, rest)

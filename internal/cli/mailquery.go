@@ -326,6 +326,7 @@ func mailImport(reconcile bool) func(context.Context, *Env, []string) error {
 		quiet := fs.Bool("quiet", false, "no progress bar")
 		asJSON := fs.Bool("json", false, "print the summary as JSON")
 		full := fs.Bool("full", false, "list and check every file (by default Maildir folders whose mtime is unchanged are skipped)")
+		once := fs.Bool("once", false, "copy the folder once; do not register it for the daemon's rescans")
 		if err := parse(fs, args, 1); err != nil {
 			return err
 		}
@@ -367,11 +368,22 @@ func mailImport(reconcile bool) func(context.Context, *Env, []string) error {
 		if err != nil {
 			return err
 		}
+		src, registered, err := registerImportSource(ctx, st, fs.Arg(0), *account, *once)
+		if err != nil {
+			return err
+		}
 		if *asJSON {
-			return printJSON(env.Stdout, p)
+			out := struct {
+				mail.Progress
+				Source string `json:"source,omitempty"`
+			}{p, src.Path}
+			return printJSON(env.Stdout, out)
 		}
 		fmt.Fprintf(env.Stdout, "%d files: %d new messages, %d updated, %d unchanged, %d failed, %d removed, %d deleted in %s\n",
 			p.Files, p.Added, p.Updated, p.Skipped, p.Failed, p.Removed, p.Deleted, time.Since(start).Round(time.Millisecond))
+		if registered {
+			fmt.Fprintf(env.Stdout, "%s is now a mail source: the daemon rescans it (new mail is added, deleted files leave the mirror); --once copies without registering\n", src.Path)
+		}
 		return nil
 	}
 }

@@ -261,5 +261,13 @@ CREATE TRIGGER messages_embed_au AFTER UPDATE OF embed_hash, deleted_at ON messa
 	WHEN new.embed_hash IS NOT old.embed_hash OR (new.deleted_at IS NULL AND old.deleted_at IS NOT NULL) BEGIN
 	INSERT OR IGNORE INTO embed_queue VALUES (new.id);
 END;`,
+		// Folders `hestia mail import` registered: the daemon's
+		// mail.reconcile job rescans them beside the configured sources
+		// (sources.go).
+		`CREATE TABLE sources (
+	path       TEXT PRIMARY KEY,
+	account    TEXT NOT NULL DEFAULT 'local',
+	added_at   INTEGER NOT NULL
+) WITHOUT ROWID;`,
 	},
 }

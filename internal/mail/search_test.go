@@ -620,7 +620,8 @@ func TestEmbedQueue(t *testing.T) {
 	s.DB().ExecContext(ctx, `DELETE FROM embeddings WHERE message_id = ?`, all[2])
 	s.DB().ExecContext(ctx, `UPDATE embeddings SET hash = 'old' WHERE message_id = ?`, all[3])
 	v, _ := s.DB().Version(ctx)
-	for _, q := range []string{`DROP TRIGGER messages_embed_ai`, `DROP TRIGGER messages_embed_au`, `DROP TABLE embed_queue`, `DROP TABLE embed_state`, fmt.Sprintf(`PRAGMA user_version = %d`, v-1)} {
+	// Back to the version before the queue (the sources table came after it).
+	for _, q := range []string{`DROP TRIGGER messages_embed_ai`, `DROP TRIGGER messages_embed_au`, `DROP TABLE embed_queue`, `DROP TABLE embed_state`, `DROP TABLE sources`, fmt.Sprintf(`PRAGMA user_version = %d`, v-2)} {
 		if _, err := s.DB().ExecContext(ctx, q); err != nil {
 			t.Fatal(err)
 		}
