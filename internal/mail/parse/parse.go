@@ -5,7 +5,10 @@
 // Outside mail is hostile or simply broken: every entry point tolerates
 // malformed headers, unknown charsets and encodings, bad boundaries and
 // truncated bodies, keeping whatever can be read and naming the problems
-// instead of failing the whole message.
+// instead of failing the whole message. The body is every inline text part
+// of a multipart/mixed in order, one child of each multipart/alternative
+// (plain preferred), HTML rendered to text; quoted-printable is decoded
+// leniently (walk.go), like mail clients do.
 package parse
 
 import (
@@ -71,8 +74,8 @@ type Message struct {
 	Bcc           []Address
 	ReplyTo       []Address
 	Date          time.Time // zero when absent or unparseable
-	Text          string    // the readable body: text/plain parts, else HTML rendered to text
-	HTMLOnly      bool      // Text came from HTML
+	Text          string    // the readable body: inline text parts, HTML rendered to text (see bodyParts)
+	HTMLOnly      bool      // Text came from HTML parts only
 	Attachments   []Attachment
 	GmailThreadID string   // X-GM-THRID when present (exported Gmail mail)
 	Problems      []string // what was malformed; empty for a clean message
@@ -121,14 +124,14 @@ func parse(raw []byte, opts Options, depth int) (*Message, error) {
 	sum := sha256.Sum256(raw)
 	m := &Message{Size: len(raw), RawSHA256: hex.EncodeToString(sum[:])}
 
-	ent, err := message.Read(bytes.NewReader(raw))
+	ent, err := readEntity(bytes.NewReader(raw))
 	if ent == nil {
 		// The header block itself is malformed (a line without a colon,
 		// binary junk). Keep the lines that look like fields and retry, so
 		// one bad line does not lose Subject/From/Date.
 		m.problem("header: %v", err)
 		cleaned := cleanHeader(raw)
-		ent, err = message.Read(bytes.NewReader(cleaned))
+		ent, err = readEntity(bytes.NewReader(cleaned))
 		if ent == nil {
 			m.problem("header unrecoverable: %v", err)
 			m.Text = clampText(toUTF8(raw), opts.MaxTextBytes)
@@ -142,9 +145,10 @@ func parse(raw []byte, opts Options, depth int) (*Message, error) {
 	h := gomail.Header{Header: ent.Header}
 	m.readHeader(h)
 
-	var plain, htmlParts, forwarded []string
+	var texts bodyParts
+	var forwarded []string
 	parts := 0
-	walkErr := ent.Walk(func(path []int, part *message.Entity, perr error) error {
+	walkErr := walk(ent, func(path []int, parents []string, part *message.Entity, perr error) error {
 		parts++
 		if parts > opts.MaxParts {
 			return errTooManyParts
@@ -210,12 +214,7 @@ func parse(raw []byte, opts Options, depth int) (*Message, error) {
 				m.addAttachment(Attachment{Filename: filename, ContentType: "application/octet-stream"}, io.MultiReader(bytes.NewReader(body), part.Body), opts)
 				return nil
 			}
-			s := toUTF8(body)
-			if mt == "text/html" {
-				htmlParts = append(htmlParts, s)
-			} else {
-				plain = append(plain, s)
-			}
+			texts.add(path, parents, mt == "text/html", toUTF8(body))
 			return nil
 		}
 		m.addAttachment(Attachment{Filename: filename, ContentType: mt, Inline: strings.EqualFold(disp, "inline")}, part.Body, opts)
@@ -224,12 +223,9 @@ func parse(raw []byte, opts Options, depth int) (*Message, error) {
 	if walkErr != nil {
 		m.problem("mime structure: %v", walkErr)
 	}
+	m.Text, m.HTMLOnly = texts.text()
 	switch {
-	case len(plain) > 0 && strings.TrimSpace(strings.Join(plain, "")) != "":
-		m.Text = strings.Join(plain, "\n")
-	case len(htmlParts) > 0:
-		m.Text = HTMLToText(strings.Join(htmlParts, "\n"))
-		m.HTMLOnly = true
+	case m.Text != "":
 	case walkErr != nil && len(m.Attachments) == 0:
 		// Broken structure with nothing extracted: index the raw body so
 		// the message can still be found.
@@ -619,7 +615,14 @@ func validFieldName(s string) bool {
 }
 
 var (
-	scriptStyle = lazyre.New(`(?is)<(script|style|head)\b.*?</(script|style|head)\s*>`)
+	// One pattern per element: Go's regexp has no backreferences, and a
+	// shared one let "<head>" end at a later "</script>", eating the body.
+	scriptBlock = lazyre.New(`(?is)<script\b.*?</script\s*>`)
+	styleBlock  = lazyre.New(`(?is)<style\b.*?</style\s*>`)
+	titleBlock  = lazyre.New(`(?is)<title\b.*?</title\s*>`)
+	headBlock   = lazyre.New(`(?is)<head\b.*?</head\s*>`)
+	headOpen    = lazyre.New(`(?i)<head\b`)
+	bodyOpen    = lazyre.New(`(?i)<body\b`)
 	blockTag    = lazyre.New(`(?i)<\s*(br|/p|/div|/tr|/li|/h[1-6]|/table|hr)\b[^>]*>`)
 	anyTag      = lazyre.New(`(?s)<[^>]*>`)
 	comment     = lazyre.New(`(?s)<!--.*?-->`)
@@ -627,11 +630,16 @@ var (
 	blankLines  = lazyre.New(`\n\s*\n\s*\n+`)
 )
 
-// HTMLToText renders an HTML body to readable text: scripts and styles
-// dropped, block ends turned into newlines, entities decoded.
+// HTMLToText renders an HTML body to readable text: head, scripts and
+// styles dropped, block ends turned into newlines, entities decoded. Broken
+// markup (an unclosed <head>, a </head> after the body) never costs the
+// body text.
 func HTMLToText(s string) string {
 	s = comment.ReplaceAllString(s, "")
-	s = scriptStyle.ReplaceAllString(s, "")
+	s = dropHead(s)
+	s = scriptBlock.ReplaceAllString(s, "")
+	s = styleBlock.ReplaceAllString(s, "")
+	s = titleBlock.ReplaceAllString(s, "")
 	s = blockTag.ReplaceAllString(s, "\n")
 	s = anyTag.ReplaceAllString(s, "")
 	s = html.UnescapeString(s)
@@ -642,6 +650,20 @@ func HTMLToText(s string) string {
 	}
 	s = strings.Join(lines, "\n")
 	return strings.TrimSpace(blankLines.ReplaceAllString(s, "\n\n"))
+}
+
+// dropHead removes the document head. The head ends where the body starts
+// whether or not </head> was written (HTML's own rule); without a <body>
+// tag only a properly closed head is removed.
+func dropHead(s string) string {
+	h := headOpen.FindStringIndex(s)
+	if h == nil {
+		return s
+	}
+	if b := bodyOpen.FindStringIndex(s[h[0]:]); b != nil {
+		return s[:h[0]] + s[h[0]+b[0]:]
+	}
+	return headBlock.ReplaceAllString(s, "")
 }
 
 func normalizeNewlines(s string) string {

@@ -284,7 +284,8 @@ func TestMaildirFlags(t *testing.T) {
 }
 
 func FuzzParse(f *testing.F) {
-	for _, p := range []string{"testdata/multipart.eml", "testdata/two.mbox", "testdata/seed.emlx", "testdata/broken.eml"} {
+	for _, p := range []string{"testdata/multipart.eml", "testdata/two.mbox", "testdata/seed.emlx", "testdata/broken.eml",
+		"testdata/html-then-footer.eml", "testdata/html-unclosed-head.eml", "testdata/qp-invalid-escape.eml"} {
 		f.Add(mustRead(f, p))
 	}
 	f.Add([]byte("Content-Type: multipart/alternative; boundary=a\n\n--a\nContent-Type: text/html; charset=iso-2022-jp\n\n<p>x\n--a--"))
