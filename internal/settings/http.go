@@ -3,6 +3,7 @@ package settings
 import (
 	"errors"
 	"net/http"
+	"strings"
 
 	"github.com/hestia-dev/hestia/internal/config"
 	"github.com/hestia-dev/hestia/internal/httpjson"
@@ -14,6 +15,62 @@ func (s *Service) Routes(mux *http.ServeMux) {
 	mux.HandleFunc("PATCH /api/settings", s.handlePatch)
 	mux.HandleFunc("POST /api/settings/test-provider", s.handleTest)
 	mux.HandleFunc("GET /api/settings/local-models", s.handleDetect)
+	mux.HandleFunc("GET /api/setup", s.handleSetupStatus)
+	mux.HandleFunc("POST /api/setup/dismiss", s.handleSetupDismiss)
+	mux.HandleFunc("POST /api/setup/{step}/test", s.handleSetupStep)
+	mux.HandleFunc("POST /api/setup/{step}", s.handleSetupStep)
+}
+
+func (s *Service) handleSetupStatus(w http.ResponseWriter, r *http.Request) {
+	st, err := s.SetupStatus(r.Context())
+	if err != nil {
+		httpjson.Error(w, http.StatusInternalServerError, "config_invalid", err.Error())
+		return
+	}
+	httpjson.Write(w, http.StatusOK, st)
+}
+
+func (s *Service) handleSetupDismiss(w http.ResponseWriter, r *http.Request) {
+	if err := s.DismissSetup(r.Context()); err != nil {
+		httpjson.Respond(w, r, 0, nil, httpjson.Internal("recording the dismissal failed", err))
+		return
+	}
+	httpjson.Write(w, http.StatusOK, map[string]any{"dismissed": true})
+}
+
+// handleSetupStep tests (…/test) or tests and saves one step. A failed
+// connection answers ok=false with the part that failed, so the page can
+// show it next to the step's fields.
+func (s *Service) handleSetupStep(w http.ResponseWriter, r *http.Request) {
+	var in StepInput
+	if err := httpjson.Decode(w, r, &in); err != nil {
+		httpjson.BadRequest(w, err)
+		return
+	}
+	step, save := r.PathValue("step"), !strings.HasSuffix(r.URL.Path, "/test")
+	var (
+		out map[string]any
+		err error
+	)
+	if save {
+		out, err = s.SaveStep(r.Context(), step, in)
+	} else {
+		out, err = s.TestStep(r.Context(), step, in)
+	}
+	var se *StepError
+	switch {
+	case errors.As(err, &se):
+		httpjson.Write(w, http.StatusOK, map[string]any{"ok": false, "part": se.Part, "error": se.Error()})
+	case errors.Is(err, ErrStepInput):
+		httpjson.Error(w, http.StatusBadRequest, "invalid_input", strings.TrimPrefix(err.Error(), ErrStepInput.Error()+": "))
+	case errors.Is(err, ErrInvalid):
+		httpjson.Error(w, http.StatusBadRequest, "invalid_config", trimInvalid(err))
+	case err != nil:
+		httpjson.Respond(w, r, 0, nil, httpjson.Internal("saving the setup step failed", err))
+	default:
+		out["ok"] = true
+		httpjson.Write(w, http.StatusOK, out)
+	}
 }
 
 func (s *Service) handleGet(w http.ResponseWriter, r *http.Request) {

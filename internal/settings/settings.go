@@ -476,6 +476,19 @@ func (s *Service) Apply(ctx context.Context, changes []Change) (View, []string, 
 	if len(changes) == 0 {
 		return View{}, nil, fmt.Errorf("%w: no changes", ErrInvalid)
 	}
+	return s.applyDoc(ctx, func(d *doc) error {
+		for _, c := range changes {
+			if err := apply(d, c); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// applyDoc runs edit on config.toml's lines, validates the result as
+// startup would and writes it only when it is valid.
+func (s *Service) applyDoc(ctx context.Context, edit func(d *doc) error) (View, []string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	data, _, err := s.read()
@@ -486,10 +499,8 @@ func (s *Service) Apply(ctx context.Context, changes []Change) (View, []string, 
 		return View{}, nil, fmt.Errorf("%w: %s is already invalid, fix it first: %v", ErrInvalid, s.Paths.ConfigFile(), err)
 	}
 	d := parseDoc(data)
-	for _, c := range changes {
-		if err := apply(d, c); err != nil {
-			return View{}, nil, err
-		}
+	if err := edit(d); err != nil {
+		return View{}, nil, err
 	}
 	out := d.bytes()
 	cfg, err := config.Parse(out, s.Env)
