@@ -166,12 +166,30 @@ func exitCode(env *Env, command string, err error) int {
 }
 
 // parse parses args, turning flag errors into usage errors and refusing
-// unexpected positional arguments when maxArgs >= 0.
+// unexpected positional arguments when maxArgs >= 0. Flags may follow the
+// positional arguments (`mail import PATH --json`), as in most CLIs; after
+// "--" everything is positional.
 func parse(fs *flag.FlagSet, args []string, maxArgs int) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
+	var words []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return err
+			}
+			return usageError{err.Error()}
 		}
+		rest := fs.Args()
+		if used := len(args) - len(rest); used > 0 && args[used-1] == "--" {
+			words = append(words, rest...)
+			break
+		}
+		if len(rest) == 0 {
+			break
+		}
+		words = append(words, rest[0])
+		args = rest[1:]
+	}
+	if err := fs.Parse(append([]string{"--"}, words...)); err != nil {
 		return usageError{err.Error()}
 	}
 	if maxArgs >= 0 && fs.NArg() > maxArgs {
@@ -182,18 +200,7 @@ func parse(fs *flag.FlagSet, args []string, maxArgs int) error {
 
 // parseInterleaved allows flags after the free-text words.
 func parseInterleaved(fs *flag.FlagSet, args []string) error {
-	var words []string
-	for {
-		if err := parse(fs, args, -1); err != nil {
-			return err
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		words = append(words, fs.Arg(0))
-		args = fs.Args()[1:]
-	}
-	return fs.Parse(append([]string{"--"}, words...))
+	return parse(fs, args, -1)
 }
 
 // printJSON writes v as indented JSON.

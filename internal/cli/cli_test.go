@@ -147,3 +147,27 @@ func TestPairNeedsDaemon(t *testing.T) {
 		t.Fatalf("%+v", r)
 	}
 }
+
+// Flags after positional arguments are flags (issue 34 item 4); after "--"
+// everything is an argument.
+func TestFlagsAfterArguments(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	md := filepath.Join(t.TempDir(), "Maildir")
+	for _, d := range []string{"cur", "new", "tmp"} {
+		os.MkdirAll(filepath.Join(md, d), 0o755)
+	}
+	os.WriteFile(filepath.Join(md, "cur", "one:2,S"), []byte("Message-ID: <one@x>\nFrom: a@x.org\nSubject: one\n\nbody\n"), 0o644)
+	r := run(t, home, nil, "mail", "import", md, "--json", "--once")
+	if r.code != 0 || !strings.HasPrefix(strings.TrimSpace(r.stdout), "{") {
+		t.Fatalf("mail import PATH --json: %+v", r)
+	}
+	r = run(t, home, nil, "mail", "import", "--once", "--", md, "--json")
+	if r.code != 2 || !strings.Contains(r.stderr, `unexpected argument "--json"`) {
+		t.Errorf("after --, --json must be an argument: %+v", r)
+	}
+	r = run(t, home, nil, "mail", "import", md, "--nope")
+	if r.code != 2 || !strings.Contains(r.stderr, "flag provided but not defined: -nope") {
+		t.Errorf("an unknown trailing flag must be named: %+v", r)
+	}
+}
