@@ -10,7 +10,8 @@ import (
 
 // runActions lists Action Center items from its database (daemon or not).
 func runActions(ctx context.Context, env *Env, args []string) error {
-	if len(args) == 0 || args[0] != "list" {
+	args = listByDefault(args)
+	if args[0] != "list" {
 		return usagef("usage: hestia actions list [--state new|read|done|dismissed|all] [--limit N] [--json]")
 	}
 	fs := env.flags("actions list")

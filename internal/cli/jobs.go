@@ -14,14 +14,21 @@ import (
 	"github.com/hestia-dev/hestia/internal/scheduler"
 )
 
+// listByDefault makes a bare `hestia jobs|watch|actions` (or one given only
+// flags, `hestia jobs --json`) mean its list subcommand.
+func listByDefault(args []string) []string {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		return append([]string{"list"}, args...)
+	}
+	return args
+}
+
 // runJobs lists, runs, adds and removes scheduled jobs and shows their run
 // journal. list and history read the scheduler's database directly (they
 // work with the daemon stopped); run, add and remove go through the daemon,
 // which owns the loop.
 func runJobs(ctx context.Context, env *Env, args []string) error {
-	if len(args) == 0 {
-		return usagef("missing subcommand: list, history, run, add or remove")
-	}
+	args = listByDefault(args)
 	switch args[0] {
 	case "list":
 		return jobsList(ctx, env, args[1:])

@@ -23,7 +23,7 @@ func TestJobsCommands(t *testing.T) {
 		llmtest.Text("Saved the briefing."),
 	)
 	for _, bad := range [][]string{
-		{"jobs"}, {"jobs", "frob"},
+		{"jobs", "frob"},
 		{"jobs", "add", "b", "--cron", "0 8 * *", "--prompt", "p"},
 		{"jobs", "add", "b", "--every", "soon", "--prompt", "p"},
 		{"jobs", "history", "--limit", "0"},
@@ -32,6 +32,13 @@ func TestJobsCommands(t *testing.T) {
 		if r := run(t, home, env, bad...); r.code != 2 || r.stderr == "" {
 			t.Errorf("%v: exit %d, stderr %q", bad, r.code, r.stderr)
 		}
+	}
+	// A bare `hestia jobs` (or one with only flags) lists.
+	if r := run(t, home, env, "jobs"); r.code != 0 {
+		t.Errorf("bare jobs must list: %+v", r)
+	}
+	if r := run(t, home, env, "jobs", "--json"); r.code != 0 || !strings.HasPrefix(strings.TrimSpace(r.stdout), "[") && !strings.HasPrefix(strings.TrimSpace(r.stdout), "{") {
+		t.Errorf("jobs --json must list as JSON: %+v", r)
 	}
 	if r := run(t, home, env, "jobs", "add", "b", "--cron", "0 8 * *", "--prompt", "p"); !strings.Contains(r.stderr, "cron") {
 		t.Errorf("malformed cron error does not name the field: %q", r.stderr)

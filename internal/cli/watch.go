@@ -12,9 +12,7 @@ import (
 // database directly (with or without the daemon): stopping only moves an
 // active watch to stopped, which the daemon's next pass respects.
 func runWatch(ctx context.Context, env *Env, args []string) error {
-	if len(args) == 0 {
-		return usagef("missing subcommand: list, show or stop")
-	}
+	args = listByDefault(args)
 	sub, rest := args[0], nameFirst(args[1:])
 	fs := env.flags("watch " + sub)
 	asJSON := fs.Bool("json", false, "print JSON")

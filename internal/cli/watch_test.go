@@ -59,13 +59,19 @@ func TestWatchCommands(t *testing.T) {
 	if r := run(t, home, nil, "watch", "list"); !strings.Contains(r.stdout, "stopped") {
 		t.Fatalf("list after stop: %+v", r)
 	}
-	for _, bad := range [][]string{{"watch"}, {"watch", "frob"}, {"watch", "show"}, {"watch", "list", "--state", "sleeping"}} {
+	for _, bad := range [][]string{{"watch", "frob"}, {"watch", "show"}, {"watch", "list", "--state", "sleeping"}} {
 		if r := run(t, home, nil, bad...); r.code != 2 {
 			t.Errorf("%v: exit %d %q", bad, r.code, r.stderr)
 		}
 	}
 	if r := run(t, home, nil, "watch", "show", "w_nope"); r.code != 1 || !strings.Contains(r.stderr, "not found") {
 		t.Errorf("show unknown: %+v", r)
+	}
+	// Bare `hestia watch` and `hestia actions` list (so does flags-only).
+	for _, bare := range [][]string{{"watch"}, {"watch", "--json"}, {"actions"}, {"actions", "--json"}} {
+		if r := run(t, home, nil, bare...); r.code != 0 || r.stdout == "" {
+			t.Errorf("%v must list: %+v", bare, r)
+		}
 	}
 	r = run(t, home, nil, "actions", "list", "--json")
 	if r.code != 0 || !strings.Contains(r.stdout, `"actions": []`) {
@@ -74,7 +80,7 @@ func TestWatchCommands(t *testing.T) {
 	if r := run(t, home, nil, "actions", "list"); r.code != 0 || !strings.Contains(r.stdout, "new 0, read 0") {
 		t.Errorf("actions list: %+v", r)
 	}
-	for _, bad := range [][]string{{"actions"}, {"actions", "list", "--state", "open"}, {"actions", "list", "--limit", "0"}} {
+	for _, bad := range [][]string{{"actions", "frob"}, {"actions", "list", "--state", "open"}, {"actions", "list", "--limit", "0"}} {
 		if r := run(t, home, nil, bad...); r.code != 2 {
 			t.Errorf("%v: exit %d", bad, r.code)
 		}
