@@ -49,6 +49,7 @@ func commands() []command {
 		{"restore", "restore a backup into an empty home", runRestore},
 		{"pair", "pair another device: a one-time link, code and QR code (--name, --scopes); --local shows the code a browser on this machine asks for", runPair},
 		{"devices", "list paired devices or revoke one (list|revoke ID [--json])", runDevices},
+		{"remote", "let a phone on the LAN reach the daemon over TLS: enable [--host NAME] [--addr HOST:PORT] | disable | status", runRemote},
 		{"version", "print the version", runVersion},
 		{"selftest", "run the adversarial security suite against this install's policy (selftest security)", runSelftest},
 		{"usage", "show model usage and estimated cost (--json, --period 7d|30d|all)", runUsage},

@@ -143,11 +143,31 @@ func runPair(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	link := c.BaseURL + "/pair#code=" + res.Code
+	// With remote access on, the link points at the LAN listener and
+	// carries its certificate's fingerprint (the phone's browser shows the
+	// same one before the user accepts the self-signed certificate).
+	base, fp, err := pairRemoteBase(env)
+	if err != nil {
+		return err
+	}
+	if base != "" {
+		link = base + "/pair#code=" + res.Code + "&fp=" + strings.ReplaceAll(fp, ":", "")
+	}
 	if *asJSON {
-		return json.NewEncoder(env.Stdout).Encode(map[string]any{"code": res.Code, "link": link, "expires_at": res.ExpiresAt, "scopes": names})
+		out := map[string]any{"code": res.Code, "link": link, "expires_at": res.ExpiresAt, "scopes": names}
+		if fp != "" {
+			out["fingerprint"] = fp
+		}
+		return json.NewEncoder(env.Stdout).Encode(out)
 	}
 	fmt.Fprintf(env.Stdout, "Scan the code or open this link on the device to pair it (single use, valid until %s; scopes %s):\n\n  %s\n\n",
 		res.ExpiresAt.Local().Format("15:04"), strings.Join(names, ","), link)
+	if fp != "" {
+		fmt.Fprintf(env.Stdout, "The phone's browser will warn about Hestia's self-signed certificate: accept it only if its SHA-256 fingerprint is\n  %s\n\n", fp)
+	} else {
+		fmt.Fprintln(env.Stdout, "This link works only on this machine (the daemon listens on loopback); `hestia remote enable` lets a phone on the LAN reach it.")
+		fmt.Fprintln(env.Stdout)
+	}
 	if !*noQR {
 		q, err := devices.TerminalQR(link)
 		if err != nil {
