@@ -43,6 +43,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"serve", "run the daemon (web UI, API, background work)", runServe},
+		{"setup", "first-run setup: model, mail, calendar, contacts, file roots, Telegram; each tested before saving (--step NAME)", runSetup},
 		{"config", "show the effective configuration (secrets masked)", runConfig},
 		{"doctor", "check the installation's health", runDoctor},
 		{"backup", "copy every store into a directory with a manifest", runBackup},
