@@ -204,7 +204,7 @@ func calFree(ctx context.Context, env *Env, c *app.Calendar, args []string) erro
 	}
 	for _, f := range res.Free {
 		s, e := f.Start.In(c.Deps.Loc), f.End.In(c.Deps.Loc)
-		fmt.Fprintf(env.Stdout, "%s %s-%s (%s)\n", s.Format("Mon 2006-01-02"), s.Format("15:04"), e.Format("15:04"), e.Sub(s).Round(time.Minute))
+		fmt.Fprintf(env.Stdout, "%s %s-%s (%s)\n", s.Format("Mon 2006-01-02"), s.Format("15:04"), e.Format("15:04"), humanDuration(e.Sub(s).Round(time.Minute)))
 	}
 	if len(res.Free) == 0 {
 		fmt.Fprintln(env.Stdout, "no free slots")

@@ -63,7 +63,7 @@ END:VEVENT`)
 		t.Fatalf("search: %+v", r)
 	}
 	r = run(t, home, env, "cal", "free", "--from", "2026-03-03", "--to", "2026-03-04", "--min", "1h")
-	if r.code != 0 || r.stdout != "Tue 2026-03-03 09:00-14:00 (5h0m0s)\nTue 2026-03-03 16:00-18:00 (2h0m0s)\n" {
+	if r.code != 0 || r.stdout != "Tue 2026-03-03 09:00-14:00 (5h)\nTue 2026-03-03 16:00-18:00 (2h)\n" {
 		t.Fatalf("free: %+v", r)
 	}
 	os.Remove(filepath.Join(dir, "b.ics"))

@@ -113,7 +113,7 @@ func jobsList(ctx context.Context, env *Env, args []string) error {
 		if j.Running {
 			status = "running"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", j.Name, kind, j.Schedule, next, last, status)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", j.Name, kind, scheduleText(j.Schedule), next, last, status)
 	}
 	return tw.Flush()
 }
@@ -155,7 +155,7 @@ func printRuns(w io.Writer, runs []scheduler.Run) {
 	for _, r := range runs {
 		dur := "-"
 		if r.DurationMS != nil {
-			dur = (time.Duration(*r.DurationMS) * time.Millisecond).String()
+			dur = humanDuration(time.Duration(*r.DurationMS) * time.Millisecond)
 		}
 		msg := r.Error
 		if len(msg) > 80 {
@@ -264,7 +264,7 @@ func jobsAdd(ctx context.Context, env *Env, args []string) error {
 	if j.NextRun != nil {
 		next = j.NextRun.Local().Format(time.RFC1123)
 	}
-	fmt.Fprintf(env.Stdout, "Added job %s (%s); next run %s.\n", j.Name, j.Schedule, next)
+	fmt.Fprintf(env.Stdout, "Added job %s (%s); next run %s.\n", j.Name, scheduleText(j.Schedule), next)
 	return nil
 }
 
