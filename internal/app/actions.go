@@ -70,6 +70,9 @@ func (a *App) initActions(ctx context.Context) error {
 	// Scans are the built-in job actions.scan (every 5 minutes, journaled,
 	// `hestia jobs run actions.scan`); enabling the center runs one now.
 	return a.builtinJob(ctx, "actions.scan", 5*time.Minute, 30*time.Minute, func(ctx context.Context) error {
+		if err := a.backgroundAllowed(); err != nil {
+			return err // consent.go: no mail leaves for the model unasked
+		}
 		r, err := c.Scan(ctx)
 		if err == nil && r.Created+r.Updated > 0 {
 			a.Log.Info("actionScan", "messages", r.Messages, "threads", r.Threads, "created", r.Created, "updated", r.Updated)

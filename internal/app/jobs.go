@@ -65,6 +65,7 @@ func (a *App) initScheduler(ctx context.Context) error {
 	a.OnClose(s.Close)
 	a.Jobs = s
 	s.Routes(a.Server.API())
+	a.consentRoutes(a.Server.API())
 	a.AddWorker("scheduler", s.Run)
 	return nil
 }

@@ -32,6 +32,9 @@ func (a *App) registerMailPromoter(ctx context.Context, w *wiki.Wiki) error {
 	p := &mailpromote.Promoter{Mail: ms, Wiki: w, DB: db, LLM: a.Chat, Tier: llm.Tier3, Log: a.Log.With("component", "mail-promoter"), Now: a.Now}
 	// A built-in job: `hestia jobs run wiki.promote` promotes a batch now.
 	return a.builtinJob(ctx, "wiki.promote", cfg.PromoteInterval.D(), 30*time.Minute, func(ctx context.Context) error {
+		if err := a.backgroundAllowed(); err != nil {
+			return err // consent.go: no mail leaves for the model unasked
+		}
 		st, err := p.RunBatch(ctx, cfg.PromoteBatch)
 		if err == nil && st.Considered > 0 {
 			p.Log.Info("mailPromoted", "promoted", st.Promoted, "skipped", st.Skipped, "filtered", st.Filtered, "deferred", st.Deferred, "unchanged", st.Unchanged)

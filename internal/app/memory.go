@@ -55,7 +55,12 @@ func (a *App) registerMemory(ctx context.Context, reg *tools.Registry, chats *ch
 			return memoryWiring{}, err
 		}
 	}
-	prop := memory.NewProposer(memory.Proposer{Queue: q, Chats: chats, LLM: a.Chat, Tier: llm.Tier2, Log: a.Log.With("component", "memory"), Now: a.Now, Idle: 15 * time.Minute})
+	// Idle reviews send chats to the model: only with consent (consent.go).
+	var reviewLLM llm.Client
+	if a.Chat != nil {
+		reviewLLM = consentClient{inner: a.Chat, a: a}
+	}
+	prop := memory.NewProposer(memory.Proposer{Queue: q, Chats: chats, LLM: reviewLLM, Tier: llm.Tier2, Log: a.Log.With("component", "memory"), Now: a.Now, Idle: 15 * time.Minute})
 	a.AddWorker("memory.propose", func(ctx context.Context) error { return prop.Run(ctx, 5*time.Minute) })
 	if a.Server != nil {
 		memoryRoutes(a.Server.API(), q)

@@ -63,6 +63,7 @@ func commands() []command {
 		{"mcp", "MCP: serve Hestia's tools over stdio to an outside agent; list configured servers", runMCP},
 		{"watch", "watches: list, show, stop (--json)", runWatch},
 		{"actions", "the Action Center: list proposed work found in new mail (--json)", runActions},
+		{"consent", "background model work on your mail and chats: show, allow, deny (--json)", runConsent},
 		{"extract", "extract a document's text from stdin as JSON (the daemon's sandboxed helper)", runExtract},
 		{"docs", "documents: info, read a page, search one file (as the assistant's tools do)", runDocs},
 		{"cal", "calendar: agenda, search, free slots, import/sync vdir folders", runCal},

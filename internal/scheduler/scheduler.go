@@ -509,6 +509,8 @@ func (s *Scheduler) start(ctx context.Context, j Job, trigger string, due *time.
 		status, text := StatusOK, ""
 		switch {
 		case err == nil:
+		case errors.Is(err, ErrSkipped):
+			status, text = StatusSkipped, err.Error()
 		case errors.Is(rctx.Err(), context.DeadlineExceeded):
 			status, text = StatusTimeout, fmt.Sprintf("ran past its %s timeout: %v", timeout, err)
 		case base.Err() != nil:
@@ -542,6 +544,11 @@ func (s *Scheduler) start(ctx context.Context, j Job, trigger string, due *time.
 	}()
 	return id, nil
 }
+
+// ErrSkipped, wrapped in a built-in job's error, journals the run as
+// skipped rather than failed: the job chose not to work (the user has not
+// allowed it yet), which is neither an error to notify nor a success.
+var ErrSkipped = errors.New("skipped")
 
 // execute runs the job's function, recovering a panic into an error.
 func (s *Scheduler) execute(ctx context.Context, j Job, fn Func, prompt PromptRunner) (err error) {
