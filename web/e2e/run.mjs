@@ -18,6 +18,7 @@ try {
   if (!only || only === 'shots' || only === 'mail') await (await import('./mail.mjs')).runMailShots(b.browser);
   if (!only || only === 'shots' || only === 'settings') await (await import('./settings.mjs')).runSettingsShots(b.browser);
   if (!only || only === 'shots' || only === 'background') await (await import('./background.mjs')).runBackgroundShots(b.browser);
+  if (!only || only === 'remote') await (await import('./remote.mjs')).runRemote(b.browser);
   if (!only || only === 'daemon') {
     const { runDaemon } = await import('./daemon.mjs');
     await runDaemon(b.browser);
