@@ -76,6 +76,7 @@ type App struct {
 
 	closers []func() error
 	sys     checkCache // GET /api/system results, see system.go
+	restart restarter  // POST /api/system/restart, see restart.go
 	workers []worker
 	// workerStates and routes feed GET /api/system and /api/metrics
 	// (runtime.go); routes is set only when serving.
@@ -267,6 +268,7 @@ func (a *App) Serve(ctx context.Context, opts ServeOptions) (err error) {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	a.restart.serving(cancel)
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return a.Server.Serve(gctx, ln) })
 	g.Go(func() error { return a.cliSocket(gctx) })
@@ -276,6 +278,9 @@ func (a *App) Serve(ctx context.Context, opts ServeOptions) (err error) {
 	a.Log.Info("hestia started", "version", a.Version, "data", a.Paths.Data, "addr", ln.Addr().String())
 	err = g.Wait()
 	a.Log.Info("hestia stopped")
+	if err == nil && a.restart.wasRequested() {
+		return ErrRestart
+	}
 	return err
 }
 

@@ -17,6 +17,7 @@ func (a *App) initSystem(ctx context.Context) error {
 		return nil
 	}
 	a.Server.API().HandleFunc("GET /api/system", a.handleSystem)
+	a.Server.API().HandleFunc("POST /api/system/restart", a.handleRestart)
 	return nil
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/hestia-dev/hestia/internal/config"
 	"github.com/hestia-dev/hestia/internal/logging"
 	"github.com/hestia-dev/hestia/internal/sandbox"
+	"github.com/hestia-dev/hestia/internal/service"
 )
 
 // Env is what a command runs with. Tests pass their own.
@@ -29,7 +30,8 @@ type Env struct {
 	Getenv  config.Env
 	Version string
 
-	logLevel string
+	logLevel   string
+	serviceRun service.Runner // nil: the real systemctl/launchctl (tests substitute)
 }
 
 // command is one subcommand. run returns a usageError for bad arguments.
@@ -70,6 +72,8 @@ func commands() []command {
 		{"wiki", "search, read, lint, reindex and import into the Markdown wiki", runWiki},
 		{"contacts", "contacts: search, resolve a name to recipients, import/sync vdir folders", runContacts},
 		{"memory", "profile memory (USER.md, MEMORY.md, AGENT.md) and the promotion queue", runMemory},
+		{"service", "run Hestia in the background: service install|uninstall|start|stop|status|logs (systemd user unit, launchd agent)", runService},
+		{"restart", "restart the running daemon (re-executes it in place) and wait until it answers", runRestart},
 		{"eval", "run the evaluation suite against a model endpoint (--base-url, --model, --api-key, --provider, --json FILE)", runEval},
 	}
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -16,7 +17,17 @@ import (
 	"github.com/hestia-dev/hestia/internal/settings"
 )
 
+// runServe runs the daemon; after POST /api/system/restart (hestia
+// restart) it has shut down completely and starts itself again.
 func runServe(ctx context.Context, env *Env, args []string) error {
+	err := serve(ctx, env, args)
+	if errors.Is(err, app.ErrRestart) {
+		return reexec(env)
+	}
+	return err
+}
+
+func serve(ctx context.Context, env *Env, args []string) error {
 	fs := env.flags("serve")
 	addr := fs.String("addr", "", "listen address (default from config: 127.0.0.1:4317)")
 	level := fs.String("log-level", "", "log level: debug, info, warn, error")
