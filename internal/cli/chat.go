@@ -85,14 +85,29 @@ func chatOnce(ctx context.Context, env *Env, c *Client, chatID, text string, asJ
 	if err := c.Do(ctx, http.MethodPost, "/api/chats/"+url.PathEscape(chatID)+"/messages", body, &res); err != nil {
 		return err
 	}
+	// A refused tool call makes the turn fail for the caller: the model's
+	// reply may still claim success ("Saved"), and a script must not.
+	var refused []string
+	if res.OK {
+		var err error
+		if refused, err = refusedCalls(ctx, c, chatID, res.TurnID); err != nil {
+			return err
+		}
+	}
 	if asJSON {
 		enc := json.NewEncoder(env.Stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(res); err != nil {
 			return err
 		}
-	} else if res.OK {
+	} else if res.OK && len(refused) == 0 {
 		fmt.Fprintln(env.Stdout, res.Text)
+	}
+	if len(refused) > 0 {
+		for _, r := range refused {
+			fmt.Fprintf(env.Stderr, "hestia chat: not done: %s\n", r)
+		}
+		return exitError{1}
 	}
 	if !res.OK {
 		if !asJSON && res.Error != nil {
@@ -101,6 +116,49 @@ func chatOnce(ctx context.Context, env *Env, c *Client, chatID, text string, asJ
 		return exitError{1}
 	}
 	return nil
+}
+
+// refusedCalls describes the tool calls of turnID that were not run
+// because they were refused (denied, no approver, blocked, timed out).
+func refusedCalls(ctx context.Context, c *Client, chatID, turnID string) ([]string, error) {
+	var got struct {
+		Messages []struct {
+			TurnID   string `json:"turn_id"`
+			Role     string `json:"role"`
+			Content  string `json:"content"`
+			ToolName string `json:"tool_name"`
+			Tool     *struct {
+				Decision string `json:"decision"`
+				Note     string `json:"note"`
+			} `json:"tool"`
+		} `json:"messages"`
+	}
+	if err := c.Do(ctx, http.MethodGet, "/api/chats/"+url.PathEscape(chatID), nil, &got); err != nil {
+		return nil, fmt.Errorf("reading the turn's tool calls: %w", err)
+	}
+	var out []string
+	for _, m := range got.Messages {
+		if m.TurnID != turnID || m.Tool == nil {
+			continue
+		}
+		switch m.Tool.Decision {
+		case "denied", "no_approver", "blocked", "timeout":
+			why := m.Tool.Note
+			if why == "" {
+				why = m.Content
+			}
+			out = append(out, fmt.Sprintf("%s was refused (%s): %s", m.ToolName, m.Tool.Decision, truncateLine(why, 200)))
+		}
+	}
+	return out, nil
+}
+
+func truncateLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
 }
 
 // sseEvent is one event from /api/events.

@@ -101,9 +101,11 @@ func TestChatOnceAndPolicyAndAudit(t *testing.T) {
 		llmtest.Text("I could not write it."),
 		llmtest.Fail(401, `{"error":{"message":"bad key"}}`),
 	)
+	// A refused write makes --once fail and say so (issue 33 item 7), even
+	// though the model's reply is fine.
 	r := run(t, home, env, "chat", "--once", "write x.txt", "--json")
-	if r.code != 0 {
-		t.Fatalf("chat --once exit %d: %s %s", r.code, r.stdout, r.stderr)
+	if r.code != 1 || !strings.Contains(r.stderr, "write_file was refused (no_approver)") {
+		t.Fatalf("chat --once with a refused write: exit %d: %s %s", r.code, r.stdout, r.stderr)
 	}
 	var res turnResult
 	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || !res.OK || res.Text != "I could not write it." {
