@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -133,9 +134,25 @@ func mailSearch(ctx context.Context, env *Env, args []string) error {
 		a.Limit = mail.DefaultLimit
 	}
 	a.Limit = min(a.Limit, mail.MaxLimit)
-	q := mail.Query{Text: a.Query, Account: a.Account, Mailbox: a.Mailbox, Role: a.Role, From: a.From, To: a.To, Cc: a.Cc,
-		Subject: a.Subject, Body: a.Body, AttachmentName: a.AttachName, After: after, Before: before, Unread: a.Unread, Flagged: a.Flagged, Attachment: a.HasAttachment,
+	// The words may carry operators (from:anna@… is:unread), read by the
+	// parser mail watches use too; a flag given as well wins.
+	ops, err := mail.ParseQuery(a.Query, time.Local)
+	if err != nil {
+		return err
+	}
+	a.Query = ops.Text
+	pick := func(flag, op string) string { return cmp.Or(flag, op) }
+	q := mail.Query{Text: a.Query, Account: pick(a.Account, ops.Account), Mailbox: pick(a.Mailbox, ops.Mailbox), Role: pick(a.Role, ops.Role),
+		From: pick(a.From, ops.From), To: pick(a.To, ops.To), Cc: pick(a.Cc, ops.Cc), Subject: pick(a.Subject, ops.Subject), Body: pick(a.Body, ops.Body),
+		AttachmentName: pick(a.AttachName, ops.AttachmentName), After: after, Before: before, Unread: cmp.Or(a.Unread, ops.Unread),
+		Flagged: cmp.Or(a.Flagged, ops.Flagged), Attachment: cmp.Or(a.HasAttachment, ops.Attachment),
 		Sort: a.Sort, PerMessage: a.PerMessage, Offset: a.Offset, Limit: a.Limit, Count: *countOnly}
+	if q.After.IsZero() {
+		q.After = ops.After
+	}
+	if q.Before.IsZero() {
+		q.Before = ops.Before
+	}
 	var res mail.Result
 	q.NoSnippets = !*asJSON // the listing below prints none
 	asked, err := env.askDaemon(ctx, "/api/mail/search?"+searchValues(q).Encode(), &res)

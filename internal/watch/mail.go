@@ -16,23 +16,26 @@ import (
 )
 
 // MailSearch is the saved search a mail watch holds as its ref: a JSON
-// object with these fields (ANDed, as in mail_search), or plain text, which
-// is the free-text query.
+// object with these fields (ANDed, as in mail_search), or text in the
+// syntax of `hestia mail search` (mail.ParseQuery: `from:anna@… roof`).
 type MailSearch struct {
-	Query          string `json:"query,omitempty"`
-	Account        string `json:"account,omitempty"`
-	Mailbox        string `json:"mailbox,omitempty"`
-	Role           string `json:"role,omitempty"`
-	From           string `json:"from,omitempty"`
-	To             string `json:"to,omitempty"`
-	Cc             string `json:"cc,omitempty"`
-	Subject        string `json:"subject,omitempty"`
-	Body           string `json:"body,omitempty"`
-	AttachmentName string `json:"attachment_name,omitempty"`
-	Attachment     *bool  `json:"has_attachment,omitempty"`
-	Flagged        *bool  `json:"flagged,omitempty"`
-	MinSize        int64  `json:"min_size,omitempty"`
-	MaxSize        int64  `json:"max_size,omitempty"`
+	Query          string    `json:"query,omitempty"`
+	Account        string    `json:"account,omitempty"`
+	Mailbox        string    `json:"mailbox,omitempty"`
+	Role           string    `json:"role,omitempty"`
+	From           string    `json:"from,omitempty"`
+	To             string    `json:"to,omitempty"`
+	Cc             string    `json:"cc,omitempty"`
+	Subject        string    `json:"subject,omitempty"`
+	Body           string    `json:"body,omitempty"`
+	AttachmentName string    `json:"attachment_name,omitempty"`
+	Attachment     *bool     `json:"has_attachment,omitempty"`
+	Flagged        *bool     `json:"flagged,omitempty"`
+	MinSize        int64     `json:"min_size,omitempty"`
+	MaxSize        int64     `json:"max_size,omitempty"`
+	Unread         *bool     `json:"unread,omitempty"`
+	After          time.Time `json:"after,omitzero"`
+	Before         time.Time `json:"before,omitzero"`
 }
 
 // ParseMailSearch reads a mail watch's ref. Errors name the field.
@@ -46,7 +49,15 @@ func ParseMailSearch(ref string) (MailSearch, error) {
 		return s, errors.New("the mail search is not valid UTF-8")
 	}
 	if !strings.HasPrefix(ref, "{") {
-		s.Query = ref
+		// The one parser the CLI's search uses, so `from:anna@…` means
+		// the sender here too (it used to be searched as words).
+		q, err := mail.ParseQuery(ref, time.Local)
+		if err != nil {
+			return s, fmt.Errorf("the mail search: %w", err)
+		}
+		s = MailSearch{Query: q.Text, Account: q.Account, Mailbox: q.Mailbox, Role: q.Role, From: q.From, To: q.To, Cc: q.Cc,
+			Subject: q.Subject, Body: q.Body, AttachmentName: q.AttachmentName, Attachment: q.Attachment, Flagged: q.Flagged,
+			Unread: q.Unread, After: q.After, Before: q.Before}
 	} else {
 		dec := json.NewDecoder(strings.NewReader(ref))
 		dec.DisallowUnknownFields()
@@ -63,7 +74,8 @@ func ParseMailSearch(ref string) (MailSearch, error) {
 		return s, fmt.Errorf("query %q has no words to search for", q.Text)
 	}
 	if q.Text == "" && q.Account == "" && q.Mailbox == "" && q.Role == "" && q.From == "" && q.To == "" && q.Cc == "" &&
-		q.Subject == "" && q.Body == "" && q.AttachmentName == "" && q.Attachment == nil && q.Flagged == nil && q.MinSize == 0 && q.MaxSize == 0 {
+		q.Subject == "" && q.Body == "" && q.AttachmentName == "" && q.Attachment == nil && q.Flagged == nil && q.MinSize == 0 && q.MaxSize == 0 &&
+		q.Unread == nil && q.After.IsZero() && q.Before.IsZero() {
 		return s, errors.New("the mail search is empty: give at least one of query, from, to, subject, mailbox, role, … (a watch on every message is refused)")
 	}
 	switch s.Role {
@@ -80,7 +92,7 @@ func ParseMailSearch(ref string) (MailSearch, error) {
 func (s MailSearch) query() mail.Query {
 	return mail.Query{Text: strings.TrimSpace(s.Query), Account: s.Account, Mailbox: s.Mailbox, Role: s.Role, From: s.From, To: s.To, Cc: s.Cc,
 		Subject: s.Subject, Body: s.Body, AttachmentName: s.AttachmentName, Attachment: s.Attachment, Flagged: s.Flagged,
-		MinSize: s.MinSize, MaxSize: s.MaxSize}
+		MinSize: s.MinSize, MaxSize: s.MaxSize, Unread: s.Unread, After: s.After, Before: s.Before}
 }
 
 // MailAdapter watches the local mail mirror for newly arrived messages

@@ -262,3 +262,27 @@ func FuzzParseMailSearch(f *testing.F) {
 		}
 	})
 }
+
+// TestMailWatchTakesTheSearchSyntax: a watch's text ref is read like
+// `hestia mail search`: from:X matches the sender (it used to be searched
+// as the words "from" and "X", and never fired).
+func TestMailWatchTakesTheSearchSyntax(t *testing.T) {
+	t.Parallel()
+	m := newMailHarness(t)
+	ctx := context.Background()
+	now := m.c.Now()
+	if _, err := m.e.Create(ctx, Spec{Source: "mail", Ref: "from:trenitalia.it biglietto", Instruction: "tickets", ExpiresAt: now.Add(48 * time.Hour),
+		Rules: []Rule{{Event: "mail.received"}}}); err != nil {
+		t.Fatal(err)
+	}
+	m.deliver(t, "INBOX", "t1@trenitalia.it", "Trenitalia <noreply@trenitalia.it>", "Biglietto 9544", "Frecciarossa 9544", now)
+	m.deliver(t, "INBOX", "n@example.org", "News <news@example.org>", "Biglietto news", "from trenitalia.it: strikes", now)
+	m.pass(t)
+	got := m.got()
+	if len(got) != 1 || !strings.Contains(got[0], "Biglietto 9544") {
+		t.Fatalf("delivered %v, want only the Trenitalia message", got)
+	}
+	if _, err := m.e.Create(ctx, Spec{Source: "mail", Ref: "after:soon", Instruction: "x", Rules: []Rule{{Event: "mail.received"}}}); err == nil || !strings.Contains(err.Error(), "after:soon") {
+		t.Errorf("bad operator value: %v", err)
+	}
+}
