@@ -12,9 +12,10 @@ import { ContactsPage } from './pages/Contacts';
 import { NotificationsPage } from './pages/Notifications';
 import { SettingsPage } from './pages/Settings';
 import { PairPage } from './pages/Pair';
+import { SetupPage } from './pages/Setup';
 import { SystemPage } from './pages/System';
 import { UsagePage } from './pages/Usage';
-import { onLinkClick, useRoute } from './router';
+import { navigate, onLinkClick, useRoute } from './router';
 import type { App as AppCtl, UIState } from './state/app';
 import { useSelect } from './state/store';
 
@@ -29,6 +30,14 @@ export function Root({ app }: { app: AppCtl }) {
     const t = route.name === 'chat' ? 'Chat' : route.name === 'home' ? '' : route.name[0].toUpperCase() + route.name.slice(1);
     document.title = t ? `${t} · Hestia` : 'Hestia';
   }, [route]);
+  // First open with no model and setup not dismissed: the setup page.
+  useEffect(() => {
+    if (!paired || route.name !== 'home') return;
+    app.client.get<{ needed: boolean }>('/api/setup').then(
+      (s) => s.needed && navigate('/setup', true),
+      () => {},
+    );
+  }, [paired]);
 
   let page;
   if (!paired || route.name === 'pair') {
@@ -68,6 +77,9 @@ export function Root({ app }: { app: AppCtl }) {
       break;
     case 'notifications':
       page = <NotificationsPage />;
+      break;
+    case 'setup':
+      page = <SetupPage />;
       break;
     case 'chat':
       page = <ChatPage key={route.id} id={route.id} />;

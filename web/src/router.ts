@@ -16,6 +16,7 @@ export type Route =
   | { name: 'agenda' }
   | { name: 'contacts' }
   | { name: 'notifications' }
+  | { name: 'setup' }
   | { name: 'pair'; code?: string };
 
 export function parseRoute(pathname: string, hash = ''): Route {
@@ -44,6 +45,8 @@ export function parseRoute(pathname: string, hash = ''): Route {
       return { name: 'contacts' };
     case 'notifications':
       return { name: 'notifications' };
+    case 'setup':
+      return { name: 'setup' };
     case 'mail': {
       const id = Number(parts[1]);
       return parts[1] && Number.isSafeInteger(id) && id > 0 ? { name: 'mail', id } : { name: 'mail' };
