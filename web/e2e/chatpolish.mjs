@@ -121,6 +121,8 @@ export async function runNoModelFlow({ browser, Daemon, bin, dir, port }) {
     const d = new Daemon(bin, join(dir, 'nomodel'), port, '', '');
     d.noModel = true;
     await d.start();
+    // The banner is what a user who skipped first-run setup sees.
+    await fetch(d.url + '/api/setup/dismiss', { method: 'POST', headers: { Authorization: `Bearer ${d.token()}` } });
     const p = await newPage(browser, { token: d.token() });
     try {
       await p.page.goto(d.url + '/');

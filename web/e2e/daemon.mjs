@@ -535,6 +535,7 @@ export async function runDaemon(browser) {
       await (await import('./bgflow.mjs')).runBackgroundFlow({ page, daemon, push, send, waitFor, fake });
 
       await (await import('./chatpolish.mjs')).runNoModelFlow({ browser, Daemon, bin, dir, port: await freePort() });
+      await (await import('./setup.mjs')).runSetupFlow({ browser, Daemon, bin, dir, port: await freePort(), llmURL: fake.url });
 
       await test('daemon: no errors in the page console', async () => {
         const real = errors.filter((e) => !/net::ERR_|Failed to fetch|NetworkError|network error/i.test(e));
