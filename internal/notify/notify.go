@@ -115,6 +115,8 @@ type Notification struct {
 	// Duplicate is set on the value Notify returns when the key had been
 	// notified before (nothing new was stored or sent).
 	Duplicate bool `json:"duplicate,omitempty"`
+	// inboxOnly keeps it from being pushed (Deliver without push).
+	inboxOnly bool
 }
 
 // Options configure a Notifier.
@@ -226,7 +228,9 @@ func (n *Notifier) Notify(ctx context.Context, in Notification) (Notification, e
 		ms(now.Add(-RateWindow))).Scan(&recent); err != nil {
 		return Notification{}, fmt.Errorf("counting recent notifications: %w", err)
 	}
-	if set.RateLimit > 0 && recent >= set.RateLimit {
+	if in.inboxOnly {
+		state, reason = PushSuppressed, "inbox_only"
+	} else if set.RateLimit > 0 && recent >= set.RateLimit {
 		state, reason = PushSuppressed, "rate_limited"
 	} else if end, quiet := set.quietUntil(now); quiet {
 		next, reason = end, "quiet_hours"

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/hestia-dev/hestia/internal/notify"
 	"github.com/hestia-dev/hestia/internal/httpjson"
 )
 
@@ -19,6 +20,7 @@ func (s *Scheduler) Routes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /api/jobs/{name}/pause", s.handleEnable(false))
 	mux.HandleFunc("POST /api/jobs/{name}/resume", s.handleEnable(true))
 	mux.HandleFunc("GET /api/jobs/{name}/runs", s.handleHistory)
+	mux.HandleFunc("PUT /api/jobs/{name}/deliver", s.handleDeliver)
 	mux.HandleFunc("GET /api/job-runs", s.handleHistory)
 }
 
@@ -32,11 +34,14 @@ type JobBody struct {
 	Prompt  string `json:"prompt"`
 	Timeout string `json:"timeout,omitempty"`
 	Jitter  string `json:"jitter,omitempty"`
+	// Deliver lists where results go: inbox, push, telegram (or none);
+	// empty is inbox and push.
+	Deliver []string `json:"deliver,omitempty"`
 }
 
 // UserJob converts the body, naming the field of the first bad value.
 func (b JobBody) UserJob() (UserJob, error) {
-	u := UserJob{Name: b.Name, Prompt: b.Prompt, Schedule: Schedule{Cron: b.Cron}}
+	u := UserJob{Name: b.Name, Prompt: b.Prompt, Schedule: Schedule{Cron: b.Cron}, Deliver: b.Deliver}
 	dur := func(field, v string) (Duration, error) {
 		if v == "" {
 			return 0, nil
@@ -55,6 +60,9 @@ func (b JobBody) UserJob() (UserJob, error) {
 		return UserJob{}, err
 	}
 	if u.Jitter, err = dur("jitter", b.Jitter); err != nil {
+		return UserJob{}, err
+	}
+	if _, err := notify.ParseDeliver(b.Deliver); err != nil {
 		return UserJob{}, err
 	}
 	if b.At != "" {
@@ -102,6 +110,20 @@ func (s *Scheduler) handleRemove(w http.ResponseWriter, r *http.Request) {
 func (s *Scheduler) handleRun(w http.ResponseWriter, r *http.Request) {
 	id, err := s.RunNow(r.Context(), r.PathValue("name"))
 	writeResult(w, r, http.StatusAccepted, map[string]any{"run_id": id}, err)
+}
+
+// handleDeliver sets where a job's results go: {"deliver": [...]}, an
+// empty list restoring the default.
+func (s *Scheduler) handleDeliver(w http.ResponseWriter, r *http.Request) {
+	var b struct {
+		Deliver []string `json:"deliver"`
+	}
+	if err := httpjson.Decode(w, r, &b); err != nil {
+		httpjson.BadRequest(w, err)
+		return
+	}
+	j, err := s.SetDeliver(r.Context(), r.PathValue("name"), b.Deliver)
+	writeResult(w, r, http.StatusOK, j, err)
 }
 
 func (s *Scheduler) handleEnable(on bool) http.HandlerFunc {

@@ -28,9 +28,11 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/hestia-dev/hestia/internal/notify"
 	"github.com/hestia-dev/hestia/internal/lazyre"
 	"github.com/hestia-dev/hestia/internal/store"
 )
@@ -212,6 +214,8 @@ type UserJob struct {
 	Prompt   string   `json:"prompt"`
 	Timeout  Duration `json:"timeout,omitempty"`
 	Jitter   Duration `json:"jitter,omitempty"`
+	// Deliver is where results go (ParseDeliver); nil: inbox and push.
+	Deliver []string `json:"deliver,omitempty"`
 }
 
 // MaxPrompt bounds a user job's prompt.
@@ -238,14 +242,18 @@ func (s *Scheduler) Add(ctx context.Context, u UserJob) (Job, error) {
 	if u.Jitter < 0 || u.Jitter.D() > time.Hour {
 		return Job{}, fieldErr("jitter", "must be between 0 and 1h, got %s", u.Jitter.D())
 	}
+	deliver, err := notify.ParseDeliver(u.Deliver)
+	if err != nil {
+		return Job{}, err
+	}
 	now := s.now()
 	next := nextMS(c, u.Name, now, u.Jitter.D())
 	if next == nil {
 		return Job{}, fieldErr("at", "%s is in the past", u.Schedule.At.Format(time.RFC3339))
 	}
 	sched, _ := json.Marshal(u.Schedule)
-	_, err = s.db.ExecContext(ctx, `INSERT INTO jobs (name, builtin, schedule, timeout_ms, jitter_ms, prompt, next_run, created_at) VALUES (?, 0, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (name) DO NOTHING`, u.Name, sched, u.Timeout.D().Milliseconds(), u.Jitter.D().Milliseconds(), u.Prompt, next, ms(now))
+	_, err = s.db.ExecContext(ctx, `INSERT INTO jobs (name, builtin, schedule, timeout_ms, jitter_ms, prompt, next_run, created_at, deliver) VALUES (?, 0, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (name) DO NOTHING`, u.Name, sched, u.Timeout.D().Milliseconds(), u.Jitter.D().Milliseconds(), u.Prompt, next, ms(now), strings.Join(deliver, ","))
 	if err != nil {
 		return Job{}, fmt.Errorf("storing job %s: %w", u.Name, err)
 	}
@@ -504,8 +512,10 @@ func (s *Scheduler) start(ctx context.Context, j Job, trigger string, due *time.
 	go func() {
 		defer s.wg.Done()
 		defer cancel()
-		err := s.execute(rctx, j, fn, prompt)
+		box := &resultBox{}
+		err := s.execute(context.WithValue(rctx, resultKey{}, box), j, fn, prompt)
 		end := s.now()
+		result := clipText(box.get(), MaxResult)
 		status, text := StatusOK, ""
 		switch {
 		case err == nil:
@@ -518,13 +528,11 @@ func (s *Scheduler) start(ctx context.Context, j Job, trigger string, due *time.
 		default:
 			status, text = StatusError, err.Error()
 		}
-		if len(text) > 2000 {
-			text = text[:2000]
-		}
+		text = clipText(text, 2000)
 		// The journal write must land even though the run's context ended.
 		wctx, wcancel := context.WithTimeout(context.WithoutCancel(rctx), 10*time.Second)
 		defer wcancel()
-		if err := s.endRun(wctx, id, now, end, status, text); err != nil {
+		if err := s.endRun(wctx, id, now, end, status, text, result); err != nil {
 			s.log.Error("schedulerJournal", "job", j.Name, "err", err)
 		}
 		if err := s.pruneRuns(wctx, j.Name, KeepRuns); err != nil {
@@ -539,7 +547,7 @@ func (s *Scheduler) start(ctx context.Context, j Job, trigger string, due *time.
 		if s.opts.OnRunEnd != nil {
 			ended := end.UTC()
 			d := end.Sub(now).Milliseconds()
-			s.opts.OnRunEnd(Run{ID: id, Job: j.Name, Trigger: trigger, ScheduledFor: due, StartedAt: now.UTC(), EndedAt: &ended, Status: status, Error: text, DurationMS: &d})
+			s.opts.OnRunEnd(Run{ID: id, Job: j.Name, Trigger: trigger, ScheduledFor: due, StartedAt: now.UTC(), EndedAt: &ended, Status: status, Error: text, DurationMS: &d, Result: result})
 		}
 	}()
 	return id, nil

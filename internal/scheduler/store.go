@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/hestia-dev/hestia/internal/store"
@@ -41,6 +42,9 @@ CREATE TABLE runs (
 );
 CREATE INDEX runs_job ON runs(job, id);
 CREATE INDEX runs_status ON runs(status);
+`, `
+ALTER TABLE runs ADD COLUMN result TEXT NOT NULL DEFAULT '';
+ALTER TABLE jobs ADD COLUMN deliver TEXT NOT NULL DEFAULT '';
 `},
 }
 
@@ -75,6 +79,10 @@ type Job struct {
 	Created  time.Time  `json:"created_at"`
 	Running  bool       `json:"running"`
 	LastRun  *Run       `json:"last_run,omitempty"`
+	// Deliver is where a run's result goes (inbox, push, telegram); nil
+	// means the default: inbox and push for user jobs, only failures (to
+	// the inbox, once a day) for built-ins.
+	Deliver []string `json:"deliver,omitempty"`
 }
 
 // Run is one journal row.
@@ -88,6 +96,9 @@ type Run struct {
 	Status       string     `json:"status"`
 	Error        string     `json:"error,omitempty"`
 	DurationMS   *int64     `json:"duration_ms,omitempty"`
+	// Result is what the run produced: a user job's final assistant text,
+	// a built-in job's summary (SetResult); empty when it reported none.
+	Result string `json:"result,omitempty"`
 }
 
 func ms(t time.Time) int64 { return t.UnixMilli() }
@@ -100,15 +111,19 @@ func fromMS(v sql.NullInt64) *time.Time {
 	return &t
 }
 
-const jobCols = `name, builtin, schedule, timeout_ms, jitter_ms, prompt, chat_id, enabled, next_run, created_at`
+const jobCols = `name, builtin, schedule, timeout_ms, jitter_ms, prompt, chat_id, enabled, next_run, created_at, deliver`
 
 func scanJob(sc interface{ Scan(...any) error }) (Job, error) {
 	var j Job
 	var sched string
 	var timeout, jit, created int64
 	var next sql.NullInt64
-	if err := sc.Scan(&j.Name, &j.Builtin, &sched, &timeout, &jit, &j.Prompt, &j.ChatID, &j.Enabled, &next, &created); err != nil {
+	var deliver string
+	if err := sc.Scan(&j.Name, &j.Builtin, &sched, &timeout, &jit, &j.Prompt, &j.ChatID, &j.Enabled, &next, &created, &deliver); err != nil {
 		return Job{}, err
+	}
+	if deliver != "" {
+		j.Deliver = strings.Split(deliver, ",")
 	}
 	if err := json.Unmarshal([]byte(sched), &j.Schedule); err != nil {
 		return Job{}, fmt.Errorf("job %s: stored schedule: %w", j.Name, err)
@@ -148,13 +163,13 @@ func (s *Scheduler) listJobs(ctx context.Context) ([]Job, error) {
 	return out, rows.Err()
 }
 
-const runCols = `id, job, trigger, scheduled_for, started_at, ended_at, status, error, duration_ms`
+const runCols = `id, job, trigger, scheduled_for, started_at, ended_at, status, error, duration_ms, result`
 
 func scanRun(sc interface{ Scan(...any) error }) (Run, error) {
 	var r Run
 	var sched, ended, dur sql.NullInt64
 	var started int64
-	if err := sc.Scan(&r.ID, &r.Job, &r.Trigger, &sched, &started, &ended, &r.Status, &r.Error, &dur); err != nil {
+	if err := sc.Scan(&r.ID, &r.Job, &r.Trigger, &sched, &started, &ended, &r.Status, &r.Error, &dur, &r.Result); err != nil {
 		return Run{}, err
 	}
 	r.ScheduledFor = fromMS(sched)
@@ -233,9 +248,9 @@ func (s *Scheduler) startRun(ctx context.Context, job, trigger string, scheduled
 	return res.LastInsertId()
 }
 
-func (s *Scheduler) endRun(ctx context.Context, id int64, started, now time.Time, status, errText string) error {
-	_, err := s.db.ExecContext(ctx, `UPDATE runs SET ended_at = ?, status = ?, error = ?, duration_ms = ? WHERE id = ?`,
-		ms(now), status, errText, now.Sub(started).Milliseconds(), id)
+func (s *Scheduler) endRun(ctx context.Context, id int64, started, now time.Time, status, errText, result string) error {
+	_, err := s.db.ExecContext(ctx, `UPDATE runs SET ended_at = ?, status = ?, error = ?, duration_ms = ?, result = ? WHERE id = ?`,
+		ms(now), status, errText, now.Sub(started).Milliseconds(), result, id)
 	if err != nil {
 		return fmt.Errorf("journaling the end of run %d: %w", id, err)
 	}
