@@ -42,7 +42,9 @@ func TestDeliverPaths(t *testing.T) {
 	t.Parallel()
 	n, _ := newNotifier(t, &clock{t: time.Now()})
 	ctx := context.Background()
-	x := func(key string) Notification { return Notification{Kind: KindJob, Key: key, Title: "Job brief done", Body: "two meetings"} }
+	x := func(key string) Notification {
+		return Notification{Kind: KindJob, Key: key, Title: "Job brief done", Body: "two meetings"}
+	}
 	both, err := n.Deliver(ctx, x("a"), true, true)
 	if err != nil || both.PushState != PushPending || both.ReadAt != nil {
 		t.Fatalf("inbox+push = %+v, %v", both, err)

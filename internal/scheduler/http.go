@@ -6,8 +6,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/hestia-dev/hestia/internal/notify"
 	"github.com/hestia-dev/hestia/internal/httpjson"
+	"github.com/hestia-dev/hestia/internal/notify"
 )
 
 // Routes serves the jobs API.

@@ -32,8 +32,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hestia-dev/hestia/internal/notify"
 	"github.com/hestia-dev/hestia/internal/lazyre"
+	"github.com/hestia-dev/hestia/internal/notify"
 	"github.com/hestia-dev/hestia/internal/store"
 )
 
