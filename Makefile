@@ -4,7 +4,7 @@ VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 WEB_STAMP := web/node_modules/.package-lock.json
 
-.PHONY: all build run web deps test test-go test-web lint fmt bench bench-mail bench-cal bench-tools clean eval probe-server
+.PHONY: all build install dist run web deps test test-go test-web lint fmt bench bench-mail bench-cal bench-tools clean eval probe-server
 
 all: build
 
@@ -36,6 +36,30 @@ build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/.new/hestia ./cmd/hestia
 	@install -m 0755 bin/.new/hestia bin/hestia
 	@rm -rf bin/.new
+
+## install: build the web UI and the binary, then install bin/hestia into $(PREFIX)/bin
+## (default ~/.local/bin) with scripts/install.sh, which says whether that is on PATH
+PREFIX ?= $(HOME)/.local
+install: web build
+	PREFIX="$(PREFIX)" scripts/install.sh bin/hestia
+
+## dist: release tarballs in dist/ for DIST_TARGETS, each a static binary with the web UI
+## embedded (built first), README, LICENSE and config.example.toml when present, and
+## install.sh; plus SHA256SUMS. `make dist DIST_TARGETS=darwin/arm64` builds one.
+DIST_TARGETS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
+dist: web
+	@rm -rf dist && mkdir -p dist
+	@set -e; for t in $(DIST_TARGETS); do \
+	  os=$${t%/*}; arch=$${t#*/}; name=hestia-$(VERSION)-$$os-$$arch; d=dist/$$name; \
+	  mkdir -p $$d; \
+	  echo "dist: $$name"; \
+	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" -o $$d/hestia ./cmd/hestia; \
+	  for f in README.md LICENSE config.example.toml; do if [ -f $$f ]; then cp $$f $$d/; fi; done; \
+	  cp scripts/install.sh $$d/; \
+	  tar -C dist -czf dist/$$name.tar.gz $$name; rm -rf $$d; \
+	done
+	@cd dist && if command -v sha256sum >/dev/null; then sha256sum *.tar.gz; else shasum -a 256 *.tar.gz; fi > SHA256SUMS
+	@ls -l dist
 
 ## run: install what is needed, build UI and binary, start the daemon
 run: web build
@@ -106,5 +130,5 @@ lint:
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
 clean:
-	rm -rf bin web/node_modules
+	rm -rf bin dist web/node_modules
 	find web/dist -mindepth 1 ! -name .keep -delete 2>/dev/null || true

@@ -79,8 +79,14 @@ export function SettingsPage() {
           {saved && view.pending_restart.length > 0 && (
             <div class="callout warn restart-note" role="status">
               <span>
-                Saved. The running daemon still uses its old values for <strong>{view.pending_restart.join(', ')}</strong>: restart Hestia (stop it and run <code>hestia serve</code>) to apply them.
+                Saved. The running daemon still uses its old values for <strong>{view.pending_restart.join(', ')}</strong>: restart Hestia to apply them.
               </span>
+              <RestartButton
+                done={() => {
+                  setSaved(null);
+                  load();
+                }}
+              />
             </div>
           )}
           <LocalModels view={view} save={save} />
@@ -92,6 +98,43 @@ export function SettingsPage() {
         </>
       )}
     </div>
+  );
+}
+
+/** Restarts the daemon (POST /api/system/restart: it re-executes itself)
+ * and waits until a new process answers, then calls done. */
+function RestartButton({ done }: { done: () => void }) {
+  const app = useApp();
+  const [busy, setBusy] = useState(false);
+  const restart = async () => {
+    setBusy(true);
+    try {
+      const r = await app.client.request<{ started_at: string }>('POST', '/api/system/restart', {});
+      const before = Date.parse(r.started_at);
+      for (const end = Date.now() + 60_000; Date.now() < end; ) {
+        await new Promise((ok) => setTimeout(ok, 500));
+        try {
+          const s = await app.client.get<{ started_at: string }>('/api/system');
+          if (Date.parse(s.started_at) > before) {
+            app.toast('success', 'Hestia restarted: the saved settings apply now.');
+            done();
+            return;
+          }
+        } catch {
+          // Still shutting down or starting: ask again.
+        }
+      }
+      app.toast('error', 'Hestia did not answer within a minute of the restart: see `hestia service logs` or its log.');
+    } catch (e) {
+      app.error(e);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <button class="btn" onClick={() => void restart()} disabled={busy}>
+      <Refresh size={16} /> {busy ? 'Restarting…' : 'Restart now'}
+    </button>
   );
 }
 
