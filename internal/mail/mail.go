@@ -51,7 +51,12 @@ type Options struct {
 	Logger  *slog.Logger
 	Now     func() time.Time
 	// Embedder is optional; without it search is lexical only.
-	Embedder   search.Embedder
+	Embedder search.Embedder
+	// Related lists, beside a search's matches, the messages only the
+	// vectors found (Result.Related) unless a query says otherwise. Set it
+	// only for an embedder that knows meaning: the hashed fallback's
+	// nearest messages without the words are noise.
+	Related    bool
 	EmbedModel string // recorded with each vector
 	// EmbedMaxChars caps the source text of a message's vector (default 2000).
 	EmbedMaxChars int

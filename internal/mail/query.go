@@ -64,6 +64,9 @@ type Query struct {
 	NoSnippets bool `json:"-"`
 	// Count asks for Result.Total, the exact number of matching messages.
 	Count bool `json:"count,omitempty"`
+	// Related asks for (true) or leaves out (false) Result.Related, the
+	// messages only the vectors found; nil leaves it to Options.Related.
+	Related *bool `json:"related,omitempty"`
 	// AfterID and UpToID bound the mirror's message ids (exclusive,
 	// inclusive; zero means unbounded): a watch asks only for mail that
 	// arrived since its cursor.
@@ -87,9 +90,9 @@ type Summary struct {
 	// Partial marks a free-text hit that matches only some of the words or
 	// phrases; such hits always rank after every full match.
 	Partial bool `json:"partial_match,omitempty"`
-	// Related marks a hybrid-search hit found by meaning alone: neither it
-	// nor (for a conversation row) its thread contains the words. Total
-	// does not count it.
+	// Related marks an entry of Result.Related: found by meaning alone,
+	// neither it nor (for a conversation row) its thread holds any of the
+	// words. It is never one of Result.Messages.
 	Related bool `json:"related,omitempty"`
 }
 
@@ -103,8 +106,14 @@ type Page struct {
 
 // Result is a search answer.
 type Result struct {
+	// Messages are the matches: every word and phrase (or, marked
+	// Partial and after all of those, some of them) and every filter.
 	Messages []Summary `json:"messages"`
-	Page     Page      `json:"page"`
+	// Related are messages the vectors found that hold none of the words
+	// (first page only, when asked): kept apart from Messages, never
+	// counted in Total, never paged.
+	Related []Summary `json:"related,omitempty"`
+	Page    Page      `json:"page"`
 	// Mode is browse, lexical or hybrid; Degraded names why vectors were
 	// not used when a free-text query ran lexically.
 	Mode     string `json:"mode"`
@@ -285,12 +294,15 @@ func (s *Store) Search(ctx context.Context, q Query) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	partial, err := s.fillPage(ctx, asked, q, src, &res)
-	if err != nil {
+	if err := s.fillPage(ctx, asked, q, src, &res); err != nil {
 		return Result{}, err
 	}
-	if res.Mode == "hybrid" && lex.all != "" {
-		if err := s.markRelated(ctx, res.Messages, lex.all, f, partial, !q.PerMessage, lex.hits, lex.complete, lex.docs); err != nil {
+	wantRelated := s.opts.Related
+	if q.Related != nil {
+		wantRelated = *q.Related
+	}
+	if wantRelated && q.Offset == 0 && len(lex.vecOnly) > 0 {
+		if res.Related, err = s.related(ctx, q, f, text, lex.vecOnly, res.Messages); err != nil {
 			return Result{}, err
 		}
 	}
@@ -334,15 +346,10 @@ func (s *Store) browse(ctx context.Context, q Query, f *filter, res *Result) (*r
 	return src, nil
 }
 
-// lexicalRanking is what the word ranking found, kept for markRelated: the
-// all-words match expression, its hits, whether those are every one there
-// is (the ranking asked for more), and, when the ranking had them, every
-// message holding the (one) word, in id order.
+// lexicalRanking is what rank leaves for the related list: the vector
+// hits (nearest first) that do not hold every word.
 type lexicalRanking struct {
-	all      string
-	hits     []hit
-	complete bool
-	docs     []int64
+	vecOnly []hit
 }
 
 // rank orders the matches of free text: the FTS5 ranking fused by RRF with
@@ -371,16 +378,14 @@ func (s *Store) rank(ctx, asked context.Context, q Query, f *filter, text string
 			vecDone <- vecResult{hits, why}
 		}()
 	}
-	lr := lexicalRanking{all: all}
+	var lr lexicalRanking
 	var lex []hit
 	if all != "" {
 		var err error
-		lex, lr.docs, err = s.topHits(ctx, lexQ, all, f, firstN)
-		if err != nil {
+		if lex, _, err = s.topHits(ctx, lexQ, all, f, firstN); err != nil {
 			return nil, lr, err
 		}
 	}
-	lr.hits, lr.complete = lex, len(lex) < firstN
 	// Both lists carry each message's thread, so the fused head needs
 	// no further query.
 	thread := make(map[int64]int64, 2*lexicalPool)
@@ -390,17 +395,28 @@ func (s *Store) rank(ctx, asked context.Context, q Query, f *filter, text string
 		thread[h.id] = h.thread
 	}
 	res.Mode = "lexical"
+	// Only vector hits that hold every word join the ranking (they are
+	// matches the word ranking may have placed lower); the others are
+	// no matches and are kept for the related list.
 	var vec []int64
 	if vecDone != nil {
 		r := <-vecDone
 		res.Degraded = r.why
-		for _, h := range r.hits {
-			vec = append(vec, h.id)
-			thread[h.id] = h.thread
+		if len(r.hits) > 0 {
+			res.Mode = "hybrid"
 		}
-	}
-	if len(vec) > 0 {
-		res.Mode = "hybrid"
+		hold, err := s.holding(ctx, all, r.hits)
+		if err != nil {
+			return nil, lr, err
+		}
+		for _, h := range r.hits {
+			if hold[h.id] {
+				vec = append(vec, h.id)
+				thread[h.id] = h.thread
+			} else {
+				lr.vecOnly = append(lr.vecOnly, h)
+			}
+		}
 	}
 	var fused []hit
 	for _, h := range search.RRF(search.K, head, vec) {
@@ -429,15 +445,14 @@ func (s *Store) rank(ctx, asked context.Context, q Query, f *filter, text string
 }
 
 // fillPage takes the page from the ranked stream and reads its rows (and
-// bodies for snippets) only; it returns which messages matched only some
-// of the words.
-func (s *Store) fillPage(ctx, asked context.Context, q Query, src *rankStream, res *Result) (map[int64]bool, error) {
+// bodies for snippets) only.
+func (s *Store) fillPage(ctx, asked context.Context, q Query, src *rankStream, res *Result) error {
 	ranked, more, truncated, err := collect(ctx, src, q.Offset+q.Limit, !q.PerMessage)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if err := asked.Err(); err != nil {
-		return nil, err
+		return err
 	}
 	res.Truncated = truncated
 	var page []int64
@@ -453,7 +468,7 @@ func (s *Store) fillPage(ctx, asked context.Context, q Query, src *rankStream, r
 	}
 	res.Messages, err = s.summaries(ctx, page, !q.NoSnippets)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if res.Messages == nil {
 		res.Messages = []Summary{}
@@ -472,7 +487,7 @@ func (s *Store) fillPage(ctx, asked context.Context, q Query, src *rankStream, r
 			res.Note = "results marked partial_match contain only some of the words; every full match is listed before them"
 		}
 	}
-	return partial, nil
+	return nil
 }
 
 // maxDeletedSlack bounds how many soft-deleted messages topHits ranks past.
@@ -496,6 +511,9 @@ func (s *Store) topHits(ctx context.Context, lexQ, all string, f *filter, n int)
 		return hits, nil, err
 	}
 	if !f.onlyLive() {
+		if hits, ok, err := s.filteredTopHits(ctx, all, f, n); err != nil || ok {
+			return hits, nil, err
+		}
 		return join()
 	}
 	var deleted int
@@ -546,82 +564,153 @@ func (s *Store) topHits(ctx context.Context, lexQ, all string, f *filter, n int)
 	return out, wordDocs, nil
 }
 
-// markRelated flags the page's hits that only the vectors found: no
-// message (or, for conversation rows, no message of the thread) matches
-// every word, and none is a partial word match. The UI shows them apart,
-// since Total counts word matches only. When the lexical ranking read
-// every all-word match (fewer than it asked for), those are known: words
-// holds them and complete is set; otherwise they are looked up.
-func (s *Store) markRelated(ctx context.Context, msgs []Summary, all string, f *filter, partial map[int64]bool, byThread bool, words []hit, complete bool, wordDocs []int64) error {
-	if len(msgs) == 0 {
-		return nil
+// maxFilterChecks bounds how many of a word's best matches
+// filteredTopHits checks against the filters before it leaves a very
+// selective filter (a sender, say) to the join, which can start from it.
+const maxFilterChecks = 4096
+
+// filteredTopHits is topHits for a plain word or phrase under filters
+// beyond liveness (a date range, a mailbox): the join ranks every match
+// through FTS5's bm25 (a docsize lookup each: 885 of 5,000 matches of a
+// word in six months of 100k messages still cost every 5,000) and reads
+// each match's row. Here the scores come from the word's doclist
+// (wordScores, phraseScores: the same order as "ORDER BY rank", ties by
+// id), and the matches are checked against the filters best first, a
+// chunk at a time by id, until n pass. ok is false when the matches cannot
+// be scored so, or more than maxFilterChecks were checked without finding
+// n: the caller joins instead.
+func (s *Store) filteredTopHits(ctx context.Context, all string, f *filter, n int) (hits []hit, ok bool, err error) {
+	var docs []int64
+	var scores []float64
+	if word, isWord := plainWord(all); isWord {
+		docs, scores, ok, err = s.wordScores(ctx, word, s.wordRankMin)
+	} else if words, isPhrase := plainPhrase(all); isPhrase {
+		docs, scores, ok, err = s.phraseScores(ctx, all, words)
 	}
-	if !complete {
-		var err error
-		if words, err = s.wordHitsAround(ctx, msgs, all, f, byThread, wordDocs); err != nil {
-			return err
+	if !ok || err != nil {
+		return nil, false, err
+	}
+	// Sorting only as far as the chunks read: with a filter that passes
+	// one match in six, the first few hundred of thousands.
+	sorted := topScored(docs, scores, min(len(docs), 4*n))
+	out := make([]hit, 0, n)
+	checked, chunk := 0, 2*n
+	for len(out) < n && checked < len(docs) {
+		if checked >= maxFilterChecks {
+			return nil, false, nil
+		}
+		if checked+chunk > len(sorted) && len(sorted) < len(docs) {
+			sorted = topScored(docs, scores, min(len(docs), max(2*len(sorted), checked+chunk)))
+		}
+		ids := sorted[checked:min(len(sorted), checked+chunk)]
+		checked += len(ids)
+		chunk = min(2*chunk, 1024)
+		args := make([]any, 0, len(ids)+len(f.args))
+		for _, id := range ids {
+			args = append(args, id)
+		}
+		pass, err := s.hits(ctx, `SELECT m.id, coalesce(m.thread_id, 0) FROM messages m WHERE m.id IN (`+placeholders(len(ids))+`) AND `+f.sql(), append(args, f.args...)...)
+		if err != nil {
+			return nil, false, err
+		}
+		thread := make(map[int64]int64, len(pass))
+		for _, h := range pass {
+			thread[h.id] = h.thread
+		}
+		for _, id := range ids {
+			if t, in := thread[id]; in && len(out) < n {
+				out = append(out, hit{id, t})
+			}
 		}
 	}
-	matchedID, matchedThread := map[int64]bool{}, map[int64]bool{}
-	for _, h := range words {
-		matchedID[h.id] = true
-		if h.thread != 0 {
-			matchedThread[h.thread] = true
-		}
-	}
-	for i, m := range msgs {
-		hit := matchedID[m.ID] || (byThread && m.ThreadID != 0 && matchedThread[m.ThreadID])
-		msgs[i].Related = !hit && !partial[m.ID]
-	}
-	return nil
+	return out, true, nil
 }
 
-// wordHitsAround returns the messages among msgs and their threads that
-// pass f and match the all-words expression all. The page's messages and
-// their threads' other messages are few; a common word matches tens of
-// thousands. So the candidates come from the messages indexes, and the
-// word's matches are read as bare rowids within the candidates' range (a
-// doclist walk, no row lookups) rather than joining every match to its row;
-// when the ranking already read them all (wordDocs, in id order), not at all.
-func (s *Store) wordHitsAround(ctx context.Context, msgs []Summary, all string, f *filter, byThread bool, wordDocs []int64) ([]hit, error) {
-	var ids, threads []any
-	for _, m := range msgs {
-		ids = append(ids, m.ID)
-		if byThread && m.ThreadID != 0 {
-			threads = append(threads, m.ThreadID)
+// holding returns which of hits hold the match expression expr (none
+// when it is empty): a doclist seek per hit, no row lookups.
+func (s *Store) holding(ctx context.Context, expr string, hits []hit) (map[int64]bool, error) {
+	out := make(map[int64]bool, len(hits))
+	if expr == "" || len(hits) == 0 {
+		return out, nil
+	}
+	args := make([]any, 0, len(hits)+1)
+	args = append(args, expr)
+	for _, h := range hits {
+		args = append(args, h.id)
+	}
+	ids, err := s.ids(ctx, `SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? AND rowid IN (`+placeholders(len(hits))+`)`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("checking vector hits for the words: %w", err)
+	}
+	for _, id := range ids {
+		out[id] = true
+	}
+	return out, nil
+}
+
+// related is the list of messages only the vectors found (cands, nearest
+// first, every filter passed): those holding none of the words of text,
+// and, for conversation rows, whose conversation has no message (passing
+// f) that holds one, since that conversation is among the matches. At
+// most q.Limit, none from a conversation on the page (shown).
+func (s *Store) related(ctx context.Context, q Query, f *filter, text string, cands []hit, shown []Summary) ([]Summary, error) {
+	anyWord := search.MatchAny(text)
+	collapse := !q.PerMessage
+	members := cands
+	if collapse && anyWord != "" {
+		var threads []any
+		for _, c := range cands {
+			if c.thread != 0 {
+				threads = append(threads, c.thread)
+			}
+		}
+		if len(threads) > 0 {
+			more, err := s.hits(ctx, `SELECT m.id, m.thread_id FROM messages m WHERE m.thread_id IN (`+placeholders(len(threads))+`) AND `+f.sql(), append(threads, f.args...)...)
+			if err != nil {
+				return nil, err
+			}
+			members = append(slices.Clip(cands), more...)
 		}
 	}
-	in := func(n int) string { return "(?" + strings.Repeat(",?", n-1) + ")" }
-	where := "m.id IN " + in(len(ids))
-	args := append([]any(nil), ids...)
-	if len(threads) > 0 {
-		where = "(" + where + " OR m.thread_id IN " + in(len(threads)) + ")"
-		args = append(args, threads...)
-	}
-	cands, err := s.hits(ctx, `SELECT m.id, coalesce(m.thread_id, 0) FROM messages m WHERE `+where+` AND `+f.sql(), append(args, f.args...)...)
-	if err != nil || len(cands) == 0 {
+	hold, err := s.holding(ctx, anyWord, members)
+	if err != nil {
 		return nil, err
 	}
-	match := func(id int64) bool { _, ok := slices.BinarySearch(wordDocs, id); return ok }
-	if wordDocs == nil {
-		lo, hi := cands[0].id, cands[0].id
-		for _, c := range cands {
-			lo, hi = min(lo, c.id), max(hi, c.id)
+	taken := map[int64]bool{}
+	for _, m := range members {
+		if hold[m.id] && m.thread != 0 {
+			taken[m.thread] = true
 		}
-		matches, err := s.ids(ctx, `SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? AND rowid BETWEEN ? AND ?`, all, lo, hi)
-		if err != nil {
-			return nil, fmt.Errorf("marking related mail: %w", err)
-		}
-		set := make(map[int64]bool, len(matches))
-		for _, id := range matches {
-			set[id] = true
-		}
-		match = func(id int64) bool { return set[id] }
 	}
-	out := cands[:0]
+	if collapse {
+		for _, m := range shown {
+			if m.ThreadID != 0 {
+				taken[m.ThreadID] = true
+			}
+		}
+	}
+	var ids []int64
 	for _, c := range cands {
-		if match(c.id) {
-			out = append(out, c)
+		if len(ids) == q.Limit {
+			break
+		}
+		if hold[c.id] || (collapse && c.thread != 0 && taken[c.thread]) {
+			continue
+		}
+		if collapse && c.thread != 0 {
+			taken[c.thread] = true
+		}
+		ids = append(ids, c.id)
+	}
+	out, err := s.summaries(ctx, ids, !q.NoSnippets)
+	if err != nil {
+		return nil, err
+	}
+	terms := search.Terms(q.Text)
+	for i := range out {
+		out[i].Related = true
+		if !q.NoSnippets {
+			out[i].Snippet = snippet(out[i].Snippet, terms, 120)
 		}
 	}
 	return out, nil

@@ -207,36 +207,38 @@ func TestHybridSearchAndEmbeddingLifecycle(t *testing.T) {
 	if again, err := s.Search(ctx, Query{Text: "property taxes"}); err != nil || !reflect.DeepEqual(ids(again.Messages), ids(r.Messages)) {
 		t.Errorf("after loading stored vectors: %v, want %v (%v)", ids(again.Messages), ids(r.Messages), err)
 	}
-	// Hits the vectors added are marked related: exactly those the
-	// word search does not find (conversation rows judged by thread).
+	// The vectors add no message to the matches: those are exactly
+	// the word search's; what only the vectors found is listed apart,
+	// when asked (the store's default here is off).
 	lex, err := s.Search(ctx, Query{Text: "property taxes", NoVectors: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	words := map[int64]bool{}
-	for _, m := range lex.Messages {
-		words[m.ID] = true
-		if m.ThreadID != 0 {
-			words[-m.ThreadID] = true
+	if len(r.Related) != 0 {
+		t.Errorf("related listed unasked: %+v", r.Related)
+	}
+	yes := true
+	r, err = s.Search(ctx, Query{Text: "property taxes", Related: &yes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(sortedIDs(r.Messages), sortedIDs(lex.Messages)) {
+		t.Errorf("hybrid matches %v, word matches %v", ids(r.Messages), ids(lex.Messages))
+	}
+	if len(r.Related) == 0 {
+		t.Error("no related messages: the fixture should give some")
+	}
+	for _, m := range r.Related {
+		if !m.Related || slices.Contains(ids(lex.Messages), m.ID) {
+			t.Errorf("related %q: flag %v, among the word matches %v", m.Subject, m.Related, ids(lex.Messages))
 		}
 	}
-	related := 0
-	for _, m := range r.Messages {
-		if m.Related != !(words[m.ID] || (m.ThreadID != 0 && words[-m.ThreadID])) {
-			t.Errorf("%q related=%v, word hit=%v", m.Subject, m.Related, words[m.ID])
-		}
-		if m.Related {
-			related++
-		}
-	}
-	if related == 0 || related == len(r.Messages) {
-		t.Errorf("%d of %d hybrid hits related: the fixture should give both kinds", related, len(r.Messages))
-	}
-	// A precomputed vector finds the message even with no lexical overlap.
+	// A precomputed vector finds the message even with no lexical
+	// overlap: as related, never as a match.
 	v, _ := emb.Embed(ctx, []string{"Lunch\n\nSee you at noon at the canteen."})
-	r, _ = s.Search(ctx, Query{Text: "xyzzy", Vector: v[0], Role: "sent"})
-	if len(r.Messages) != 1 || r.Messages[0].Subject != "Lunch" || !r.Messages[0].Related {
-		t.Errorf("vector only = %+v", r.Messages)
+	r, _ = s.Search(ctx, Query{Text: "xyzzy", Vector: v[0], Role: "sent", Related: &yes, Count: true})
+	if len(r.Messages) != 0 || r.Total == nil || *r.Total != 0 || len(r.Related) != 1 || r.Related[0].Subject != "Lunch" || !r.Related[0].Related {
+		t.Errorf("vector only: matches %+v, total %v, related %+v", r.Messages, r.Total, r.Related)
 	}
 	// Changing the body invalidates the hash and schedules a new vector.
 	s.DB().ExecContext(ctx, `UPDATE messages SET body = 'new text', embed_hash = 'changed' WHERE message_id = '4@x'`)
@@ -433,11 +435,12 @@ func TestVectorPagesFill(t *testing.T) {
 	}
 }
 
-// Related marks stay exact when the word ranking is cut short (more
-// all-word matches than it reads, so they are looked up around the page)
-// and when it read every match. Replies without the word are related only
-// when no message of their conversation has it.
-func TestRelatedMarksAcrossRankingCut(t *testing.T) {
+// The matches stay exactly the word matches and the related list holds
+// none, whether the word ranking is cut short (more all-word matches than
+// it reads) or read every match, with FTS5's ranking or the stored
+// lengths. Replies without the word are related only when no message of
+// their conversation has it (or, per message, always).
+func TestRelatedApartAcrossRankingCut(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	emb := &hashEmbedder{dim: 64}
@@ -482,11 +485,10 @@ func TestRelatedMarksAcrossRankingCut(t *testing.T) {
 		}
 	}
 	rows.Close()
-	// The query vector is the canteen text's: the vectors bring messages
-	// without the word onto the page.
+	// The query vector is the canteen text's: the nearest messages are
+	// those without the word.
 	v, _ := emb.Embed(ctx, []string{"lunch at the canteen at noon"})
-	// Both ways of ranking the word: FTS5's, then from the stored lengths
-	// (which also hands markRelated every message holding the word).
+	yes := true
 	for _, fast := range []bool{false, true} {
 		if fast {
 			s.wordRankMin = 1
@@ -506,23 +508,27 @@ func TestRelatedMarksAcrossRankingCut(t *testing.T) {
 			{"every match read", Query{Text: "alpha", Vector: v[0], Limit: 50, After: time.Date(2026, 3, 1, 2, 40, 0, 0, time.UTC)}, 30},
 			{"per message", Query{Text: "alpha", Vector: v[0], Limit: 50, PerMessage: true}, 150},
 		} {
-			c.q.Count = true
+			c.q.Count, c.q.Related = true, &yes
 			r, err := s.Search(ctx, c.q)
 			if err != nil || r.Mode != "hybrid" || r.Total == nil || *r.Total != c.words {
 				t.Fatalf("%s (fast %v): mode %s, total %v, want %d all-word matches, %v", c.name, fast, r.Mode, r.Total, c.words, err)
 			}
-			related := 0
+			if want := min(c.words, c.q.Limit); len(r.Messages) != want {
+				t.Errorf("%s (fast %v): %d matches on the page, want %d", c.name, fast, len(r.Messages), want)
+			}
 			for _, m := range r.Messages {
-				word := hasWord[msgID[m.ID]] || (!c.q.PerMessage && m.ThreadID != 0 && threadHasWord[m.ThreadID])
-				if m.Related == word {
-					t.Errorf("%s (fast %v): %s related=%v, has the word (or its conversation does)=%v", c.name, fast, msgID[m.ID], m.Related, word)
-				}
-				if m.Related {
-					related++
+				if !hasWord[msgID[m.ID]] || m.Related {
+					t.Errorf("%s (fast %v): match %s has the word %v, related %v", c.name, fast, msgID[m.ID], hasWord[msgID[m.ID]], m.Related)
 				}
 			}
-			if related == 0 || related == len(r.Messages) {
-				t.Errorf("%s: %d of %d hits related: the fixture should give both kinds", c.name, related, len(r.Messages))
+			if len(r.Related) == 0 {
+				t.Errorf("%s (fast %v): no related: the fixture should give some", c.name, fast)
+			}
+			for _, m := range r.Related {
+				word := hasWord[msgID[m.ID]] || (!c.q.PerMessage && m.ThreadID != 0 && threadHasWord[m.ThreadID])
+				if word || !m.Related {
+					t.Errorf("%s (fast %v): related %s has the word (or its conversation does): %v, flag %v", c.name, fast, msgID[m.ID], word, m.Related)
+				}
 			}
 		}
 	}
@@ -820,4 +826,11 @@ func TestQueryEmbeddingEndsWithTheRequest(t *testing.T) {
 	if !emb.canEnd.Load() {
 		t.Error("the query was embedded with a context that cannot end")
 	}
+}
+
+// sortedIDs is ids(ms) in increasing order.
+func sortedIDs(ms []Summary) []int64 {
+	out := ids(ms)
+	slices.Sort(out)
+	return out
 }

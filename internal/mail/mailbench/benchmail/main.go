@@ -691,8 +691,8 @@ func removeAdded(corpus string) error {
 
 // pickQueries chooses the query words from the corpus itself, so every
 // tool gets the same realistic queries: a rare body word, a common one, a
-// phrase copied from a message, a sender with a date range, a word that
-// occurs nowhere, and a subject word.
+// phrase copied from a message, a sender with a date range, a topical word
+// with the same range, a word that occurs nowhere, and a subject word.
 func pickQueries(corpus string) ([]query, error) {
 	var files []string
 	filepath.WalkDir(filepath.Join(corpus, "cur"), func(p string, d fs.DirEntry, err error) error {
@@ -762,6 +762,7 @@ func pickQueries(corpus string) ([]query, error) {
 		{name: "common", label: "common word, first 50", words: []string{"water"}},
 		{name: "phrase", label: "phrase", phrase: phrase},
 		{name: "fromdate", label: "from + date range", from: from, after: "2024-01-01", before: "2024-07-01"},
+		{name: "worddate", label: "word + date range", words: []string{"contract"}, after: "2024-01-01", before: "2024-07-01"},
 		{name: "absent", label: "absent word", words: []string{"zqxjvwkq"}},
 		{name: "subject", label: "subject word", subject: "invoice"},
 		{name: "read", label: "read one message", show: "read", msgid: msgid, file: shown},
@@ -883,6 +884,9 @@ func printTable(w io.Writer, c config, corpusBytes int64, tools []tool, res map[
 		d := strings.Join(q.words, " ")
 		if q.phrase != "" {
 			d = `"` + q.phrase + `"`
+		}
+		if q.after != "" {
+			d += " " + q.after + ".." + q.before
 		}
 		if q.from != "" {
 			d = "from " + q.from + " " + q.after + ".." + q.before
