@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/hestia-dev/hestia/internal/audit"
@@ -11,9 +12,11 @@ import (
 
 	"github.com/hestia-dev/hestia/internal/agent"
 	"github.com/hestia-dev/hestia/internal/approval"
+	"github.com/hestia-dev/hestia/internal/channels/telegram"
 	"github.com/hestia-dev/hestia/internal/chat"
 	"github.com/hestia-dev/hestia/internal/events"
 	"github.com/hestia-dev/hestia/internal/heldcall"
+	"github.com/hestia-dev/hestia/internal/notify"
 	"github.com/hestia-dev/hestia/internal/pathpolicy"
 	"github.com/hestia-dev/hestia/internal/policy"
 	"github.com/hestia-dev/hestia/internal/scheduler"
@@ -34,6 +37,9 @@ type agentCore struct {
 	paths     *pathpolicy.Policy
 	held      *heldcall.Queue // background calls waiting for the user, durable
 	auth      *authority.Authority
+	// owner sends job and watch results to the owner's Telegram chat;
+	// nil when Telegram is not configured (set by initTelegram).
+	owner *telegram.OwnerSender
 }
 
 // initScheduler opens the scheduler before the domains that register
@@ -48,15 +54,16 @@ func (a *App) initScheduler(ctx context.Context) error {
 			if a.core.bus == nil {
 				return
 			}
-			// A failing built-in job (an IMAP server down overnight) is
-			// notified once a day, not once a run (notify.go).
-			builtin := false
-			if r.Status == scheduler.StatusError || r.Status == scheduler.StatusTimeout {
-				if j, err := a.Jobs.Get(context.Background(), r.Job); err == nil {
-					builtin = j.Builtin
-				}
+			j, err := a.Jobs.Get(context.Background(), r.Job)
+			if err != nil { // removed during its run
+				a.core.bus.Publish("job.finished", "", map[string]any{"run": r, "builtin": false})
+				return
 			}
-			a.core.bus.Publish("job.finished", "", map[string]any{"run": r, "builtin": builtin})
+			// A failing built-in job (an IMAP server down overnight) is
+			// notified once a day, not once a run (notify.go); a user
+			// job's result goes where the user chose (deliverJobResult).
+			a.core.bus.Publish("job.finished", "", map[string]any{"run": r, "builtin": j.Builtin})
+			a.deliverJobResult(j, r)
 		},
 	})
 	if err != nil {
@@ -117,6 +124,9 @@ func (a *App) runJobPrompt(ctx context.Context, j scheduler.Job) (string, error)
 		return chatID, fmt.Errorf("starting the turn of job %s: %w", j.Name, err)
 	}
 	res := t.Wait(ctx)
+	// The final assistant text is the run's result, delivered to the user
+	// and printed by `hestia jobs run --wait`.
+	scheduler.SetResult(ctx, res.Text)
 	if !res.OK {
 		msg := "the turn did not finish"
 		if res.Error != nil {
@@ -125,4 +135,64 @@ func (a *App) runJobPrompt(ctx context.Context, j scheduler.Job) (string, error)
 		return chatID, errors.New(msg)
 	}
 	return chatID, nil
+}
+
+// deliverJobResult sends a finished run's result where the job says:
+// a user job's successes and failures by default to the inbox and push; a
+// built-in job only when the user chose channels for it (its failures are
+// notified once a day anyway, so those only go to Telegram here).
+func (a *App) deliverJobResult(j scheduler.Job, r scheduler.Run) {
+	if r.Status == scheduler.StatusSkipped || r.Status == scheduler.StatusInterrupted {
+		return
+	}
+	via := j.Deliver
+	if len(via) == 0 && !j.Builtin {
+		via = notify.DefaultDeliver()
+	}
+	failed := r.Status != scheduler.StatusOK
+	if j.Builtin && failed {
+		via = slices.DeleteFunc(slices.Clone(via), func(c string) bool { return c == notify.DeliverInbox || c == notify.DeliverPush })
+	}
+	if len(via) == 0 || via[0] == notify.DeliverNone {
+		return
+	}
+	title, body := "Job "+j.Name, r.Result
+	if failed {
+		title = fmt.Sprintf("Job %s %s", j.Name, r.Status)
+		if body == "" {
+			body = r.Error
+		} else if r.Error != "" {
+			body += "\n\n" + r.Error
+		}
+	} else if body == "" {
+		body = "Finished."
+	}
+	url := "/jobs"
+	if !j.Builtin && j.ChatID != "" {
+		url = chatURL(j.ChatID)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	a.deliverResult(ctx, via, notify.Notification{Kind: notify.KindJob, Key: fmt.Sprintf("job-run:%d", r.ID), Title: title, Body: body, URL: url, ChatID: j.ChatID})
+}
+
+// deliverResult hands a job's or watch's result to the chosen channels.
+// A channel that fails is logged and does not stop the others: the result
+// stays in the job's journal or the watch's chat either way.
+func (a *App) deliverResult(ctx context.Context, via []string, x notify.Notification) {
+	inbox, push := slices.Contains(via, notify.DeliverInbox), slices.Contains(via, notify.DeliverPush)
+	if a.Notify != nil && (inbox || push) {
+		if _, err := a.Notify.Deliver(ctx, x, inbox, push); err != nil {
+			a.Log.Warn("deliverNotify", "key", x.Key, "err", err)
+		}
+	}
+	if slices.Contains(via, notify.DeliverTelegram) {
+		if a.core.owner == nil {
+			a.Log.Warn("deliverTelegram", "key", x.Key, "err", "telegram is not configured ([telegram] token and owner_id)")
+			return
+		}
+		if err := a.core.owner.Send(ctx, x.Title, x.Body); err != nil {
+			a.Log.Warn("deliverTelegram", "key", x.Key, "err", err)
+		}
+	}
 }

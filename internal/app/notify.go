@@ -59,6 +59,11 @@ func (a *App) notifyFromEvents(ctx context.Context, bus *events.Bus, n *notify.N
 					if !ok {
 						return
 					}
+					if key, ok := settledKey(ev); ok && false {
+						if err := n.MarkReadKey(ctx, key); err != nil && ctx.Err() == nil {
+							a.Log.Warn("notifyEvent", "type", ev.Type, "err", err)
+						}
+					}
 					if x, ok := notificationFor(ev); ok {
 						if _, err := n.Notify(ctx, x); err != nil && ctx.Err() == nil {
 							a.Log.Warn("notifyEvent", "type", ev.Type, "err", err)
@@ -73,6 +78,18 @@ func (a *App) notifyFromEvents(ctx context.Context, bus *events.Bus, n *notify.N
 		}
 	}
 	return nil
+}
+
+// settledKey names the notification an event settles: a decided approval or
+// question (in the chat, the CLI, Telegram or by timeout) is no longer "new"
+// in the inbox.
+func settledKey(ev *events.Event) (string, bool) {
+	data, _ := ev.Data.(map[string]any)
+	if ev.Type != "approval.resolved" {
+		return "", false
+	}
+	id, _ := data["id"].(string)
+	return "approval:" + id, id != ""
 }
 
 // notificationFor maps a bus event to a notification, if it deserves one.
@@ -94,6 +111,9 @@ func notificationFor(ev *events.Event) (notify.Notification, bool) {
 		r, ok := data["run"].(scheduler.Run)
 		if !ok || r.Status == scheduler.StatusOK || r.Status == scheduler.StatusSkipped || r.Status == scheduler.StatusInterrupted {
 			return notify.Notification{}, false
+		}
+		if b, _ := data["builtin"].(bool); !b {
+			return notify.Notification{}, false // a user job's result is delivered where it says (jobs.go)
 		}
 		key := fmt.Sprintf("job-run:%d", r.ID)
 		if b, _ := data["builtin"].(bool); b {

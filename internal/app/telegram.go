@@ -52,6 +52,7 @@ func (a *App) initTelegram(ctx context.Context) error {
 		sp = m
 	}
 	api := telegram.NewClient(cfg.APIURL, token)
+	a.core.owner = &telegram.OwnerSender{API: api, Owner: cfg.OwnerID}
 	bot := telegram.New(telegram.Config{
 		Users: users, PollTimeout: cfg.PollTimeout.D(), EditInterval: cfg.EditInterval.D(),
 		PublicURL: cfg.PublicURL, MaxVoiceBytes: int64(cfg.MaxVoiceMB) << 20,

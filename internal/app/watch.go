@@ -126,7 +126,8 @@ func (a *App) composeWatchMessage(ctx context.Context, d watch.Delivery, call wa
 }
 
 // deliverWatchMessage appends the message to the watch's chat (a new
-// "Watches" chat when it was deleted) and notifies the user.
+// "Watches" chat when it was deleted) and sends it where the watch says
+// (inbox and push by default, Telegram when chosen).
 func (a *App) deliverWatchMessage(ctx context.Context, d watch.Delivery, msg string) error {
 	c := a.core
 	chatID := d.Watch.ChatID
@@ -153,15 +154,15 @@ func (a *App) deliverWatchMessage(ctx context.Context, d watch.Delivery, msg str
 		return fmt.Errorf("appending the watch message: %w", err)
 	}
 	c.bus.Publish("watch.fired", chatID, map[string]any{"watch_id": d.Watch.ID, "event": d.Event.Type, "message": m})
-	if a.Notify != nil {
-		body := msg
-		if len(body) > 240 {
-			body = body[:240]
-		}
-		if _, err := a.Notify.Notify(ctx, notify.Notification{Kind: notify.KindWatch, Key: fmt.Sprintf("watch-event:%d", d.Event.ID),
-			Title: "Watch: " + d.Event.Type, Body: body, URL: chatURL(chatID), ChatID: chatID}); err != nil {
-			a.Log.Warn("watchNotify", "err", err)
-		}
+	via := d.Watch.Deliver
+	if len(via) == 0 {
+		via = notify.DefaultDeliver()
+	}
+	if via[0] != notify.DeliverNone {
+		// The notification carries the whole message (notify clips it);
+		// Telegram gets it in full.
+		a.deliverResult(ctx, via, notify.Notification{Kind: notify.KindWatch, Key: fmt.Sprintf("watch-event:%d", d.Event.ID),
+			Title: "Watch: " + d.Event.Type, Body: msg, URL: chatURL(chatID), ChatID: chatID})
 	}
 	return nil
 }

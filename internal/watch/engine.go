@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/hestia-dev/hestia/internal/authority"
+	"github.com/hestia-dev/hestia/internal/notify"
 	"github.com/hestia-dev/hestia/internal/policy"
 	"github.com/hestia-dev/hestia/internal/taint"
 	"log/slog"
@@ -134,6 +135,7 @@ type Spec struct {
 	ChatID      string    `json:"chat_id,omitempty"`
 	ExpiresAt   time.Time `json:"expires_at,omitzero"`
 	Rules       []Rule    `json:"rules"`
+	Deliver     []string  `json:"deliver,omitempty"`
 }
 
 // Create validates s, takes the first snapshot (so only later changes
@@ -153,6 +155,10 @@ func (e *Engine) Create(ctx context.Context, s Spec) (Watch, error) {
 		return Watch{}, fieldErr("instruction", "at most %d bytes", MaxInstruction)
 	}
 	if err := validateRules(s.Rules, ad, e.schemaOf); err != nil {
+		return Watch{}, err
+	}
+	deliver, err := notify.ParseDeliver(s.Deliver)
+	if err != nil {
 		return Watch{}, err
 	}
 	now := e.now()
@@ -175,8 +181,8 @@ func (e *Engine) Create(ctx context.Context, s Spec) (Watch, error) {
 	}
 	rules, _ := json.Marshal(s.Rules)
 	id := newID()
-	if _, err := e.db.ExecContext(ctx, `INSERT INTO watches (id, source, ref, instruction, chat_id, rules, state, expires_at, created_at, snapshot, last_poll)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, id, s.Source, s.Ref, s.Instruction, s.ChatID, string(rules), StateActive, ms(s.ExpiresAt), ms(now), string(snap), ms(now)); err != nil {
+	if _, err := e.db.ExecContext(ctx, `INSERT INTO watches (id, source, ref, instruction, chat_id, rules, state, expires_at, created_at, snapshot, last_poll, deliver)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, id, s.Source, s.Ref, s.Instruction, s.ChatID, string(rules), StateActive, ms(s.ExpiresAt), ms(now), string(snap), ms(now), strings.Join(deliver, ",")); err != nil {
 		return Watch{}, fmt.Errorf("storing watch: %w", err)
 	}
 	e.Kick()

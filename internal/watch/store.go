@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/hestia-dev/hestia/internal/store"
@@ -69,6 +70,8 @@ CREATE TABLE claims (
 	ended_at   INTEGER
 );
 CREATE INDEX claims_rule ON claims(watch_id, rule_id, tool);
+`, `
+ALTER TABLE watches ADD COLUMN deliver TEXT NOT NULL DEFAULT '';
 `},
 }
 
@@ -88,7 +91,7 @@ func newID() string {
 	return "w_" + hex.EncodeToString(b)
 }
 
-const watchCols = `id, source, ref, instruction, chat_id, rules, state, expires_at, created_at, ended_at, snapshot, last_poll, last_error,
+const watchCols = `id, source, ref, instruction, chat_id, rules, state, expires_at, created_at, ended_at, snapshot, last_poll, last_error, deliver,
 	(SELECT count(*) FROM events e WHERE e.watch_id = watches.id),
 	(SELECT max(created_at) FROM events e WHERE e.watch_id = watches.id)`
 
@@ -98,8 +101,12 @@ func scanWatch(sc interface{ Scan(...any) error }) (Watch, error) {
 	var snap sql.NullString
 	var exp, created int64
 	var ended, last, lastEvent sql.NullInt64
-	if err := sc.Scan(&w.ID, &w.Source, &w.Ref, &w.Instruction, &w.ChatID, &rules, &w.State, &exp, &created, &ended, &snap, &last, &w.LastError, &w.Events, &lastEvent); err != nil {
+	var deliver string
+	if err := sc.Scan(&w.ID, &w.Source, &w.Ref, &w.Instruction, &w.ChatID, &rules, &w.State, &exp, &created, &ended, &snap, &last, &w.LastError, &deliver, &w.Events, &lastEvent); err != nil {
 		return Watch{}, err
+	}
+	if deliver != "" {
+		w.Deliver = strings.Split(deliver, ",")
 	}
 	if err := json.Unmarshal([]byte(rules), &w.Rules); err != nil {
 		return Watch{}, fmt.Errorf("watch %s: stored rules: %w", w.ID, err)

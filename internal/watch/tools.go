@@ -29,15 +29,17 @@ func createSchema(grants bool) json.RawMessage {
 "ref":{"type":"string","description":"the resource: train originId/number/serviceDayMs, a URL, an absolute file path, a mail search: plain words or JSON {\"from\",\"subject\",\"query\",\"role\",…}; mail watches fire mail.received once per newly arrived match"},
 "instruction":{"type":"string","description":"the user's own words"},
 "expires_at":{"type":"string","description":"RFC 3339; required unless the source has a natural end (trains)"},
+"deliver":{"type":"array","items":{"type":"string","enum":["inbox","push","telegram","none"]},"description":"where the user gets each event's message besides the chat; only when the user asked (default inbox and push)"},
 "rules":{"type":"array","minItems":1,"maxItems":20,"description":"` + desc + `","items":` + ruleSchema + `}}}`)
 }
 
 type createArgs struct {
-	Source      string `json:"source"`
-	Ref         string `json:"ref"`
-	Instruction string `json:"instruction"`
-	ExpiresAt   string `json:"expires_at"`
-	Rules       []Rule `json:"rules"`
+	Source      string   `json:"source"`
+	Ref         string   `json:"ref"`
+	Instruction string   `json:"instruction"`
+	ExpiresAt   string   `json:"expires_at"`
+	Rules       []Rule   `json:"rules"`
+	Deliver     []string `json:"deliver,omitempty"`
 }
 
 func parseCreate(raw json.RawMessage) (Spec, error) {
@@ -47,7 +49,7 @@ func parseCreate(raw json.RawMessage) (Spec, error) {
 	if err := dec.Decode(&a); err != nil {
 		return Spec{}, fmt.Errorf("rules: %v", err)
 	}
-	s := Spec{Source: a.Source, Ref: a.Ref, Instruction: a.Instruction, Rules: a.Rules}
+	s := Spec{Source: a.Source, Ref: a.Ref, Instruction: a.Instruction, Rules: a.Rules, Deliver: a.Deliver}
 	if a.ExpiresAt != "" {
 		t, err := time.Parse(time.RFC3339, a.ExpiresAt)
 		if err != nil {

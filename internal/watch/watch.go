@@ -72,6 +72,9 @@ type Watch struct {
 	LastEvent   *time.Time      `json:"last_event_at,omitempty"`
 	Snapshot    json.RawMessage `json:"snapshot,omitempty"`
 	Events      int             `json:"events"`
+	// Deliver is where a fired event's message goes besides the watch's
+	// chat (inbox, push, telegram; notify.ParseDeliver); nil: inbox and push.
+	Deliver []string `json:"deliver,omitempty"`
 }
 
 // Rule says which events matter and what may be done about them.
