@@ -64,6 +64,11 @@ func (a *App) notifyFromEvents(ctx context.Context, bus *events.Bus, n *notify.N
 							a.Log.Warn("notifyEvent", "type", ev.Type, "err", err)
 						}
 					}
+					if key, ok := settledKey(ev); ok {
+						if err := n.MarkReadKey(ctx, key); err != nil && ctx.Err() == nil {
+							a.Log.Warn("notifyEvent", "type", ev.Type, "err", err)
+						}
+					}
 					if x, ok := notificationFor(ev); ok {
 						if _, err := n.Notify(ctx, x); err != nil && ctx.Err() == nil {
 							a.Log.Warn("notifyEvent", "type", ev.Type, "err", err)
@@ -78,6 +83,18 @@ func (a *App) notifyFromEvents(ctx context.Context, bus *events.Bus, n *notify.N
 		}
 	}
 	return nil
+}
+
+// settledKey names the notification an event settles: a decided approval or
+// question (in the chat, the CLI, Telegram or by timeout) is no longer "new"
+// in the inbox.
+func settledKey(ev *events.Event) (string, bool) {
+	data, _ := ev.Data.(map[string]any)
+	if ev.Type != "approval.resolved" {
+		return "", false
+	}
+	id, _ := data["id"].(string)
+	return "approval:" + id, id != ""
 }
 
 // settledKey names the notification an event settles: a decided approval or

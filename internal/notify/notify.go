@@ -350,6 +350,26 @@ func (n *Notifier) MarkRead(ctx context.Context, id int64) error {
 	return err
 }
 
+// MarkReadKey marks the notification with this dedupe key read: the thing
+// it announced was dealt with elsewhere (an approval decided in the chat, on
+// the CLI or by a timeout), so it is no longer news. A push still waiting
+// (quiet hours, retry) is dropped too: it would announce a settled matter.
+// No notification with the key is not an error; an empty key is.
+func (n *Notifier) MarkReadKey(ctx context.Context, key string) error {
+	if key == "" {
+		return errors.New("marking a notification read: empty key")
+	}
+	now := ms(n.now())
+	_, err := n.db.ExecContext(ctx, `UPDATE notifications SET read_at = coalesce(read_at, ?),
+		push_state = CASE WHEN push_state = 'pending' THEN 'suppressed' ELSE push_state END,
+		push_reason = CASE WHEN push_state = 'pending' THEN 'read' ELSE push_reason END
+		WHERE key = ?`, now, key)
+	if err != nil {
+		return fmt.Errorf("marking notification %q read: %w", key, err)
+	}
+	return nil
+}
+
 // Settings are the decision step's knobs.
 type Settings struct {
 	// QuietStart and QuietEnd are local "HH:MM" times; both empty means no

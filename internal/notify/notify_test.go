@@ -260,3 +260,46 @@ func TestHTTPSubscribeValidation(t *testing.T) {
 		t.Fatalf("bad settings = %d %s", code, body)
 	}
 }
+
+func TestMarkReadKeySettlesAnApprovalNotification(t *testing.T) {
+	t.Parallel()
+	c := &clock{t: time.Date(2026, 3, 9, 23, 30, 0, 0, time.Local)}
+	n, _ := newNotifier(t, c)
+	ctx := context.Background()
+	if _, err := n.SetSettings(ctx, Settings{QuietStart: "22:00", QuietEnd: "07:00"}); err != nil {
+		t.Fatal(err)
+	}
+	stub := pushtest.New(t)
+	subscribe(t, n, stub.Subscribe("p"), "phone")
+	a, _ := n.Notify(ctx, Notification{Kind: KindApproval, Key: "approval:a_1", Title: "Approval needed: write_file"})
+	other, _ := n.Notify(ctx, Notification{Kind: KindApproval, Key: "approval:a_2", Title: "Approval needed: send_mail"})
+	if a.PushState != PushPending {
+		t.Fatalf("quiet hours keep the push pending: %+v", a)
+	}
+	if err := n.MarkReadKey(ctx, "approval:a_1"); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := n.Get(ctx, a.ID)
+	if got.ReadAt == nil || got.PushState != PushSuppressed || got.PushReason != "read" {
+		t.Fatalf("decided approval: %+v", got)
+	}
+	if o, _ := n.Get(ctx, other.ID); o.ReadAt != nil || o.PushState != PushPending {
+		t.Fatalf("another approval changed: %+v", o)
+	}
+	// After quiet hours only the undecided one is pushed.
+	c.Advance(8 * time.Hour)
+	n.DeliverDue(ctx)
+	if m := stub.Messages(); len(m) != 1 {
+		t.Fatalf("pushed %d, want only the undecided approval", len(m))
+	}
+	if in, _ := n.List(ctx, true, 0); in.Unread != 1 {
+		t.Fatalf("unread = %d, want 1", in.Unread)
+	}
+	// An unknown key is fine (the approval never notified); an empty one is not.
+	if err := n.MarkReadKey(ctx, "approval:nope"); err != nil {
+		t.Fatalf("unknown key: %v", err)
+	}
+	if err := n.MarkReadKey(ctx, ""); err == nil || !strings.Contains(err.Error(), "empty key") {
+		t.Fatalf("empty key: %v", err)
+	}
+}
