@@ -64,11 +64,6 @@ func (a *App) notifyFromEvents(ctx context.Context, bus *events.Bus, n *notify.N
 							a.Log.Warn("notifyEvent", "type", ev.Type, "err", err)
 						}
 					}
-					if key, ok := settledKey(ev); ok {
-						if err := n.MarkReadKey(ctx, key); err != nil && ctx.Err() == nil {
-							a.Log.Warn("notifyEvent", "type", ev.Type, "err", err)
-						}
-					}
 					if x, ok := notificationFor(ev); ok {
 						if _, err := n.Notify(ctx, x); err != nil && ctx.Err() == nil {
 							a.Log.Warn("notifyEvent", "type", ev.Type, "err", err)
@@ -83,18 +78,6 @@ func (a *App) notifyFromEvents(ctx context.Context, bus *events.Bus, n *notify.N
 		}
 	}
 	return nil
-}
-
-// settledKey names the notification an event settles: a decided approval or
-// question (in the chat, the CLI, Telegram or by timeout) is no longer "new"
-// in the inbox.
-func settledKey(ev *events.Event) (string, bool) {
-	data, _ := ev.Data.(map[string]any)
-	if ev.Type != "approval.resolved" {
-		return "", false
-	}
-	id, _ := data["id"].(string)
-	return "approval:" + id, id != ""
 }
 
 // settledKey names the notification an event settles: a decided approval or
@@ -128,6 +111,9 @@ func notificationFor(ev *events.Event) (notify.Notification, bool) {
 		r, ok := data["run"].(scheduler.Run)
 		if !ok || r.Status == scheduler.StatusOK || r.Status == scheduler.StatusSkipped || r.Status == scheduler.StatusInterrupted {
 			return notify.Notification{}, false
+		}
+		if b, _ := data["builtin"].(bool); !b {
+			return notify.Notification{}, false // a user job's result is delivered where it says (jobs.go)
 		}
 		if b, _ := data["builtin"].(bool); !b {
 			return notify.Notification{}, false // a user job's result is delivered where it says (jobs.go)
