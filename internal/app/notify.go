@@ -59,7 +59,7 @@ func (a *App) notifyFromEvents(ctx context.Context, bus *events.Bus, n *notify.N
 					if !ok {
 						return
 					}
-					if key, ok := settledKey(ev); ok && false {
+					if key, ok := settledKey(ev); ok {
 						if err := n.MarkReadKey(ctx, key); err != nil && ctx.Err() == nil {
 							a.Log.Warn("notifyEvent", "type", ev.Type, "err", err)
 						}
@@ -111,9 +111,6 @@ func notificationFor(ev *events.Event) (notify.Notification, bool) {
 		r, ok := data["run"].(scheduler.Run)
 		if !ok || r.Status == scheduler.StatusOK || r.Status == scheduler.StatusSkipped || r.Status == scheduler.StatusInterrupted {
 			return notify.Notification{}, false
-		}
-		if b, _ := data["builtin"].(bool); !b {
-			return notify.Notification{}, false // a user job's result is delivered where it says (jobs.go)
 		}
 		if b, _ := data["builtin"].(bool); !b {
 			return notify.Notification{}, false // a user job's result is delivered where it says (jobs.go)
