@@ -97,6 +97,10 @@ func TestICALJSSamples(t *testing.T) {
 
 func FuzzParseICS(f *testing.F) {
 	seeds, _ := filepath.Glob("testdata/*.ics")
+	// Real-world defects and conventions (issue 34): bad components,
+	// moved all-day instances, several RRULEs, X-WR-TIMEZONE, versions.
+	more, _ := filepath.Glob("testdata/fidelity/*.ics")
+	seeds = append(seeds, more...)
 	for _, p := range seeds {
 		b, _ := os.ReadFile(p)
 		f.Add(b)

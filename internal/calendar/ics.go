@@ -2,9 +2,12 @@ package calendar
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -53,9 +56,17 @@ type Event struct {
 	RDates     []time.Time
 	ExDates    []time.Time
 	Sequence   int
+	// Stamp is DTSTAMP, which orders versions of one SEQUENCE.
+	Stamp time.Time
 	// Warnings name non-fatal problems (unknown TZID approximated, RRULE
 	// parts ignored) so that search results can show them.
 	Warnings []string
+
+	// repairs are the warnings that changed what the file says (reported
+	// as problems of the file too).
+	repairs []string
+	// recIDAllDay records that RECURRENCE-ID was a DATE.
+	recIDAllDay bool
 }
 
 // Busy reports whether the event blocks time (RFC 5545 §3.8.2.7 TRANSP,
@@ -67,49 +78,187 @@ func (e *Event) Busy() bool {
 // Recurring reports whether the event has an RRULE or RDATEs.
 func (e *Event) Recurring() bool { return e.RRule != "" || len(e.RDates) > 0 }
 
-// ParseICS parses an iCalendar stream (RFC 5545) into its events. Times
-// without a zone and all-day dates are placed in floating. VTODO/VJOURNAL
-// components are ignored. A broken VEVENT makes the whole stream an error
-// wrapping ErrMalformed and naming the problem.
+// Problem names one component of a file that was skipped or repaired
+// while parsing, so that import output, the doctor and the Agenda page can
+// say what was not taken as written.
+type Problem struct {
+	// Component names it: "VEVENT <uid>", "VEVENT #3" (the third VEVENT,
+	// when it has no UID) or "VCALENDAR".
+	Component string `json:"component"`
+	Reason    string `json:"reason"`
+	// Skipped is true when the component was left out, false when it was
+	// kept after a repair.
+	Skipped bool `json:"skipped"`
+}
+
+func (p Problem) String() string {
+	verb := "repaired"
+	if p.Skipped {
+		verb = "skipped"
+	}
+	return fmt.Sprintf("%s %s: %s", verb, p.Component, p.Reason)
+}
+
+// ParseICS parses an iCalendar stream (RFC 5545) into its events, strictly:
+// a VEVENT that had to be skipped makes the whole stream an error wrapping
+// ErrMalformed and naming the problem. Repairs (see ParseICSLenient) are
+// kept as event warnings.
 func ParseICS(r io.Reader, floating *time.Location) ([]Event, error) {
+	evs, probs, err := ParseICSLenient(r, floating)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range probs {
+		if p.Skipped {
+			return nil, fmt.Errorf("%w: %s", ErrMalformed, p)
+		}
+	}
+	return evs, nil
+}
+
+// ParseICSLenient parses an iCalendar stream (RFC 5545) into its events the
+// way mail and calendar clients read real-world files: one bad component
+// never costs the others. A VEVENT that cannot be read (no DTSTART, a bad
+// date) is skipped; one with a fixable defect is repaired (a missing UID is
+// derived from its content, an unusable RRULE keeps DTSTART only, a
+// mistyped END of any component closes the component that is open); each
+// is named in the problems. Times without a zone are placed in the
+// calendar's X-WR-TIMEZONE when it declares one, else in floating; all-day
+// dates in floating. Several versions of one event (UID and RECURRENCE-ID)
+// keep the highest SEQUENCE, then the latest DTSTAMP (RFC 5545 §3.8.7.4).
+// VTODO/VJOURNAL components are ignored. err is set only when nothing can
+// be read: unreadable, too large, or no VCALENDAR at all.
+func ParseICSLenient(r io.Reader, floating *time.Location) ([]Event, []Problem, error) {
 	data, err := io.ReadAll(io.LimitReader(r, MaxFileBytes+1))
 	if err != nil {
-		return nil, fmt.Errorf("reading iCalendar data: %w", err)
+		return nil, nil, fmt.Errorf("reading iCalendar data: %w", err)
 	}
 	if len(data) > MaxFileBytes {
-		return nil, fmt.Errorf("%w: larger than %d bytes", ErrMalformed, MaxFileBytes)
+		return nil, nil, fmt.Errorf("%w: larger than %d bytes", ErrMalformed, MaxFileBytes)
 	}
 	if floating == nil {
 		floating = time.Local
 	}
-	dec := ical.NewDecoder(bytes.NewReader(data))
+	cals, err := decodeAll(data)
+	var probs []Problem
+	if err != nil || len(cals) == 0 {
+		fixed, fixes := repairStructure(data)
+		cals2, err2 := decodeAll(fixed)
+		if err2 != nil || len(fixes) == 0 {
+			if err == nil {
+				err = errors.New("no VCALENDAR")
+			}
+			return nil, nil, fmt.Errorf("%w: %v", ErrMalformed, err)
+		}
+		cals = cals2
+		for _, f := range fixes {
+			probs = append(probs, Problem{Component: "VCALENDAR", Reason: f})
+		}
+	}
+	if len(cals) == 0 {
+		return nil, nil, fmt.Errorf("%w: no VCALENDAR", ErrMalformed)
+	}
 	var out []Event
 	n := 0
-	for {
-		cal, err := decodeSafe(dec)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrMalformed, err)
-		}
-		n++
+	for _, cal := range cals {
 		z := newZones(cal.Component, floating)
 		for _, c := range cal.Children {
 			if c.Name != ical.CompEvent {
 				continue
 			}
+			n++
 			ev, err := parseEvent(c, z)
-			if err != nil {
-				return nil, fmt.Errorf("%w: %v", ErrMalformed, err)
+			name := "VEVENT #" + strconv.Itoa(n)
+			if ev.UID != "" {
+				name = "VEVENT " + ev.UID
 			}
+			if err != nil {
+				probs = append(probs, Problem{Component: name, Reason: err.Error(), Skipped: true})
+				continue
+			}
+			for _, w := range ev.repairs {
+				probs = append(probs, Problem{Component: name, Reason: w})
+			}
+			ev.repairs = nil
 			out = append(out, ev)
 		}
 	}
-	if n == 0 {
-		return nil, fmt.Errorf("%w: no VCALENDAR", ErrMalformed)
+	matchRecurrenceIDs(out)
+	out, dropped := latestVersions(out)
+	probs = append(probs, dropped...)
+	return out, probs, nil
+}
+
+// decodeAll decodes every VCALENDAR of a stream.
+func decodeAll(data []byte) ([]*ical.Calendar, error) {
+	dec := ical.NewDecoder(bytes.NewReader(data))
+	var out []*ical.Calendar
+	for {
+		cal, err := decodeSafe(dec)
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, cal)
 	}
-	return out, nil
+}
+
+// knownComponents are the component names of RFC 5545 §3.6 and §3.6.5.
+var knownComponents = map[string]bool{"VCALENDAR": true, "VEVENT": true, "VTODO": true, "VJOURNAL": true,
+	"VFREEBUSY": true, "VTIMEZONE": true, "STANDARD": true, "DAYLIGHT": true, "VALARM": true}
+
+// repairStructure fixes BEGIN/END nesting that go-ical refuses (it rejects
+// the whole stream): an END of a known component that is not open is
+// dropped, an END naming no known component (a misspelled "END:VTODOO")
+// closes the innermost open one, an END naming an outer component
+// closes the inner ones first, and components still open at the end are
+// closed. It returns the repaired stream and what it changed.
+func repairStructure(data []byte) ([]byte, []string) {
+	lines := strings.Split(strings.ReplaceAll(string(data), "\r\n", "\n"), "\n")
+	var out []string
+	var stack, fixes []string
+	for _, l := range lines {
+		if l == "" {
+			continue
+		}
+		name, value, _ := strings.Cut(l, ":")
+		value = strings.ToUpper(strings.TrimSpace(value))
+		switch strings.ToUpper(strings.TrimSpace(name)) {
+		case "BEGIN":
+			stack = append(stack, value)
+		case "END":
+			if len(stack) == 0 {
+				fixes = append(fixes, fmt.Sprintf("END:%s without BEGIN dropped", value))
+				continue
+			}
+			i := len(stack) - 1
+			for i >= 0 && stack[i] != value {
+				i--
+			}
+			if i < 0 && knownComponents[value] {
+				fixes = append(fixes, fmt.Sprintf("END:%s without BEGIN dropped", value))
+				continue
+			}
+			if i < 0 {
+				top := stack[len(stack)-1]
+				fixes = append(fixes, fmt.Sprintf("END:%s read as END:%s", value, top))
+				l, i = "END:"+top, len(stack)-1
+			}
+			for j := len(stack) - 1; j > i; j-- {
+				fixes = append(fixes, fmt.Sprintf("%s closed before END:%s", stack[j], value))
+				out = append(out, "END:"+stack[j])
+			}
+			stack = stack[:i]
+		}
+		out = append(out, l)
+	}
+	for j := len(stack) - 1; j >= 0; j-- {
+		fixes = append(fixes, fmt.Sprintf("%s not closed", stack[j]))
+		out = append(out, "END:"+stack[j])
+	}
+	return []byte(strings.Join(out, "\r\n") + "\r\n"), fixes
 }
 
 // decodeSafe turns the decoder's internal panics on truncated input into
@@ -125,20 +274,31 @@ func decodeSafe(dec *ical.Decoder) (cal *ical.Calendar, err error) {
 
 func parseEvent(c *ical.Component, z *zones) (Event, error) {
 	var ev Event
+	repair := func(w string) {
+		ev.Warnings = append(ev.Warnings, w)
+		ev.repairs = append(ev.repairs, w)
+	}
 	text := func(name string) string {
 		p := c.Props.Get(name)
 		if p == nil {
 			return ""
 		}
-		s, err := p.Text()
-		if err != nil {
-			return p.Value
-		}
-		return s
+		// TEXT is one value (RFC 5545 §3.3.11): an unescaped comma, as
+		// in "Via Roma 12, Milano", is part of it (go-ical's Text cuts
+		// there, reading it as a list).
+		return textUnescaper.Replace(p.Value)
 	}
 	ev.UID = strings.TrimSpace(text(ical.PropUID))
 	if ev.UID == "" {
-		return ev, errors.New("VEVENT without UID")
+		// RFC 5545 requires UID; a stable one derived from the content
+		// keeps the event (and the same UID on every re-import).
+		ev.UID = syntheticUID(c)
+		repair("VEVENT without UID; using " + ev.UID)
+	}
+	if p := c.Props.Get(ical.PropDateTimeStamp); p != nil {
+		if st, err := parseDateTime(p, z); err == nil {
+			ev.Stamp = st.t
+		}
 	}
 	ev.Summary = text(ical.PropSummary)
 	ev.Description = text(ical.PropDescription)
@@ -205,23 +365,35 @@ func parseEvent(c *ical.Component, z *zones) (Event, error) {
 		if err != nil {
 			return ev, fmt.Errorf("VEVENT %s RECURRENCE-ID: %w", ev.UID, err)
 		}
-		ev.RecurrenceID = rt.t
+		ev.RecurrenceID, ev.recIDAllDay = rt.t, rt.allDay
 		ev.ThisAndFuture = strings.EqualFold(p.Params.Get("RANGE"), "THISANDFUTURE")
 	}
-	if p := c.Props.Get(ical.PropRecurrenceRule); p != nil && ev.RecurrenceID.IsZero() {
-		rule, warn := cleanRRule(p.Value)
-		if warn != "" {
-			ev.Warnings = append(ev.Warnings, warn)
+	if ev.RecurrenceID.IsZero() {
+		// Several RRULEs are allowed (RFC 5545 §3.6.1, "rrule" may occur
+		// more than once in practice and in RFC 2445); the instances are
+		// their union, kept as the rules joined by newlines.
+		var rules []string
+		for _, p := range c.Props.Values(ical.PropRecurrenceRule) {
+			rule, warn := cleanRRule(p.Value)
+			if warn != "" {
+				ev.Warnings = append(ev.Warnings, warn)
+			}
+			if rule == "" {
+				repair(fmt.Sprintf("empty RRULE %q ignored", p.Value))
+				continue
+			}
+			opt, err := buildRule(rule, ev.Start)
+			if err != nil {
+				repair(fmt.Sprintf("RRULE %q ignored: %v", p.Value, err))
+				continue
+			}
+			if occurs(opt, ev.Start) && !slices.Contains(rules, rule) {
+				rules = append(rules, rule)
+			} else if !occurs(opt, ev.Start) {
+				ev.Warnings = append(ev.Warnings, fmt.Sprintf("RRULE %q never occurs; only DTSTART is kept", p.Value))
+			}
 		}
-		opt, err := buildRule(rule, ev.Start)
-		if err != nil {
-			return ev, fmt.Errorf("VEVENT %s RRULE %q: %w", ev.UID, p.Value, err)
-		}
-		if occurs(opt, ev.Start) {
-			ev.RRule = rule
-		} else {
-			ev.Warnings = append(ev.Warnings, fmt.Sprintf("RRULE %q never occurs; only DTSTART is kept", p.Value))
-		}
+		ev.RRule = strings.Join(rules, "\n")
 	}
 	for _, name := range []string{ical.PropRecurrenceDates, ical.PropExceptionDates} {
 		for _, p := range c.Props.Values(name) {
@@ -245,6 +417,104 @@ func parseEvent(c *ical.Component, z *zones) (Event, error) {
 		}
 	}
 	return ev, nil
+}
+
+// syntheticUID derives a UID for a VEVENT that has none from its
+// properties, so that a re-import gives the same one.
+func syntheticUID(c *ical.Component) string {
+	h := sha256.New()
+	names := make([]string, 0, len(c.Props))
+	for n := range c.Props {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		for _, p := range c.Props[n] {
+			fmt.Fprintf(h, "%s:%s\n", n, p.Value)
+		}
+	}
+	return "hestia-nouid-" + hex.EncodeToString(h.Sum(nil)[:8])
+}
+
+// latestVersions keeps one event per UID and RECURRENCE-ID: the highest
+// SEQUENCE, then the latest DTSTAMP, then the last in the file (RFC 5545
+// §3.8.7.4). The versions left out are reported.
+func latestVersions(evs []Event) ([]Event, []Problem) {
+	type key struct {
+		uid string
+		rec int64
+	}
+	best := map[key]int{}
+	var probs []Problem
+	drop := make([]bool, len(evs))
+	for i := range evs {
+		k := key{evs[i].UID, 0}
+		if !evs[i].RecurrenceID.IsZero() {
+			k.rec = evs[i].RecurrenceID.Unix()
+		}
+		j, ok := best[k]
+		if !ok {
+			best[k] = i
+			continue
+		}
+		loser := i
+		if newerVersion(&evs[i], &evs[j]) {
+			loser, best[k] = j, i
+		}
+		drop[loser] = true
+		probs = append(probs, Problem{Component: "VEVENT " + evs[i].UID, Skipped: true,
+			Reason: fmt.Sprintf("older version (SEQUENCE %d) superseded", evs[loser].Sequence)})
+	}
+	if len(probs) == 0 {
+		return evs, nil
+	}
+	out := evs[:0]
+	for i := range evs {
+		if !drop[i] {
+			out = append(out, evs[i])
+		}
+	}
+	return out, probs
+}
+
+// newerVersion reports whether a supersedes b (same UID and RECURRENCE-ID).
+func newerVersion(a, b *Event) bool {
+	if a.Sequence != b.Sequence {
+		return a.Sequence > b.Sequence
+	}
+	return !a.Stamp.Before(b.Stamp)
+}
+
+// matchRecurrenceIDs gives each override's RECURRENCE-ID the value type of
+// its master's DTSTART, as the instance it names is generated: Outlook
+// writes a DATE-TIME (often at midnight in its own TZID) for an instance of
+// an all-day series, others a DATE for a timed one. Without this the
+// override and the original instance both show.
+func matchRecurrenceIDs(evs []Event) {
+	masters := map[string]*Event{}
+	for i := range evs {
+		if evs[i].RecurrenceID.IsZero() {
+			masters[evs[i].UID] = &evs[i]
+		}
+	}
+	for i := range evs {
+		e := &evs[i]
+		m := masters[e.UID]
+		if e.RecurrenceID.IsZero() || m == nil || e.recIDAllDay == m.AllDay {
+			continue
+		}
+		t := e.RecurrenceID
+		if t.Location() == time.UTC {
+			t = t.In(m.Start.Location())
+		}
+		y, mo, d := t.Date()
+		if m.AllDay {
+			e.RecurrenceID = time.Date(y, mo, d, 0, 0, 0, 0, m.Start.Location())
+		} else {
+			h, mi, sec := m.Start.Clock()
+			e.RecurrenceID = time.Date(y, mo, d, h, mi, sec, 0, m.Start.Location())
+		}
+	}
 }
 
 // addDuration adds an iCalendar duration: whole days are nominal (wall
@@ -296,11 +566,15 @@ func parseOne(v, valueType, tzid string, z *zones) (parsedTime, error) {
 		return parsedTime{t: t, zone: "UTC"}, nil
 	}
 	if tzid == "" {
-		t, err := time.ParseInLocation(dateTimeLayout, v, z.floating)
+		loc, zone := z.floating, "floating"
+		if z.wr != nil {
+			loc, zone = z.wr, z.wr.String()
+		}
+		t, err := time.ParseInLocation(dateTimeLayout, v, loc)
 		if err != nil {
 			return parsedTime{}, fmt.Errorf("bad DATE-TIME %q", v)
 		}
-		return parsedTime{t: t, zone: "floating"}, nil
+		return parsedTime{t: t, zone: zone}, nil
 	}
 	loc, exact := z.lookup(tzid)
 	t, err := time.ParseInLocation(dateTimeLayout, v, loc)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -29,6 +30,14 @@ type Skip struct {
 	Reason string `json:"reason"`
 }
 
+// FileWarning is one component of an indexed file that was skipped or
+// repaired (see ParseICSLenient); the rest of the file is indexed.
+type FileWarning struct {
+	Calendar string `json:"calendar,omitempty"`
+	File     string `json:"file"`
+	Problem
+}
+
 // SyncStats reports one reconcile of a source.
 type SyncStats struct {
 	Calendar  string `json:"calendar"`
@@ -39,6 +48,9 @@ type SyncStats struct {
 	Unchanged int    `json:"unchanged"`
 	Events    int    `json:"events"`
 	Skipped   []Skip `json:"skipped,omitempty"`
+	// Warnings name the components skipped or repaired in files that were
+	// otherwise indexed (at most maxSkipsReported).
+	Warnings []FileWarning `json:"warnings,omitempty"`
 	// Remote reports the CalDAV mirror pass that preceded the sync, for
 	// calendars mirrored from a server.
 	Remote *RemoteStats `json:"remote,omitempty"`
@@ -164,7 +176,7 @@ func (s *Store) Sync(ctx context.Context, src Source) (SyncStats, error) {
 			p := parsedFile{syncFile: f}
 			data, err := readBounded(filepath.Join(src.Path, f.name))
 			if err == nil {
-				p.evs, err = ParseICS(bytes.NewReader(data), s.floating)
+				p.evs, p.probs, err = ParseICSLenient(bytes.NewReader(data), s.floating)
 			}
 			// A broken file is recorded with its reason, not skipped.
 			p.err = err
@@ -181,8 +193,12 @@ func (s *Store) Sync(ctx context.Context, src Source) (SyncStats, error) {
 	}
 	// Files reach the writer in the order they are parsed.
 	slices.SortFunc(st.Skipped, func(a, b Skip) int { return strings.Compare(a.File, b.File) })
+	slices.SortStableFunc(st.Warnings, func(a, b FileWarning) int { return strings.Compare(a.File, b.File) })
 	if len(st.Skipped) > 0 {
 		s.log.Warn("calendarFilesSkipped", "calendar", src.Name, "count", len(st.Skipped))
+	}
+	if len(st.Warnings) > 0 {
+		s.log.Warn("calendarComponentsRepaired", "calendar", src.Name, "count", len(st.Warnings))
 	}
 	return st, nil
 }
@@ -199,8 +215,9 @@ type syncFile struct {
 // not be.
 type parsedFile struct {
 	syncFile
-	evs []Event
-	err error
+	evs   []Event
+	probs []Problem
+	err   error
 }
 
 // syncWriter commits one Sync's parsed files.
@@ -234,8 +251,18 @@ func (w *syncWriter) commit(ctx context.Context, batch []parsedFile) error {
 					w.st.Skipped = append(w.st.Skipped, Skip{File: p.name, Reason: reason})
 				}
 			}
+			for _, pr := range p.probs {
+				if len(w.st.Warnings) < maxSkipsReported {
+					w.st.Warnings = append(w.st.Warnings, FileWarning{Calendar: w.src.Name, File: p.name, Problem: pr})
+				}
+			}
+			probs := ""
+			if len(p.probs) > 0 {
+				b, _ := json.Marshal(p.probs)
+				probs = string(b)
+			}
 			var fileID int64
-			if err := ix.upsertFile.QueryRowContext(ctx, w.calID, p.name, p.mtime, p.size, reason).Scan(&fileID); err != nil {
+			if err := ix.upsertFile.QueryRowContext(ctx, w.calID, p.name, p.mtime, p.size, reason, probs).Scan(&fileID); err != nil {
 				return fmt.Errorf("recording file %s: %w", p.name, err)
 			}
 			if p.old != 0 {
@@ -275,4 +302,35 @@ func readBounded(path string) ([]byte, error) {
 		return nil, err
 	}
 	return b.Bytes(), nil
+}
+
+// Warnings lists the components skipped or repaired in indexed files, by
+// calendar and file, at most limit (all when limit <= 0), and how many
+// there are in all.
+func (s *Store) Warnings(ctx context.Context, limit int) ([]FileWarning, int, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT c.name, f.name, f.warnings FROM files f JOIN calendars c ON c.id = f.calendar_id
+		WHERE f.warnings != '' ORDER BY c.name, f.name`)
+	if err != nil {
+		return nil, 0, fmt.Errorf("listing calendar warnings: %w", err)
+	}
+	defer rows.Close()
+	var out []FileWarning
+	total := 0
+	for rows.Next() {
+		var cal, file, js string
+		if err := rows.Scan(&cal, &file, &js); err != nil {
+			return nil, 0, fmt.Errorf("listing calendar warnings: %w", err)
+		}
+		var probs []Problem
+		if err := json.Unmarshal([]byte(js), &probs); err != nil {
+			return nil, 0, fmt.Errorf("reading warnings of %s/%s: %w", cal, file, err)
+		}
+		for _, p := range probs {
+			total++
+			if limit <= 0 || len(out) < limit {
+				out = append(out, FileWarning{Calendar: cal, File: file, Problem: p})
+			}
+		}
+	}
+	return out, total, rows.Err()
 }

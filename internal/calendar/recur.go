@@ -220,6 +220,9 @@ func (s Series) Expand(from, to time.Time, max int) (occ []Occurrence, truncated
 	if max <= 0 {
 		max = DefaultMaxInstances
 	}
+	if first, rest, ok := strings.Cut(s.Rule, "\n"); ok {
+		return s.expandUnion(append([]string{first}, strings.Split(rest, "\n")...), from, to, max)
+	}
 	overlaps := func(t time.Time) bool {
 		if !t.Before(to) {
 			return false
@@ -291,6 +294,29 @@ func (s Series) Expand(from, to time.Time, max int) (occ []Occurrence, truncated
 		occ, truncated = occ[:max], true
 	}
 	return occ, truncated, nil
+}
+
+// expandUnion expands a series with several RRULEs: the union of each
+// rule's instances (with the same RDATEs and EXDATEs), without repeats.
+func (s Series) expandUnion(rules []string, from, to time.Time, max int) ([]Occurrence, bool, error) {
+	var all []Occurrence
+	truncated := false
+	for _, r := range rules {
+		one := s
+		one.Rule = r
+		occ, tr, err := one.Expand(from, to, max)
+		if err != nil {
+			return nil, false, err
+		}
+		truncated = truncated || tr
+		all = append(all, occ...)
+	}
+	slices.SortFunc(all, func(a, b Occurrence) int { return a.Start.Compare(b.Start) })
+	all = slices.CompactFunc(all, func(a, b Occurrence) bool { return a.Start.Equal(b.Start) })
+	if len(all) > max {
+		all, truncated = all[:max], true
+	}
+	return all, truncated, nil
 }
 
 func (s Series) end(start time.Time) time.Time {

@@ -38,6 +38,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -131,6 +132,9 @@ CREATE TRIGGER events_gen_u AFTER UPDATE ON events BEGIN UPDATE gen SET n = n + 
 CREATE TRIGGER events_gen_d AFTER DELETE ON events BEGIN UPDATE gen SET n = n + 1 WHERE id = 1; END;
 CREATE TRIGGER horizon_gen_i AFTER INSERT ON horizon BEGIN UPDATE gen SET n = n + 1 WHERE id = 1; END;
 CREATE TRIGGER horizon_gen_u AFTER UPDATE ON horizon BEGIN UPDATE gen SET n = n + 1 WHERE id = 1; END;`,
+	// The components of an indexed file that were skipped or repaired, as
+	// a JSON list of Problem ('' when none).
+	`ALTER TABLE files ADD COLUMN warnings TEXT NOT NULL DEFAULT '';`,
 }}
 
 // Options configure a Store.
@@ -282,8 +286,8 @@ func (s *Store) newIndexer(ctx context.Context, tx *sql.Tx) (*indexer, error) {
 		st, err = tx.PrepareContext(ctx, q)
 		return st
 	}
-	ix.upsertFile = prep(`INSERT INTO files(calendar_id, name, mtime, size, error) VALUES (?, ?, ?, ?, ?)
-		ON CONFLICT(calendar_id, name) DO UPDATE SET mtime = excluded.mtime, size = excluded.size, error = excluded.error
+	ix.upsertFile = prep(`INSERT INTO files(calendar_id, name, mtime, size, error, warnings) VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT(calendar_id, name) DO UPDATE SET mtime = excluded.mtime, size = excluded.size, error = excluded.error, warnings = excluded.warnings
 		RETURNING id`)
 	ix.dropEvents = prep(`DELETE FROM events WHERE file_id = ?`)
 	ix.insert = prep(`INSERT INTO events(file_id, calendar_id, uid, recurrence_id, summary, description, location,
@@ -372,7 +376,23 @@ func seriesEnd(e *Event) (time.Time, bool) {
 	if e.RRule == "" {
 		return last.Add(dur + 24*time.Hour), true
 	}
-	opt, err := buildRule(e.RRule, e.Start)
+	// Several rules (joined by newlines) end when the last one does.
+	for _, rule := range strings.Split(e.RRule, "\n") {
+		end, ok := ruleEnd(e, rule, dur)
+		if !ok {
+			return time.Time{}, false
+		}
+		if end.After(last) {
+			last = end
+		}
+	}
+	return last.Add(dur + 24*time.Hour), true
+}
+
+// ruleEnd is the start of the last occurrence of one finite rule.
+func ruleEnd(e *Event, rule string, dur time.Duration) (time.Time, bool) {
+	last := e.Start
+	opt, err := buildRule(rule, e.Start)
 	if err != nil {
 		return time.Time{}, false
 	}
@@ -381,9 +401,9 @@ func seriesEnd(e *Event) (time.Time, bool) {
 		if opt.Until.After(last) {
 			last = opt.Until
 		}
-		return last.Add(dur + 24*time.Hour), true
+		return last, true
 	case opt.Count > 0:
-		s := Series{Start: e.Start, Duration: dur, AllDay: e.AllDay, Rule: e.RRule}
+		s := Series{Start: e.Start, Duration: dur, AllDay: e.AllDay, Rule: rule}
 		occ, trunc, err := s.Expand(e.Start, e.Start.AddDate(1000, 0, 0), opt.Count)
 		if err != nil || trunc || len(occ) == 0 {
 			return time.Time{}, false
@@ -391,7 +411,7 @@ func seriesEnd(e *Event) (time.Time, bool) {
 		if t := occ[len(occ)-1].Start; t.After(last) {
 			last = t
 		}
-		return last.Add(dur + 24*time.Hour), true
+		return last, true
 	}
 	return time.Time{}, false
 }

@@ -110,7 +110,7 @@ DTSTART;TZID=/mozilla.org/20050126_1/Europe/Rome:20260326T130000
 DTEND;TZID=/mozilla.org/20050126_1/Europe/Rome:20260326T140000
 SUMMARY:Lunch with Anna
 END:VEVENT`)
-	os.WriteFile(filepath.Join(dir, "broken.ics"), []byte("BEGIN:VCALENDAR\r\nBEGIN:VEVENT\r\nSUMMARY:no uid\r\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "broken.ics"), []byte("this is not iCalendar\r\n"), 0o644)
 	writeICS(t, dir, "nouid.ics", `
 BEGIN:VEVENT
 DTSTART:20260325T080000Z
@@ -137,13 +137,13 @@ func TestSyncAndAgenda(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Files != 7 || st.Added != 7 || len(st.Skipped) != 2 {
+	// A file that is not iCalendar is skipped; a VEVENT without UID is
+	// kept under a derived UID and named as repaired.
+	if st.Files != 7 || st.Added != 7 || len(st.Skipped) != 1 || st.Skipped[0].File != "broken.ics" || st.Skipped[0].Reason == "" {
 		t.Fatalf("stats %+v", st)
 	}
-	for _, sk := range st.Skipped {
-		if sk.Reason == "" || (sk.File != "broken.ics" && sk.File != "nouid.ics") {
-			t.Errorf("skip %+v", sk)
-		}
+	if len(st.Warnings) != 1 || st.Warnings[0].File != "nouid.ics" || st.Warnings[0].Skipped || !strings.Contains(st.Warnings[0].Reason, "without UID") {
+		t.Fatalf("warnings %+v", st.Warnings)
 	}
 	ag, err := s.Agenda(ctx, Query{From: time.Date(2026, 3, 16, 0, 0, 0, 0, loc), To: time.Date(2026, 4, 7, 0, 0, 0, 0, loc)})
 	if err != nil {
@@ -158,6 +158,7 @@ func TestSyncAndAgenda(t *testing.T) {
 	}
 	want := strings.Join([]string{
 		"03-24 11:00 Standup (moved)", // the 23rd's instance moved; the 16th is an EXDATE
+		"03-25 08:00 missing uid",     // derived UID (shown in its own zone, UTC)
 		"03-25 14:00 Budget review",   // Windows zone name
 		"03-26 13:00 Lunch with Anna", // vendor-prefixed TZID
 		"03-27 00:00 Company holiday",

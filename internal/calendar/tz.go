@@ -97,8 +97,12 @@ var windowsZones = map[string]string{
 // times without a zone (RFC 5545 §3.3.5 form #1) and for dates.
 type zones struct {
 	floating *time.Location
-	vtz      map[string]*ical.Component
-	cache    map[string]resolved
+	// wr is the calendar's X-WR-TIMEZONE (Google, Apple exports): times
+	// without a zone are read in it rather than in floating. Nil when
+	// absent or not a known zone.
+	wr    *time.Location
+	vtz   map[string]*ical.Component
+	cache map[string]resolved
 }
 
 type resolved struct {
@@ -108,6 +112,11 @@ type resolved struct {
 
 func newZones(cal *ical.Component, floating *time.Location) *zones {
 	z := &zones{floating: floating, vtz: map[string]*ical.Component{}, cache: map[string]resolved{}}
+	if p := cal.Props.Get("X-WR-TIMEZONE"); p != nil {
+		if loc, exact := resolveTZID(textUnescaper.Replace(p.Value), nil); exact {
+			z.wr = loc
+		}
+	}
 	for _, c := range cal.Children {
 		if c.Name == ical.CompTimezone {
 			if p := c.Props.Get(ical.PropTimezoneID); p != nil {
