@@ -17,6 +17,7 @@ import (
 func (e *Engine) Routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/watches", e.handleList)
 	mux.HandleFunc("POST /api/watches", e.handleCreate)
+	mux.HandleFunc("POST /api/watches/preview", e.handlePreview)
 	mux.HandleFunc("GET /api/watches/{id}", e.handleGet)
 	mux.HandleFunc("POST /api/watches/{id}/stop", e.handleStop)
 	mux.HandleFunc("POST /api/watches/{id}/pause", e.handleSetPaused(true))
