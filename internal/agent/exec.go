@@ -167,7 +167,7 @@ func (a *Agent) execute(st *turnState, ps []*prepared, offered []string) []*call
 }
 
 func (a *Agent) skipped(st *turnState, p *prepared) *callResult {
-	a.publish("tool.finished", st.t.ChatID, map[string]any{"turn_id": st.t.ID, "call_id": p.id, "tool": p.name, "decision": DecSkipped, "status": StatusNotRun, "error": "", "duration_ms": 0, "output": ""})
+	a.publish("tool.finished", st.t.ChatID, map[string]any{"turn_id": st.t.ID, "step": st.steps - 1, "call_id": p.id, "tool": p.name, "decision": DecSkipped, "status": StatusNotRun, "error": "", "duration_ms": 0, "output": ""})
 	return &callResult{id: p.id, name: p.name, modelContent: fmt.Sprintf("NOT done: %s was skipped because the turn was interrupted before it ran.", p.name),
 		run: chat.ToolRun{Input: inputOf(p), Decision: DecSkipped, Policy: string(p.checked.Result.Decision), Status: StatusNotRun}}
 }
@@ -185,7 +185,7 @@ func (a *Agent) refused(st *turnState, p *prepared, decision, content, note stri
 	r := &callResult{id: p.id, name: p.name, modelContent: content,
 		run: chat.ToolRun{Input: inputOf(p), Decision: decision, DecisionSource: p.checked.Result.Source, Policy: string(p.checked.Result.Decision), PolicyRule: p.checked.Result.RuleID, Status: StatusNotRun, Note: note}}
 	a.recordUsage(st, p.name, 0, "denied", decision)
-	a.publish("tool.finished", st.t.ChatID, map[string]any{"turn_id": st.t.ID, "call_id": p.id, "tool": p.name, "decision": decision, "status": StatusNotRun, "error": "", "duration_ms": 0, "output": snippet(content, 2000), "note": note})
+	a.publish("tool.finished", st.t.ChatID, map[string]any{"turn_id": st.t.ID, "step": st.steps - 1, "call_id": p.id, "tool": p.name, "decision": decision, "status": StatusNotRun, "error": "", "duration_ms": 0, "output": snippet(content, 2000), "note": note})
 	return r
 }
 
@@ -194,7 +194,7 @@ func (a *Agent) refused(st *turnState, p *prepared, decision, content, note stri
 func (a *Agent) invoke(st *turnState, p *prepared, offered []string) *callResult {
 	c := authority.Call{ID: p.id, Tool: p.name, Args: p.raw, HoldKey: st.t.ID + ":" + p.id, Timeout: a.cfg.ToolTimeout,
 		OnStart: func(args json.RawMessage) {
-			a.publish("tool.started", st.t.ChatID, map[string]any{"turn_id": st.t.ID, "call_id": p.id, "tool": p.name, "args": args, "policy": string(p.checked.Result.Decision)})
+			a.publish("tool.started", st.t.ChatID, map[string]any{"turn_id": st.t.ID, "step": st.steps - 1, "call_id": p.id, "tool": p.name, "args": args, "policy": string(p.checked.Result.Decision)})
 		}}
 	if !st.t.opts.NoApprover {
 		c.Ask = a.asker(st, p.id)
@@ -291,7 +291,7 @@ func (a *Agent) ran(st *turnState, p *prepared, out authority.Outcome) *callResu
 		content = fmt.Sprintf("Note: the user edited the arguments before approving; %s ran with %s\n%s", p.name, snippet(string(args), 2000), content)
 	}
 	a.recordUsage(st, p.name, out.Duration, errCode, run.Error)
-	a.publish("tool.finished", st.t.ChatID, map[string]any{"turn_id": st.t.ID, "call_id": p.id, "tool": p.name, "decision": decision, "status": run.Status, "error": run.Error, "duration_ms": run.DurationMS, "output": snippet(res.Content, 2000)})
+	a.publish("tool.finished", st.t.ChatID, map[string]any{"turn_id": st.t.ID, "step": st.steps - 1, "call_id": p.id, "tool": p.name, "decision": decision, "status": run.Status, "error": run.Error, "duration_ms": run.DurationMS, "output": snippet(res.Content, 2000)})
 	return &callResult{id: p.id, name: p.name, run: run, modelContent: content}
 }
 

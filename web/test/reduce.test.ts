@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Chat, Message, StreamEvent } from '../src/api/types';
-import { applyEvent, clearLive, initialState, loadApprovals, loadChat, loadChats, loadStatus, mergeMessages, openView, type State } from '../src/state/reduce';
+import { applyEvent, clearLive, initialState, loadApprovals, loadChat, loadChats, loadStatus, mergeMessages, openView, placeToolCalls, toolKey, type State } from '../src/state/reduce';
 
 const chat: Chat = { id: 'c_1', title: 'Trip', created_at: '2026-12-01T10:00:00Z', updated_at: '2026-12-01T10:00:00Z' };
 const msg = (seq: number, role: Message['role'], content: string, extra: Partial<Message> = {}): Message => ({
@@ -116,9 +116,9 @@ describe('reduce', () => {
   it('records live tool progress', () => {
     let s = opened();
     s = applyEvent(s, ev('tool.started', { turn_id: 't_1', call_id: 'k', tool: 'read_file', args: { path: 'a' }, policy: 'allow' }));
-    expect(s.views.c_1.tools.k.state).toBe('running');
-    s = applyEvent(s, ev('tool.finished', { call_id: 'k', tool: 'read_file', status: 'ok', decision: 'allowed', duration_ms: 4, output: 'hello' }));
-    expect(s.views.c_1.tools.k).toMatchObject({ state: 'finished', status: 'ok', args: { path: 'a' }, output: 'hello' });
+    expect(s.views.c_1.tools[toolKey('t_1', 0, 'k')].state).toBe('running');
+    s = applyEvent(s, ev('tool.finished', { turn_id: 't_1', call_id: 'k', tool: 'read_file', status: 'ok', decision: 'allowed', duration_ms: 4, output: 'hello' }));
+    expect(s.views.c_1.tools[toolKey('t_1', 0, 'k')]).toMatchObject({ state: 'finished', status: 'ok', args: { path: 'a' }, output: 'hello' });
   });
 
   it('forgets running turns after a daemon restart', () => {
@@ -154,5 +154,56 @@ describe('loadStatus', () => {
     const done = { ...opened() };
     done.views = { ...done.views, c1: { ...done.views.c1, lastResult: { turn_id: 't9', chat_id: 'c1', ok: true } } };
     expect(loadStatus(done, 'c1', { running: true, turn_id: 't9' }).views.c1.running).toBeUndefined();
+  });
+});
+
+describe('tool cards with reused call ids', () => {
+  const chat: Chat = { id: 'c1', title: 't', created_at: '', updated_at: '', message_count: 0 } as Chat;
+  const opened = () => loadChat(openView(initialState, 'c1'), chat, []);
+  const e = (type: string, data: any) => ({ type, chat_id: 'c1', data });
+
+  it('keeps one card per turn and step when a server reuses call_1', () => {
+    let s = opened();
+    s = applyEvent(s, e('tool.started', { turn_id: 't1', step: 0, call_id: 'call_1', tool: 'read_file', args: { path: 'a' } }));
+    s = applyEvent(s, e('tool.finished', { turn_id: 't1', step: 0, call_id: 'call_1', tool: 'read_file', status: 'ok', output: 'first' }));
+    s = applyEvent(s, e('tool.started', { turn_id: 't1', step: 1, call_id: 'call_1', tool: 'list_dir', args: { path: 'b' } }));
+    s = applyEvent(s, e('tool.started', { turn_id: 't2', step: 0, call_id: 'call_1', tool: 'search', args: {} }));
+    const tools = s.views.c1.tools;
+    expect(Object.keys(tools)).toHaveLength(3);
+    expect(tools[toolKey('t1', 0, 'call_1')]).toMatchObject({ tool: 'read_file', state: 'finished', output: 'first', args: { path: 'a' } });
+    expect(tools[toolKey('t1', 1, 'call_1')]).toMatchObject({ tool: 'list_dir', state: 'running' });
+    expect(tools[toolKey('t2', 0, 'call_1')]).toMatchObject({ tool: 'search', state: 'running' });
+  });
+
+  it('derives the step from the turn\'s assistant messages when an event has none', () => {
+    const m = (id: string, seq: number, role: Message['role'], extra: Partial<Message> = {}): Message =>
+      ({ id, chat_id: 'c1', seq, role, content: '', created_at: '', ...extra }) as Message;
+    let s = loadChat(openView(initialState, 'c1'), chat, [
+      m('a1', 1, 'assistant', { turn_id: 't1', tool_calls: [{ id: 'call_1', name: 'x', arguments: {} }] }),
+      m('r1', 2, 'tool', { turn_id: 't1', tool_call_id: 'call_1' }),
+      m('a2', 3, 'assistant', { turn_id: 't1', tool_calls: [{ id: 'call_1', name: 'y', arguments: {} }] }),
+    ]);
+    s = applyEvent(s, e('tool.started', { turn_id: 't1', call_id: 'call_1', tool: 'y' }));
+    expect(s.views.c1.tools[toolKey('t1', 1, 'call_1')]).toMatchObject({ tool: 'y', step: 1 });
+  });
+
+  it('pairs persisted results with the step that made the call', () => {
+    const m = (id: string, seq: number, role: Message['role'], extra: Partial<Message> = {}): Message =>
+      ({ id, chat_id: 'c1', seq, role, content: '', created_at: '', ...extra }) as Message;
+    const msgs = [
+      m('u1', 0, 'user'),
+      m('a1', 1, 'assistant', { turn_id: 't1', tool_calls: [{ id: 'call_1', name: 'x', arguments: {} }] }),
+      m('r1', 2, 'tool', { turn_id: 't1', tool_call_id: 'call_1', content: 'one' }),
+      m('a2', 3, 'assistant', { turn_id: 't1', tool_calls: [{ id: 'call_1', name: 'y', arguments: {} }] }),
+      m('r2', 4, 'tool', { turn_id: 't1', tool_call_id: 'call_1', content: 'two' }),
+      m('r3', 5, 'tool', { turn_id: 't1', tool_call_id: 'call_9', content: 'stray' }),
+    ];
+    const places = placeToolCalls(msgs);
+    expect(places.get('a1')).toMatchObject({ step: 0 });
+    expect(places.get('a1')?.results.get('call_1')?.content).toBe('one');
+    expect(places.get('a2')).toMatchObject({ step: 1 });
+    expect(places.get('a2')?.results.get('call_1')?.content).toBe('two');
+    // A result whose call this message did not make is not claimed.
+    expect(places.get('a2')?.results.has('call_9')).toBe(false);
   });
 });

@@ -2,7 +2,7 @@
 // and the composer.
 import { VoiceButton } from '../components/VoiceButton';
 import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
-import type { ApprovalRequest, Message } from '../api/types';
+import type { ApprovalRequest } from '../api/types';
 import { ApprovalCard, QuestionCard } from '../components/ApprovalCard';
 import { Alert, Copy, Download, Flame, Menu, Pencil, Send, Shield, Stop, Trash } from '../components/icons';
 import { Markdown } from '../components/Markdown';
@@ -12,7 +12,7 @@ import { SpeakButton } from '../components/SpeakButton';
 import { ToolCard } from '../components/ToolCard';
 import { useApp } from '../context';
 import { turnsWithNotDone } from '../lib/toolstatus';
-import { emptyView, type ChatView as View, type State } from '../state/reduce';
+import { emptyView, placeToolCalls, toolKey, type ChatView as View, type State } from '../state/reduce';
 import type { UIState } from '../state/app';
 import { useSelect } from '../state/store';
 
@@ -76,15 +76,26 @@ function Transcript({
   pending: ApprovalRequest[];
   resolved: State['resolved'];
 }) {
-  const results = new Map<string, Message>();
-  for (const m of view.messages) if (m.role === 'tool' && m.tool_call_id) results.set(m.tool_call_id, m);
-  const pendingByCall = new Map(pending.filter((a) => a.call_id).map((a) => [a.call_id as string, a]));
-  const resolvedByCall = new Map(
+  // Calls are told apart by turn, step and call id: providers reuse ids
+  // (call_1 in every request), so the id alone matched another step's card.
+  const places = placeToolCalls(view.messages);
+  const persisted = new Set<string>();
+  for (const m of view.messages) {
+    const place = places.get(m.id);
+    if (place) for (const id of place.results.keys()) persisted.add(toolKey(m.turn_id, place.step, id));
+  }
+  // A request names its turn and call; one without a turn matches by call.
+  const approvalKey = (a: ApprovalRequest) => `${a.turn_id ?? ''}:${a.call_id}`;
+  const pendingMap = new Map(pending.filter((a) => a.call_id).map((a) => [approvalKey(a), a]));
+  const resolvedMap = new Map(
     Object.values(resolved)
       .filter((r) => r.request.call_id)
-      .map((r) => [r.request.call_id as string, r]),
+      .map((r) => [approvalKey(r.request), r]),
   );
+  const pendingByCall = { get: (k: string) => pendingMap.get(k) ?? pendingMap.get(k.slice(k.indexOf(':'))) };
+  const resolvedByCall = { get: (k: string) => resolvedMap.get(k) ?? resolvedMap.get(k.slice(k.indexOf(':'))) };
   const shownCalls = new Set<string>();
+  const shownApprovals = new Set<string>();
   const notDoneTurns = turnsWithNotDone(view.messages);
   // Regenerate is offered on the chat's final reply only; edits and
   // regenerates wait for an idle chat (the daemon refuses them otherwise).
@@ -106,22 +117,25 @@ function Transcript({
           )}
           {m.content && !m.tool_calls?.length && <AssistantActions m={m} last={m === lastMsg} busy={busy} />}
           {m.tool_calls?.map((c) => {
-            shownCalls.add(c.id);
+            const place = places.get(m.id);
+            const key = toolKey(m.turn_id, place?.step, c.id);
+            shownCalls.add(key);
+            shownApprovals.add(`${m.turn_id ?? ''}:${c.id}`);
             return (
               <ToolCard
-                key={c.id}
+                key={key}
                 call={c}
-                result={results.get(c.id)}
-                live={view.tools[c.id]}
-                pending={pendingByCall.get(c.id)}
-                resolved={resolvedByCall.get(c.id)}
+                result={place?.results.get(c.id)}
+                live={view.tools[key]}
+                pending={pendingByCall.get(`${m.turn_id ?? ''}:${c.id}`)}
+                resolved={resolvedByCall.get(`${m.turn_id ?? ''}:${c.id}`)}
                 turnRunning={view.running === m.turn_id}
               />
             );
           })}
         </div>,
       );
-    } else if (m.role === 'tool' && m.tool_call_id && !view.messages.some((x) => x.tool_calls?.some((c) => c.id === m.tool_call_id))) {
+    } else if (m.role === 'tool' && m.tool_call_id && ![...places.values()].some((p) => p.results.get(m.tool_call_id as string) === m)) {
       // A tool result whose call we do not have: show it on its own.
       out.push(
         <div class="msg assistant" key={m.id}>
@@ -132,28 +146,28 @@ function Transcript({
           />
         </div>,
       );
-      shownCalls.add(m.tool_call_id);
     }
   }
   // Live tool calls and requests whose assistant message has not landed yet.
   const stray = [];
-  for (const t of Object.values(view.tools)) {
-    if (shownCalls.has(t.call_id) || results.has(t.call_id)) continue;
+  for (const [key, t] of Object.entries(view.tools)) {
+    if (shownCalls.has(key) || persisted.has(key)) continue;
     if (!view.running) continue;
-    shownCalls.add(t.call_id);
+    shownCalls.add(key);
+    shownApprovals.add(`${t.turn_id ?? ''}:${t.call_id}`);
     stray.push(
       <ToolCard
-        key={t.call_id}
+        key={key}
         call={{ id: t.call_id, name: t.tool, arguments: t.args ?? {} }}
         live={t}
-        pending={pendingByCall.get(t.call_id)}
-        resolved={resolvedByCall.get(t.call_id)}
+        pending={pendingByCall.get(`${t.turn_id ?? ''}:${t.call_id}`)}
+        resolved={resolvedByCall.get(`${t.turn_id ?? ''}:${t.call_id}`)}
         turnRunning
       />,
     );
   }
   for (const a of pending) {
-    if (a.call_id && shownCalls.has(a.call_id)) continue;
+    if (a.call_id && (shownApprovals.has(approvalKey(a)) || (!a.turn_id && [...shownApprovals].some((k) => k.endsWith(`:${a.call_id}`))))) continue;
     stray.push(a.kind === 'question' ? <QuestionCard key={a.id} req={a} /> : <ApprovalCard key={a.id} req={a} />);
   }
   const streams = Object.entries(view.streaming).filter(([, s]) => s.text || s.reasoning || s.waiting);

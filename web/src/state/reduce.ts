@@ -6,6 +6,8 @@ import type { ApprovalRequest, Chat, ChatStatus, Message, Resolution, StreamEven
 
 export interface LiveTool {
   call_id: string;
+  turn_id?: string;
+  step?: number;
   tool: string;
   args?: Record<string, unknown>;
   policy?: string;
@@ -64,6 +66,53 @@ export const initialState: State = {
 
 export function emptyView(): ChatView {
   return { chat: null, messages: [], loaded: false, streaming: {}, tools: {}, queued: [] };
+}
+
+/** The key of a live tool card. Providers number calls per request
+ * (call_1, call_2, …), so the call id alone repeats across steps and turns;
+ * keyed by it, a later call rewrote an earlier card. */
+export function toolKey(turnId: string | undefined, step: number | undefined, callId: string): string {
+  return `${turnId ?? ''}:${step ?? 0}:${callId}`;
+}
+
+/** The step of a tool event: the daemon sends it; without it, the number of
+ * this turn's assistant messages so far (each step stores one, before its
+ * tools run). */
+function eventStep(v: ChatView, d: Record<string, any>): number {
+  if (typeof d.step === 'number') return d.step;
+  const n = v.messages.filter((m) => m.role === 'assistant' && m.turn_id === d.turn_id).length;
+  return Math.max(0, n - 1);
+}
+
+/** Where each persisted tool call sits: for every assistant message, its
+ * step in the turn and the results of its calls (the tool messages that
+ * follow it). Pairing by position, not by call id alone, keeps a reused id
+ * (call_1 in every step) from showing another step's result. */
+export interface CallPlace {
+  step: number;
+  results: Map<string, Message>;
+  /** The call ids this message made. */
+  ids: Set<string>;
+}
+
+export function placeToolCalls(messages: Message[]): Map<string, CallPlace> {
+  const out = new Map<string, CallPlace>();
+  const steps = new Map<string, number>();
+  let cur: CallPlace | undefined;
+  for (const m of messages) {
+    if (m.role === 'assistant') {
+      const turn = m.turn_id ?? '';
+      const step = steps.get(turn) ?? 0;
+      steps.set(turn, step + 1);
+      cur = { step, results: new Map(), ids: new Set((m.tool_calls ?? []).map((c) => c.id)) };
+      out.set(m.id, cur);
+    } else if (m.role === 'tool') {
+      if (cur && m.tool_call_id && cur.ids.has(m.tool_call_id) && !cur.results.has(m.tool_call_id)) cur.results.set(m.tool_call_id, m);
+    } else {
+      cur = undefined;
+    }
+  }
+  return out;
 }
 
 /** Merges messages by id, keeping the transcript ordered by seq. */
@@ -253,40 +302,53 @@ export function applyEvent(s: State, ev: StreamEvent): State {
       });
     }
     case 'tool.started':
-      return withView(s, ev.chat_id, (v) => ({
-        ...v,
-        tools: {
-          ...v.tools,
-          [d.call_id]: {
-            ...v.tools[d.call_id],
-            call_id: d.call_id,
-            tool: d.tool,
-            args: d.args,
-            policy: d.policy,
-            state: v.tools[d.call_id]?.state === 'finished' ? 'finished' : 'running',
-            started_at: ev.ts,
+      return withView(s, ev.chat_id, (v) => {
+        const step = eventStep(v, d);
+        const key = toolKey(d.turn_id, step, d.call_id);
+        const cur = v.tools[key];
+        return {
+          ...v,
+          tools: {
+            ...v.tools,
+            [key]: {
+              ...cur,
+              call_id: d.call_id,
+              turn_id: d.turn_id,
+              step,
+              tool: d.tool,
+              args: d.args,
+              policy: d.policy,
+              state: cur?.state === 'finished' ? 'finished' : 'running',
+              started_at: ev.ts,
+            },
           },
-        },
-      }));
+        };
+      });
     case 'tool.finished':
-      return withView(s, ev.chat_id, (v) => ({
-        ...v,
-        tools: {
-          ...v.tools,
-          [d.call_id]: {
-            ...v.tools[d.call_id],
-            call_id: d.call_id,
-            tool: d.tool,
-            state: 'finished',
-            decision: d.decision,
-            status: d.status,
-            error: d.error,
-            duration_ms: d.duration_ms,
-            output: d.output,
-            note: d.note,
+      return withView(s, ev.chat_id, (v) => {
+        const step = eventStep(v, d);
+        const key = toolKey(d.turn_id, step, d.call_id);
+        return {
+          ...v,
+          tools: {
+            ...v.tools,
+            [key]: {
+              ...v.tools[key],
+              call_id: d.call_id,
+              turn_id: d.turn_id,
+              step,
+              tool: d.tool,
+              state: 'finished',
+              decision: d.decision,
+              status: d.status,
+              error: d.error,
+              duration_ms: d.duration_ms,
+              output: d.output,
+              note: d.note,
+            },
           },
-        },
-      }));
+        };
+      });
     case 'approval.requested': {
       const a = d.approval as ApprovalRequest | undefined;
       if (!a || s.resolved[a.id]) return s;
