@@ -69,6 +69,7 @@ func (a *App) OpenMail(ctx context.Context) (*Mail, error) {
 		DBPath: a.Paths.DB(mail.Schema.Name), BlobDir: filepath.Join(a.Paths.Data, "mail", "blobs"),
 		Logger: a.Log.With("component", "mail"), Now: a.Now,
 		Embedder: embedAdapter{emb}, EmbedModel: string(llm.LocalEmbed), EmbedMaxChars: cfg.EmbedMaxChars,
+		Related: embedderKnowsMeaning(a.Config.LLM),
 	})
 	if err != nil {
 		return nil, err

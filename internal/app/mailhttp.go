@@ -10,7 +10,9 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/hestia-dev/hestia/internal/config"
 	"github.com/hestia-dev/hestia/internal/httpjson"
+	"github.com/hestia-dev/hestia/internal/llm"
 	"github.com/hestia-dev/hestia/internal/mail"
 	"github.com/hestia-dev/hestia/internal/store"
 )
@@ -41,7 +43,7 @@ func (m *Mail) handleMailboxes(w http.ResponseWriter, r *http.Request) {
 var searchParams = map[string]bool{
 	"q": true, "account": true, "mailbox": true, "role": true, "from": true, "to": true, "cc": true,
 	"subject": true, "body": true, "after": true, "before": true, "unread": true, "flagged": true,
-	"attachments": true, "attachment_name": true, "sort": true, "per_message": true, "offset": true, "limit": true, "count": true,
+	"attachments": true, "attachment_name": true, "sort": true, "per_message": true, "offset": true, "limit": true, "count": true, "related": true,
 	"snippets": true,
 }
 
@@ -109,6 +111,9 @@ func ParseMailQuery(v url.Values) (mail.Query, error) {
 	if c := tri("count"); c != nil {
 		q.Count = *c
 	}
+	// related=true|false asks for (or leaves out) the messages only the
+	// vectors found, listed apart; absent: the store's default.
+	q.Related = tri("related")
 	// snippets=false: a listing that prints none (the CLI) saves reading
 	// the bodies; the matches and their order are the same.
 	if sn := tri("snippets"); sn != nil {
@@ -149,6 +154,19 @@ func (m *Mail) handleSearch(w http.ResponseWriter, r *http.Request) {
 		hits[i] = SearchHit{Summary: s, ThreadCount: max(1, counts[s.ThreadID])}
 	}
 	out := map[string]any{"messages": hits, "page": res.Page, "mode": res.Mode, "degraded": res.Degraded}
+	if len(res.Related) > 0 {
+		// Apart from messages: none holds the words, total does not count them.
+		rc, err := m.threadCounts(r.Context(), res.Related)
+		if err != nil {
+			writeMailResult(w, nil, err)
+			return
+		}
+		related := make([]SearchHit, len(res.Related))
+		for i, s := range res.Related {
+			related[i] = SearchHit{Summary: s, ThreadCount: max(1, rc[s.ThreadID])}
+		}
+		out["related"] = related
+	}
 	if res.Total != nil {
 		out["total"] = *res.Total
 	}
@@ -285,4 +303,13 @@ func writeMailResult(w http.ResponseWriter, v any, err error) {
 	default:
 		httpjson.Write(w, http.StatusOK, v)
 	}
+}
+
+// embedderKnowsMeaning reports whether local-embed's first target is a
+// real embedding model. The built-in hashed embedder (the default, or
+// "local") knows words, not meaning: its nearest messages without the
+// words are noise, so mail search lists related messages only when asked.
+func embedderKnowsMeaning(c config.LLMConfig) bool {
+	list := llm.TiersFromConfig(c)[llm.LocalEmbed]
+	return len(list) > 0 && list[0].Kind != llm.KindLocal
 }

@@ -116,6 +116,8 @@ func mailSearch(ctx context.Context, env *Env, args []string) error {
 	fs.IntVar(&a.Limit, "limit", 20, "results per page (max 100)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	countOnly := fs.Bool("count", false, "print only the exact number of matching messages")
+	var related triFlag
+	fs.Var(&related, "related", "also list, apart from the matches, messages close in meaning without the words (needs the daemon; default on only with a real embedding model)")
 	if err := parseInterleaved(fs, args); err != nil {
 		return err
 	}
@@ -146,7 +148,7 @@ func mailSearch(ctx context.Context, env *Env, args []string) error {
 		From: pick(a.From, ops.From), To: pick(a.To, ops.To), Cc: pick(a.Cc, ops.Cc), Subject: pick(a.Subject, ops.Subject), Body: pick(a.Body, ops.Body),
 		AttachmentName: pick(a.AttachName, ops.AttachmentName), After: after, Before: before, Unread: cmp.Or(a.Unread, ops.Unread),
 		Flagged: cmp.Or(a.Flagged, ops.Flagged), Attachment: cmp.Or(a.HasAttachment, ops.Attachment),
-		Sort: a.Sort, PerMessage: a.PerMessage, Offset: a.Offset, Limit: a.Limit, Count: *countOnly}
+		Sort: a.Sort, PerMessage: a.PerMessage, Offset: a.Offset, Limit: a.Limit, Count: *countOnly, Related: related.v}
 	if q.After.IsZero() {
 		q.After = ops.After
 	}
@@ -213,6 +215,9 @@ func searchValues(q mail.Query) url.Values {
 	if q.Offset != 0 {
 		v.Set("offset", strconv.Itoa(q.Offset))
 	}
+	if q.Related != nil {
+		v.Set("related", strconv.FormatBool(*q.Related))
+	}
 	if q.PerMessage {
 		v.Set("per_message", "true")
 	}
@@ -228,28 +233,34 @@ func searchValues(q mail.Query) url.Values {
 // printSearch lists a page of results, one line each, and says on stderr
 // what the marks mean and how to see more.
 func printSearch(env *Env, res mail.Result, freeText bool) {
-	related := false
-	for _, s := range res.Messages {
-		mark := " "
+	line := func(s mail.Summary, mark string) {
 		if s.Unread {
-			mark = "*"
-		}
-		switch {
-		case s.Partial:
-			mark += "~"
-		case s.Related:
-			mark += "≈"
-			related = true
-		default:
-			mark += " "
+			mark = "*" + mark
+		} else {
+			mark = " " + mark
 		}
 		fmt.Fprintf(env.Stdout, "%s %6d  %s  %-28.28s  %s\n", mark, s.ID, s.Date.Local().Format("2006-01-02"), s.From, s.Subject)
 	}
+	for _, s := range res.Messages {
+		mark := " "
+		if s.Partial {
+			mark = "~"
+		}
+		line(s, mark)
+	}
+	if len(res.Messages) == 0 && freeText {
+		fmt.Fprintln(env.Stderr, "(no message matches)")
+	}
+	// Messages close in meaning but without the words: after the
+	// matches, under their own heading, each marked, never counted.
+	if len(res.Related) > 0 {
+		fmt.Fprintln(env.Stdout, "\nrelated (close in meaning, none of the words):")
+		for _, s := range res.Related {
+			line(s, "≈")
+		}
+	}
 	if res.Note != "" {
 		fmt.Fprintf(env.Stderr, "(~ %s)\n", res.Note)
-	}
-	if related {
-		fmt.Fprintln(env.Stderr, "(≈ close in meaning, without the words)")
 	}
 	if res.Truncated {
 		fmt.Fprintln(env.Stderr, "(ranking cut short: narrow the search to see later results)")
