@@ -40,8 +40,10 @@ func runJobs(ctx context.Context, env *Env, args []string) error {
 		return jobsAdd(ctx, env, args[1:])
 	case "remove":
 		return jobsRemove(ctx, env, args[1:])
+	case "deliver":
+		return jobsDeliver(ctx, env, args[1:])
 	default:
-		return usagef("unknown subcommand %q: list, history, run, add or remove", args[0])
+		return usagef("unknown subcommand %q: list, history, run, add, remove or deliver", args[0])
 	}
 }
 
@@ -210,6 +212,7 @@ func jobsRun(ctx context.Context, env *Env, args []string) error {
 				writeJSON(env.Stdout, r)
 			} else {
 				printRuns(env.Stdout, []scheduler.Run{r})
+				printResult(env.Stdout, r)
 			}
 			if r.Status != scheduler.StatusOK {
 				return exitError{1}
@@ -234,6 +237,7 @@ func jobsAdd(ctx context.Context, env *Env, args []string) error {
 	fs.StringVar(&b.Prompt, "prompt", "", "what the assistant should do each run")
 	fs.StringVar(&b.Timeout, "timeout", "", "per-run timeout (default 10m)")
 	fs.StringVar(&b.Jitter, "jitter", "", "random delay up to this much, e.g. 2m")
+	deliver := fs.String("deliver", "", "where each run's result goes, comma-separated: inbox, push, telegram, or none (default inbox,push)")
 	asJSON := fs.Bool("json", false, "print the job as JSON")
 	if err := parse(fs, args, 1); err != nil {
 		return err
@@ -242,6 +246,7 @@ func jobsAdd(ctx context.Context, env *Env, args []string) error {
 		return usagef(`usage: hestia jobs add NAME (--cron EXPR | --every DURATION | --at TIME) --prompt TEXT`)
 	}
 	b.Name = fs.Arg(0)
+	b.Deliver = splitList(*deliver)
 	u, err := b.UserJob()
 	if err == nil {
 		err = u.Schedule.Validate()

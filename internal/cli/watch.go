@@ -8,11 +8,15 @@ import (
 	"github.com/hestia-dev/hestia/internal/watch"
 )
 
-// runWatch lists, shows and stops watches. It works on the watches
+// runWatch lists, shows and stops watches (add goes through the daemon:
+// watch_add.go). It works on the watches
 // database directly (with or without the daemon): stopping only moves an
 // active watch to stopped, which the daemon's next pass respects.
 func runWatch(ctx context.Context, env *Env, args []string) error {
 	args = listByDefault(args)
+	if args[0] == "add" {
+		return watchAdd(ctx, env, args[1:])
+	}
 	sub, rest := args[0], nameFirst(args[1:])
 	fs := env.flags("watch " + sub)
 	asJSON := fs.Bool("json", false, "print JSON")
@@ -38,7 +42,7 @@ func runWatch(ctx context.Context, env *Env, args []string) error {
 			return usagef("usage: hestia watch %s ID [--json]", sub)
 		}
 	default:
-		return usagef("unknown subcommand %q: list, show or stop", sub)
+		return usagef("unknown subcommand %q: list, show, stop or add", sub)
 	}
 	paths, _, err := env.load()
 	if err != nil {
