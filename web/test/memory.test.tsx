@@ -1,5 +1,7 @@
 import { fireEvent, render, screen, waitFor } from '@testing-library/preact';
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { splitFrontMatter } from '../src/lib/frontmatter';
 import { AppContext } from '../src/context';
 import { MemoryPage } from '../src/pages/Memory';
 import { parseRoute } from '../src/router';
@@ -36,7 +38,7 @@ describe('Memory page', () => {
         return json({ candidates: queue });
       },
       'GET /api/wiki/page': () =>
-        json({ path: 'sources/mail/thread-4.md', title: 'Roof contract', content: '# Roof contract\n\nPay **40%** upfront.', untrusted: true, backlinks: ['pages/House.md'] }),
+        json({ path: 'sources/mail/thread-4.md', title: 'Roof contract', content: '---\ntitle: Roof contract\ntags: [home, roof]\nreview_by: 2027-01-01\n---\n# Roof contract\n\nPay **40%** upfront.', untrusted: true, backlinks: ['pages/House.md'] }),
     });
     const app = new App({ tokens: memTokens('tok'), fetch: ff.fetch });
     app.data.set((s) => ({ ...s, chats: [{ id: 'c_1', title: 'Groceries' }, { id: 'c_2', title: 'About Pip' }] as any }));
@@ -75,5 +77,31 @@ describe('Memory page', () => {
     expect(screen.getByText('from outside')).toBeTruthy();
     expect(document.querySelector('.wiki-page strong')?.textContent).toBe('40%');
     expect(screen.getByText(/pages\/House.md/)).toBeTruthy();
+    // Front matter is a small key/value block, not a rule and a heading.
+    const details = screen.getByLabelText('Page details');
+    expect([...details.querySelectorAll('dt')].map((d) => d.textContent)).toEqual(['title', 'tags', 'review_by']);
+    expect(details.querySelectorAll('dd')[1].textContent).toBe('home, roof');
+    expect(document.querySelector('.wiki-page hr')).toBeNull();
+    expect(document.querySelector('.wiki-page h2')).toBeNull();
+  });
+
+  it('has style rules for its classes, a phone layout included', () => {
+    const css = readFileSync('src/styles/memory.css', 'utf8');
+    for (const cls of ['.memory-page', '.profile-file', '.wiki-hits', '.front-matter']) expect(css).toContain(cls);
+    expect(css).toMatch(/@media \(max-width: 640px\)/);
+    expect(readFileSync('src/pages/Memory.tsx', 'utf8')).toContain("import '../styles/memory.css'");
+  });
+});
+
+describe('splitFrontMatter', () => {
+  it('splits key/value front matter and keeps anything else whole', () => {
+    expect(splitFrontMatter('---\ntitle: "A"\nsources:\n  - mail/1.md\n  - mail/2.md\n---\nBody')).toEqual({
+      meta: [['title', 'A'], ['sources', 'mail/1.md, mail/2.md']],
+      body: 'Body',
+    });
+    expect(splitFrontMatter('No front matter')).toEqual({ meta: [], body: 'No front matter' });
+    // Unclosed, or not key: value, is shown raw rather than misread.
+    expect(splitFrontMatter('---\ntitle: A\nBody').meta).toEqual([]);
+    expect(splitFrontMatter('---\nnot a pair\n---\nx')).toEqual({ meta: [], body: '---\nnot a pair\n---\nx' });
   });
 });

@@ -5,9 +5,11 @@ import { useEffect, useState } from 'preact/hooks';
 import { Markdown } from '../components/Markdown';
 import { useApp } from '../context';
 import { errText } from '../lib/errors';
+import { splitFrontMatter } from '../lib/frontmatter';
 import type { State } from '../state/reduce';
 import { useSelect } from '../state/store';
 import { Failure, PageHeader } from './common';
+import '../styles/memory.css';
 
 interface WikiHit {
   path: string;
@@ -309,7 +311,7 @@ function Wiki() {
             {page.untrusted ? ' · came from outside (mail or an imported file)' : ''}
           </p>
           {page.sources?.length ? <p class="muted">Sources: {page.sources.join(', ')}</p> : null}
-          <Markdown text={page.content} />
+          <PageBody text={page.content} />
           {page.next_offset ? <p class="muted">(page continues; open it in your editor to read the rest)</p> : null}
           {page.backlinks?.length ? (
             <p>
@@ -331,5 +333,25 @@ function Wiki() {
         </article>
       )}
     </section>
+  );
+}
+
+/** A wiki page: its front matter as a small key/value block, then the text. */
+function PageBody({ text }: { text: string }) {
+  const { meta, body } = splitFrontMatter(text);
+  return (
+    <>
+      {meta.length > 0 && (
+        <dl class="front-matter" aria-label="Page details">
+          {meta.map(([k, v]) => (
+            <>
+              <dt key={`k-${k}`}>{k}</dt>
+              <dd key={`v-${k}`}>{v}</dd>
+            </>
+          ))}
+        </dl>
+      )}
+      <Markdown text={body} />
+    </>
   );
 }
