@@ -278,7 +278,21 @@ func (a *App) registerCalendar(ctx context.Context, reg *tools.Registry) error {
 		if err != nil {
 			return doctor.Warn, err.Error()
 		}
-		return doctor.OK, fmt.Sprintf("%d calendars synced at %s, %d files skipped", len(stats), at.Format(time.RFC3339), skipped)
+		msg := fmt.Sprintf("%d calendars synced at %s, %d files skipped", len(stats), at.Format(time.RFC3339), skipped)
+		// Components skipped or repaired inside indexed files are named
+		// (the first few) so the user can fix them at the source.
+		ws, total, werr := c.Store.Warnings(ctx, 3)
+		if werr != nil {
+			return doctor.Warn, werr.Error()
+		}
+		if total == 0 {
+			return doctor.OK, msg
+		}
+		var names []string
+		for _, w := range ws {
+			names = append(names, fmt.Sprintf("%s/%s: %s", w.Calendar, w.File, w.Problem))
+		}
+		return doctor.Warn, fmt.Sprintf("%s; %d components skipped or repaired: %s", msg, total, strings.Join(names, "; "))
 	}})
 	return nil
 }
@@ -294,7 +308,18 @@ func (c *Calendar) Routes(mux *http.ServeMux) {
 		q := r.URL.Query()
 		limit, _ := strconv.Atoi(q.Get("limit"))
 		ag, err := c.Deps.AgendaUpTo(r.Context(), caltools.AgendaArgs{From: q.Get("from"), To: q.Get("to"), Calendars: splitList(q.Get("calendars")), Limit: limit}, webAgendaMax)
-		writeCalResult(w, r, ag, err)
+		if err != nil {
+			writeCalResult(w, r, nil, err)
+			return
+		}
+		// The Agenda page names the components of the user's files that
+		// were skipped or repaired, so nothing is dropped without a word.
+		ws, total, err := c.Store.Warnings(r.Context(), agendaWarningsMax)
+		writeCalResult(w, r, struct {
+			calendar.Agenda
+			Warnings      []calendar.FileWarning `json:"warnings,omitempty"`
+			WarningsTotal int                    `json:"warnings_total,omitempty"`
+		}{ag, ws, total}, err)
 	})
 	mux.HandleFunc("GET /api/calendar/search", func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
@@ -313,6 +338,9 @@ func (c *Calendar) Routes(mux *http.ServeMux) {
 		writeCalResult(w, r, res, err)
 	})
 }
+
+// agendaWarningsMax caps the file warnings one agenda answer names.
+const agendaWarningsMax = 20
 
 // webAgendaMax caps one agenda answer to the web UI (a busy week).
 const webAgendaMax = 5000

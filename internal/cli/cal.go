@@ -250,13 +250,18 @@ func printSync(env *Env, all []calendar.SyncStats, asJSON bool) error {
 		return printJSON(env.Stdout, map[string]any{"calendars": all})
 	}
 	for _, st := range all {
-		fmt.Fprintf(env.Stdout, "%s: %d files, %d added, %d updated, %d removed, %d unchanged, %d events, %d skipped\n",
-			st.Calendar, st.Files, st.Added, st.Updated, st.Removed, st.Unchanged, st.Events, len(st.Skipped))
+		fmt.Fprintf(env.Stdout, "%s: %d files, %d added, %d updated, %d removed, %d unchanged, %d events, %d skipped, %d warnings\n",
+			st.Calendar, st.Files, st.Added, st.Updated, st.Removed, st.Unchanged, st.Events, len(st.Skipped), len(st.Warnings))
 		if r := st.Remote; r != nil {
 			fmt.Fprintf(env.Stdout, "  server: %s, %d downloaded, %d removed, %d unchanged\n", r.Mode, r.Fetched, r.Removed, r.Unchanged)
 		}
 		for _, sk := range st.Skipped {
 			fmt.Fprintf(env.Stdout, "  skipped %s: %s\n", sk.File, sk.Reason)
+		}
+		// The rest of these files was indexed; say what was not taken
+		// as written.
+		for _, w := range st.Warnings {
+			fmt.Fprintf(env.Stdout, "  warning %s: %s\n", w.File, w.Problem)
 		}
 	}
 	return nil

@@ -44,6 +44,23 @@ END:VEVENT`)
 	if r.code != 0 || !strings.Contains(r.stdout, "work: 3 files, 3 added") || !strings.Contains(r.stdout, "skipped bad.ics") {
 		t.Fatalf("import: %+v", r)
 	}
+	// A bad component is named per file and component; the file's other
+	// events are imported.
+	other := filepath.Join(t.TempDir(), "other")
+	writeCal(t, other, "mixed.ics", `
+BEGIN:VEVENT
+UID:nostart
+SUMMARY:no start
+END:VEVENT
+BEGIN:VEVENT
+UID:kept
+DTSTART:20270305T100000Z
+SUMMARY:Kept
+END:VEVENT`)
+	r = run(t, home, env, "cal", "import", other, "--name", "other")
+	if r.code != 0 || !strings.Contains(r.stdout, "1 events, 0 skipped, 1 warnings") || !strings.Contains(r.stdout, "warning mixed.ics: skipped VEVENT nostart: VEVENT nostart without DTSTART") {
+		t.Fatalf("import with a bad component: %+v", r)
+	}
 	r = run(t, home, env, "cal", "agenda", "--from", "2026-03-02", "--to", "2026-03-09")
 	if r.code != 0 || !strings.Contains(r.stdout, "09:30-10:00  Standup") || !strings.Contains(r.stdout, "14:00-16:00  Design review") {
 		t.Fatalf("agenda: %+v", r)

@@ -23,12 +23,24 @@ import '../styles/calendar.css';
 
 type View = 'day' | 'week';
 
+/** A component of a calendar file that was skipped or repaired on import. */
+interface FileWarning {
+  calendar?: string;
+  file: string;
+  component: string;
+  reason: string;
+  skipped: boolean;
+}
+
+/** The agenda API also names the components its files lost or had repaired. */
+type AgendaReply = Agenda & { warnings?: FileWarning[]; warnings_total?: number };
+
 export function AgendaPage({ zone = localZone(), today }: { zone?: string; today?: string }) {
   const app = useApp();
   const todayDay = today ?? dateIn(new Date(), zone);
   const [view, setView] = useState<View>('week');
   const [anchor, setAnchor] = useState(todayDay);
-  const [ag, setAg] = useState<Agenda | null>(null);
+  const [ag, setAg] = useState<AgendaReply | null>(null);
   const [err, setErr] = useState<unknown>(null);
   const [minutes, setMinutes] = useState(30);
   const [free, setFree] = useState<FreeResult | null>(null);
@@ -45,7 +57,7 @@ export function AgendaPage({ zone = localZone(), today }: { zone?: string; today
     setFree(null);
     setFreeErr(null);
     app.client
-      .request<Agenda>('GET', `/api/calendar/agenda?from=${from}&to=${to}&limit=1000`)
+      .request<AgendaReply>('GET', `/api/calendar/agenda?from=${from}&to=${to}&limit=1000`)
       .then(setAg, setErr);
   };
   useEffect(load, [from, to]);
@@ -93,6 +105,21 @@ export function AgendaPage({ zone = localZone(), today }: { zone?: string; today
         <div class="skeleton tall" />
       ) : (
         <>
+          {(ag.warnings?.length ?? 0) > 0 && (
+            <details class="callout" role="status">
+              <summary>
+                {ag.warnings_total ?? ag.warnings!.length} calendar entries were skipped or repaired on import
+              </summary>
+              <ul class="small">
+                {ag.warnings!.map((w, i) => (
+                  <li key={i}>
+                    {w.calendar ? `${w.calendar}/` : ''}
+                    {w.file}: {w.skipped ? 'skipped' : 'repaired'} {w.component} — {w.reason}
+                  </li>
+                ))}
+              </ul>
+            </details>
+          )}
           {ag.truncated && (
             <p class="callout" role="status">
               Only part of this range is shown: it holds more events than one page.
