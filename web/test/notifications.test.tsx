@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { fireEvent, render, screen, waitFor, within } from '@testing-library/preact';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { constraintText, noticeHref, ruleText } from '../src/api/notify';
@@ -153,6 +154,9 @@ describe('Notifications page', () => {
     await within(box).findByText('Paused.');
     await within(box).findByRole('button', { name: 'Resume' });
     (window as any).confirm = () => true;
+    // Delete is a red-text ghost button: the page once painted .btn.danger's
+    // red background with red text.
+    expect(within(box).getByRole('button', { name: 'Delete' }).className).toContain('danger-ghost');
     fireEvent.click(within(box).getByRole('button', { name: 'Delete' }));
     await within(box).findByText(/No watches yet/);
 
@@ -203,5 +207,12 @@ describe('notification helpers', () => {
     expect(ruleText({ id: 'r', trigger: { field: 'arrival', before_minutes: 15 } })).toBe('15 min before arrival');
     expect(constraintText({ set: ['a', 'b'] })).toBe('one of ["a","b"]');
     expect(constraintText({ min: 1 })).toBe('1..∞');
+  });
+});
+
+describe('watch buttons', () => {
+  it('never set red text on a red button', () => {
+    const css = readFileSync('src/styles/background.css', 'utf8');
+    expect(css).not.toMatch(/\.btn\.danger\s*\{[^}]*color:\s*var\(--bad\)/);
   });
 });

@@ -154,7 +154,7 @@ function WatchItem({ w, onPause, onStop, onDelete }: { w: Watch; onPause: (p: bo
             Stop
           </button>
         )}
-        <button class="btn small danger" onClick={onDelete}>
+        <button class="btn small danger-ghost" onClick={onDelete}>
           Delete
         </button>
       </div>
