@@ -17,7 +17,9 @@
 // for the user (approvals with no expiry, held durably by `heldcall`). The daemon's periodic work
 // is built-in jobs (`internal/app/builtinjobs.go`): `mail.reconcile`, `mail.imap.ACCOUNT`,
 // `mail.embed`, `mail.ops`, `actions.scan`, `wiki.promote`; a failing built-in job notifies once a
-// day, not once a run.
+// day, not once a run. Each run journals a result text (SetResult: a user job's final answer, a
+// built-in's summary); a job's `deliver` list (inbox, push, telegram; default inbox+push for user
+// jobs) says where the app sends it, successes included.
 package scheduler
 
 import (

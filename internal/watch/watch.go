@@ -29,7 +29,9 @@
 // watch began fire, each once, across restarts; partial free-text hits and backfills dated > 14
 // days ago do not fire); the composed message (model with only the matched grants' tools, or the
 // fallback text) is stored before delivery to the chat + a notification; calls outside a grant
-// become approvals without expiry. Tools `watch_create` (no grants, egress), `watch_create_agent`
+// become approvals without expiry; a watch's `deliver` list (inbox, push, telegram; default
+// inbox+push) says where the message goes besides the chat; a mail watch's search can be previewed
+// (`POST /api/watches/preview`, `hestia watch add --dry-run`). Tools `watch_create` (no grants, egress), `watch_create_agent`
 // (grants, gated), `watch_list`, `watch_stop`; `hestia watch list/show/stop`; over HTTP, creating
 // or resuming a watch with grants needs the caller's `approve` scope (a grant is a pre-approval;
 // pausing, stopping and deleting need only `chat`), and the watch's JSON states each grant in full
