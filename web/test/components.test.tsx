@@ -6,7 +6,7 @@ import { ToolCard } from '../src/components/ToolCard';
 import { AppContext } from '../src/context';
 import { ChatPage } from '../src/pages/Chat';
 import { PairPage } from '../src/pages/Pair';
-import { SystemView, ToolTable } from '../src/pages/System';
+import { SystemPage, SystemView, ToolTable } from '../src/pages/System';
 import { UsageView } from '../src/pages/Usage';
 import { normaliseUsage } from '../src/lib/usage';
 import { App } from '../src/state/app';
@@ -322,12 +322,36 @@ describe('pages', () => {
       routes: [{ route: 'GET /api/chats', method: 'GET', count: 7, errors: 1, p50_ms: 2.5, p95_ms: 25, max_ms: 31 }],
     };
     wrap(<SystemView sys={{ version: '1', checks: [], runtime }} />);
+    // Diagnostics run long: they start closed.
+    const diag = screen.getByText('Diagnostics').closest('details') as HTMLDetailsElement;
+    expect(diag.open).toBe(false);
+    expect(diag.textContent).toContain('GET /api/chats');
     expect(screen.getByText('42')).toBeTruthy();
     expect(screen.getByText('5.0 MiB')).toBeTruthy();
     expect(screen.getByText(/3 dropped as too slow/)).toBeTruthy();
     expect(screen.getByText(/2 restarts · imap: connection reset/)).toBeTruthy();
     expect(screen.getByText('GET /api/chats')).toBeTruthy();
     expect(screen.getByText('2.5')).toBeTruthy();
+  });
+});
+
+describe('SystemPage', () => {
+  it('puts devices first and the tool table closed', async () => {
+    const { wrap } = withApp({
+      'GET /api/system': () => json({ version: '1', checks: [], runtime: { goroutines: 3 } }),
+      'GET /api/tools': () => json({ tools: [{ name: 'read_file', risk: 'low', decision: 'allow' }] }),
+      'GET /api/devices': () => json({ devices: [] }),
+    });
+    wrap(<SystemPage />);
+    await screen.findByText('Diagnostics');
+    const page = document.querySelector('.page') as HTMLElement;
+    const blocks = [...page.children].map((el) => el.textContent ?? '');
+    const devices = blocks.findIndex((t) => /Devices/.test(t));
+    const daemon = blocks.findIndex((t) => /Running/.test(t));
+    expect(devices).toBeGreaterThan(0);
+    expect(devices).toBeLessThan(daemon);
+    for (const d of page.querySelectorAll('details.diagnostics')) expect((d as HTMLDetailsElement).open).toBe(false);
+    expect(page.querySelectorAll('details.diagnostics').length).toBe(2);
   });
 });
 

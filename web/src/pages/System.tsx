@@ -36,12 +36,17 @@ export function SystemPage() {
           <Refresh size={16} /> Refresh
         </button>
       </PageHeader>
-      {sysErr ? <Failure err={sysErr} retry={load} /> : !sys ? <div class="skeleton" /> : <SystemView sys={sys} />}
+      {/* Devices first: pairing a phone is what people come here for; the
+          diagnostics below run to thousands of pixels and start closed. */}
       <DevicesPanel />
-      <div class="panel">
-        <h2>Tools</h2>
+      {sysErr ? <Failure err={sysErr} retry={load} /> : !sys ? <div class="skeleton" /> : <SystemView sys={sys} />}
+      <details class="panel diagnostics">
+        <summary>
+          <h2>Tools</h2>
+          <span class="muted small">{tools ? `${tools.length} tools and what each may do` : 'what each tool may do'}</span>
+        </summary>
         {toolErr ? <Failure err={toolErr} /> : !tools ? <div class="skeleton" /> : <ToolTable tools={tools} />}
-      </div>
+      </details>
     </div>
   );
 }
@@ -141,7 +146,15 @@ export function SystemView({ sys }: { sys: Obj }) {
           </div>
         ))}
       </div>
-      {sys.runtime && typeof sys.runtime === 'object' ? <RuntimeView rt={sys.runtime as Obj} /> : null}
+      {sys.runtime && typeof sys.runtime === 'object' ? (
+        <details class="diagnostics">
+          <summary>
+            <h2>Diagnostics</h2>
+            <span class="muted small">memory, event streams, workers, route latency</span>
+          </summary>
+          <RuntimeView rt={sys.runtime as Obj} />
+        </details>
+      ) : null}
     </>
   );
 }
