@@ -17,7 +17,7 @@ export interface MailSummary {
   thread_count?: number;
   /** A free-text hit matching only some of the words. */
   partial_match?: boolean;
-  /** A hybrid-search hit found by meaning alone (not counted in total). */
+  /** An entry of MailSearchResult.related: found by meaning alone. */
   related?: boolean;
 }
 
@@ -28,6 +28,9 @@ export interface MailSearchResult {
   degraded?: string;
   /** Exact number of matching messages, when the search asked for it. */
   total?: number;
+  /** Messages close in meaning that hold none of the words (first page only):
+   * never matches, never counted in total, shown apart. */
+  related?: MailSummary[];
 }
 
 export interface MailAttachment {

@@ -54,7 +54,8 @@ export function MailPage({ id }: { id?: number }) {
     setSearchErr(null);
     app.client.mailSearch(searchParams(f, offset, PAGE), ctl.signal).then(
       (r) => {
-        setRes((prev) => (offset && prev ? { ...r, messages: [...prev.messages, ...r.messages] } : r));
+        // Related messages come with the first page only; later pages keep them.
+        setRes((prev) => (offset && prev ? { ...r, messages: [...prev.messages, ...r.messages], related: prev.related } : r));
         if (!offset) setSel(0);
         setLoading(false);
       },
@@ -69,6 +70,7 @@ export function MailPage({ id }: { id?: number }) {
   useEffect(() => run(applied), [applied]);
 
   const rows = res?.messages ?? [];
+  const related = res?.related ?? [];
   const open = (m: MailSummary | undefined) => {
     if (m) navigate(`/mail/${m.id}`, true);
   };
@@ -241,7 +243,7 @@ export function MailPage({ id }: { id?: number }) {
             <Failure err={searchErr} retry={() => run(applied)} />
           ) : !res ? (
             <div class="skeleton" aria-label="Loading" />
-          ) : rows.length === 0 ? (
+          ) : rows.length === 0 && related.length === 0 ? (
             <div class="mail-empty muted">
               {searching ? 'No mail matches this search.' : boxes && boxes.total === 0 ? <NoMailYet /> : 'This mailbox is empty.'}
             </div>
@@ -253,6 +255,7 @@ export function MailPage({ id }: { id?: number }) {
                 </div>
               )}
               {res.degraded && applied.q && <div class="muted small pad">Word matches only: {res.degraded}</div>}
+              {rows.length === 0 && <div class="mail-empty muted">No mail matches this search.</div>}
               {rows.map((m, i) => (
                 <MailRow key={m.id} m={m} index={i} selected={i === sel} open={m.id === id} onClick={() => (setSel(i), open(m))} />
               ))}
@@ -261,6 +264,16 @@ export function MailPage({ id }: { id?: number }) {
                   {loading ? 'Loading…' : 'Load more'}
                 </button>
               ) : null}
+              {related.length > 0 && (
+                <section class="mail-related-list" aria-label="Related messages">
+                  <div class="muted small pad" role="note">
+                    Related: close in meaning, without the words. Not matches, not counted.
+                  </div>
+                  {related.map((m) => (
+                    <MailRow key={'r' + m.id} m={m} index={-1} selected={false} open={m.id === id} onClick={() => open(m)} />
+                  ))}
+                </section>
+              )}
             </>
           )}
         </div>
