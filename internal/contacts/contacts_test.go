@@ -418,3 +418,58 @@ func TestBrokenFileKeepsCards(t *testing.T) {
 		t.Fatalf("removed file's card still found %+v", ps)
 	}
 }
+
+func TestSearchByPhoneInAnyFormat(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "contacts.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	dir := filepath.Join(t.TempDir(), "book")
+	writeVCF(t, dir, "people.vcf", `
+BEGIN:VCARD
+VERSION:4.0
+FN:Marco Rossi
+TEL;VALUE=uri:tel:+39-02-1234-5678
+END:VCARD
+BEGIN:VCARD
+VERSION:3.0
+FN:Giulia National
+TEL;TYPE=CELL:(06) 9876-5432
+END:VCARD
+BEGIN:VCARD
+VERSION:3.0
+FN:Pierre Paris
+TEL:+33 1 45 67 89 00
+END:VCARD`)
+	if _, err := s.Sync(ctx, Source{Name: "book", Path: dir}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ q, want string }{
+		{"+39 02 1234", "Marco Rossi"},
+		{"0039 02 1234 5678", "Marco Rossi"},
+		{"02 1234 5678", "Marco Rossi"},
+		{"0212345678", "Marco Rossi"},
+		{"02-1234", "Marco Rossi"},
+		{"06 9876", "Giulia National"},
+		{"+39 06 9876 5432", "Giulia National"}, // the card has no country code
+		{"069876", "Giulia National"},
+		{"01 45 67 89 00", "Pierre Paris"}, // national spelling, trunk 0
+		{"+33145678900", "Pierre Paris"},
+		{"5555 1212", ""},
+	} {
+		ps, err := s.Search(ctx, tc.q, 10)
+		if err != nil {
+			t.Fatalf("%q: %v", tc.q, err)
+		}
+		var names []string
+		for _, p := range ps {
+			names = append(names, p.Name)
+		}
+		if got := strings.Join(names, ","); got != tc.want {
+			t.Errorf("search %q = %q, want %q", tc.q, got, tc.want)
+		}
+	}
+}

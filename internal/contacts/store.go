@@ -101,6 +101,11 @@ END;
 CREATE TRIGGER correspondents_ad AFTER DELETE ON correspondents BEGIN
 	INSERT INTO correspondents_fts(correspondents_fts, rowid, name, address) VALUES ('delete', old.id, old.name, old.address);
 END;
+`,
+	// The card's phone numbers as written, one a line, so that a search
+	// can compare them by digits in any spelling (phoneMatch).
+	`ALTER TABLE cards ADD COLUMN phones TEXT NOT NULL DEFAULT '';
+UPDATE cards SET phones = coalesce((SELECT group_concat(value, char(10)) FROM json_each(card, '$.phones')), '');
 `}}
 
 // Store is the contacts index.
@@ -304,9 +309,9 @@ func insertCard(ctx context.Context, tx *sql.Tx, bookID, fileID int64, c Card) e
 	raw, _ := json.Marshal(c)
 	names := strings.Join(nonEmpty(c.Name, c.Given, c.Family), " ")
 	var id int64
-	if err := tx.QueryRowContext(ctx, `INSERT INTO cards(file_id, book_id, uid, name, nicknames, org, emails, names, card)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`, fileID, bookID, c.UID, c.Name, strings.Join(c.Nicknames, " "), c.Org,
-		strings.Join(c.Emails, " "), names, string(raw)).Scan(&id); err != nil {
+	if err := tx.QueryRowContext(ctx, `INSERT INTO cards(file_id, book_id, uid, name, nicknames, org, emails, names, card, phones)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`, fileID, bookID, c.UID, c.Name, strings.Join(c.Nicknames, " "), c.Org,
+		strings.Join(c.Emails, " "), names, string(raw), strings.Join(c.Phones, "\n")).Scan(&id); err != nil {
 		return fmt.Errorf("inserting card %q: %w", c.Name, err)
 	}
 	for _, k := range cardKeys(c) {
@@ -387,6 +392,13 @@ func (s *Store) searchCards(ctx context.Context, text string, limit int) ([]Pers
 	if err != nil {
 		return nil, err
 	}
+	if q, ok := phoneQuery(text); ok {
+		pids, err := s.phoneCardIDs(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		ids = append(pids, ids...)
+	}
 	people, err := s.people(ctx, ids)
 	if err != nil {
 		return nil, err
@@ -395,6 +407,31 @@ func (s *Store) searchCards(ctx context.Context, text string, limit int) ([]Pers
 		people = people[:limit]
 	}
 	return people, nil
+}
+
+// phoneCardIDs lists the cards with a number that phoneMatch accepts.
+// Address books hold thousands of cards at most, so the scan is cheap.
+func (s *Store) phoneCardIDs(ctx context.Context, q phoneQ) ([]int64, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT id, phones FROM cards WHERE phones != '' ORDER BY id`)
+	if err != nil {
+		return nil, fmt.Errorf("searching contacts by phone: %w", err)
+	}
+	defer rows.Close()
+	var out []int64
+	for rows.Next() {
+		var id int64
+		var phones string
+		if err := rows.Scan(&id, &phones); err != nil {
+			return nil, fmt.Errorf("searching contacts by phone: %w", err)
+		}
+		for _, p := range strings.Split(phones, "\n") {
+			if q.match(p) {
+				out = append(out, id)
+				break
+			}
+		}
+	}
+	return out, rows.Err()
 }
 
 // prefixMatch builds an FTS5 expression requiring a prefix match of every

@@ -385,6 +385,67 @@ func NormPhone(s string) string {
 	return d
 }
 
+// phoneQ is a search for a phone number: its digits, and whether it was
+// written in international form (+39…, 0039…).
+type phoneQ struct {
+	digits string
+	intl   bool
+}
+
+// phoneQuery reads a search text that is a phone number in any spelling
+// ("+39 02 1234", "02-1234", "(02) 1234"): only digits, spaces and
+// + - . ( ) /, with at least four digits.
+func phoneQuery(text string) (phoneQ, bool) {
+	text = strings.TrimSpace(text)
+	var d strings.Builder
+	for _, r := range text {
+		switch {
+		case r >= '0' && r <= '9':
+			d.WriteRune(r)
+		case strings.ContainsRune(" +-.()/", r):
+		default:
+			return phoneQ{}, false
+		}
+	}
+	q := phoneQ{digits: d.String(), intl: strings.HasPrefix(text, "+") || strings.HasPrefix(text, "00")}
+	if q.intl {
+		q.digits = strings.TrimPrefix(q.digits, "00")
+	}
+	return q, len(q.digits) >= 4
+}
+
+// match reports whether a card's number contains the searched digits. A
+// number is compared in its international digits (E.164 without "+") when
+// written so and as written otherwise; the search matches either spelling
+// of the other: "+39 02 1234" finds "02 1234 5678" (the country code
+// dropped) and "02 1234" finds "+39 02 1234 5678". No default region is
+// configured, so a national number is never given a country code itself.
+func (q phoneQ) match(number string) bool {
+	n := NormPhone(number)
+	if n == "" {
+		return false
+	}
+	if strings.Contains(n, q.digits) {
+		return true
+	}
+	if q.intl {
+		// Drop a country code of one to three digits (ITU E.164), and
+		// try the national form with a trunk 0 as well.
+		for k := 1; k <= 3 && len(q.digits)-k >= 4; k++ {
+			rest := q.digits[k:]
+			if strings.HasPrefix(n, rest) || strings.HasPrefix(n, "0"+rest) || strings.HasPrefix(strings.TrimPrefix(n, "0"), rest) {
+				return true
+			}
+		}
+	}
+	if rest, ok := strings.CutPrefix(q.digits, "0"); ok && len(rest) >= 6 && strings.Contains(n, rest) && len(n) > len(q.digits) {
+		// A national spelling (trunk 0) of an international number
+		// whose country drops the 0 (+33 1… written 01…).
+		return true
+	}
+	return false
+}
+
 // phoneKey compares numbers by their last nine digits so that national
 // and international spellings of one number meet.
 func phoneKey(s string) string {
