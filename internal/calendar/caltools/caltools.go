@@ -167,6 +167,14 @@ func (d Deps) Free(ctx context.Context, a FreeArgs) (calendar.FreeResult, error)
 }
 
 // Tools returns the read tools bound to d.
+//
+// Their output stays UntrustedOutput (decided for issue 33): a user's own
+// calendar is not only their own writing — CalDAV servers (Google, iCloud,
+// Fastmail) file other people's invitations into it with the sender's title,
+// location and description, and subscribed calendars are remote outright.
+// The store does not record which event came from whom, so every event is
+// wrapped for the model; the web card unwraps it and says "given to the
+// assistant as outside content" rather than calling the calendar untrusted.
 func Tools(d Deps) []tools.Tool {
 	read := tools.Spec{Risk: tools.RiskLow, ReadOnly: true, ParallelSafe: true, UntrustedOutput: true, MaxResult: 30000}
 	return []tools.Tool{

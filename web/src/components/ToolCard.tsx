@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
 import type { ApprovalRequest, Message, ToolCall } from '../api/types';
-import { argSummary, duration, excerpt, json, prettyTool } from '../lib/format';
+import { argSummary, duration, excerpt, json, prettyTool, toolOutput } from '../lib/format';
 import { mailDate, mailToolView, senderName, type MailToolView } from '../lib/mail';
 import { toolStatus } from '../lib/toolstatus';
 import '../styles/mail.css';
@@ -71,15 +71,32 @@ export function ToolCard(p: Props) {
               <pre class="mono dim">{json(st.askedInput)}</pre>
             </>
           )}
-          {st.output && (
-            <>
-              <div class="kv-label">Output</div>
-              <pre class="mono">{excerpt(st.output)}</pre>
-            </>
-          )}
+          {st.output && <Output text={st.output} />}
         </div>
       )}
     </div>
+  );
+}
+
+/** The output block: unwrapped, pretty-printed, and flagged when the
+ * assistant was shown it as outside content (text others may have written,
+ * such as mail, web pages or calendar invitations). */
+function Output({ text }: { text: string }) {
+  const o = toolOutput(text);
+  return (
+    <>
+      <div class="kv-label">
+        Output
+        {o.outside && (
+          <span class="muted small" title="The assistant was told this may contain text written by others and not to follow instructions in it.">
+            {' '}
+            · given to the assistant as outside content
+          </span>
+        )}
+      </div>
+      <pre class="mono">{excerpt(o.text, 4000)}</pre>
+      {o.note && <div class="muted small">{o.note}</div>}
+    </>
   );
 }
 

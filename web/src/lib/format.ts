@@ -99,3 +99,34 @@ export function bytes(n: unknown): string {
   }
   return `${v >= 10 || i === 0 ? Math.round(v) : v.toFixed(1)} ${units[i]}`;
 }
+
+/** A tool's output as the card shows it. Output the daemon wrapped as
+ * outside content for the model (`<untrusted_content source=… boundary=…>`)
+ * is unwrapped and flagged instead of shown with its delimiters; JSON is
+ * pretty-printed, which also undoes Go's HTML escaping (\u003c → <). */
+export function toolOutput(s: string | undefined): { text: string; outside?: string; note?: string } {
+  if (!s) return { text: '' };
+  let text = s;
+  let outside: string | undefined;
+  let note: string | undefined;
+  const open = /^<untrusted_content source="([^"]*)" boundary="[^"]*">\n/.exec(text);
+  const close = /\n?<\/untrusted_content boundary="[^"]*">\s*$/.exec(text);
+  if (open && close && close.index >= open[0].length - 1) {
+    outside = open[1];
+    text = text.slice(open[0].length, close.index);
+    const n = /\n?\[hestia: ([^\]\n]*)\]$/.exec(text);
+    if (n) {
+      note = n[1];
+      text = text.slice(0, n.index);
+    }
+  }
+  const t = text.trim();
+  if ((t.startsWith('{') && t.endsWith('}')) || (t.startsWith('[') && t.endsWith(']'))) {
+    try {
+      text = JSON.stringify(JSON.parse(t), null, 2);
+    } catch {
+      // Not JSON after all (or cut at the excerpt limit): show as sent.
+    }
+  }
+  return { text, outside, note };
+}
