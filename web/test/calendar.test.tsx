@@ -84,7 +84,7 @@ describe('Agenda page', () => {
       </AppContext.Provider>,
     );
     await screen.findByText('Standup');
-    expect(new URL(ff.calls[0].url).search).toBe('?from=2026-03-02&to=2026-03-09&limit=1000');
+    expect(new URL(ff.calls.find((c) => c.url.includes('/agenda'))!.url).search).toBe('?from=2026-03-02&to=2026-03-09&limit=1000');
     expect(screen.getByText('repeats weekly')).toBeTruthy();
     expect(screen.getAllByText('Lisbon trip')).toHaveLength(2); // Thursday and Friday
     expect(screen.getByText('15:00–16:00')).toBeTruthy();
@@ -206,5 +206,39 @@ describe('Contacts page', () => {
     fireEvent.input(screen.getByLabelText('Search contacts'), { target: { value: '"' } });
     fireEvent.click(screen.getByText('Search'));
     expect((await screen.findByRole('alert')).textContent).toContain('give a name, an address or an organisation');
+  });
+});
+
+describe('Agenda empty state', () => {
+  it('points at Setup and hestia cal import when no calendar exists', async () => {
+    const ff = fakeFetch({
+      'GET /api/calendar/agenda': () => json({ instances: [] }),
+      'GET /api/calendar/calendars': () => json({ calendars: [] }),
+    });
+    const app = new App({ tokens: memTokens('tok'), fetch: ff.fetch });
+    render(
+      <AppContext.Provider value={app}>
+        <AgendaPage zone="UTC" today="2026-03-05" />
+      </AppContext.Provider>,
+    );
+    const note = await screen.findByRole('note', { name: 'No calendars' });
+    expect(note.querySelector('a')?.getAttribute('href')).toBe('/setup');
+    expect(note.textContent).toContain('hestia cal import');
+  });
+
+  it('says nothing when calendars exist', async () => {
+    const ff = fakeFetch({
+      'GET /api/calendar/agenda': () => json({ instances: [] }),
+      'GET /api/calendar/calendars': () => json({ calendars: [{ name: 'home' }] }),
+    });
+    const app = new App({ tokens: memTokens('tok'), fetch: ff.fetch });
+    render(
+      <AppContext.Provider value={app}>
+        <AgendaPage zone="UTC" today="2026-03-05" />
+      </AppContext.Provider>,
+    );
+    await waitFor(() => expect(ff.calls.some((c) => c.url.includes('/calendars'))).toBe(true));
+    await screen.findAllByText('Nothing planned.');
+    expect(screen.queryByRole('note', { name: 'No calendars' })).toBeNull();
   });
 });

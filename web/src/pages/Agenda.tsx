@@ -46,6 +46,14 @@ export function AgendaPage({ zone = localZone(), today }: { zone?: string; today
   const [free, setFree] = useState<FreeResult | null>(null);
   const [freeErr, setFreeErr] = useState<unknown>(null);
   const [open, setOpen] = useState<string | null>(null);
+  // Whether any calendar is set up: with none, an empty week says how to add one.
+  const [noCalendars, setNoCalendars] = useState(false);
+  useEffect(() => {
+    app.client.request<{ calendars?: unknown[] }>('GET', '/api/calendar/calendars').then(
+      (r) => setNoCalendars((r.calendars ?? []).length === 0),
+      () => setNoCalendars(false),
+    );
+  }, []);
 
   const from = view === 'week' ? weekStart(anchor) : anchor;
   const days = view === 'week' ? 7 : 1;
@@ -99,6 +107,13 @@ export function AgendaPage({ zone = localZone(), today }: { zone?: string; today
         </button>
       </PageHeader>
       <h2 class="cal-title">{title}</h2>
+      {noCalendars && (
+        <div class="callout" role="note" aria-label="No calendars">
+          <strong>No calendar yet.</strong> Add a CalDAV account or a folder of .ics files in{' '}
+          <a href="/setup">Setup</a> (or Settings), or import one from a terminal:{' '}
+          <code>hestia cal import PATH</code> (a folder, an .ics file or a vdir).
+        </div>
+      )}
       {err ? (
         <Failure err={err} retry={load} />
       ) : !ag ? (
