@@ -60,6 +60,57 @@ func TestCorporaParse(t *testing.T) {
 	}
 }
 
+// TestCorporaImportFully counts the real-world files of the shared corpora
+// that import fully (no component skipped; repairs allowed), the figure
+// issue 34 asks for; run with -v to read it. Before lenient parsing a
+// file imported fully only when the strict parse accepted it whole.
+func TestCorporaImportFully(t *testing.T) {
+	t.Parallel()
+	var files []string
+	for _, rel := range []string{"libical/test-data", "icaljs"} {
+		root := corpusPath(t, rel)
+		filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && strings.HasSuffix(p, ".ics") {
+				files = append(files, p)
+			}
+			return nil
+		})
+	}
+	strict, full, repaired, partial, unreadable := 0, 0, 0, 0, 0
+	for _, p := range files {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ParseICS(bytes.NewReader(data), time.UTC); err == nil {
+			strict++
+		}
+		_, probs, err := ParseICSLenient(bytes.NewReader(data), time.UTC)
+		if err != nil {
+			unreadable++
+			continue
+		}
+		skipped := false
+		for _, pr := range probs {
+			skipped = skipped || pr.Skipped
+		}
+		switch {
+		case skipped:
+			partial++
+		case len(probs) > 0:
+			full++
+			repaired++
+		default:
+			full++
+		}
+	}
+	t.Logf("%d files: %d import fully (%d of them repaired), %d with components skipped, %d unreadable; the strict parser accepts %d whole",
+		len(files), full, repaired, partial, unreadable, strict)
+	if full < strict {
+		t.Errorf("lenient parsing imports fewer files fully (%d) than the strict one (%d)", full, strict)
+	}
+}
+
 // TestICALJSSamples checks specific ical.js samples against known content.
 func TestICALJSSamples(t *testing.T) {
 	t.Parallel()

@@ -220,6 +220,12 @@ func repairStructure(data []byte) ([]byte, []string) {
 	var out []string
 	var stack, fixes []string
 	for _, l := range lines {
+		if name, value, _ := strings.Cut(l, ":"); len(stack) == 0 && strings.EqualFold(name, "BEGIN") && !strings.EqualFold(strings.TrimSpace(value), "VCALENDAR") {
+			// A component outside any VCALENDAR (a bare VEVENT file).
+			fixes = append(fixes, fmt.Sprintf("%s outside VCALENDAR wrapped", strings.ToUpper(strings.TrimSpace(value))))
+			out = append(out, "BEGIN:VCALENDAR")
+			stack = append(stack, "VCALENDAR")
+		}
 		if l == "" {
 			continue
 		}
@@ -462,8 +468,9 @@ func latestVersions(evs []Event) ([]Event, []Problem) {
 			loser, best[k] = j, i
 		}
 		drop[loser] = true
-		probs = append(probs, Problem{Component: "VEVENT " + evs[i].UID, Skipped: true,
-			Reason: fmt.Sprintf("older version (SEQUENCE %d) superseded", evs[loser].Sequence)})
+		// Not a loss: the file itself says which version is current.
+		probs = append(probs, Problem{Component: "VEVENT " + evs[i].UID,
+			Reason: fmt.Sprintf("older version (SEQUENCE %d) left out for the newer one", evs[loser].Sequence)})
 	}
 	if len(probs) == 0 {
 		return evs, nil
@@ -551,6 +558,9 @@ func parseDateTime(p *ical.Prop, z *zones) (parsedTime, error) {
 }
 
 func parseOne(v, valueType, tzid string, z *zones) (parsedTime, error) {
+	if len(v) == len(dateLayout)+1 && (v[8] == 'Z' || v[8] == 'z') {
+		v = v[:8] // Google writes RDATE:20131210Z for a DATE
+	}
 	if strings.EqualFold(valueType, "DATE") || (valueType == "" && len(v) == len(dateLayout)) {
 		t, err := time.ParseInLocation(dateLayout, v, z.floating)
 		if err != nil {

@@ -27,7 +27,12 @@
 // more than 5,000 instances in it expand lazily as before. DESIGN.md's "expansion is lazy" is kept
 // outside the horizon only: per-query expansion of every open-ended series cost ~60–80 ms a month
 // at 50k events. WEEKLY rules with BYSETPOS are generated in-package (rrule-go ordered the week
-// from DTSTART, not WKST). Known departure: a RANGE=THISANDFUTURE override changes its own
+// from DTSTART, not WKST). Files are parsed leniently (ParseICSLenient): a bad VEVENT is
+// skipped or repaired and named per file and component (`files.warnings`, sync output, doctor,
+// the agenda API); several RRULEs are kept newline-joined and expanded as their union;
+// X-WR-TIMEZONE anchors floating times; within a file the highest SEQUENCE (then DTSTAMP) of a
+// UID and RECURRENCE-ID wins. Known departures: versions of one event in different files of a
+// collection are not reconciled; a RANGE=THISANDFUTURE override changes its own
 // instance only (splitting the series needs a per-series time shift in the schema).
 package calendar
 

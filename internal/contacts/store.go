@@ -15,7 +15,8 @@
 // reports `ambiguous` instead of guessing; `contacts_search` (cards first, then people seen in
 // mail: a copy of `mail.Store.RecentCorrespondents` in `contacts.db`, refreshed on sync, no-reply
 // senders left out). `mail_send`/`mail_schedule` refuse bare names and point the model at
-// `resolve_recipient`.
+// `resolve_recipient`. A search that is a phone number compares digits in any spelling (with or
+// without country code and trunk 0; no default region, so national numbers get no country code).
 package contacts
 
 import (
