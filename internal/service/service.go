@@ -269,7 +269,7 @@ func (m *Manager) Uninstall(ctx context.Context) error {
 	case err != nil:
 		return fmt.Errorf("removing %s: %w", path, err)
 	default:
-		fmt.Fprintf(m.Stdout, "Stopped and removed %s.\n", path)
+		fmt.Fprintf(m.Stdout, "Removed %s.\n", path)
 	}
 	return nil
 }
