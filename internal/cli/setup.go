@@ -254,7 +254,9 @@ func (w *wizard) collect(ctx context.Context, step string) (settings.StepInput, 
 			return in, err
 		}
 		if in.Username != "" {
-			in.Password, err = w.secret("Password (app password)")
+			if in.Password, err = w.secret("Password (app password)"); err != nil {
+				return in, err
+			}
 		}
 	case settings.StepFiles:
 		roots, err := w.ask("Folders Hestia may read and write, comma-separated (documents, notes), or skip", "skip")
