@@ -148,6 +148,12 @@ type View struct {
 	File       string `json:"file"`
 	FileExists bool   `json:"file_exists"`
 	ModelReady bool   `json:"model_ready"`
+	// Speech says which speech tiers the running daemon has, so the web UI
+	// shows the microphone and Read aloud only where they can work.
+	Speech struct {
+		STT bool `json:"stt"`
+		TTS bool `json:"tts"`
+	} `json:"speech"`
 	DefaultLLM struct {
 		BaseURL   string `json:"base_url"`
 		Model     string `json:"model"`
@@ -214,6 +220,7 @@ func (s *Service) view(cfg config.Config, exists bool) View {
 	v := View{File: s.Paths.ConfigFile(), FileExists: exists, ModelReady: ModelConfigured(s.Running), Tiers: map[string][]string{},
 		TierNames: config.LLMTierNames(), AgentTier: cfg.Agent.Tier, FileRoots: cfg.Agent.FileRoots, AutoApprove: cfg.Policy.AutoApprove,
 		Budget: cfg.Budget, EnvOverrides: config.EnvOverrides(s.Env), Mail: []MailAccount{}, Providers: []Provider{}}
+	v.Speech.STT, v.Speech.TTS = len(s.Running.LLM.Tiers["stt"]) > 0, len(s.Running.LLM.Tiers["tts"]) > 0
 	v.FileRootsDefault = "~ (your home folder)"
 	if v.FileRoots == nil {
 		v.FileRoots = []string{}

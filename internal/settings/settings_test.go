@@ -290,3 +290,25 @@ func FuzzSet(f *testing.F) {
 		}
 	})
 }
+
+// The view says which speech tiers the daemon runs with, so the web UI
+// offers the microphone and Read aloud only where they work.
+func TestViewSpeechTiers(t *testing.T) {
+	for _, c := range []struct {
+		file     string
+		stt, tts bool
+	}{
+		{"", false, false},
+		{"[llm.providers.w]\nbase_url = \"http://127.0.0.1:9/v1\"\n\n[llm.tiers]\nstt = [\"w/whisper-1\"]\n", true, false},
+		{"[llm.providers.w]\nbase_url = \"http://127.0.0.1:9/v1\"\n\n[llm.tiers]\nstt = [\"w/whisper-1\"]\ntts = [\"w/tts-1\"]\n", true, true},
+	} {
+		s := newService(t, c.file)
+		v, err := s.Get(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.Speech.STT != c.stt || v.Speech.TTS != c.tts {
+			t.Errorf("%q: speech %+v, want stt=%v tts=%v", c.file, v.Speech, c.stt, c.tts)
+		}
+	}
+}

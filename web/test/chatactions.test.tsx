@@ -220,3 +220,24 @@ describe('supersededBy and chat.rewound', () => {
     expect(s.views.c_1.messages.map((m) => m.id)).toEqual(['m_1', 'm_2', 'm_3']);
   });
 });
+
+describe('speech buttons follow the daemon', () => {
+  const messages = [msg('m_1', 1, 'user', 'hello'), msg('m_2', 2, 'assistant', 'Hi there.')];
+  for (const speech of [undefined, { stt: false, tts: false }, { stt: true, tts: true }]) {
+    it(`speech ${JSON.stringify(speech)}`, async () => {
+      Object.defineProperty(globalThis, 'MediaRecorder', { value: class {}, configurable: true });
+      Object.defineProperty(navigator, 'mediaDevices', { value: { getUserMedia: () => Promise.reject(new Error('no')) }, configurable: true });
+      const h = withApp({
+        'GET /api/chats/c_1': () => json({ chat, messages }),
+        'GET /api/approvals': () => json({ approvals: [] }),
+        'GET /api/chats/c_1/status': () => json({ running: false, queued: 0, queued_turns: [] }),
+      });
+      h.app.ui.set((u) => ({ ...u, speech }));
+      h.wrap(<ChatPage id="c_1" />);
+      await screen.findByText('Hi there.');
+      const on = !!speech?.tts;
+      expect(!!screen.queryByRole('button', { name: /read aloud/i })).toBe(on);
+      expect(!!screen.queryByRole('button', { name: /record a voice note/i })).toBe(!!speech?.stt);
+    });
+  }
+});

@@ -35,6 +35,8 @@ export interface SettingsView {
   file: string;
   file_exists: boolean;
   model_ready: boolean;
+  /** Which speech tiers the daemon has (older daemons: absent). */
+  speech?: { stt: boolean; tts: boolean };
   llm: { base_url: string; model: string; api_key_set: boolean };
   providers: ProviderView[];
   tiers: Record<string, string[]>;

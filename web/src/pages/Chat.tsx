@@ -76,6 +76,9 @@ function Transcript({
   pending: ApprovalRequest[];
   resolved: State['resolved'];
 }) {
+  // Read aloud only when the daemon has a tts tier.
+  const app = useApp();
+  const canSpeak = useSelect(app.ui, (u: UIState) => !!u.speech?.tts);
   // Calls are told apart by turn, step and call id: providers reuse ids
   // (call_1 in every request), so the id alone matched another step's card.
   const places = placeToolCalls(view.messages);
@@ -109,7 +112,7 @@ function Transcript({
       out.push(
         <div class="msg assistant" key={m.id} data-id={m.id}>
           {m.content && <Markdown text={m.content} />}
-          {m.content && <SpeakButton text={m.content} />}
+          {m.content && canSpeak && <SpeakButton text={m.content} />}
           {m.content && !m.tool_calls?.length && m.turn_id && notDoneTurns.has(m.turn_id) && (
             <div class="reply-notdone muted small" role="note">
               A tool call in this turn did not run — check the cards above before relying on this reply.
@@ -386,6 +389,8 @@ export function Composer({
   }, [chatId]);
 
   const noModel = useSelect(app.ui, (u: UIState) => u.modelReady === false);
+  // The microphone only when the daemon has an stt tier.
+  const canListen = useSelect(app.ui, (u: UIState) => !!u.speech?.stt);
   const submit = async (how: 'ask' | 'queue' | 'deny' = 'ask') => {
     const t = text.trim();
     if (!t || sending || noModel) return;
@@ -466,7 +471,7 @@ export function Composer({
             <Stop />
           </button>
         )}
-        <VoiceButton onText={(t) => setText((cur) => (cur.trim() ? cur.trimEnd() + ' ' : '') + t)} onError={(m) => app.toast('error', m)} />
+        {canListen && <VoiceButton onText={(t) => setText((cur) => (cur.trim() ? cur.trimEnd() + ' ' : '') + t)} onError={(m) => app.toast('error', m)} />}
         <button type="submit" class="send" aria-label="Send" title="Send (Enter)" disabled={!text.trim() || sending || noModel}>
           <Send />
         </button>

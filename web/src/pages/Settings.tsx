@@ -1,6 +1,7 @@
 // The Settings page: what a user sets up in the first hour, written to
 // config.toml by the daemon (comments kept) and validated exactly as
 // startup validates it, so a bad value shows the CLI's own error.
+import { navigate } from '../router';
 import { useEffect, useState } from 'preact/hooks';
 import { ApiError } from '../api/client';
 import { Check, Pencil, Refresh, Trash } from '../components/icons';
@@ -55,6 +56,9 @@ export function SettingsPage() {
   return (
     <div class="page settings-page">
       <PageHeader title="Settings" subtitle={view ? `Saved in ${view.file}` : 'Saved in config.toml'}>
+        <a class="btn" href="/setup" onClick={(e) => (e.preventDefault(), navigate('/setup'))}>
+          Run setup
+        </a>
         <button class="btn" onClick={load}>
           <Refresh size={16} /> Reload
         </button>

@@ -43,6 +43,8 @@ export interface UIState {
   draft?: string;
   /** false when the daemon runs without a chat model (undefined: unknown). */
   modelReady?: boolean;
+  /** Speech tiers: the microphone and Read aloud show only when set. */
+  speech?: { stt: boolean; tts: boolean };
 }
 
 /** Turn error codes where sending the same message again may work. */
@@ -339,7 +341,7 @@ export class App {
   async checkModel() {
     try {
       const s = await this.client.settings();
-      this.ui.set((u) => ({ ...u, modelReady: s.model_ready }));
+      this.ui.set((u) => ({ ...u, modelReady: s.model_ready, speech: s.speech }));
     } catch {
       this.ui.set((u) => ({ ...u, modelReady: undefined }));
     }
