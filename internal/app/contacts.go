@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -198,6 +199,15 @@ func (a *App) registerContacts(ctx context.Context, reg *tools.Registry) error {
 	}
 	if a.Server != nil {
 		mux := a.Server.API()
+		mux.HandleFunc("GET /api/contacts", func(w http.ResponseWriter, r *http.Request) {
+			q := r.URL.Query()
+			offset, _ := strconv.Atoi(q.Get("offset"))
+			people, next, err := c.Store.List(r.Context(), offset, 0)
+			if people == nil {
+				people = []contacts.Person{}
+			}
+			writeContactsResult(w, r, map[string]any{"people": people, "next": next}, err)
+		})
 		mux.HandleFunc("GET /api/contacts/search", func(w http.ResponseWriter, r *http.Request) {
 			res, err := c.Deps.Search(r.Context(), contacttools.SearchArgs{Query: r.URL.Query().Get("q")})
 			writeContactsResult(w, r, res, err)

@@ -473,3 +473,35 @@ END:VCARD`)
 		}
 	}
 }
+
+// List browses every person by name, page by page, without a search.
+func TestListPages(t *testing.T) {
+	t.Parallel()
+	s := fixture(t)
+	all, next, err := s.List(context.Background(), 0, 0)
+	if err != nil || next != 0 || len(all) < 2 {
+		t.Fatalf("list: %d people, next %d, %v", len(all), next, err)
+	}
+	var names []string
+	seen := 0
+	for off := 0; ; {
+		page, nx, err := s.List(context.Background(), off, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range page {
+			names = append(names, p.Name)
+		}
+		seen++
+		if nx == 0 || seen > 100 {
+			break
+		}
+		off = nx
+	}
+	if len(names) < len(all) {
+		t.Fatalf("paging by one saw %v, the whole list has %d people", names, len(all))
+	}
+	if _, _, err := s.List(context.Background(), -1, 10); !errors.Is(err, ErrBadQuery) {
+		t.Fatalf("negative offset: %v", err)
+	}
+}

@@ -383,6 +383,29 @@ func (s *Store) Search(ctx context.Context, text string, limit int) ([]Person, e
 	return people, nil
 }
 
+// List pages through the address books' people by name (merged across
+// books like Search), for browsing without a search. next is the offset of
+// the following page, or 0 at the end.
+func (s *Store) List(ctx context.Context, offset, limit int) (people []Person, next int, err error) {
+	if limit <= 0 || limit > MaxResults {
+		limit = MaxResults
+	}
+	if offset < 0 {
+		return nil, 0, fmt.Errorf("%w: offset %d is negative", ErrBadQuery, offset)
+	}
+	ids, err := s.cardIDs(ctx, `SELECT id FROM cards ORDER BY name COLLATE NOCASE, id LIMIT ? OFFSET ?`, limit+1, offset)
+	if err != nil {
+		return nil, 0, err
+	}
+	if len(ids) > limit {
+		ids, next = ids[:limit], offset+limit
+	}
+	if people, err = s.people(ctx, ids); err != nil {
+		return nil, 0, err
+	}
+	return people, next, nil
+}
+
 // searchCards is Search over the address books only.
 func (s *Store) searchCards(ctx context.Context, text string, limit int) ([]Person, error) {
 	match := prefixMatch(text)

@@ -6,7 +6,7 @@ import { AgendaPage } from '../src/pages/Agenda';
 import { ContactsPage } from '../src/pages/Contacts';
 import { parseRoute } from '../src/router';
 import { App } from '../src/state/app';
-import { fakeFetch, json, memTokens } from './helpers';
+import { fakeFetch, json, memTokens, tick } from './helpers';
 
 const inst = (p: Partial<Instance>): Instance => ({ id: 1, calendar: 'work', uid: 'u', summary: 'x', start: '', end: '', ...p });
 
@@ -134,6 +134,7 @@ describe('Contacts page', () => {
   it('searches, opens a person and shows their mail history', async () => {
     const marco = { name: 'Marco Rossi', emails: ['marco@example.org', 'm.rossi@polimi.it'], phones: ['+39 02 1234 5678'], org: 'Polimi', title: 'Researcher', nicknames: ['Marchino'], books: ['personal', 'work'], cards: 2 };
     const ff = fakeFetch({
+      'GET /api/contacts': () => json({ people: [], next: 0 }),
       'GET /api/contacts/search': (req) =>
         json({
           people:
@@ -191,8 +192,9 @@ describe('Contacts page', () => {
     expect(screen.queryByRole('article')).toBeNull();
   });
 
-  it('shows a bad query as an error and sends nothing for blank input', async () => {
+  it('shows a bad query as an error and lists everyone for blank input', async () => {
     const ff = fakeFetch({
+      'GET /api/contacts': () => json({ people: [], next: 0 }),
       'GET /api/contacts/search': () => json({ error: { code: 'bad_query', message: 'bad contacts query: give a name, an address or an organisation' } }, 400),
     });
     const app = new App({ tokens: memTokens('tok'), fetch: ff.fetch });
@@ -201,11 +203,35 @@ describe('Contacts page', () => {
         <ContactsPage />
       </AppContext.Provider>,
     );
+    await screen.findByText(/No contacts yet/);
     fireEvent.click(screen.getByText('Search'));
-    expect(ff.calls).toHaveLength(0);
+    await tick();
+    expect(ff.calls.filter((c) => new URL(c.url).pathname === '/api/contacts/search')).toHaveLength(0);
     fireEvent.input(screen.getByLabelText('Search contacts'), { target: { value: '"' } });
     fireEvent.click(screen.getByText('Search'));
     expect((await screen.findByRole('alert')).textContent).toContain('give a name, an address or an organisation');
+  });
+});
+
+describe('Contacts browsing', () => {
+  it('lists everyone by name without a search, page by page', async () => {
+    const ff = fakeFetch({
+      'GET /api/contacts': (req) =>
+        new URL(req.url).searchParams.get('offset') === '50'
+          ? json({ people: [{ name: 'Zoe Last', emails: ['z@example.org'], books: ['home'], cards: 1 }], next: 0 })
+          : json({ people: [{ name: 'Anna First', emails: ['a@example.org'], books: ['home'], cards: 1 }], next: 50 }),
+    });
+    const app = new App({ tokens: memTokens('tok'), fetch: ff.fetch });
+    render(
+      <AppContext.Provider value={app}>
+        <ContactsPage />
+      </AppContext.Provider>,
+    );
+    await screen.findByText('Anna First');
+    fireEvent.click(screen.getByText('More'));
+    await screen.findByText('Zoe Last');
+    expect(screen.getByText('Anna First')).toBeTruthy();
+    expect(screen.queryByText('More')).toBeNull();
   });
 });
 

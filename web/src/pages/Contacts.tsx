@@ -2,7 +2,7 @@
 // by a shared address or phone) and open one person: every name, address,
 // phone and book, and how often the user has mailed them (the evidence
 // resolve_recipient gives the assistant). Read-only.
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { Search } from '../components/icons';
 import { useApp } from '../context';
 import { relTime } from '../lib/format';
@@ -18,10 +18,26 @@ export function ContactsPage() {
   const [err, setErr] = useState<unknown>(null);
   const [sel, setSel] = useState<Person | null>(null);
 
+  // Without a search the address books are listed by name, page by page.
+  const [next, setNext] = useState(0);
+  const browse = (offset = 0) => {
+    setErr(null);
+    app.client.request<{ people: Person[] | null; next: number }>('GET', `/api/contacts?offset=${offset}`).then((r) => {
+      setPeople((cur) => (offset && cur ? [...cur, ...(r.people ?? [])] : (r.people ?? [])));
+      setNext(r.next ?? 0);
+      setAsked('');
+    }, setErr);
+  };
+  useEffect(() => browse(), []);
+
   const search = (e?: Event) => {
     e?.preventDefault();
     const text = q.trim();
-    if (!text) return;
+    if (!text) {
+      browse();
+      return;
+    }
+    setNext(0);
     setErr(null);
     setSel(null);
     app.client.request<{ people: Person[] | null }>('GET', `/api/contacts/search?q=${encodeURIComponent(text)}`).then((r) => {
@@ -41,7 +57,7 @@ export function ContactsPage() {
         </button>
       </form>
       {err ? <Failure err={err} retry={() => search()} /> : null}
-      {people && people.length === 0 && <p class="muted">Nobody matches “{asked}”.</p>}
+      {people && people.length === 0 && (asked ? <p class="muted">Nobody matches “{asked}”.</p> : <p class="muted">No contacts yet: add an address book in Setup (or Settings), or import a folder of .vcf files with <code>hestia contacts import PATH</code>.</p>)}
       <div class="contacts-body">
         {people && people.length > 0 && (
           <ul class="contacts-list" aria-label="People">
@@ -56,6 +72,13 @@ export function ContactsPage() {
                 </button>
               </li>
             ))}
+            {next > 0 && !asked && (
+              <li>
+                <button class="btn small" onClick={() => browse(next)}>
+                  More
+                </button>
+              </li>
+            )}
           </ul>
         )}
         {sel && <ContactDetail key={sel.name + (sel.emails?.[0] ?? '')} person={sel} />}
