@@ -231,18 +231,7 @@ func tomlString(s string) string {
 // remoteLink is the base URL and certificate fingerprint a paired device
 // uses when remote access is on; "" when it is off.
 func remoteLink(r config.RemoteConfig) (base, fingerprint string, err error) {
-	if !r.Enabled || len(r.Hosts) == 0 {
-		return "", "", nil
-	}
-	_, port, err := net.SplitHostPort(r.Addr)
-	if err != nil {
-		return "", "", fmt.Errorf("server.remote.addr %q: %w", r.Addr, err)
-	}
-	fp, err := server.CertificateFingerprint(r.TLSCert)
-	if err != nil {
-		return "", "", fmt.Errorf("remote access is on but its certificate is unreadable (run `hestia remote enable` again): %w", err)
-	}
-	return "https://" + net.JoinHostPort(r.Hosts[0], port), fp, nil
+	return server.RemoteLink(r)
 }
 
 func remoteStatus(ctx context.Context, env *Env, asJSON bool) error {

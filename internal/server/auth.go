@@ -111,7 +111,7 @@ func (s *Server) pairCreateCode(w http.ResponseWriter, r *http.Request) {
 		httpjson.Error(w, http.StatusInternalServerError, "internal", "creating the pairing code failed")
 		return
 	}
-	httpjson.Write(w, http.StatusOK, map[string]any{"code": code, "expires_at": exp.UTC(), "ttl_seconds": int(pairCodeTTL / time.Second)})
+	httpjson.Write(w, http.StatusOK, s.withRemoteLink(map[string]any{"code": code, "expires_at": exp.UTC(), "ttl_seconds": int(pairCodeTTL / time.Second)}))
 }
 
 // writePaired answers a redeemed pairing code with the credential for the

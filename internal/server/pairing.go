@@ -161,7 +161,19 @@ func (p *pairing) expireLocked(now time.Time) {
 
 func (s *Server) pairCreate(w http.ResponseWriter, r *http.Request) {
 	code, exp := s.pairing.create()
-	httpjson.Write(w, http.StatusOK, map[string]any{"code": code, "expires_at": exp.UTC()})
+	httpjson.Write(w, http.StatusOK, s.withRemoteLink(map[string]any{"code": code, "expires_at": exp.UTC()}))
+}
+
+// withRemoteLink adds, when remote access is on, the LAN address and the
+// certificate fingerprint a phone needs: this page's own origin is
+// loopback, which a phone cannot reach.
+func (s *Server) withRemoteLink(out map[string]any) map[string]any {
+	if base, fp, err := RemoteLink(s.opts.Config.Remote); err != nil {
+		s.log.Warn("remotePairLink", "err", err)
+	} else if base != "" {
+		out["url"], out["fingerprint"] = base, fp
+	}
+	return out
 }
 
 func (s *Server) pairExchange(w http.ResponseWriter, r *http.Request) {

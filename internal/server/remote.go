@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/hestia-dev/hestia/internal/atomicfile"
+	"github.com/hestia-dev/hestia/internal/config"
 )
 
 // The remote listener ([server.remote]) serves the same handler as the
@@ -166,4 +167,21 @@ func (s *Server) remoteServer(ctx context.Context) (*http.Server, error) {
 			return context.WithValue(ctx, remoteConnKey{}, true)
 		},
 	}, nil
+}
+
+// RemoteLink is the base URL and certificate fingerprint a device paired
+// for remote access uses; "" when remote access is off.
+func RemoteLink(r config.RemoteConfig) (base, fingerprint string, err error) {
+	if !r.Enabled || len(r.Hosts) == 0 {
+		return "", "", nil
+	}
+	_, port, err := net.SplitHostPort(r.Addr)
+	if err != nil {
+		return "", "", fmt.Errorf("server.remote.addr %q: %w", r.Addr, err)
+	}
+	fp, err := CertificateFingerprint(r.TLSCert)
+	if err != nil {
+		return "", "", fmt.Errorf("remote access is on but its certificate is unreadable (run `hestia remote enable` again): %w", err)
+	}
+	return "https://" + net.JoinHostPort(r.Hosts[0], port), fp, nil
 }

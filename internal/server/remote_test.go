@@ -228,3 +228,22 @@ func TestRemoteListenFails(t *testing.T) {
 		t.Fatalf("missing remote certificate: %v", err)
 	}
 }
+
+// With remote access on, a pairing code comes with the LAN address and
+// the certificate fingerprint, so the web UI's link reaches a phone.
+func TestPairCodeCarriesRemoteLink(t *testing.T) {
+	t.Parallel()
+	s, mainAddr, _, fp := startRemote(t)
+	req, _ := http.NewRequest("POST", "http://"+mainAddr+"/api/pair/codes", nil)
+	req.Header.Set("Authorization", "Bearer "+s.opts.Token.Value())
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body struct{ Code, URL, Fingerprint string }
+	json.NewDecoder(resp.Body).Decode(&body)
+	if resp.StatusCode != 200 || body.Code == "" || body.Fingerprint != fp || !strings.HasPrefix(body.URL, "https://hestia.lan:") {
+		t.Fatalf("pair code with remote on: %d %+v, want the LAN link and %s", resp.StatusCode, body, fp)
+	}
+}

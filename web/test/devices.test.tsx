@@ -21,6 +21,11 @@ describe('pairing QR code', () => {
   it('encodes the one-time link of this daemon', () => {
     const link = pairLink('https://hestia.example:4317/', 'ABCD2345EF');
     expect(link).toBe('https://hestia.example:4317/pair#code=ABCD2345EF');
+    // With remote access on, the daemon's LAN address and certificate.
+    expect(pairLink('http://127.0.0.1:4317', 'ABCD2345EF', { url: 'https://192.168.1.20:4318', fingerprint: 'AB:CD:EF' })).toBe(
+      'https://192.168.1.20:4318/pair#code=ABCD2345EF&fp=ABCDEF',
+    );
+    expect(pairLink('http://127.0.0.1:4317', 'ABCD2345EF', {})).toBe('http://127.0.0.1:4317/pair#code=ABCD2345EF');
     const svg = qrSVG(link);
     expect(svg.startsWith('<svg')).toBe(true);
     // The matrix the SVG draws is a real QR symbol of the link.

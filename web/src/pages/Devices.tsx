@@ -29,9 +29,13 @@ export const SCOPES: { id: string; label: string }[] = [
   { id: 'admin', label: 'Administer' },
 ];
 
-/** The link a scanned code opens: the one-time pairing page of this daemon. */
-export function pairLink(origin: string, code: string): string {
-  return `${origin.replace(/\/$/, '')}/pair#code=${encodeURIComponent(code)}`;
+/** The link a scanned code opens: the one-time pairing page of this
+ * daemon — at its LAN address with the certificate's fingerprint when
+ * remote access is on (the daemon sends them), else at this page's origin. */
+export function pairLink(origin: string, code: string, remote?: { url?: string; fingerprint?: string }): string {
+  const base = (remote?.url || origin).replace(/\/$/, '');
+  const fp = remote?.url && remote.fingerprint ? `&fp=${remote.fingerprint.replace(/:/g, '')}` : '';
+  return `${base}/pair#code=${encodeURIComponent(code)}${fp}`;
 }
 
 /** The QR code of a link as an SVG string (uqr, error correction M). */
@@ -127,7 +131,7 @@ function PairForm({ onPaired }: { onPaired: () => void }) {
   const app = useApp();
   const [name, setName] = useState('');
   const [scopes, setScopes] = useState<string[]>(['chat', 'approve', 'read']);
-  const [code, setCode] = useState<{ code: string; expires_at: string } | null>(null);
+  const [code, setCode] = useState<{ code: string; expires_at: string; url?: string; fingerprint?: string } | null>(null);
   const [err, setErr] = useState('');
   const [busy, setBusy] = useState(false);
 
@@ -144,7 +148,7 @@ function PairForm({ onPaired }: { onPaired: () => void }) {
     setBusy(true);
     setErr('');
     try {
-      setCode(await app.client.request<{ code: string; expires_at: string }>('POST', '/api/pair/codes', { name: name.trim(), scopes }));
+      setCode(await app.client.request<{ code: string; expires_at: string; url?: string; fingerprint?: string }>('POST', '/api/pair/codes', { name: name.trim(), scopes }));
     } catch (e) {
       setErr(errText(e));
     } finally {
@@ -153,7 +157,7 @@ function PairForm({ onPaired }: { onPaired: () => void }) {
   };
 
   if (code) {
-    const link = pairLink(location.origin, code.code);
+    const link = pairLink(location.origin, code.code, code);
     return (
       <div class="pair-qr">
         <div class="qr" role="img" aria-label="QR code of the pairing link" dangerouslySetInnerHTML={{ __html: qrSVG(link) }} />
