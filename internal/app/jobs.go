@@ -167,8 +167,10 @@ func (a *App) deliverJobResult(j scheduler.Job, r scheduler.Run) {
 	} else if body == "" {
 		body = "Finished."
 	}
+	// A result opens in the job's chat; a failure on the Jobs page, where
+	// the run history and its error are.
 	url := "/jobs"
-	if !j.Builtin && j.ChatID != "" {
+	if !failed && !j.Builtin && j.ChatID != "" {
 		url = chatURL(j.ChatID)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

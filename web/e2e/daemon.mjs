@@ -395,6 +395,7 @@ export async function runDaemon(browser) {
         await page.getByText(/Chain intact/).waitFor();
         await page.getByRole('link', { name: 'System' }).click();
         await page.getByText('Stores').waitFor();
+        await page.locator('details.diagnostics summary', { hasText: 'Tools' }).click();
         await page.locator('tr', { hasText: 'write_file' }).getByText('Asks you').waitFor();
         await shot(page, 'e2e-system');
         await page.goto(chatURL);
@@ -414,6 +415,7 @@ export async function runDaemon(browser) {
           await phone.page.getByLabel('Open menu').click();
           await phone.page.getByRole('link', { name: 'System' }).click();
           await phone.page.getByText('Running').first().waitFor();
+          await phone.page.locator('details.diagnostics summary', { hasText: 'Tools' }).click();
           await phone.page.getByText('write_file').first().waitFor();
           await shot(phone.page, 'e2e-phone-system');
         } finally {

@@ -47,7 +47,7 @@ export async function runSetupFlow({ browser, Daemon, bin, dir, port, llmURL }) 
       const calErr = await calendar.getByRole('alert').textContent();
       assert(calErr.includes('calendar folder') && calErr.includes('does not exist'), `calendar refusal: ${calErr}`);
       await calendar.getByLabel('CalDAV URL or local vdir folder').fill(cal);
-      await calendar.getByLabel('Name').fill('personal');
+      await calendar.getByLabel('Name', { exact: true }).fill('personal');
       await calendar.getByRole('button', { name: 'Test and save' }).click();
 
       await page.getByRole('region', { name: 'Contacts' }).getByRole('button', { name: 'Skip this step' }).click();

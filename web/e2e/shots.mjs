@@ -62,6 +62,8 @@ export async function runShots(browser) {
 
           await page.goto(fx.url + '/system');
           await page.getByText('connection refused').waitFor();
+          // The tool table starts closed below the devices: open it.
+          await page.locator('details.diagnostics summary', { hasText: 'Tools' }).click();
           await page.getByText('Asks you').first().waitFor();
           await shot(page, `${mode.name}-system`);
 
