@@ -30,6 +30,7 @@ import (
 	"github.com/hestia-dev/hestia/internal/doctor"
 	"github.com/hestia-dev/hestia/internal/llm"
 	"github.com/hestia-dev/hestia/internal/lock"
+	"github.com/hestia-dev/hestia/internal/mail"
 	"github.com/hestia-dev/hestia/internal/metrics"
 	"github.com/hestia-dev/hestia/internal/notify"
 	"github.com/hestia-dev/hestia/internal/scheduler"
@@ -83,6 +84,9 @@ type App struct {
 	workerStates workerStates
 	routes       *metrics.Routes
 	checks       []doctor.Check
+	// mailStore lists the registered mail folders for the Settings page
+	// (set by registerMail; nil when mail is not wired).
+	mailStore *mail.Store
 }
 
 type worker struct {

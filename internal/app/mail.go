@@ -232,6 +232,7 @@ func (a *App) registerMail(ctx context.Context, reg *tools.Registry, paths *path
 	if err != nil {
 		return err
 	}
+	a.mailStore = m.Store
 	m.Deps.Paths = paths
 	if err := mailtools.Register(reg, m.Deps); err != nil {
 		return err

@@ -19,6 +19,16 @@ func (a *App) initSettings(ctx context.Context) error {
 		return nil
 	}
 	s := &settings.Service{Paths: a.Paths, Env: a.env(), Running: a.Config, Live: a.applyLive}
+	if st := a.mailStore; st != nil {
+		s.MailSources = func(ctx context.Context) ([]settings.MailSource, error) {
+			srcs, err := st.Sources(ctx)
+			out := make([]settings.MailSource, 0, len(srcs))
+			for _, src := range srcs {
+				out = append(out, settings.MailSource{Path: src.Path, Account: src.Account})
+			}
+			return out, err
+		}
+	}
 	s.Routes(a.Server.API())
 	return nil
 }

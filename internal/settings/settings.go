@@ -47,6 +47,9 @@ type Service struct {
 	Live func(ctx context.Context, cfg config.Config) []string
 	// Probe is the HTTP used for connection tests and local detection.
 	Probe Prober
+	// MailSources lists the folders the daemon rescans for mail (the mail
+	// store's registrations); nil leaves the list empty.
+	MailSources func(ctx context.Context) ([]MailSource, error)
 
 	mu sync.Mutex // one writer of config.toml at a time
 }
@@ -174,6 +177,9 @@ type View struct {
 	// Pending lists keys saved in the file that the running daemon has not
 	// applied yet (restart needed).
 	Pending []string `json:"pending_restart"`
+	// Sources are the read-only sections: calendars, contacts, Telegram,
+	// MCP servers and mail folders (no secrets).
+	Sources Sources `json:"sources"`
 }
 
 // ModelConfigured reports whether cfg gives chat turns a model: the flat
@@ -213,10 +219,10 @@ func (s *Service) Get(ctx context.Context) (View, error) {
 	if err != nil {
 		return View{}, fmt.Errorf("%s: %w", s.Paths.ConfigFile(), err)
 	}
-	return s.view(cfg, exists), nil
+	return s.view(ctx, cfg, exists), nil
 }
 
-func (s *Service) view(cfg config.Config, exists bool) View {
+func (s *Service) view(ctx context.Context, cfg config.Config, exists bool) View {
 	v := View{File: s.Paths.ConfigFile(), FileExists: exists, ModelReady: ModelConfigured(s.Running), Tiers: map[string][]string{},
 		TierNames: config.LLMTierNames(), AgentTier: cfg.Agent.Tier, FileRoots: cfg.Agent.FileRoots, AutoApprove: cfg.Policy.AutoApprove,
 		Budget: cfg.Budget, EnvOverrides: config.EnvOverrides(s.Env), Mail: []MailAccount{}, Providers: []Provider{}}
@@ -242,6 +248,7 @@ func (s *Service) view(cfg config.Config, exists bool) View {
 			IMAPHost: a.IMAPHost, IMAPPort: a.IMAPPort, IMAPSecurity: a.IMAPSecurity, SMTPHost: a.SMTPHost, SMTPPort: a.SMTPPort, SMTPSecurity: a.SMTPSecurity})
 	}
 	v.Pending = pending(s.Running, cfg)
+	v.Sources = s.sourcesView(ctx, cfg)
 	return v
 }
 
@@ -528,7 +535,7 @@ func (s *Service) applyDoc(ctx context.Context, edit func(d *doc) error) (View, 
 			}
 		}
 	}
-	return s.view(cfg, true), live, nil
+	return s.view(ctx, cfg, true), live, nil
 }
 
 func writeAtomic(path string, data []byte) error {

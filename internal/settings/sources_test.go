@@ -1,0 +1,120 @@
+package settings
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+)
+
+const sourcesSample = `
+[[calendar.sources]]
+name = "personal"
+path = "/home/me/.calendars/personal"
+
+[[calendar.caldav]]
+name = "fastmail"
+url = "https://me:hunter2-in-url@caldav.example.org/dav/?token=query-secret"
+username = "me"
+password_file = "/home/me/.secrets/caldav"
+
+[[contacts.sources]]
+name = "book"
+path = "/home/me/.contacts"
+read_only = true
+
+[[contacts.carddav]]
+name = "work"
+url = "https://carddav.example.org/"
+username = "me@work"
+password_env = "WORK_DAV_PASSWORD"
+
+[mail]
+sources = ["/mail/c"]
+
+[telegram]
+token = "123456:telegram-token-secret"
+owner_id = 4242
+contacts = ["77:chat+read"]
+
+[mcp.servers.files]
+command = "mcp-files"
+args = ["--api-key", "args-secret"]
+
+[mcp.servers.remote]
+url = "https://mcp.example.org/mcp?key=mcp-query-secret"
+headers_env = { Authorization = "MCP_TOKEN" }
+disabled = true
+`
+
+func TestViewListsSourcesWithoutSecrets(t *testing.T) {
+	s := newService(t, sourcesSample)
+	s.MailSources = func(context.Context) ([]MailSource, error) {
+		return []MailSource{{Path: "/mail/b", Account: "local"}, {Path: "/mail/a", Account: "old"}}, nil
+	}
+	v, err := s.Get(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := v.Sources
+	if len(src.Calendars) != 1 || src.Calendars[0] != (Folder{Name: "personal", Path: "/home/me/.calendars/personal"}) {
+		t.Errorf("calendars = %+v", src.Calendars)
+	}
+	if len(src.CalDAV) != 1 || src.CalDAV[0].URL != "https://caldav.example.org/dav/" || !src.CalDAV[0].PasswordSet || !src.CalDAV[0].PasswordFileSet {
+		t.Errorf("caldav = %+v", src.CalDAV)
+	}
+	if len(src.Contacts) != 1 || !src.Contacts[0].ReadOnly {
+		t.Errorf("contacts = %+v", src.Contacts)
+	}
+	if len(src.CardDAV) != 1 || !src.CardDAV[0].PasswordSet || src.CardDAV[0].PasswordFileSet || src.CardDAV[0].Username != "me@work" {
+		t.Errorf("carddav = %+v", src.CardDAV)
+	}
+	if tg := src.Telegram; !tg.Enabled || tg.TokenFileSet || tg.OwnerID != 4242 || len(tg.Contacts) != 1 || tg.Contacts[0] != "77:chat+read" {
+		t.Errorf("telegram = %+v", tg)
+	}
+	want := []MCPServer{{Name: "files", Command: "mcp-files"}, {Name: "remote", URL: "https://mcp.example.org/mcp", Disabled: true}}
+	if len(src.MCP) != 2 || src.MCP[0] != want[0] || src.MCP[1] != want[1] {
+		t.Errorf("mcp = %+v, want %+v", src.MCP, want)
+	}
+	if len(src.MailSources) != 3 || src.MailSources[0].Path != "/mail/a" || src.MailSources[2] != (MailSource{Path: "/mail/c", FromConfig: true}) {
+		t.Errorf("mail sources = %+v, want sorted by path", src.MailSources)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, secret := range []string{"hunter2-in-url", "query-secret", "telegram-token-secret", "args-secret", "mcp-query-secret", "/home/me/.secrets/caldav", "WORK_DAV_PASSWORD", "MCP_TOKEN"} {
+		if strings.Contains(string(b), secret) {
+			t.Errorf("GET /api/settings contains %q: %s", secret, b)
+		}
+	}
+}
+
+func TestViewSourcesEmptyAndMailSourcesError(t *testing.T) {
+	s := newService(t, "")
+	s.MailSources = func(context.Context) ([]MailSource, error) { return nil, errors.New("mail store closed") }
+	v, err := s.Get(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(v.Sources)
+	// Empty lists are [] (not null) so the page shows its empty states.
+	const want = `{"calendars":[],"caldav":[],"contacts":[],"carddav":[],"telegram":{"enabled":false,"token_file_set":false,"owner_id":0,"contacts":[]},"mcp_servers":[],"mail_sources":[],"mail_sources_error":"mail store closed"}`
+	if string(b) != want {
+		t.Errorf("sources = %s\nwant      %s", b, want)
+	}
+}
+
+func TestPublicURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"":                              "",
+		"https://u:p@h.example/x?t=1#f": "https://h.example/x",
+		"http://127.0.0.1:8080/mcp":     "http://127.0.0.1:8080/mcp",
+		"://bad":                        "",
+	} {
+		if got := publicURL(in); got != want {
+			t.Errorf("publicURL(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
