@@ -197,6 +197,81 @@ describe('Notifications page', () => {
   });
 });
 
+describe('mail watch preview', () => {
+  // A daemon with a mail source whose preview answers from a tiny mirror:
+  // from:anna matches three messages, from:nobody none, and a query the
+  // parser refuses is a 400 naming the ref.
+  function mailDaemon() {
+    const hits = [
+      { id: 3, thread_id: 3, subject: 'Roof quote v2', from: 'Anna <anna@example.org>', date: '2026-03-08T10:00:00Z' },
+      { id: 2, thread_id: 2, subject: '', from: 'Anna <anna@example.org>', date: '2026-03-07T10:00:00Z' },
+    ];
+    return fakeFetch({
+      'GET /api/notifications': () => json({ notifications: [], unread: 0 }),
+      'GET /api/notifications/settings': () => json({ quiet_start: '', quiet_end: '', rate_limit: 0 }),
+      'GET /api/push/subscriptions': () => json({ subscriptions: [] }),
+      'GET /api/watches': () => json({ watches: [], sources: ['file', 'mail'], events: { file: ['file.changed'], mail: ['mail.received'] } }),
+      'POST /api/watches/preview': async (req) => {
+        const b = await req.json();
+        if (b.source !== 'mail') return json({ error: { code: 'bad_watch', message: 'source: file watches have no preview' } }, 400);
+        if (b.ref === 'from:') return json({ error: { code: 'bad_watch', message: 'ref: the mail search: from: needs a value' } }, 400);
+        const note = 'messages already here never fire; the watch fires for matching mail that arrives after it is saved';
+        if (b.ref.includes('anna')) return json({ source: 'mail', ref: b.ref, matches: hits, total: 3, note });
+        return json({ source: 'mail', ref: b.ref, matches: [], total: 0, note });
+      },
+    });
+  }
+
+  async function mailForm(ff: ReturnType<typeof fakeFetch>) {
+    renderPage(ff.fetch);
+    const box = await screen.findByRole('region', { name: 'Watches' });
+    const form = await within(box).findByRole('form', { name: 'New watch' });
+    // A file watch has nothing to preview.
+    expect(within(form).queryByRole('button', { name: 'Preview' })).toBeNull();
+    fireEvent.change(within(form).getByLabelText('Source'), { target: { value: 'mail' } });
+    return form;
+  }
+
+  it('shows the count and the newest matches, and drops them when the query changes', async () => {
+    const ff = mailDaemon();
+    const form = await mailForm(ff);
+    const btn = within(form).getByRole('button', { name: 'Preview' }) as HTMLButtonElement;
+    expect(btn.disabled).toBe(true);
+    fireEvent.input(within(form).getByLabelText('Resource'), { target: { value: 'from:anna@example.org' } });
+    fireEvent.click(btn);
+    const box = await within(form).findByRole('region', { name: 'Preview' });
+    await within(box).findByText('Roof quote v2');
+    expect(box.textContent).toContain('3 messages match now; the newest 2:');
+    expect(within(box).getByText('(no subject)')).toBeTruthy();
+    expect(within(box).getAllByText(/anna@example\.org/)).toHaveLength(2);
+    expect(box.textContent).toContain('never fire');
+    const req = ff.calls.find((c) => c.url.endsWith('/api/watches/preview'))!;
+    expect(await req.clone().json()).toEqual({ source: 'mail', ref: 'from:anna@example.org', limit: 5 });
+    // The shown matches belong to the old query: editing it hides them.
+    fireEvent.input(within(form).getByLabelText('Resource'), { target: { value: 'from:anna@example.org subject:roof' } });
+    expect(within(form).queryByRole('region', { name: 'Preview' })).toBeNull();
+  });
+
+  it('says nothing matches yet when the search finds nothing', async () => {
+    const form = await mailForm(mailDaemon());
+    fireEvent.input(within(form).getByLabelText('Resource'), { target: { value: 'from:nobody@example.org' } });
+    fireEvent.click(within(form).getByRole('button', { name: 'Preview' }));
+    const box = await within(form).findByRole('region', { name: 'Preview' });
+    await within(box).findByText(/Nothing matches yet/);
+    expect(within(box).queryByRole('list')).toBeNull();
+  });
+
+  it('shows the daemon’s error naming the bad query', async () => {
+    const form = await mailForm(mailDaemon());
+    fireEvent.input(within(form).getByLabelText('Resource'), { target: { value: 'from:' } });
+    fireEvent.click(within(form).getByRole('button', { name: 'Preview' }));
+    const box = await within(form).findByRole('region', { name: 'Preview' });
+    const alert = await within(box).findByRole('alert');
+    expect(alert.textContent).toContain('ref: the mail search: from: needs a value');
+    expect(within(box).queryByText(/Nothing matches yet/)).toBeNull();
+  });
+});
+
 describe('notification helpers', () => {
   it('keeps links on this origin and describes rules and constraints', () => {
     const base = { id: 1, kind: 'watch', title: 't', created_at: t0, push_state: 'pending', attempts: 0 };

@@ -108,12 +108,36 @@ export const notifyApi = (c: Client) => ({
   unsubscribe: (endpoint: string) => c.request<unknown>('DELETE', '/api/push/subscriptions', { endpoint }),
 });
 
+/** One message a mail watch's search matches now (POST /api/watches/preview). */
+export interface MailHit {
+  id: number;
+  thread_id: number;
+  subject: string;
+  from: string;
+  date: string;
+  account?: string;
+  mailbox?: string;
+  has_attachments?: boolean;
+  snippet?: string;
+}
+
+/** What a watch's reference matches at this moment; only mail has one. */
+export interface WatchPreview {
+  source: string;
+  ref: string;
+  matches: MailHit[];
+  /** Every current match; matches holds the newest few. */
+  total: number;
+  note?: string;
+}
+
 export const watchApi = (c: Client) => ({
   list: () => c.get<WatchList>('/api/watches'),
   create: (w: NewWatch) => c.request<Watch>('POST', '/api/watches', w),
   pause: (id: string, paused: boolean) => c.request<Watch>('POST', `/api/watches/${enc(id)}/${paused ? 'pause' : 'resume'}`),
   stop: (id: string) => c.request<Watch>('POST', `/api/watches/${enc(id)}/stop`),
   remove: (id: string) => c.request<unknown>('DELETE', `/api/watches/${enc(id)}`),
+  preview: (source: string, ref: string, limit = 5) => c.request<WatchPreview>('POST', '/api/watches/preview', { source, ref, limit }),
 });
 
 /** One constraint in words: "exact "ann@…"", "one of […]", "1..5", "template …". */

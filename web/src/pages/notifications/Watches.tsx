@@ -1,8 +1,9 @@
 // The Watches part of Notifications: every watch with its state, rules,
 // grants and last check, the actions on it (pause, resume, stop, delete),
-// and the form that adds one ("tell me when…").
-import { useEffect, useState } from 'preact/hooks';
-import { constraintText, ruleText, watchApi, type Watch, type WatchList } from '../../api/notify';
+// and the form that adds one ("tell me when…"), which for mail previews what
+// the search matches before the watch is saved.
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { constraintText, ruleText, watchApi, type Watch, type WatchList, type WatchPreview } from '../../api/notify';
 import { useApp } from '../../context';
 import { errText } from '../../lib/errors';
 import { when } from '../../lib/format';
@@ -166,7 +167,7 @@ const refHints: Record<string, string> = {
   file: '/home/you/notes/todo.md',
   url: 'https://example.org/status.json',
   train: 'S01700/9544/1767571200000 (origin/number/service day)',
-  mail: 'a saved mail search',
+  mail: 'from:anna@example.org subject:invoice (as in hestia mail search)',
 };
 
 function inDays(d: number) {
@@ -185,7 +186,26 @@ function NewWatchForm({ list, onAdded }: { list: WatchList; onAdded: (w: Watch) 
   const [rulesJSON, setRulesJSON] = useState('');
   const [err, setErr] = useState('');
   const [busy, setBusy] = useState(false);
+  const [pv, setPv] = useState<PreviewState | null>(null);
+  // Numbers preview requests so an answer for an older query never
+  // replaces the one for what is typed now.
+  const pvSeq = useRef(0);
   const ev = evs.includes(event) ? event : evs[0] ?? '';
+  const clearPreview = () => {
+    pvSeq.current++;
+    setPv(null);
+  };
+  const preview = () => {
+    const n = ++pvSeq.current;
+    const q = ref;
+    setPv({ ref: q, busy: true });
+    watchApi(app.client)
+      .preview(source, q, previewLimit)
+      .then(
+        (result) => n === pvSeq.current && setPv({ ref: q, result }),
+        (x) => n === pvSeq.current && setPv({ ref: q, err: errText(x) }),
+      );
+  };
   const submit = (e: Event) => {
     e.preventDefault();
     setErr('');
@@ -208,6 +228,7 @@ function NewWatchForm({ list, onAdded }: { list: WatchList; onAdded: (w: Watch) 
           setRef('');
           setInstruction('');
           setRulesJSON('');
+          clearPreview();
           onAdded(w);
         },
         (x) => setErr(errText(x)),
@@ -221,7 +242,14 @@ function NewWatchForm({ list, onAdded }: { list: WatchList; onAdded: (w: Watch) 
       <div class="bg-row">
         <label>
           Source
-          <select aria-label="Source" value={source} onChange={(e) => setSource((e.target as HTMLSelectElement).value)}>
+          <select
+            aria-label="Source"
+            value={source}
+            onChange={(e) => {
+              setSource((e.target as HTMLSelectElement).value);
+              clearPreview();
+            }}
+          >
             {sources.map((s) => (
               <option key={s} value={s}>
                 {s}
@@ -248,8 +276,27 @@ function NewWatchForm({ list, onAdded }: { list: WatchList; onAdded: (w: Watch) 
       </div>
       <label>
         What to watch
-        <input aria-label="Resource" value={ref} placeholder={refHints[source] ?? ''} onInput={(e) => setRef((e.target as HTMLInputElement).value)} />
+        <input
+          aria-label="Resource"
+          value={ref}
+          placeholder={refHints[source] ?? ''}
+          onInput={(e) => {
+            setRef((e.target as HTMLInputElement).value);
+            clearPreview();
+          }}
+        />
       </label>
+      {source === 'mail' && (
+        <>
+          <div class="bg-row">
+            <button class="btn small" type="button" onClick={preview} disabled={pv?.busy || !ref.trim()}>
+              Preview
+            </button>
+            <span class="muted small">See which messages the search matches now, before saving.</span>
+          </div>
+          {pv && <PreviewBox pv={pv} />}
+        </>
+      )}
       <label>
         Your instruction
         <input
@@ -278,5 +325,52 @@ function NewWatchForm({ list, onAdded }: { list: WatchList; onAdded: (w: Watch) 
         Add watch
       </button>
     </form>
+  );
+}
+
+/** How many matches a preview lists (the count covers them all). */
+const previewLimit = 5;
+
+interface PreviewState {
+  ref: string;
+  busy?: boolean;
+  result?: WatchPreview;
+  err?: string;
+}
+
+/** What a mail watch's search matches now: the count and the newest few, "nothing
+ * matches yet", or the daemon's error naming what is wrong with the query. */
+function PreviewBox({ pv }: { pv: PreviewState }) {
+  const r = pv.result;
+  return (
+    <div class="watch-preview" role="region" aria-label="Preview" aria-live="polite" aria-busy={pv.busy ? 'true' : 'false'}>
+      {pv.busy ? (
+        <p class="muted small">Searching the mail mirror…</p>
+      ) : pv.err !== undefined ? (
+        <div class="callout error" role="alert">
+          The search cannot be watched: {pv.err}
+        </div>
+      ) : !r || r.matches.length === 0 ? (
+        <p>Nothing matches yet. The watch fires when matching mail arrives after it is saved.</p>
+      ) : (
+        <>
+          <p>
+            {r.total} message{r.total === 1 ? '' : 's'} match{r.total === 1 ? 'es' : ''} now
+            {r.total > r.matches.length ? `; the newest ${r.matches.length}:` : ':'}
+          </p>
+          <ul class="watch-hits" aria-label="Matching messages">
+            {r.matches.map((m) => (
+              <li key={m.id}>
+                <span class="watch-hit-subject">{m.subject || '(no subject)'}</span>
+                <span class="muted small">
+                  {m.from} · {when(m.date)}
+                </span>
+              </li>
+            ))}
+          </ul>
+          {r.note && <p class="muted small">{r.note}</p>}
+        </>
+      )}
+    </div>
   );
 }
