@@ -49,6 +49,43 @@ export interface SettingsView {
   mail_accounts: MailAccountView[];
   env_overrides: Record<string, string>;
   pending_restart: string[];
+  /** The read-only sections (older daemons: absent). */
+  sources?: SourcesView;
+}
+
+/** A vdir folder of calendars or contacts. */
+export interface FolderView {
+  name: string;
+  path: string;
+  read_only: boolean;
+}
+
+/** A CalDAV/CardDAV login: no password, only whether one is set. */
+export interface DAVAccountView {
+  name: string;
+  url: string;
+  username?: string;
+  read_only: boolean;
+  password_set: boolean;
+  password_file_set: boolean;
+}
+
+export interface MailSourceView {
+  path: string;
+  account?: string;
+  from_config?: boolean;
+}
+
+/** What GET /api/settings lists read-only (no secrets). */
+export interface SourcesView {
+  calendars: FolderView[];
+  caldav: DAVAccountView[];
+  contacts: FolderView[];
+  carddav: DAVAccountView[];
+  telegram: { enabled: boolean; token_file_set: boolean; owner_id: number; contacts: string[] };
+  mcp_servers: { name: string; command?: string; url?: string; disabled: boolean }[];
+  mail_sources: MailSourceView[];
+  mail_sources_error?: string;
 }
 
 export interface SettingsChange {

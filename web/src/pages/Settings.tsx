@@ -22,6 +22,7 @@ import {
 } from '../lib/settings';
 import { Failure, PageHeader } from './common';
 import { Approvals } from './settings/Approvals';
+import { Sources } from './settings/Sources';
 import { EnvNote, SaveRow, Section, useSaver, type Save } from './settings/parts';
 import '../styles/settings.css';
 
@@ -99,6 +100,7 @@ export function SettingsPage() {
           <Approvals view={view} save={save} />
           <Budgets view={view} save={save} />
           <MailAccounts view={view} save={save} />
+          <Sources view={view} />
         </>
       )}
     </div>

@@ -1,0 +1,187 @@
+// The read-only Settings sections: calendars, contacts, Telegram, MCP
+// servers and mail folders as the daemon reads them. The first four are
+// edited in setup (/setup) or config.toml; no secret is shown, only
+// whether a password or token is set.
+import type { ComponentChildren } from 'preact';
+import type { DAVAccountView, FolderView, SettingsView, SourcesView } from '../../lib/settings';
+import { navigate } from '../../router';
+import { Section } from './parts';
+import '../../styles/settings-sources.css';
+
+const none: SourcesView = {
+  calendars: [],
+  caldav: [],
+  contacts: [],
+  carddav: [],
+  telegram: { enabled: false, token_file_set: false, owner_id: 0, contacts: [] },
+  mcp_servers: [],
+  mail_sources: [],
+};
+
+export function Sources({ view }: { view: SettingsView }) {
+  const s = view.sources ?? none;
+  return (
+    <>
+      <Calendars s={s} />
+      <Contacts s={s} />
+      <Telegram s={s} />
+      <MCPServers s={s} />
+      <MailSources s={s} />
+    </>
+  );
+}
+
+function EditInSetup() {
+  return (
+    <div class="source-actions">
+      <a class="btn" href="/setup" onClick={(e) => (e.preventDefault(), navigate('/setup'))}>
+        Edit in setup
+      </a>
+    </div>
+  );
+}
+
+function Empty({ children }: { children: ComponentChildren }) {
+  return <p class="muted small source-empty">{children}</p>;
+}
+
+function Folders({ label, items }: { label: string; items: FolderView[] }) {
+  return (
+    <ul class="source-list" aria-label={label}>
+      {items.map((f) => (
+        <li key={f.name}>
+          <strong>{f.name}</strong>
+          <span class="mono small muted">{f.path}</span>
+          {f.read_only && <span class="tag">read-only</span>}
+        </li>
+      ))}
+    </ul>
+  );
+}
+
+function DAV({ label, items }: { label: string; items: DAVAccountView[] }) {
+  return (
+    <ul class="source-list" aria-label={label}>
+      {items.map((a) => (
+        <li key={a.name}>
+          <strong>{a.name}</strong>
+          <span class="mono small muted">{a.url}</span>
+          {a.username && <span class="small">{a.username}</span>}
+          <span class="tag">{a.password_set ? (a.password_file_set ? 'password file set' : 'password variable set') : 'no password set'}</span>
+          {a.read_only && <span class="tag">read-only</span>}
+        </li>
+      ))}
+    </ul>
+  );
+}
+
+function Calendars({ s }: { s: SourcesView }) {
+  const empty = s.calendars.length === 0 && s.caldav.length === 0;
+  return (
+    <Section id="s-calendars" title="Calendars" hint="Folders of .ics files (vdir) and CalDAV accounts, mirrored and searched locally.">
+      {empty ? (
+        <Empty>No calendars. Add a calendar folder or a CalDAV account in setup, or add [[calendar.sources]] to config.toml.</Empty>
+      ) : (
+        <>
+          {s.calendars.length > 0 && <Folders label="Calendar folders" items={s.calendars} />}
+          {s.caldav.length > 0 && <DAV label="CalDAV accounts" items={s.caldav} />}
+        </>
+      )}
+      <EditInSetup />
+    </Section>
+  );
+}
+
+function Contacts({ s }: { s: SourcesView }) {
+  const empty = s.contacts.length === 0 && s.carddav.length === 0;
+  return (
+    <Section id="s-contacts" title="Contacts" hint="Folders of .vcf files (vdir) and CardDAV accounts; Hestia reads contacts and never writes them.">
+      {empty ? (
+        <Empty>No address books. Add a contacts folder or a CardDAV account in setup, or add [[contacts.sources]] to config.toml.</Empty>
+      ) : (
+        <>
+          {s.contacts.length > 0 && <Folders label="Contact folders" items={s.contacts} />}
+          {s.carddav.length > 0 && <DAV label="CardDAV accounts" items={s.carddav} />}
+        </>
+      )}
+      <EditInSetup />
+    </Section>
+  );
+}
+
+function Telegram({ s }: { s: SourcesView }) {
+  const t = s.telegram;
+  return (
+    <Section id="s-telegram" title="Telegram" hint="Chat with Hestia and approve actions from Telegram. The bot token is never shown here.">
+      {!t.enabled ? (
+        <Empty>Telegram is off. Set a bot token in setup (kept in a file readable only by you) or in HESTIA_TELEGRAM_TOKEN, and your Telegram user id as the owner.</Empty>
+      ) : (
+        <ul class="source-list" aria-label="Telegram">
+          <li>
+            <strong>On</strong>
+            <span class="tag">{t.token_file_set ? 'token file set' : 'token set'}</span>
+          </li>
+          <li>
+            <span>Owner</span>
+            <span class="mono small">{t.owner_id ? t.owner_id : 'not set: nobody can chat with the bot'}</span>
+          </li>
+          {t.contacts.map((c) => (
+            <li key={c}>
+              <span>Trusted</span>
+              <span class="mono small">{c}</span>
+            </li>
+          ))}
+        </ul>
+      )}
+      <EditInSetup />
+    </Section>
+  );
+}
+
+function MCPServers({ s }: { s: SourcesView }) {
+  return (
+    <Section id="s-mcp" title="MCP servers" hint="Outside tool servers the agent may use, each call under the same approvals as built-in tools.">
+      {s.mcp_servers.length === 0 ? (
+        <Empty>No MCP servers. Add a [mcp.servers.NAME] table with command (a local program) or url (an HTTP server) to config.toml; the daemon reads it at start.</Empty>
+      ) : (
+        <ul class="source-list" aria-label="MCP servers">
+          {s.mcp_servers.map((m) => (
+            <li key={m.name}>
+              <strong>{m.name}</strong>
+              <span class="mono small muted">{m.command ?? m.url}</span>
+              <span class="tag">{m.command ? 'stdio' : 'HTTP'}</span>
+              {m.disabled && <span class="tag">disabled</span>}
+            </li>
+          ))}
+        </ul>
+      )}
+    </Section>
+  );
+}
+
+function MailSources({ s }: { s: SourcesView }) {
+  return (
+    <Section id="s-mail-sources" title="Mail folders" hint="Maildir folders the daemon rescans, so new mail appears and removed mail leaves the mirror. IMAP accounts are under Mail accounts.">
+      {s.mail_sources_error && (
+        <div class="callout error" role="alert">
+          <span>Could not list mail folders: {s.mail_sources_error}</span>
+        </div>
+      )}
+      {s.mail_sources.length === 0 ? (
+        <Empty>No mail folders. Import one from a terminal with hestia mail import PATH; a folder is then rescanned until removed.</Empty>
+      ) : (
+        <ul class="source-list" aria-label="Mail folders">
+          {s.mail_sources.map((m) => (
+            <li key={m.path}>
+              <span class="mono small">{m.path}</span>
+              {m.from_config ? <span class="tag">config.toml</span> : m.account && <span class="tag">{m.account}</span>}
+            </li>
+          ))}
+        </ul>
+      )}
+      <p class="muted small">
+        To stop rescanning a folder run <code>hestia mail sources remove PATH</code> (the page cannot remove it: the daemon has no route for that); a config.toml folder is removed from mail.sources.
+      </p>
+    </Section>
+  );
+}

@@ -1,0 +1,82 @@
+import { render, screen, within } from '@testing-library/preact';
+import { describe, expect, it } from 'vitest';
+import type { SettingsView, SourcesView } from '../src/lib/settings';
+import { Sources } from '../src/pages/settings/Sources';
+
+const base: SettingsView = {
+  file: '/home/me/.config/hestia/config.toml',
+  file_exists: true,
+  model_ready: true,
+  llm: { base_url: '', model: '', api_key_set: false },
+  providers: [],
+  tiers: {},
+  tier_names: [],
+  agent_tier: 'tier-5',
+  file_roots: [],
+  file_roots_default: '~',
+  auto_approve: 'low',
+  budget: { daily_cost_usd: 0, monthly_cost_usd: 0, daily_tokens: 0, monthly_tokens: 0, warn_percent: 80 },
+  mail_accounts: [],
+  env_overrides: {},
+  pending_restart: [],
+};
+
+const full: SourcesView = {
+  calendars: [{ name: 'personal', path: '/home/me/.calendars/personal', read_only: false }],
+  caldav: [{ name: 'fastmail', url: 'https://caldav.example.org/dav/', username: 'me', read_only: false, password_set: true, password_file_set: true }],
+  contacts: [{ name: 'book', path: '/home/me/.contacts', read_only: true }],
+  carddav: [{ name: 'work', url: 'https://carddav.example.org/', read_only: true, password_set: false, password_file_set: false }],
+  telegram: { enabled: true, token_file_set: true, owner_id: 4242, contacts: ['77:chat+read'] },
+  mcp_servers: [
+    { name: 'files', command: 'mcp-files', disabled: false },
+    { name: 'remote', url: 'https://mcp.example.org/mcp', disabled: true },
+  ],
+  mail_sources: [
+    { path: '/mail/a', account: 'local' },
+    { path: '/mail/c', from_config: true },
+  ],
+};
+
+const region = (name: string) => screen.getByRole('region', { name });
+
+describe('Settings sources sections', () => {
+  it('lists what is configured, with no secret and an Edit in setup link where setup edits it', () => {
+    render(<Sources view={{ ...base, sources: full }} />);
+    const cal = region('Calendars');
+    expect(within(cal).getByRole('list', { name: 'Calendar folders' }).textContent).toContain('/home/me/.calendars/personal');
+    expect(within(cal).getByRole('list', { name: 'CalDAV accounts' }).textContent).toContain('password file set');
+    expect(within(cal).getByRole('link', { name: 'Edit in setup' }).getAttribute('href')).toBe('/setup');
+    const con = region('Contacts');
+    expect(within(con).getByRole('list', { name: 'Contact folders' }).textContent).toContain('read-only');
+    expect(within(con).getByRole('list', { name: 'CardDAV accounts' }).textContent).toContain('no password set');
+    const tg = region('Telegram');
+    expect(tg.textContent).toContain('4242');
+    expect(tg.textContent).toContain('77:chat+read');
+    expect(tg.textContent).toContain('token file set');
+    expect(within(tg).getByRole('link', { name: 'Edit in setup' })).toBeTruthy();
+    const mcp = region('MCP servers');
+    expect(mcp.textContent).toContain('mcp-files');
+    expect(mcp.textContent).toContain('https://mcp.example.org/mcp');
+    expect(mcp.textContent).toContain('disabled');
+    expect(within(mcp).queryByRole('link', { name: 'Edit in setup' })).toBeNull();
+    const mail = region('Mail folders');
+    expect(within(mail).getByRole('list', { name: 'Mail folders' }).textContent).toContain('/mail/a');
+    expect(mail.textContent).toContain('config.toml');
+    expect(mail.textContent).toContain('hestia mail sources remove PATH');
+  });
+
+  it('says what to do when nothing is configured (and when an older daemon sends no sources)', () => {
+    render(<Sources view={base} />);
+    expect(region('Calendars').textContent).toContain('No calendars. Add a calendar folder or a CalDAV account in setup');
+    expect(region('Contacts').textContent).toContain('No address books.');
+    expect(region('Telegram').textContent).toContain('Telegram is off. Set a bot token in setup');
+    expect(region('MCP servers').textContent).toContain('No MCP servers. Add a [mcp.servers.NAME] table');
+    expect(region('Mail folders').textContent).toContain('No mail folders. Import one from a terminal with hestia mail import PATH');
+    expect(screen.getAllByRole('link', { name: 'Edit in setup' })).toHaveLength(3);
+  });
+
+  it('shows why the mail folders could not be listed', () => {
+    render(<Sources view={{ ...base, sources: { ...full, mail_sources: [], mail_sources_error: 'mail store closed' } }} />);
+    expect(within(region('Mail folders')).getByRole('alert').textContent).toContain('mail store closed');
+  });
+});
