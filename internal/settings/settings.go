@@ -14,7 +14,10 @@
 // (`llm.Router.SetChatTiers`; local-embed stays), the auto-approve threshold and budgets are
 // applied to the running daemon (`app.applyLive`); other components read config once, so their
 // saved keys are reported as waiting for a restart; mail accounts edited in place (only the sent
-// fields change).
+// fields change). Calendars, contacts (vdir and CalDAV/CardDAV), Telegram, MCP servers
+// and the mail folders the daemon rescans are listed read-only (sources.go): setup or
+// config.toml edits them, `hestia mail sources remove` unregisters a folder, and no
+// password, token, URL credential or MCP argument is ever in the view.
 package settings
 
 import (
