@@ -1,15 +1,14 @@
 package eval
 
 import (
-	"archive/zip"
-	"bytes"
 	"encoding/base64"
-	"encoding/xml"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/hestia-dev/hestia/internal/docs/docgen"
 )
 
 // Home is a generated user home: the folders the daemon is configured
@@ -123,7 +122,7 @@ func (h *Home) mail(files map[string][]byte, now time.Time) {
 			body: "Dear tenant,\n\nas announced, the index clause applies: from next quarter the monthly rent is " + rentNew + " (cold).\n\nKind regards\nPeter Hansen, Hansen Immobilien", daysAgo: 12},
 		{id: "inv7731@northwind", from: "Northwind Energy <billing@northwind-energy.example>", subject: "Your invoice INV-7731",
 			body: "Dear customer,\n\nplease find your electricity invoice attached.\n\nNorthwind Energy", daysAgo: 4,
-			attach: &attachment{name: "INV-7731.pdf", mime: "application/pdf", data: pdfWith([]string{"Northwind Energy", "Invoice INV-7731", "Amount due: " + invoiceAmount, "Due date: " + invoiceDue})}},
+			attach: &attachment{name: "INV-7731.pdf", mime: "application/pdf", data: docgen.PDF([]string{"Northwind Energy", "Invoice INV-7731", "Amount due: " + invoiceAmount, "Due date: " + invoiceDue})}},
 		{id: "lh@airline", from: "Lufthansa <noreply@booking.lufthansa.example>", subject: "Booking confirmation: Frankfurt - Lisbon",
 			body: "Your booking is confirmed.\nBooking reference: " + bookingRef + "\nFlight LH 1166, Frankfurt to Lisbon.\n", daysAgo: 15},
 		{id: "dinner-1@keller", from: "Anna Keller <" + annaKellerEmail + ">", subject: "Dinner on Friday?",
@@ -139,7 +138,7 @@ func (h *Home) mail(files map[string][]byte, now time.Time) {
 		{id: "contract@docs", from: "Hansen Immobilien <office@hansen-immobilien.example>", subject: "Your lease (copy)",
 			body: "As requested, a copy of your lease is attached.\n", daysAgo: 30,
 			attach: &attachment{name: "lease-copy.docx", mime: "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
-				data: docxWith([]string{"Residential lease", "Either party may terminate with a notice period of " + noticePeriod + "."})}},
+				data: docgen.DOCX([]string{"Residential lease", "Either party may terminate with a notice period of " + noticePeriod + "."})}},
 	}
 	for i, m := range msgs {
 		date := now.Add(-time.Duration(m.daysAgo)*24*time.Hour - time.Duration(i)*time.Minute)
@@ -267,63 +266,12 @@ func (h *Home) wikiPages(files map[string][]byte) {
 }
 
 func (h *Home) documents(files map[string][]byte) {
-	files["Documents/lease.docx"] = docxWith([]string{"Residential lease, Lindenweg 12", "Either party may terminate with a notice period of " + noticePeriod + "."})
-	files["Documents/insurance.pdf"] = pdfWith([]string{"Household insurance", "Policy number: " + policyNumber, "Insured sum: 65,000 EUR"})
+	files["Documents/lease.docx"] = docgen.DOCX([]string{"Residential lease, Lindenweg 12", "Either party may terminate with a notice period of " + noticePeriod + "."})
+	files["Documents/insurance.pdf"] = docgen.PDF([]string{"Household insurance", "Policy number: " + policyNumber, "Insured sum: 65,000 EUR"})
 	files["Documents/budget.csv"] = []byte("category,amount_eur\nrent,1140\nenergy,86\nfood,520\ntransport,189\ntotal,1935\n")
 	files["Documents/todo.md"] = []byte("# To do\n\n- [ ] renew passport\n- [ ] call the plumber\n- [ ] buy a birthday present for Mum\n")
 	files["Documents/trips/lisbon.md"] = []byte("# Lisbon trip\n\nFlight LH 1166 from Frankfurt.\nHotel: " + lisbonHotel + ", Alfama, three nights.\n")
 	files["Documents/trips/draft-1.md"] = []byte("Packing list draft one.\n")
 	files["Documents/trips/draft-2.md"] = []byte("Packing list draft two.\n")
 	files["notes/ideas.txt"] = []byte("Ideas: a herb garden on the balcony; learn to sail.\n")
-}
-
-// docxWith builds a Word document whose body paragraphs are lines.
-func docxWith(lines []string) []byte {
-	var body strings.Builder
-	for _, line := range lines {
-		var esc bytes.Buffer
-		_ = xml.EscapeText(&esc, []byte(line))
-		body.WriteString(`<w:p><w:r><w:t xml:space="preserve">` + esc.String() + `</w:t></w:r></w:p>`)
-	}
-	var b bytes.Buffer
-	w := zip.NewWriter(&b)
-	f, _ := w.Create("word/document.xml")
-	_, _ = f.Write([]byte(`<?xml version="1.0" encoding="UTF-8"?><w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>` + body.String() + `</w:body></w:document>`))
-	_ = w.Close()
-	return b.Bytes()
-}
-
-// pdfWith builds a one-page PDF whose text layer holds the lines (ASCII).
-func pdfWith(lines []string) []byte {
-	var cs strings.Builder
-	cs.WriteString("BT /F1 10 Tf 50 780 Td\n")
-	for i, l := range lines {
-		l = strings.NewReplacer(`\`, `\\`, "(", `\(`, ")", `\)`).Replace(l)
-		if i > 0 {
-			cs.WriteString("0 -12 Td ")
-		}
-		fmt.Fprintf(&cs, "(%s) Tj\n", l)
-	}
-	cs.WriteString("ET")
-	objs := []string{
-		"<< /Type /Catalog /Pages 2 0 R >>",
-		"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-		"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 4 0 R >> >> /Contents 5 0 R >>",
-		"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
-		fmt.Sprintf("<< /Length %d >>\nstream\n%s\nendstream", cs.Len(), cs.String()),
-	}
-	var b bytes.Buffer
-	b.WriteString("%PDF-1.4\n")
-	offs := make([]int, len(objs))
-	for i, o := range objs {
-		offs[i] = b.Len()
-		fmt.Fprintf(&b, "%d 0 obj\n%s\nendobj\n", i+1, o)
-	}
-	x := b.Len()
-	fmt.Fprintf(&b, "xref\n0 %d\n0000000000 65535 f \n", len(objs)+1)
-	for _, o := range offs {
-		fmt.Fprintf(&b, "%010d 00000 n \n", o)
-	}
-	fmt.Fprintf(&b, "trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n", len(objs)+1, x)
-	return b.Bytes()
 }
