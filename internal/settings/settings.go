@@ -214,15 +214,25 @@ func (s *Service) read() ([]byte, bool, error) {
 func (s *Service) Get(ctx context.Context) (View, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	data, exists, err := s.read()
+	cfg, exists, err := s.current()
 	if err != nil {
 		return View{}, err
 	}
+	return s.view(ctx, cfg, exists), nil
+}
+
+// current is the configuration as the file and environment set it now
+// (s.mu held); exists says whether the file is there.
+func (s *Service) current() (config.Config, bool, error) {
+	data, exists, err := s.read()
+	if err != nil {
+		return config.Config{}, false, err
+	}
 	cfg, err := config.Parse(data, s.Env)
 	if err != nil {
-		return View{}, fmt.Errorf("%s: %w", s.Paths.ConfigFile(), err)
+		return config.Config{}, exists, fmt.Errorf("%s: %w", s.Paths.ConfigFile(), err)
 	}
-	return s.view(ctx, cfg, exists), nil
+	return cfg, exists, nil
 }
 
 func (s *Service) view(ctx context.Context, cfg config.Config, exists bool) View {

@@ -166,13 +166,9 @@ func dismissedFile(p config.Paths) string { return filepath.Join(p.Data, "setup-
 func (s *Service) SetupStatus(ctx context.Context) (SetupStatus, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	data, _, err := s.read()
+	cfg, _, err := s.current()
 	if err != nil {
 		return SetupStatus{}, err
-	}
-	cfg, err := config.Parse(data, s.Env)
-	if err != nil {
-		return SetupStatus{}, fmt.Errorf("%s: %w", s.Paths.ConfigFile(), err)
 	}
 	_, derr := os.Stat(dismissedFile(s.Paths))
 	st := SetupStatus{ModelReady: ModelConfigured(cfg), Dismissed: derr == nil, Steps: SetupSteps(),
