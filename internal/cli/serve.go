@@ -76,7 +76,7 @@ func serve(ctx context.Context, env *Env, args []string) error {
 		}
 		fmt.Fprintf(env.Stdout, "Hestia is running: open %s://%s\n", scheme, browsable(addr))
 		if !settings.ModelConfigured(cfg) {
-			fmt.Fprintln(env.Stdout, "No model is configured: chat will not work until you pick one in Settings, or set HESTIA_LLM_BASE_URL and HESTIA_LLM_MODEL (and HESTIA_LLM_API_KEY) and restart.")
+			fmt.Fprintln(env.Stdout, "No model is configured: chat will not work until you pick one — the page above opens the setup (or run `hestia setup`), or set HESTIA_LLM_BASE_URL and HESTIA_LLM_MODEL (and HESTIA_LLM_API_KEY) and restart.")
 		}
 	}})
 }
