@@ -41,6 +41,8 @@ type Config struct {
 	Contacts ContactsConfig `toml:"contacts"`
 	Telegram TelegramConfig `toml:"telegram"`
 	Watch    WatchConfig    `toml:"watch"` // watch.go
+	// Channels: channels.go, one file per channel.
+	Channels ChannelsConfig `toml:"channels"`
 }
 
 // ServerConfig configures the daemon's HTTP listener.
@@ -77,6 +79,7 @@ func Default() Config {
 		Wiki:     defaultWiki(),
 		MCP:      MCPConfig{Serve: true},
 		Telegram: defaultTelegram(),
+		Channels: defaultChannels(),
 		Watch:    defaultWatch(),
 		Docs:     defaultDocs(),
 	}
@@ -177,6 +180,7 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.Policy.validate()...)
 	errs = append(errs, c.MCP.validate()...)
 	errs = append(errs, c.Telegram.validate()...)
+	errs = append(errs, c.Channels.validate()...)
 	errs = append(errs, c.Web.validate()...)
 	errs = append(errs, c.Docs.validate()...)
 	return errors.Join(errs...)
