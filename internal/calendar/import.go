@@ -49,8 +49,13 @@ type SyncStats struct {
 	Events    int    `json:"events"`
 	Skipped   []Skip `json:"skipped,omitempty"`
 	// Warnings name the components skipped or repaired in files that were
-	// otherwise indexed (at most maxSkipsReported).
+	// otherwise indexed, and the versions this sync found superseded by a
+	// newer one in another file (at most maxSkipsReported).
 	Warnings []FileWarning `json:"warnings,omitempty"`
+	// Superseded counts the versions of events in the collection hidden
+	// after the sync because another file holds a newer version (see
+	// versions.go).
+	Superseded int `json:"superseded,omitempty"`
 	// Remote reports the CalDAV mirror pass that preceded the sync, for
 	// calendars mirrored from a server.
 	Remote *RemoteStats `json:"remote,omitempty"`
@@ -191,6 +196,9 @@ func (s *Store) Sync(ctx context.Context, src Source) (SyncStats, error) {
 	if err != nil {
 		return st, err
 	}
+	if st.Superseded, err = supersededCount(ctx, s.db, calID); err != nil {
+		return st, err
+	}
 	// Files reach the writer in the order they are parsed.
 	slices.SortFunc(st.Skipped, func(a, b Skip) int { return strings.Compare(a.File, b.File) })
 	slices.SortStableFunc(st.Warnings, func(a, b FileWarning) int { return strings.Compare(a.File, b.File) })
@@ -238,7 +246,13 @@ func (w *syncWriter) commit(ctx context.Context, batch []parsedFile) error {
 			return err
 		}
 		defer ix.close()
+		// The UIDs whose versions may have changed: those of the files
+		// dropped or replaced, and those written.
+		uids := map[string]bool{}
 		for _, id := range w.gone {
+			if err := ix.addFileUIDs(ctx, id, uids); err != nil {
+				return err
+			}
 			if _, err := tx.ExecContext(ctx, `DELETE FROM files WHERE id = ?`, id); err != nil {
 				return fmt.Errorf("dropping removed file: %w", err)
 			}
@@ -266,6 +280,9 @@ func (w *syncWriter) commit(ctx context.Context, batch []parsedFile) error {
 				return fmt.Errorf("recording file %s: %w", p.name, err)
 			}
 			if p.old != 0 {
+				if err := ix.addFileUIDs(ctx, fileID, uids); err != nil {
+					return err
+				}
 				if _, err := ix.dropEvents.ExecContext(ctx, fileID); err != nil {
 					return fmt.Errorf("replacing events of %s: %w", p.name, err)
 				}
@@ -274,6 +291,18 @@ func (w *syncWriter) commit(ctx context.Context, batch []parsedFile) error {
 				return fmt.Errorf("%s: %w", p.name, err)
 			}
 			w.st.Events += len(p.evs)
+			for i := range p.evs {
+				uids[p.evs[i].UID] = true
+			}
+		}
+		hidden, err := reconcileVersions(ctx, tx, w.calID, uids)
+		if err != nil {
+			return err
+		}
+		for _, h := range hidden {
+			if len(w.st.Warnings) < maxSkipsReported {
+				w.st.Warnings = append(w.st.Warnings, FileWarning{Calendar: w.src.Name, File: h.file, Problem: h.problem()})
+			}
 		}
 		return nil
 	})

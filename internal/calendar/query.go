@@ -264,8 +264,9 @@ type agendaRead struct {
 	truncated  bool
 }
 
-// selectEvents starts a query of events rows (rowCols) by condition.
-const selectEvents = `SELECT ` + rowCols + ` FROM events e JOIN calendars c ON c.id = e.calendar_id WHERE `
+// selectEvents starts a query of events rows (rowCols) by condition,
+// leaving out the versions superseded by a newer one in another file.
+const selectEvents = `SELECT ` + rowCols + ` FROM events e JOIN calendars c ON c.id = e.calendar_id WHERE e.superseded = 0 AND `
 
 func (r *agendaRead) run(ctx context.Context) error {
 	if err := r.singles(ctx); err != nil {
@@ -324,7 +325,7 @@ func (r *agendaRead) singles(ctx context.Context) error {
 		return err
 	}
 	return r.each(ctx, `SELECT `+rowCols+` FROM events e INDEXED BY events_long JOIN calendars c ON c.id = e.calendar_id WHERE `+
-		`e.recurring = 0 AND e.recurrence_id IS NULL AND e.end - e.start > 604800 AND e.start < ? AND e.end > ?`,
+		`e.superseded = 0 AND e.recurring = 0 AND e.recurrence_id IS NULL AND e.end - e.start > 604800 AND e.start < ? AND e.end > ?`,
 		[]any{r.w.from - longEvent, r.w.from}, add)
 }
 
@@ -347,7 +348,7 @@ func (r *agendaRead) instances(ctx context.Context) error {
 		maxPer = DefaultMaxInstances
 	}
 	rows, err := r.s.db.QueryContext(ctx, `SELECT `+rowCols+`, i.start, i.end FROM instances i JOIN events e ON e.id = i.event_id
-			JOIN calendars c ON c.id = e.calendar_id WHERE i.start >= ? AND i.start < ? AND i.end >= ?`+r.filter+` ORDER BY i.start`,
+			JOIN calendars c ON c.id = e.calendar_id WHERE i.start >= ? AND i.start < ? AND i.end >= ? AND e.superseded = 0`+r.filter+` ORDER BY i.start`,
 		append([]any{r.w.from - longEvent - 86400, r.w.to, r.w.from}, r.fargs...)...)
 	if err != nil {
 		return fmt.Errorf("querying calendar instances: %w", err)
@@ -505,7 +506,7 @@ func (s *Store) Search(ctx context.Context, q SearchQuery) ([]Instance, error) {
 	if err != nil {
 		return nil, err
 	}
-	var where []string
+	where := []string{"e.superseded = 0"}
 	var args []any
 	from := "events e JOIN calendars c ON c.id = e.calendar_id"
 	order := "e.start"

@@ -183,7 +183,7 @@ func (s *Store) buildSnapshot(ctx context.Context) (*snapshot, error) {
 		sn.evs = append(sn.evs, sev{base: s.instance(r), calID: r.calID, series: series})
 		return int32(len(sn.evs) - 1)
 	}
-	const sel = `SELECT ` + rowCols + ` FROM events e JOIN calendars c ON c.id = e.calendar_id WHERE `
+	const sel = selectEvents
 	// Single events and overrides overlapping the horizon.
 	if err := each(sel+`e.recurring = 0 AND e.start < ? AND e.end >= ?`, []any{hz.to, hz.from}, func(r *row, _ []any) error {
 		if r.recID.Valid {
@@ -202,7 +202,7 @@ func (s *Store) buildSnapshot(ctx context.Context) (*snapshot, error) {
 		return nil, err
 	}
 	var rangeEnd sql.NullInt64
-	if err := each(`SELECT `+rowCols+`, e.range_end FROM events e JOIN calendars c ON c.id = e.calendar_id WHERE e.recurring = 1 AND e.materialized = 0`,
+	if err := each(`SELECT `+rowCols+`, e.range_end FROM events e JOIN calendars c ON c.id = e.calendar_id WHERE e.superseded = 0 AND e.recurring = 1 AND e.materialized = 0`,
 		nil, func(r *row, _ []any) error {
 			sn.lazy = append(sn.lazy, lazyRow{row: *r, rangeEnd: rangeEnd})
 			return nil

@@ -30,10 +30,12 @@
 // from DTSTART, not WKST). Files are parsed leniently (ParseICSLenient): a bad VEVENT is
 // skipped or repaired and named per file and component (`files.warnings`, sync output, doctor,
 // the agenda API); several RRULEs are kept newline-joined and expanded as their union;
-// X-WR-TIMEZONE anchors floating times; within a file the highest SEQUENCE (then DTSTAMP) of a
-// UID and RECURRENCE-ID wins. Known departures: versions of one event in different files of a
-// collection are not reconciled; a RANGE=THISANDFUTURE override changes its own
-// instance only (splitting the series needs a per-series time shift in the schema).
+// X-WR-TIMEZONE anchors floating times; the highest SEQUENCE (then DTSTAMP) of a UID and
+// RECURRENCE-ID wins, within a file at parse time and across the files of a collection at index
+// time (versions.go: ties go to the file modified last; the losers stay indexed, marked
+// superseded and left out of every query, and come back when the winning file goes). Known
+// departure: a RANGE=THISANDFUTURE override changes its own instance only (splitting the series
+// needs a per-series time shift in the schema).
 package calendar
 
 import (
@@ -140,6 +142,17 @@ CREATE TRIGGER horizon_gen_u AFTER UPDATE ON horizon BEGIN UPDATE gen SET n = n 
 	// The components of an indexed file that were skipped or repaired, as
 	// a JSON list of Problem ('' when none).
 	`ALTER TABLE files ADD COLUMN warnings TEXT NOT NULL DEFAULT '';`,
+	// Versions of one event (UID and RECURRENCE-ID) in different files of
+	// a collection: SEQUENCE and DTSTAMP (Unix seconds, 0 when absent)
+	// order them, and superseded marks the versions a newer one in another
+	// file hides (see versions.go). Rows indexed before this migration
+	// carry no sequence, so the files sharing a UID with another file are
+	// given an mtime no file has, and the next sync reads them again.
+	`ALTER TABLE events ADD COLUMN sequence INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE events ADD COLUMN dtstamp INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE events ADD COLUMN superseded INTEGER NOT NULL DEFAULT 0;
+UPDATE files SET mtime = -1 WHERE id IN (SELECT DISTINCT e.file_id FROM events e
+	JOIN events o ON o.calendar_id = e.calendar_id AND o.uid = e.uid AND o.file_id != e.file_id);`,
 }}
 
 // Options configure a Store.
@@ -228,7 +241,7 @@ type Calendar struct {
 // Calendars lists the known calendars with their event counts.
 func (s *Store) Calendars(ctx context.Context) ([]Calendar, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT c.id, c.name, c.path, c.read_only, c.color,
-		(SELECT count(*) FROM events e WHERE e.calendar_id = c.id),
+		(SELECT count(*) FROM events e WHERE e.calendar_id = c.id AND e.superseded = 0),
 		(SELECT count(*) FROM files f WHERE f.calendar_id = c.id AND f.error != '')
 		FROM calendars c ORDER BY c.name`)
 	if err != nil {
@@ -276,7 +289,7 @@ func (s *Store) ensureCalendar(ctx context.Context, name, path string, readOnly 
 type indexer struct {
 	s                              *Store
 	upsertFile, dropEvents, insert *sql.Stmt
-	insertInstance                 *sql.Stmt
+	insertInstance, fileUIDs       *sql.Stmt
 	horizon                        horizon
 }
 
@@ -296,8 +309,10 @@ func (s *Store) newIndexer(ctx context.Context, tx *sql.Tx) (*indexer, error) {
 		RETURNING id`)
 	ix.dropEvents = prep(`DELETE FROM events WHERE file_id = ?`)
 	ix.insert = prep(`INSERT INTO events(file_id, calendar_id, uid, recurrence_id, summary, description, location,
-		attendees, attendee_json, organizer, start, end, all_day, zone, status, transp, rrule, rdates, exdates, recurring, range_end, warnings, materialized)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`)
+		attendees, attendee_json, organizer, start, end, all_day, zone, status, transp, rrule, rdates, exdates, recurring, range_end, warnings, materialized,
+		sequence, dtstamp)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`)
+	ix.fileUIDs = prep(`SELECT DISTINCT uid FROM events WHERE file_id = ?`)
 	ix.insertInstance = prep(`INSERT OR IGNORE INTO instances(event_id, start, end) VALUES (?, ?, ?)`)
 	if err != nil {
 		ix.close()
@@ -311,7 +326,7 @@ func (s *Store) newIndexer(ctx context.Context, tx *sql.Tx) (*indexer, error) {
 }
 
 func (ix *indexer) close() {
-	for _, st := range []*sql.Stmt{ix.upsertFile, ix.dropEvents, ix.insert, ix.insertInstance} {
+	for _, st := range []*sql.Stmt{ix.upsertFile, ix.dropEvents, ix.insert, ix.insertInstance, ix.fileUIDs} {
 		if st != nil {
 			st.Close()
 		}
@@ -358,7 +373,8 @@ func (ix *indexer) insertEvents(ctx context.Context, calID, fileID int64, evs []
 		}
 		if err := ix.insert.QueryRowContext(ctx, fileID, calID, e.UID, recID, e.Summary, e.Description, e.Location,
 			attText, string(att), org, r.start, r.end, e.AllDay, e.Zone, e.Status, e.Transp,
-			e.RRule, r.rdates, r.exdates, recurring, rangeEnd, string(warn), materialized).Scan(&r.id); err != nil {
+			e.RRule, r.rdates, r.exdates, recurring, rangeEnd, string(warn), materialized,
+			e.Sequence, stampSeconds(e.Stamp)).Scan(&r.id); err != nil {
 			return fmt.Errorf("inserting event %s: %w", e.UID, err)
 		}
 		if err := ix.store(ctx, r.id, occ); err != nil {
@@ -445,11 +461,12 @@ func timeList(s string, loc *time.Location) []time.Time {
 	return out
 }
 
-// FileOf returns the vdir file name holding the event uid in a calendar.
+// FileOf returns the vdir file name holding the event uid in a calendar:
+// the one with its shown master when several files hold versions of it.
 func (s *Store) FileOf(ctx context.Context, calendarName, uid string) (string, error) {
 	var name string
 	err := s.db.QueryRowContext(ctx, `SELECT f.name FROM events e JOIN files f ON f.id = e.file_id JOIN calendars c ON c.id = e.calendar_id
-		WHERE c.name = ? AND e.uid = ? LIMIT 1`, calendarName, uid).Scan(&name)
+		WHERE c.name = ? AND e.uid = ? ORDER BY e.superseded, e.recurrence_id IS NOT NULL LIMIT 1`, calendarName, uid).Scan(&name)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", fmt.Errorf("event %q in calendar %q: %w", uid, calendarName, store.ErrNotFound)
 	}
@@ -480,7 +497,7 @@ func (s *Store) CalendarsOf(ctx context.Context, uid string) ([]string, error) {
 // SummaryOf returns the summary of an event's master (for approval cards).
 func (s *Store) SummaryOf(ctx context.Context, uid string) (string, error) {
 	var sum string
-	err := s.db.QueryRowContext(ctx, `SELECT summary FROM events WHERE uid = ? ORDER BY recurrence_id IS NOT NULL LIMIT 1`, uid).Scan(&sum)
+	err := s.db.QueryRowContext(ctx, `SELECT summary FROM events WHERE uid = ? ORDER BY superseded, recurrence_id IS NOT NULL LIMIT 1`, uid).Scan(&sum)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", fmt.Errorf("event %q: %w", uid, store.ErrNotFound)
 	}

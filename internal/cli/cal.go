@@ -263,6 +263,11 @@ func printSync(env *Env, all []calendar.SyncStats, asJSON bool) error {
 		for _, w := range st.Warnings {
 			fmt.Fprintf(env.Stdout, "  warning %s: %s\n", w.File, w.Problem)
 		}
+		// Counted over the whole collection, so a re-sync that read no
+		// file still says versions are hidden.
+		if st.Superseded > 0 {
+			fmt.Fprintf(env.Stdout, "  %d older versions hidden: another file holds a newer version of the same event\n", st.Superseded)
+		}
 	}
 	return nil
 }

@@ -99,3 +99,49 @@ END:VEVENT`)
 		}
 	}
 }
+
+// TestCalImportHidesOlderVersions: two files of one folder holding versions
+// of one event import as one event, the older version named and counted;
+// removing the newer file brings the older back at the next sync.
+func TestCalImportHidesOlderVersions(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	env := map[string]string{"HESTIA_CALENDAR_TIMEZONE": "UTC"}
+	dir := filepath.Join(t.TempDir(), "invites")
+	for _, f := range []struct{ name, seq, start, summary string }{
+		{"invite.ics", "0", "20260310T100000Z", "Kickoff (first date)"},
+		{"invite (1).ics", "1", "20260312T140000Z", "Kickoff (moved)"},
+	} {
+		writeCal(t, dir, f.name, `
+BEGIN:VEVENT
+UID:kickoff@example.org
+SEQUENCE:`+f.seq+`
+DTSTART:`+f.start+`
+DURATION:PT1H
+SUMMARY:`+f.summary+`
+END:VEVENT`)
+	}
+	r := run(t, home, env, "cal", "import", dir)
+	if r.code != 0 || !strings.Contains(r.stdout, "1 warnings") ||
+		!strings.Contains(r.stdout, "warning invite.ics: repaired VEVENT kickoff@example.org: older version (SEQUENCE 0) hidden for the newer one in invite (1).ics") ||
+		!strings.Contains(r.stdout, "1 older versions hidden") {
+		t.Fatalf("import: %+v", r)
+	}
+	r = run(t, home, env, "cal", "agenda", "--from", "2026-03-09", "--to", "2026-03-16")
+	if r.code != 0 || !strings.Contains(r.stdout, "Kickoff (moved)") || strings.Contains(r.stdout, "first date") {
+		t.Fatalf("agenda: %+v", r)
+	}
+	r = run(t, home, env, "cal", "search", "kickoff")
+	if r.code != 0 || !strings.Contains(r.stdout, "Kickoff (moved)") || strings.Contains(r.stdout, "first date") {
+		t.Fatalf("search: %+v", r)
+	}
+	os.Remove(filepath.Join(dir, "invite (1).ics"))
+	r = run(t, home, env, "cal", "sync")
+	if r.code != 0 || strings.Contains(r.stdout, "hidden") {
+		t.Fatalf("sync: %+v", r)
+	}
+	r = run(t, home, env, "cal", "agenda", "--from", "2026-03-09", "--to", "2026-03-16")
+	if r.code != 0 || !strings.Contains(r.stdout, "Kickoff (first date)") || strings.Contains(r.stdout, "moved") {
+		t.Fatalf("agenda after removal: %+v", r)
+	}
+}
