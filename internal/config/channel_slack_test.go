@@ -22,7 +22,9 @@ func TestSlackChannelDefaultsAndAccepted(t *testing.T) {
 		{"socket", "[channels.slack]\ntoken = \"xoxb-1-2\"\napp_token = \"xapp-1-A-2\"\nowners = [\"U0OWNER\"]\ncontacts = [\"U0ANNA:chat\"]\n", nil,
 			func(s SlackChannel) bool { return s.Enabled() && s.Mode == "socket" && s.AppToken == "xapp-1-A-2" }},
 		{"events from files", "[channels.slack]\nmode = \"events\"\ntoken_file = \"/etc/hestia/slack-bot\"\nsigning_secret_file = \"/etc/hestia/slack-signing\"\nowners = [\"U0OWNER\"]\n", nil,
-			func(s SlackChannel) bool { return s.Enabled() && s.Mode == "events" && s.SigningSecretFile == "/etc/hestia/slack-signing" }},
+			func(s SlackChannel) bool {
+				return s.Enabled() && s.Mode == "events" && s.SigningSecretFile == "/etc/hestia/slack-signing"
+			}},
 		{"env", "[channels.slack]\nowners = [\"U0OWNER\"]\n", map[string]string{"HESTIA_CHANNELS_SLACK_TOKEN": "xoxb-env", "HESTIA_CHANNELS_SLACK_APP_TOKEN_FILE": "/run/secrets/xapp"},
 			func(s SlackChannel) bool { return s.Token == "xoxb-env" && s.AppTokenFile == "/run/secrets/xapp" }},
 	}
