@@ -1,0 +1,432 @@
+package channels
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hestia-dev/hestia/internal/approval"
+	"github.com/hestia-dev/hestia/internal/devices"
+	"github.com/hestia-dev/hestia/internal/events"
+	"github.com/hestia-dev/hestia/internal/store"
+	"github.com/hestia-dev/hestia/internal/taint"
+)
+
+// Agent starts turns.
+type Agent interface {
+	Submit(ctx context.Context, chatID, text string, o Submit) error
+}
+
+// Submit describes a turn started from a channel.
+type Submit struct {
+	// Label names the channel on approval cards ("Slack").
+	Label string
+	// Provenance is set for a message from someone who is not the owner:
+	// the turn starts tainted by it.
+	Provenance []taint.Source
+}
+
+// Chats creates Hestia chats and tells whether one still exists.
+type Chats interface {
+	Create(ctx context.Context, title string) (string, error)
+	Exists(ctx context.Context, id string) (bool, error)
+}
+
+// Approvals decides pending requests (the approval broker).
+type Approvals interface {
+	Decide(id string, d approval.Decision) (approval.Decision, error)
+}
+
+// Transcriber turns a voice note into text (the stt tier).
+type Transcriber interface {
+	Transcribe(ctx context.Context, audio []byte, filename, mime string) (string, error)
+}
+
+// AuditFunc records an audit event.
+type AuditFunc func(ctx context.Context, typ, chatID, summary string, data any)
+
+// Config is what the relay needs to know about one channel.
+type Config struct {
+	// Label is the channel's name for people ("Slack").
+	Label string
+	// Users are the allow-listed platform ids and their scopes: the
+	// owner's identities (chat, approve, read) and trusted contacts.
+	Users map[string][]devices.Scope
+	// Owners are the ids among Users that are the owner's own; a message
+	// from anyone else starts a tainted turn.
+	Owners []string
+	// PublicURL is the web app's address for "open in Hestia" links.
+	PublicURL string
+	// MaxVoiceBytes refuses larger voice notes before fetching them.
+	MaxVoiceBytes int64
+	// MaxAttempts bounds retries of one outbound message (default 50,
+	// about a day with the backoff's one-hour ceiling).
+	MaxAttempts int
+}
+
+// Deps are the components the relay drives.
+type Deps struct {
+	Platform    Platform
+	Store       *Store
+	Agent       Agent
+	Chats       Chats
+	Approvals   Approvals
+	Bus         *events.Bus
+	Audit       AuditFunc
+	Transcriber Transcriber // nil: voice notes are refused as not configured
+	Log         *slog.Logger
+	Clock       func() time.Time
+}
+
+// Relay runs one channel: it turns platform updates into turns and
+// decisions, and the chats' events into platform messages.
+type Relay struct {
+	cfg  Config
+	d    Deps
+	name string
+	lim  Limits
+
+	mu        sync.Mutex // guards followers
+	followers map[string]*follower
+	wg        sync.WaitGroup
+
+	ob *outbox
+}
+
+// New builds a relay.
+func New(cfg Config, d Deps) *Relay {
+	if cfg.Label == "" {
+		cfg.Label = d.Platform.Kind()
+	}
+	if cfg.MaxVoiceBytes <= 0 {
+		cfg.MaxVoiceBytes = 20 << 20
+	}
+	if cfg.MaxAttempts <= 0 {
+		cfg.MaxAttempts = 50
+	}
+	if d.Log == nil {
+		d.Log = slog.New(slog.DiscardHandler)
+	}
+	if d.Clock == nil {
+		d.Clock = time.Now
+	}
+	if d.Audit == nil {
+		d.Audit = func(context.Context, string, string, string, any) {}
+	}
+	lim := d.Platform.Limits()
+	if lim.MaxText <= 0 {
+		lim.MaxText = 4000
+	}
+	if lim.EditInterval <= 0 {
+		lim.EditInterval = DefaultEditInterval
+	}
+	r := &Relay{cfg: cfg, d: d, name: d.Platform.Name(), lim: lim, followers: map[string]*follower{}}
+	r.ob = newOutbox(r)
+	return r
+}
+
+// Name is the channel's configured name.
+func (r *Relay) Name() string { return r.name }
+
+// Run receives updates and sends the outbox until ctx ends.
+func (r *Relay) Run(ctx context.Context) error {
+	defer r.wg.Wait()
+	maps, err := r.d.Store.Mappings(ctx, r.name)
+	if err != nil {
+		return err
+	}
+	for _, m := range maps {
+		if r.allowed(m.Sender, devices.Chat) {
+			r.follow(ctx, m)
+		}
+	}
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		r.ob.run(ctx)
+	}()
+	backoff := time.Second
+	for ctx.Err() == nil {
+		start := r.d.Clock()
+		err := r.d.Platform.Receive(ctx, r.handle)
+		if ctx.Err() != nil {
+			break
+		}
+		if err == nil {
+			err = errors.New("receiving stopped")
+		}
+		if r.d.Clock().Sub(start) > time.Minute {
+			backoff = time.Second // it ran a while: a fresh failure
+		}
+		r.d.Log.Warn(r.cfg.Label+" receiving failed", "channel", r.name, "err", err, "retryIn", backoff)
+		select {
+		case <-ctx.Done():
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 5*time.Minute)
+	}
+	return nil
+}
+
+func (r *Relay) scopes(sender string) []devices.Scope { return r.cfg.Users[sender] }
+
+func (r *Relay) allowed(sender string, s devices.Scope) bool {
+	sc := r.scopes(sender)
+	return sc != nil && devices.Has(sc, s)
+}
+
+func (r *Relay) owner(sender string) bool { return slices.Contains(r.cfg.Owners, sender) }
+
+// handle is the Handler given to the platform: each update once.
+func (r *Relay) handle(ctx context.Context, u Update) {
+	defer func() {
+		if p := recover(); p != nil {
+			r.d.Log.Error(r.cfg.Label+" update panicked", "channel", r.name, "update", u.ID, "panic", fmt.Sprint(p))
+		}
+	}()
+	if u.ID == "" {
+		r.d.Log.Warn(r.cfg.Label+" update without an id ignored", "channel", r.name)
+		return
+	}
+	fresh, err := r.d.Store.MarkSeen(context.WithoutCancel(ctx), r.name, u.ID)
+	if err != nil {
+		r.d.Log.Error("recording a channel update", "channel", r.name, "err", err)
+		return
+	}
+	if !fresh {
+		r.d.Log.Info(r.cfg.Label+" update already handled; skipped", "channel", r.name, "update", u.ID)
+		return
+	}
+	if r.scopes(u.Sender) != nil {
+		if err := r.d.Store.TouchUser(context.WithoutCancel(ctx), r.name, u.Sender, u.SenderName); err != nil {
+			r.d.Log.Warn("recording a channel user", "err", err)
+		}
+	}
+	if u.Action != nil {
+		r.handleAction(ctx, u)
+		return
+	}
+	r.handleMessage(ctx, u)
+}
+
+const refusal = "Sorry, this is a private assistant and I can only talk to the people its owner has allowed. Your message was not read."
+
+// reply queues a short notice to a conversation.
+func (r *Relay) reply(ctx context.Context, u Update, text string) {
+	if err := r.d.Store.Enqueue(context.WithoutCancel(ctx), Item{Channel: r.name, Conv: u.Conv, Key: r.name + ":re:" + u.ID, Text: text, ReplyTo: u.ReplyTo}); err != nil {
+		r.d.Log.Error("queueing a channel reply", "channel", r.name, "err", err)
+		return
+	}
+	r.ob.wake()
+}
+
+func (r *Relay) handleMessage(ctx context.Context, u Update) {
+	if r.scopes(u.Sender) == nil {
+		first, err := r.d.Store.Refused(ctx, r.name, u.Sender)
+		if err != nil {
+			r.d.Log.Error("recording a refused sender", "err", err)
+		}
+		r.d.Audit(ctx, "channel.refused", "", fmt.Sprintf("%s message from %s, who is not allowed, refused", r.cfg.Label, u.Sender),
+			map[string]any{"channel": r.name, "sender": u.Sender, "name": u.SenderName, "conv": u.Conv, "first": first})
+		if first {
+			r.reply(ctx, u, refusal)
+		}
+		return
+	}
+	if !u.Private {
+		r.reply(ctx, u, "I only answer in a private conversation with you, where nobody else can read along.")
+		return
+	}
+	if !r.allowed(u.Sender, devices.Chat) {
+		r.reply(ctx, u, "Your access does not include chatting with the assistant.")
+		return
+	}
+	text := strings.TrimSpace(u.Text)
+	switch {
+	case u.Voice != nil:
+		t, ok := r.transcribe(ctx, u)
+		if !ok {
+			return
+		}
+		text = t
+	case text == "/start" || strings.EqualFold(text, "/help"):
+		r.reply(ctx, u, "Hello! Write to me here like in the Hestia app. Actions that need your approval come as prompts: answer with the buttons, or reply with the request code and approve or deny. /new starts a new conversation.")
+		return
+	case text == "/new":
+		if _, err := r.newChat(ctx, u); err == nil {
+			r.reply(ctx, u, "Started a new conversation.")
+		}
+		return
+	case text == "":
+		r.reply(ctx, u, "I can read text and voice notes only.")
+		return
+	}
+	if r.decideByCode(ctx, u, text) {
+		return
+	}
+	m, err := r.chatFor(ctx, u)
+	if err != nil {
+		r.d.Log.Error("mapping a channel conversation", "channel", r.name, "err", err)
+		r.reply(ctx, u, "Something went wrong on my side; please try again.")
+		return
+	}
+	f := r.follow(ctx, m)
+	f.setReplyTo(u.ReplyTo)
+	if q := f.pendingQuestion(); q != "" && r.allowed(u.Sender, devices.Approve) {
+		if _, err := r.d.Approvals.Decide(q, approval.Decision{Outcome: approval.Answer, Answer: text}); err == nil {
+			r.d.Audit(ctx, "channel.answer", m.ChatID, "question answered from "+r.cfg.Label, map[string]any{"channel": r.name, "approval_id": q, "sender": u.Sender})
+			return
+		}
+	}
+	sub := Submit{Label: r.cfg.Label}
+	if !r.owner(u.Sender) {
+		// A trusted contact may ask, but what they write is not the owner's
+		// word: the turn is tainted by it, so gated tools need a card.
+		sub.Provenance = []taint.Source{{Tool: "channel:" + r.d.Platform.Kind(), Detail: truncate("message from "+u.Sender, 120), At: r.d.Clock()}}
+	}
+	if err := r.d.Agent.Submit(ctx, m.ChatID, text, sub); err != nil {
+		r.d.Log.Warn("starting a turn from a channel", "channel", r.name, "chat", m.ChatID, "err", err)
+		r.reply(ctx, u, "I could not start on that: "+err.Error())
+	}
+}
+
+func (r *Relay) transcribe(ctx context.Context, u Update) (string, bool) {
+	v := u.Voice
+	if r.d.Transcriber == nil {
+		r.reply(ctx, u, "Voice notes are not set up on this assistant (no speech-to-text model); please write instead.")
+		return "", false
+	}
+	if v.Size > r.cfg.MaxVoiceBytes {
+		r.reply(ctx, u, fmt.Sprintf("That voice note is too long for me (%d MB at most).", r.cfg.MaxVoiceBytes>>20))
+		return "", false
+	}
+	if v.Fetch == nil {
+		r.reply(ctx, u, "I could not fetch that voice note.")
+		return "", false
+	}
+	audio, err := v.Fetch(ctx)
+	if err == nil && int64(len(audio)) > r.cfg.MaxVoiceBytes {
+		err = fmt.Errorf("%d bytes, over the %d limit", len(audio), r.cfg.MaxVoiceBytes)
+	}
+	if err != nil {
+		r.d.Log.Warn("fetching a voice note", "channel", r.name, "err", err)
+		r.reply(ctx, u, "I could not fetch that voice note.")
+		return "", false
+	}
+	text, err := r.d.Transcriber.Transcribe(ctx, audio, v.Filename, v.Mime)
+	if err != nil || strings.TrimSpace(text) == "" {
+		r.d.Log.Warn("transcribing a voice note", "channel", r.name, "err", err)
+		r.reply(ctx, u, "I could not make out that voice note; please try again or write.")
+		return "", false
+	}
+	return strings.TrimSpace(text), true
+}
+
+// chatFor returns the Hestia chat of a conversation, creating one the
+// first time (or when the old one was deleted in the app).
+func (r *Relay) chatFor(ctx context.Context, u Update) (Mapping, error) {
+	m, err := r.d.Store.ChatFor(ctx, r.name, u.Conv)
+	if err == nil {
+		ok, err := r.d.Chats.Exists(ctx, m.ChatID)
+		if err != nil {
+			return Mapping{}, err
+		}
+		if ok && m.Sender == u.Sender {
+			return m, nil
+		}
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return Mapping{}, err
+	}
+	return r.newChat(ctx, u)
+}
+
+func (r *Relay) newChat(ctx context.Context, u Update) (Mapping, error) {
+	name := u.SenderName
+	if name == "" {
+		name = u.Sender
+	}
+	id, err := r.d.Chats.Create(ctx, truncate(strings.TrimSpace(r.cfg.Label+" "+name), 80))
+	if err != nil {
+		return Mapping{}, err
+	}
+	m := Mapping{Channel: r.name, Conv: u.Conv, Sender: u.Sender, ChatID: id}
+	if err := r.d.Store.SetChat(ctx, m); err != nil {
+		return Mapping{}, err
+	}
+	return m, nil
+}
+
+// follow returns the follower of m's chat, starting it if needed.
+func (r *Relay) follow(ctx context.Context, m Mapping) *follower {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if f, ok := r.followers[m.ChatID]; ok && f.m.Conv == m.Conv {
+		return f
+	}
+	// A conversation follows one Hestia chat: the one it left (after /new)
+	// no longer gets its replies or counts it as an approver.
+	for id, f := range r.followers {
+		if f.m.Conv == m.Conv || id == m.ChatID {
+			f.cancel()
+			delete(r.followers, id)
+		}
+	}
+	fctx, cancel := context.WithCancel(ctx)
+	f := newFollower(r, m, cancel)
+	r.followers[m.ChatID] = f
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		defer cancel()
+		f.run(fctx)
+	}()
+	return f
+}
+
+// Followers reports how many chats are followed (tests).
+func (r *Relay) Followers() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.followers)
+}
+
+// Devices lists the allowed identities of the channel as devices (managed
+// in config) with their scopes and when they last wrote.
+func (r *Relay) Devices(ctx context.Context) ([]devices.Device, error) {
+	seen, err := r.d.Store.Users(ctx, r.name)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, 0, len(r.cfg.Users))
+	for id := range r.cfg.Users {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	out := make([]devices.Device, 0, len(ids))
+	for _, id := range ids {
+		d := devices.Device{ID: r.name + ":" + id, Name: r.cfg.Label + " " + id, Kind: r.d.Platform.Kind(),
+			Scopes: append([]devices.Scope(nil), r.cfg.Users[id]...), Managed: "config"}
+		if u, ok := seen[id]; ok {
+			if u.Name != "" {
+				d.Name = fmt.Sprintf("%s %s (%s)", r.cfg.Label, u.Name, id)
+			}
+			d.CreatedAt = u.FirstSeen
+			last := u.LastSeen
+			d.LastSeenAt = &last
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+func truncate(s string, n int) string {
+	if len([]rune(s)) <= n {
+		return s
+	}
+	return string([]rune(s)[:n-1]) + "…"
+}
