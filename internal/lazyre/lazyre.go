@@ -8,26 +8,39 @@ package lazyre
 import (
 	"io"
 	"regexp"
+	"strconv"
 	"sync"
 )
 
 // Regexp is a regular expression compiled on first use. Its methods are
 // those of regexp.Regexp that do not change it; Get returns the compiled
 // expression for anything else.
+//
+// A package-level `var x = New("...")` is static data: New inlines to a
+// composite literal of a constant, which the compiler lays out in the
+// binary, so declaring one costs a process nothing at start (no
+// allocation, no closure). The fields below are set once, by Get.
 type Regexp struct {
 	expr string
-	get  func() *regexp.Regexp
+	once sync.Once
+	re   *regexp.Regexp // set by once; nil when expr does not compile
+	err  error
 }
 
 // New returns expr, to be compiled on first use. A bad expression panics
 // there, as regexp.MustCompile would at start; New is meant for constant
 // expressions that tests exercise.
-func New(expr string) *Regexp {
-	return &Regexp{expr: expr, get: sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })}
-}
+func New(expr string) *Regexp { return &Regexp{expr: expr} }
 
-// Get returns the compiled expression.
-func (x *Regexp) Get() *regexp.Regexp { return x.get() }
+// Get returns the compiled expression. It panics, on every call, when the
+// expression does not compile.
+func (x *Regexp) Get() *regexp.Regexp {
+	x.once.Do(func() { x.re, x.err = regexp.Compile(x.expr) })
+	if x.err != nil {
+		panic("regexp: Compile(" + strconv.Quote(x.expr) + "): " + x.err.Error())
+	}
+	return x.re
+}
 
 // String returns the source text without compiling it.
 func (x *Regexp) String() string { return x.expr }

@@ -31,10 +31,16 @@ func TestCompilesOnFirstUseOnce(t *testing.T) {
 func TestBadExpressionPanicsOnUse(t *testing.T) {
 	t.Parallel()
 	re := New(`(`) // constructing it must not panic: nothing compiles at start
-	defer func() {
-		if recover() == nil {
-			t.Error("a bad expression did not panic when used")
-		}
-	}()
-	re.MatchString("x")
+	// Every use panics, not only the first: a caller that recovered once
+	// must not get a nil expression the next time.
+	for i := range 2 {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("use %d: a bad expression did not panic", i+1)
+				}
+			}()
+			re.MatchString("x")
+		}()
+	}
 }
