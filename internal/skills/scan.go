@@ -40,80 +40,86 @@ const (
 	CatHidden      = "hidden characters"
 )
 
+// pattern is one rule. It holds only constants, so the rule table is
+// static data: nothing of it runs at program start, which every hestia
+// process (each CLI command) would pay.
 type pattern struct {
-	id, cat, why string
-	// re compiles on first use: compiling all rules at package init cost
-	// every hestia process (each CLI command) a few milliseconds.
-	re func() *regexp.Regexp
+	id, cat, why, expr string
 }
 
-func p(id, cat, why, re string) pattern {
-	return pattern{id: id, cat: cat, why: why, re: sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(re) })}
-}
+// compiledPatterns compiles the rules, in the order of patterns, on the
+// first scan: compiling them at package init cost every process.
+var compiledPatterns = sync.OnceValue(func() []*regexp.Regexp {
+	res := make([]*regexp.Regexp, len(patterns))
+	for i, pt := range patterns {
+		res[i] = regexp.MustCompile(pt.expr)
+	}
+	return res
+})
 
 // patterns is the scanner's rule set. Each is a reason to look before
 // installing, not proof of malice: --accept-risk installs anyway.
 var patterns = []pattern{
 	// Destructive commands.
-	p("rm-rf-root", CatDestructive, "recursive delete of / or ~", `(?i)\brm\s+(-[a-z]*r[a-z]*f|-[a-z]*f[a-z]*r|--recursive\s+--force|--force\s+--recursive)[a-z-]*\s+(/|~|\$HOME|\*)(\s|$|/\*)`),
-	p("rm-no-preserve-root", CatDestructive, "rm --no-preserve-root", `(?i)--no-preserve-root`),
-	p("mkfs", CatDestructive, "formats a filesystem", `(?i)\bmkfs(\.[a-z0-9]+)?\s+/dev/`),
-	p("dd-device", CatDestructive, "dd writing to a block device", `(?i)\bdd\s+[^\n]*\bof=/dev/(sd|nvme|hd|disk|mmcblk)`),
-	p("redirect-device", CatDestructive, "output redirected onto a disk device", `>\s*/dev/(sd[a-z]|nvme\d|disk\d)`),
-	p("fork-bomb", CatDestructive, "fork bomb", `:\(\)\s*\{\s*:\s*\|\s*:\s*&\s*\}\s*;\s*:`),
-	p("chmod-777-root", CatDestructive, "world-writable permissions on / or ~", `(?i)\bchmod\s+(-R\s+)?0?777\s+(/|~|\$HOME)(\s|$)`),
-	p("shred", CatDestructive, "shred/wipe of files or disks", `(?i)\b(shred|wipefs)\s+-`),
-	p("git-force-push", CatDestructive, "force push rewrites remote history", `(?i)\bgit\s+push\s+[^\n]*(--force\b|-f\b)`),
-	p("drop-database", CatDestructive, "drops a database or table", `(?i)\bdrop\s+(database|table)\s+`),
+	{"rm-rf-root", CatDestructive, "recursive delete of / or ~", `(?i)\brm\s+(-[a-z]*r[a-z]*f|-[a-z]*f[a-z]*r|--recursive\s+--force|--force\s+--recursive)[a-z-]*\s+(/|~|\$HOME|\*)(\s|$|/\*)`},
+	{"rm-no-preserve-root", CatDestructive, "rm --no-preserve-root", `(?i)--no-preserve-root`},
+	{"mkfs", CatDestructive, "formats a filesystem", `(?i)\bmkfs(\.[a-z0-9]+)?\s+/dev/`},
+	{"dd-device", CatDestructive, "dd writing to a block device", `(?i)\bdd\s+[^\n]*\bof=/dev/(sd|nvme|hd|disk|mmcblk)`},
+	{"redirect-device", CatDestructive, "output redirected onto a disk device", `>\s*/dev/(sd[a-z]|nvme\d|disk\d)`},
+	{"fork-bomb", CatDestructive, "fork bomb", `:\(\)\s*\{\s*:\s*\|\s*:\s*&\s*\}\s*;\s*:`},
+	{"chmod-777-root", CatDestructive, "world-writable permissions on / or ~", `(?i)\bchmod\s+(-R\s+)?0?777\s+(/|~|\$HOME)(\s|$)`},
+	{"shred", CatDestructive, "shred/wipe of files or disks", `(?i)\b(shred|wipefs)\s+-`},
+	{"git-force-push", CatDestructive, "force push rewrites remote history", `(?i)\bgit\s+push\s+[^\n]*(--force\b|-f\b)`},
+	{"drop-database", CatDestructive, "drops a database or table", `(?i)\bdrop\s+(database|table)\s+`},
 	// Credential exfiltration.
-	p("ssh-key-read", CatExfil, "reads SSH private keys", `(?i)(~|\$HOME|/home/[^/\s]+|/root)/\.ssh/(id_[a-z0-9]+|identity)\b`),
-	p("aws-credentials", CatExfil, "reads cloud credentials", `(?i)\.aws/credentials|\.config/gcloud|\.azure/`),
-	p("etc-shadow", CatExfil, "reads the password database", `/etc/shadow\b`),
-	p("env-to-network", CatExfil, "sends the environment over the network", `(?i)\b(env|printenv|set)\b[^\n|]*\|\s*(curl|wget|nc|ncat)\b`),
-	p("curl-upload-file", CatExfil, "uploads a local file with curl", `(?i)\bcurl\b[^\n]*(-d|--data(-binary)?|-F|--form|-T|--upload-file)\s*['"]?@?[^\s'"]*(\.ssh|\.aws|\.env|\.netrc|\.gnupg|credentials|id_rsa|id_ed25519)`),
-	p("netrc-gnupg", CatExfil, "reads .netrc or GnuPG secrets", `(?i)(~|\$HOME)/\.(netrc|gnupg)\b`),
-	p("browser-cookies", CatExfil, "reads browser cookie or login stores", `(?i)(Cookies|Login Data|cookies\.sqlite|logins\.json|key4\.db)\b`),
-	p("keychain-dump", CatExfil, "dumps the macOS keychain", `(?i)\bsecurity\s+(dump-keychain|find-generic-password|find-internet-password)`),
-	p("hestia-token", CatExfil, "reads Hestia's auth token or secrets", `(?i)hestia/(auth-token|secrets)`),
+	{"ssh-key-read", CatExfil, "reads SSH private keys", `(?i)(~|\$HOME|/home/[^/\s]+|/root)/\.ssh/(id_[a-z0-9]+|identity)\b`},
+	{"aws-credentials", CatExfil, "reads cloud credentials", `(?i)\.aws/credentials|\.config/gcloud|\.azure/`},
+	{"etc-shadow", CatExfil, "reads the password database", `/etc/shadow\b`},
+	{"env-to-network", CatExfil, "sends the environment over the network", `(?i)\b(env|printenv|set)\b[^\n|]*\|\s*(curl|wget|nc|ncat)\b`},
+	{"curl-upload-file", CatExfil, "uploads a local file with curl", `(?i)\bcurl\b[^\n]*(-d|--data(-binary)?|-F|--form|-T|--upload-file)\s*['"]?@?[^\s'"]*(\.ssh|\.aws|\.env|\.netrc|\.gnupg|credentials|id_rsa|id_ed25519)`},
+	{"netrc-gnupg", CatExfil, "reads .netrc or GnuPG secrets", `(?i)(~|\$HOME)/\.(netrc|gnupg)\b`},
+	{"browser-cookies", CatExfil, "reads browser cookie or login stores", `(?i)(Cookies|Login Data|cookies\.sqlite|logins\.json|key4\.db)\b`},
+	{"keychain-dump", CatExfil, "dumps the macOS keychain", `(?i)\bsecurity\s+(dump-keychain|find-generic-password|find-internet-password)`},
+	{"hestia-token", CatExfil, "reads Hestia's auth token or secrets", `(?i)hestia/(auth-token|secrets)`},
 	// Prompt injection.
-	p("ignore-instructions", CatInjection, "tells the model to ignore its instructions", `(?i)\b(ignore|disregard|forget)\s+(all\s+|any\s+)?(the\s+)?(previous|prior|above|earlier|system)\s+(instructions|prompts?|rules|messages)`),
-	p("system-prompt-reveal", CatInjection, "asks for the system prompt", `(?i)\b(reveal|print|show|output|repeat)\s+(your|the)\s+(system\s+prompt|hidden\s+instructions)`),
-	p("role-hijack", CatInjection, "tries to change the model's role or rules", `(?i)\byou\s+are\s+now\s+(in\s+)?(developer|dan|jailbreak|unrestricted|god)\s*(mode)?\b`),
-	p("hide-from-user", CatInjection, "tells the model to hide actions from the user", `(?i)\b(do\s+not|don't|never)\s+(tell|inform|notify|ask|show)\s+(the\s+)?user\b`),
-	p("template-tokens", CatInjection, "chat-template control tokens", `<\|(im_start|im_end|system|endoftext|eot_id|start_header_id)\|>|\[/?INST\]`),
-	p("fake-approval", CatInjection, "claims approval was already given", `(?i)\b(the\s+)?user\s+(has\s+)?(already\s+)?(approved|authorized|consented)\b`),
-	p("bypass-policy", CatInjection, "tells the model to get around approvals or policy", `(?i)\b(bypass|skip|avoid|disable|circumvent)\s+(the\s+)?(approval|policy|confirmation|safety|sandbox)`),
+	{"ignore-instructions", CatInjection, "tells the model to ignore its instructions", `(?i)\b(ignore|disregard|forget)\s+(all\s+|any\s+)?(the\s+)?(previous|prior|above|earlier|system)\s+(instructions|prompts?|rules|messages)`},
+	{"system-prompt-reveal", CatInjection, "asks for the system prompt", `(?i)\b(reveal|print|show|output|repeat)\s+(your|the)\s+(system\s+prompt|hidden\s+instructions)`},
+	{"role-hijack", CatInjection, "tries to change the model's role or rules", `(?i)\byou\s+are\s+now\s+(in\s+)?(developer|dan|jailbreak|unrestricted|god)\s*(mode)?\b`},
+	{"hide-from-user", CatInjection, "tells the model to hide actions from the user", `(?i)\b(do\s+not|don't|never)\s+(tell|inform|notify|ask|show)\s+(the\s+)?user\b`},
+	{"template-tokens", CatInjection, "chat-template control tokens", `<\|(im_start|im_end|system|endoftext|eot_id|start_header_id)\|>|\[/?INST\]`},
+	{"fake-approval", CatInjection, "claims approval was already given", `(?i)\b(the\s+)?user\s+(has\s+)?(already\s+)?(approved|authorized|consented)\b`},
+	{"bypass-policy", CatInjection, "tells the model to get around approvals or policy", `(?i)\b(bypass|skip|avoid|disable|circumvent)\s+(the\s+)?(approval|policy|confirmation|safety|sandbox)`},
 	// Persistence.
-	p("crontab", CatPersistence, "installs a cron job", `(?i)\bcrontab\s+(-[a-z]\s+)*(-|\S+)|/etc/cron(\.d|tab)|/var/spool/cron`),
-	p("systemd-unit", CatPersistence, "installs or enables a systemd unit", `(?i)\bsystemctl\s+(--user\s+)?(enable|link)\b|\.config/systemd/user/|/etc/systemd/system/`),
-	p("launchd", CatPersistence, "installs a launchd agent", `(?i)LaunchAgents/|LaunchDaemons/|\blaunchctl\s+(load|bootstrap)\b`),
-	p("authorized-keys", CatPersistence, "adds an SSH authorized key", `(?i)authorized_keys`),
-	p("shell-rc", CatPersistence, "modifies a shell start-up file", `(?i)>>?\s*(~|\$HOME)/\.(bashrc|zshrc|profile|bash_profile|zprofile|config/fish/config\.fish)`),
-	p("rc-local", CatPersistence, "modifies system start-up scripts", `/etc/(rc\.local|profile\.d/|init\.d/)`),
-	p("git-hooks", CatPersistence, "installs a git hook", `\.git/hooks/`),
+	{"crontab", CatPersistence, "installs a cron job", `(?i)\bcrontab\s+(-[a-z]\s+)*(-|\S+)|/etc/cron(\.d|tab)|/var/spool/cron`},
+	{"systemd-unit", CatPersistence, "installs or enables a systemd unit", `(?i)\bsystemctl\s+(--user\s+)?(enable|link)\b|\.config/systemd/user/|/etc/systemd/system/`},
+	{"launchd", CatPersistence, "installs a launchd agent", `(?i)LaunchAgents/|LaunchDaemons/|\blaunchctl\s+(load|bootstrap)\b`},
+	{"authorized-keys", CatPersistence, "adds an SSH authorized key", `(?i)authorized_keys`},
+	{"shell-rc", CatPersistence, "modifies a shell start-up file", `(?i)>>?\s*(~|\$HOME)/\.(bashrc|zshrc|profile|bash_profile|zprofile|config/fish/config\.fish)`},
+	{"rc-local", CatPersistence, "modifies system start-up scripts", `/etc/(rc\.local|profile\.d/|init\.d/)`},
+	{"git-hooks", CatPersistence, "installs a git hook", `\.git/hooks/`},
 	// Reverse shells.
-	p("dev-tcp", CatReverse, "bash /dev/tcp connection", `/dev/(tcp|udp)/[^\s/]+/\d+`),
-	p("nc-exec", CatReverse, "netcat executing a shell", `(?i)\b(nc|ncat|netcat)\b[^\n]*\s(-e|-c|--exec|--sh-exec)\s`),
-	p("socat-exec", CatReverse, "socat executing a program", `(?i)\bsocat\b[^\n]*\bexec:`),
-	p("python-socket-shell", CatReverse, "python socket with a spawned shell", `(?i)import\s+socket[^\n]*(subprocess|pty\.spawn|os\.dup2)`),
-	p("mkfifo-shell", CatReverse, "named pipe shell", `(?i)\bmkfifo\b[^\n]*\|\s*(/bin/)?(ba|z)?sh\b`),
-	p("php-perl-ruby-socket", CatReverse, "scripting language socket shell", `(?i)\b(fsockopen|TCPSocket\.(new|open)|IO::Socket::INET)\b`),
+	{"dev-tcp", CatReverse, "bash /dev/tcp connection", `/dev/(tcp|udp)/[^\s/]+/\d+`},
+	{"nc-exec", CatReverse, "netcat executing a shell", `(?i)\b(nc|ncat|netcat)\b[^\n]*\s(-e|-c|--exec|--sh-exec)\s`},
+	{"socat-exec", CatReverse, "socat executing a program", `(?i)\bsocat\b[^\n]*\bexec:`},
+	{"python-socket-shell", CatReverse, "python socket with a spawned shell", `(?i)import\s+socket[^\n]*(subprocess|pty\.spawn|os\.dup2)`},
+	{"mkfifo-shell", CatReverse, "named pipe shell", `(?i)\bmkfifo\b[^\n]*\|\s*(/bin/)?(ba|z)?sh\b`},
+	{"php-perl-ruby-socket", CatReverse, "scripting language socket shell", `(?i)\b(fsockopen|TCPSocket\.(new|open)|IO::Socket::INET)\b`},
 	// Obfuscation.
-	p("base64-exec", CatObfuscation, "decodes base64 into a shell", `(?i)base64\s+(-d|--decode|-D)\b[^\n]*\|\s*(ba|z)?sh\b`),
-	p("curl-pipe-shell", CatObfuscation, "pipes a download into a shell", `(?i)\b(curl|wget)\b[^\n|]*\|\s*(sudo\s+)?(ba|z)?sh\b`),
-	p("eval-decode", CatObfuscation, "evaluates decoded or downloaded code", `(?i)\beval\s*\(?\s*[$"'(]?\s*(atob|base64|echo\s+[A-Za-z0-9+/=]{20,}|\$\(curl|\$\(wget)`),
-	p("powershell-encoded", CatObfuscation, "PowerShell encoded command", `(?i)powershell[^\n]*\s-(e|enc|encodedcommand)\s+[A-Za-z0-9+/=]{16,}`),
-	p("hex-blob", CatObfuscation, "long escaped hex string", `(\\x[0-9a-fA-F]{2}){24,}`),
-	p("long-base64", CatObfuscation, "long base64 blob", `[A-Za-z0-9+/]{300,}={0,2}`),
+	{"base64-exec", CatObfuscation, "decodes base64 into a shell", `(?i)base64\s+(-d|--decode|-D)\b[^\n]*\|\s*(ba|z)?sh\b`},
+	{"curl-pipe-shell", CatObfuscation, "pipes a download into a shell", `(?i)\b(curl|wget)\b[^\n|]*\|\s*(sudo\s+)?(ba|z)?sh\b`},
+	{"eval-decode", CatObfuscation, "evaluates decoded or downloaded code", `(?i)\beval\s*\(?\s*[$"'(]?\s*(atob|base64|echo\s+[A-Za-z0-9+/=]{20,}|\$\(curl|\$\(wget)`},
+	{"powershell-encoded", CatObfuscation, "PowerShell encoded command", `(?i)powershell[^\n]*\s-(e|enc|encodedcommand)\s+[A-Za-z0-9+/=]{16,}`},
+	{"hex-blob", CatObfuscation, "long escaped hex string", `(\\x[0-9a-fA-F]{2}){24,}`},
+	{"long-base64", CatObfuscation, "long base64 blob", `[A-Za-z0-9+/]{300,}={0,2}`},
 	// Hard-coded keys.
-	p("aws-key", CatKeys, "AWS access key id", `\bAKIA[0-9A-Z]{16}\b`),
-	p("openai-key", CatKeys, "OpenAI/Anthropic-style secret key", `\bsk-(ant-|proj-)?[A-Za-z0-9_-]{20,}`),
-	p("github-token", CatKeys, "GitHub token", `\b(ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36}\b|\bgithub_pat_[A-Za-z0-9_]{40,}`),
-	p("slack-token", CatKeys, "Slack token", `\bxox[abprs]-[A-Za-z0-9-]{10,}`),
-	p("private-key", CatKeys, "private key block", `-----BEGIN ([A-Z]+ )?PRIVATE KEY-----`),
-	p("google-key", CatKeys, "Google API key", `\bAIza[0-9A-Za-z_-]{35}\b`),
-	p("stripe-key", CatKeys, "Stripe live key", `\b(sk|rk)_live_[0-9A-Za-z]{20,}`),
-	p("gitlab-token", CatKeys, "GitLab token", `\bglpat-[A-Za-z0-9_-]{20,}`),
+	{"aws-key", CatKeys, "AWS access key id", `\bAKIA[0-9A-Z]{16}\b`},
+	{"openai-key", CatKeys, "OpenAI/Anthropic-style secret key", `\bsk-(ant-|proj-)?[A-Za-z0-9_-]{20,}`},
+	{"github-token", CatKeys, "GitHub token", `\b(ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36}\b|\bgithub_pat_[A-Za-z0-9_]{40,}`},
+	{"slack-token", CatKeys, "Slack token", `\bxox[abprs]-[A-Za-z0-9-]{10,}`},
+	{"private-key", CatKeys, "private key block", `-----BEGIN ([A-Z]+ )?PRIVATE KEY-----`},
+	{"google-key", CatKeys, "Google API key", `\bAIza[0-9A-Za-z_-]{35}\b`},
+	{"stripe-key", CatKeys, "Stripe live key", `\b(sk|rk)_live_[0-9A-Za-z]{20,}`},
+	{"gitlab-token", CatKeys, "GitLab token", `\bglpat-[A-Za-z0-9_-]{20,}`},
 }
 
 // PatternCount is how many rules the scanner has (hidden-character
@@ -179,8 +185,9 @@ func ScanText(file, text string) []Finding {
 	for sc.Scan() {
 		line++
 		l := sc.Text()
-		for _, pt := range patterns {
-			if loc := pt.re().FindStringIndex(l); loc != nil {
+		for i, re := range compiledPatterns() {
+			if loc := re.FindStringIndex(l); loc != nil {
+				pt := patterns[i]
 				f := Finding{Rule: pt.id, Category: pt.cat, File: file, Line: line, Why: pt.why}
 				if pt.cat != CatKeys { // never repeat a key
 					f.Excerpt = excerpt(l, loc)
