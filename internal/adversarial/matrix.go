@@ -15,6 +15,7 @@ import (
 	"github.com/hestia-dev/hestia/internal/approval"
 	"github.com/hestia-dev/hestia/internal/audit"
 	"github.com/hestia-dev/hestia/internal/authority"
+	"github.com/hestia-dev/hestia/internal/channels"
 	"github.com/hestia-dev/hestia/internal/heldcall"
 	"github.com/hestia-dev/hestia/internal/mcp"
 	"github.com/hestia-dev/hestia/internal/policy"
@@ -80,6 +81,12 @@ func matrixOrigins() []matrixOrigin {
 		}},
 		{kind: authority.Channel, build: func(sb *Sandbox, _ string) authority.Origin {
 			return agent.TurnOrigin(agent.Options{Kind: authority.Channel, OriginLabel: "Telegram"}, sb.ChatID, "t1", nil)
+		}},
+		// A trusted contact writing on a channel (Slack, e-mail, …): the
+		// relay's own SubmitFor taints the turn with the message.
+		{kind: authority.Channel, inherentTaint: true, build: func(sb *Sandbox, _ string) authority.Origin {
+			s := channels.SubmitFor("Slack", "slack", "U_CONTACT", false, time.Now())
+			return agent.TurnOrigin(agent.Options{Kind: authority.Channel, OriginLabel: s.Label, Provenance: s.Provenance}, sb.ChatID, "t1", nil)
 		}},
 		{kind: authority.CLI, build: func(sb *Sandbox, _ string) authority.Origin {
 			return authority.CommandOrigin("hestia docs")

@@ -87,6 +87,8 @@ type App struct {
 	// mailStore lists the registered mail folders for the Settings page
 	// (set by registerMail; nil when mail is not wired).
 	mailStore *mail.Store
+	// extraChannels are channels a test plugs in beside the configured ones.
+	extraChannels []channelBuilder
 }
 
 type worker struct {
@@ -110,6 +112,7 @@ func (a *App) initializers() []initializer {
 		{"agent", a.initAgent},
 		{"speech", a.initSpeech},
 		{"telegram", a.initTelegram},
+		{"channels", a.initChannels},
 		{"user-jobs", a.initUserJobs},
 		{"notify", a.initNotify},
 		{"watch", a.initWatch},

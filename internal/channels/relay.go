@@ -283,12 +283,7 @@ func (r *Relay) handleMessage(ctx context.Context, u Update) {
 			return
 		}
 	}
-	sub := Submit{Label: r.cfg.Label}
-	if !r.owner(u.Sender) {
-		// A trusted contact may ask, but what they write is not the owner's
-		// word: the turn is tainted by it, so gated tools need a card.
-		sub.Provenance = []taint.Source{{Tool: "channel:" + r.d.Platform.Kind(), Detail: truncate("message from "+u.Sender, 120), At: r.d.Clock()}}
-	}
+	sub := SubmitFor(r.cfg.Label, r.d.Platform.Kind(), u.Sender, r.owner(u.Sender), r.d.Clock())
 	if err := r.d.Agent.Submit(ctx, m.ChatID, text, sub); err != nil {
 		r.d.Log.Warn("starting a turn from a channel", "channel", r.name, "chat", m.ChatID, "err", err)
 		r.reply(ctx, u, "I could not start on that: "+err.Error())
@@ -429,4 +424,17 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return string([]rune(s)[:n-1]) + "…"
+}
+
+// SubmitFor is how a channel message becomes a turn: labelled with the
+// channel, and tainted by the message unless the owner wrote it — a
+// trusted contact may ask, but what they write is not the owner's word, so
+// gated tools need a card (the adversarial origin matrix builds its
+// channel rows with this).
+func SubmitFor(label, kind, sender string, owner bool, at time.Time) Submit {
+	sub := Submit{Label: label}
+	if !owner {
+		sub.Provenance = []taint.Source{{Tool: "channel:" + kind, Detail: truncate("message from "+sender, 120), At: at}}
+	}
+	return sub
 }
