@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hestia-dev/hestia/internal/lazyre"
@@ -421,8 +422,9 @@ func (c *Center) Flows(ctx context.Context) ([]Flow, error) {
 var wordRE = lazyre.New(`\p{L}[\p{L}\p{N}]{2,}`)
 
 // stopwords are function words that say nothing about which flow applies
-// ("the" in a trigger must not match every English message).
-var stopwords = func() map[string]bool {
+// ("the" in a trigger must not match every English message). Built on
+// first use: every hestia process would pay for it at start.
+var stopwords = sync.OnceValue(func() map[string]bool {
 	m := map[string]bool{}
 	for _, w := range strings.Fields(`the and for you your with from about when this that these those are was were has have had
 		will would can could should our out all any but not its into than then them they their there what which who whom
@@ -431,7 +433,7 @@ var stopwords = func() map[string]bool {
 		m[w] = true
 	}
 	return m
-}()
+})
 
 // DefaultFlowSimilarity is the cosine a flow needs to be retrieved on
 // meaning alone, without sharing a word with the mail. The offline
@@ -458,7 +460,7 @@ func (c *Center) RetrieveFlows(ctx context.Context, text string, k int) ([]Flow,
 	var lex []int64
 	var words []string
 	for _, w := range wordRE.FindAllString(strings.ToLower(text), -1) {
-		if !stopwords[w] {
+		if !stopwords()[w] {
 			words = append(words, w)
 		}
 	}

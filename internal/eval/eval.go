@@ -51,6 +51,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/hestia-dev/hestia/internal/lazyre"
 )
 
 // Decision is what the scripted user does with every approval card of a
@@ -323,7 +325,7 @@ type runner struct {
 	opts     Options
 }
 
-var placeholder = regexp.MustCompile(`\{\{mail:([^}]+)\}\}`)
+var placeholder = lazyre.New(`\{\{mail:([^}]+)\}\}`)
 
 // resolve replaces {{mail:MESSAGE-ID}} with the message's id.
 func (r *runner) resolve(s string) (string, error) {

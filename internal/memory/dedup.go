@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"unicode"
 
 	"golang.org/x/text/unicode/norm"
@@ -35,19 +36,19 @@ func normalize(s string) string {
 }
 
 // stop words carry no meaning for paraphrase detection.
-// It is built once and only read.
-var stop = func() map[string]bool {
+// It is built once, on first use (not at every process start), and only read.
+var stop = sync.OnceValue(func() map[string]bool {
 	m := map[string]bool{}
 	for _, w := range strings.Fields("a an the is are was were be been to of in on at for and or but with by from as that this it its their his her they he she user s users i my me we our you your has have had do does not no so very") {
 		m[w] = true
 	}
 	return m
-}()
+})
 
 func tokens(s string) map[string]bool {
 	out := map[string]bool{}
 	for _, w := range strings.Fields(normalize(s)) {
-		if !stop[w] {
+		if !stop()[w] {
 			out[w] = true
 		}
 	}
