@@ -44,6 +44,16 @@ type Telegram struct {
 	Contacts []string `json:"contacts"`
 }
 
+// Channel is one messaging channel of [channels.*] (Slack, Discord, …).
+type Channel struct {
+	Name    string `json:"name"`
+	Enabled bool   `json:"enabled"`
+	// Owners are the owner's ids on the platform; Contacts the trusted
+	// people as written ("ID" or "ID:scopes").
+	Owners   []string `json:"owners"`
+	Contacts []string `json:"contacts"`
+}
+
 // MCPServer is one configured MCP server: a stdio program or an HTTP URL.
 type MCPServer struct {
 	Name     string `json:"name"`
@@ -68,6 +78,7 @@ type Sources struct {
 	Contacts         []Folder     `json:"contacts"`
 	CardDAV          []DAVAccount `json:"carddav"`
 	Telegram         Telegram     `json:"telegram"`
+	Channels         []Channel    `json:"channels"`
 	MCP              []MCPServer  `json:"mcp_servers"`
 	MailSources      []MailSource `json:"mail_sources"`
 	MailSourcesError string       `json:"mail_sources_error,omitempty"`
@@ -112,6 +123,7 @@ func (s *Service) sourcesView(ctx context.Context, cfg config.Config) Sources {
 		MCP: []MCPServer{}, MailSources: []MailSource{}}
 	t := cfg.Telegram
 	out.Telegram = Telegram{Enabled: t.Enabled(), TokenFileSet: t.TokenFile != "", OwnerID: t.OwnerID, Contacts: append([]string{}, t.Contacts...)}
+	out.Channels = channelsView(cfg.Channels)
 	// Args are left out: a server's command line may carry a token.
 	for _, name := range cfg.MCP.MCPServerNames() {
 		m := cfg.MCP.Servers[name]
@@ -129,4 +141,20 @@ func (s *Service) sourcesView(ctx context.Context, cfg config.Config) Sources {
 	}
 	sort.SliceStable(out.MailSources, func(i, j int) bool { return out.MailSources[i].Path < out.MailSources[j].Path })
 	return out
+}
+
+// channelsView lists every channel, on or off, so the page can say how to
+// turn one on. Only ids are shown: no credential of any channel.
+func channelsView(c config.ChannelsConfig) []Channel {
+	ch := func(name string, enabled bool, owners, contacts []string) Channel {
+		return Channel{Name: name, Enabled: enabled, Owners: append([]string{}, owners...), Contacts: append([]string{}, contacts...)}
+	}
+	return []Channel{
+		ch("slack", c.Slack.Enabled(), c.Slack.Owners, c.Slack.Contacts),
+		ch("discord", c.Discord.Enabled(), c.Discord.Owners, c.Discord.Contacts),
+		ch("whatsapp", c.WhatsApp.Enabled(), c.WhatsApp.Owners, c.WhatsApp.Contacts),
+		ch("matrix", c.Matrix.Enabled(), c.Matrix.Owners, c.Matrix.Contacts),
+		ch("signal", c.Signal.Enabled(), c.Signal.Owners, c.Signal.Contacts),
+		ch("email", c.Email.Enabled(), c.Email.Owners, c.Email.Contacts),
+	}
 }

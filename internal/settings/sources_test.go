@@ -38,6 +38,11 @@ token = "123456:telegram-token-secret"
 owner_id = 4242
 contacts = ["77:chat+read"]
 
+[channels.discord]
+token = "discord-token-secret"
+owners = ["1234"]
+contacts = ["5678:chat"]
+
 [mcp.servers.files]
 command = "mcp-files"
 args = ["--api-key", "args-secret"]
@@ -73,6 +78,18 @@ func TestViewListsSourcesWithoutSecrets(t *testing.T) {
 	if tg := src.Telegram; !tg.Enabled || tg.TokenFileSet || tg.OwnerID != 4242 || len(tg.Contacts) != 1 || tg.Contacts[0] != "77:chat+read" {
 		t.Errorf("telegram = %+v", tg)
 	}
+	var discord, slack Channel
+	for _, c := range src.Channels {
+		switch c.Name {
+		case "discord":
+			discord = c
+		case "slack":
+			slack = c
+		}
+	}
+	if len(src.Channels) != 6 || !discord.Enabled || len(discord.Owners) != 1 || discord.Owners[0] != "1234" || len(discord.Contacts) != 1 || slack.Enabled || slack.Owners == nil {
+		t.Errorf("channels = %+v", src.Channels)
+	}
 	want := []MCPServer{{Name: "files", Command: "mcp-files"}, {Name: "remote", URL: "https://mcp.example.org/mcp", Disabled: true}}
 	if len(src.MCP) != 2 || src.MCP[0] != want[0] || src.MCP[1] != want[1] {
 		t.Errorf("mcp = %+v, want %+v", src.MCP, want)
@@ -84,7 +101,7 @@ func TestViewListsSourcesWithoutSecrets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, secret := range []string{"hunter2-in-url", "query-secret", "telegram-token-secret", "args-secret", "mcp-query-secret", "/home/me/.secrets/caldav", "WORK_DAV_PASSWORD", "MCP_TOKEN"} {
+	for _, secret := range []string{"hunter2-in-url", "query-secret", "telegram-token-secret", "discord-token-secret", "args-secret", "mcp-query-secret", "/home/me/.secrets/caldav", "WORK_DAV_PASSWORD", "MCP_TOKEN"} {
 		if strings.Contains(string(b), secret) {
 			t.Errorf("GET /api/settings contains %q: %s", secret, b)
 		}
@@ -100,7 +117,7 @@ func TestViewSourcesEmptyAndMailSourcesError(t *testing.T) {
 	}
 	b, _ := json.Marshal(v.Sources)
 	// Empty lists are [] (not null) so the page shows its empty states.
-	const want = `{"calendars":[],"caldav":[],"contacts":[],"carddav":[],"telegram":{"enabled":false,"token_file_set":false,"owner_id":0,"contacts":[]},"mcp_servers":[],"mail_sources":[],"mail_sources_error":"mail store closed"}`
+	const want = `{"calendars":[],"caldav":[],"contacts":[],"carddav":[],"telegram":{"enabled":false,"token_file_set":false,"owner_id":0,"contacts":[]},"channels":[{"name":"slack","enabled":false,"owners":[],"contacts":[]},{"name":"discord","enabled":false,"owners":[],"contacts":[]},{"name":"whatsapp","enabled":false,"owners":[],"contacts":[]},{"name":"matrix","enabled":false,"owners":[],"contacts":[]},{"name":"signal","enabled":false,"owners":[],"contacts":[]},{"name":"email","enabled":false,"owners":[],"contacts":[]}],"mcp_servers":[],"mail_sources":[],"mail_sources_error":"mail store closed"}`
 	if string(b) != want {
 		t.Errorf("sources = %s\nwant      %s", b, want)
 	}

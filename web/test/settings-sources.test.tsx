@@ -27,6 +27,10 @@ const full: SourcesView = {
   contacts: [{ name: 'book', path: '/home/me/.contacts', read_only: true }],
   carddav: [{ name: 'work', url: 'https://carddav.example.org/', read_only: true, password_set: false, password_file_set: false }],
   telegram: { enabled: true, token_file_set: true, owner_id: 4242, contacts: ['77:chat+read'] },
+  channels: [
+    { name: 'slack', enabled: true, owners: ['U0OWNER'], contacts: ['U0PAL:chat'] },
+    { name: 'discord', enabled: false, owners: [], contacts: [] },
+  ],
   mcp_servers: [
     { name: 'files', command: 'mcp-files', disabled: false },
     { name: 'remote', url: 'https://mcp.example.org/mcp', disabled: true },
@@ -54,6 +58,11 @@ describe('Settings sources sections', () => {
     expect(tg.textContent).toContain('77:chat+read');
     expect(tg.textContent).toContain('token file set');
     expect(within(tg).getByRole('link', { name: 'Edit in setup' })).toBeTruthy();
+    const ch = region('Channels');
+    expect(within(ch).getByRole('list', { name: 'Channels' }).textContent).toContain('Slack');
+    expect(ch.textContent).toContain('U0OWNER');
+    expect(ch.textContent).toContain('trusted: U0PAL:chat');
+    expect(ch.textContent).not.toContain('Discord');
     const mcp = region('MCP servers');
     expect(mcp.textContent).toContain('mcp-files');
     expect(mcp.textContent).toContain('https://mcp.example.org/mcp');
@@ -70,6 +79,7 @@ describe('Settings sources sections', () => {
     expect(region('Calendars').textContent).toContain('No calendars. Add a calendar folder or a CalDAV account in setup');
     expect(region('Contacts').textContent).toContain('No address books.');
     expect(region('Telegram').textContent).toContain('Telegram is off. Set a bot token in setup');
+    expect(region('Channels').textContent).toContain('No channels are on. Add a [channels.slack]');
     expect(region('MCP servers').textContent).toContain('No MCP servers. Add a [mcp.servers.NAME] table');
     expect(region('Mail folders').textContent).toContain('No mail folders. Import one from a terminal with hestia mail import PATH');
     expect(screen.getAllByRole('link', { name: 'Edit in setup' })).toHaveLength(3);

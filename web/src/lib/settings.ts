@@ -77,12 +77,21 @@ export interface MailSourceView {
 }
 
 /** What GET /api/settings lists read-only (no secrets). */
+export interface ChannelView {
+  name: string;
+  enabled: boolean;
+  owners: string[];
+  contacts: string[];
+}
+
 export interface SourcesView {
   calendars: FolderView[];
   caldav: DAVAccountView[];
   contacts: FolderView[];
   carddav: DAVAccountView[];
   telegram: { enabled: boolean; token_file_set: boolean; owner_id: number; contacts: string[] };
+  /** Messaging channels of [channels.*]; absent from older daemons. */
+  channels?: ChannelView[];
   mcp_servers: { name: string; command?: string; url?: string; disabled: boolean }[];
   mail_sources: MailSourceView[];
   mail_sources_error?: string;

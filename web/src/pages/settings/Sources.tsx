@@ -1,5 +1,6 @@
-// The read-only Settings sections: calendars, contacts, Telegram, MCP
-// servers and mail folders as the daemon reads them. The first four are
+// The read-only Settings sections: calendars, contacts, Telegram, the
+// other messaging channels, MCP servers and mail folders as the daemon
+// reads them. The first four are
 // edited in setup (/setup) or config.toml; no secret is shown, only
 // whether a password or token is set.
 import type { ComponentChildren } from 'preact';
@@ -25,6 +26,7 @@ export function Sources({ view }: { view: SettingsView }) {
       <Calendars s={s} />
       <Contacts s={s} />
       <Telegram s={s} />
+      <Channels s={s} />
       <MCPServers s={s} />
       <MailSources s={s} />
     </>
@@ -105,6 +107,44 @@ function Contacts({ s }: { s: SourcesView }) {
         </>
       )}
       <EditInSetup />
+    </Section>
+  );
+}
+
+const channelNames: Record<string, string> = {
+  slack: 'Slack',
+  discord: 'Discord',
+  whatsapp: 'WhatsApp',
+  matrix: 'Matrix',
+  signal: 'Signal',
+  email: 'E-mail',
+};
+
+function Channels({ s }: { s: SourcesView }) {
+  const on = (s.channels ?? []).filter((c) => c.enabled);
+  return (
+    <Section
+      id="s-channels"
+      title="Channels"
+      hint="Chat with Hestia and answer approvals from the apps you already use. Only ids are shown here, never a token."
+    >
+      {on.length === 0 ? (
+        <Empty>
+          No channels are on. Add a [channels.slack], [channels.discord], [channels.whatsapp], [channels.matrix], [channels.signal] or
+          [channels.email] table to config.toml with its credentials and your own id as an owner (config.example.toml shows each), then
+          restart Hestia.
+        </Empty>
+      ) : (
+        <ul class="source-list" aria-label="Channels">
+          {on.map((c) => (
+            <li key={c.name}>
+              <strong>{channelNames[c.name] ?? c.name}</strong>
+              <span class="mono small">{c.owners.length > 0 ? c.owners.join(', ') : 'no owner: nobody can chat'}</span>
+              {c.contacts.length > 0 && <span class="small muted">trusted: {c.contacts.join(', ')}</span>}
+            </li>
+          ))}
+        </ul>
+      )}
     </Section>
   );
 }
