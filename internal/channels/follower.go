@@ -3,6 +3,7 @@ package channels
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -23,9 +24,10 @@ type follower struct {
 	sub    *events.Subscription
 	cancel context.CancelFunc
 
-	mu       sync.Mutex // guards question and replyTo
+	mu       sync.Mutex // guards question, replyTo and voice
 	question string     // pending ask_user request id
 	replyTo  string     // the latest inbound message's ReplyTo
+	voice    bool       // the latest message was a voice note
 
 	// Streaming state, touched only by run.
 	turnID   string
@@ -34,7 +36,11 @@ type follower struct {
 	buf      strings.Builder
 	shown    string
 	lastEdit time.Time
-	finished string // the last turn whose final reply was queued
+	// holdUntil is flood control: after a rate limit, no streaming edit is
+	// tried before this (the final reply goes through the outbox, which
+	// waits the limit out).
+	holdUntil time.Time
+	finished  string // the last turn whose final reply was queued
 }
 
 func newFollower(r *Relay, m Mapping, cancel context.CancelFunc) *follower {
@@ -48,10 +54,16 @@ func (f *follower) pendingQuestion() string {
 	return f.question
 }
 
-func (f *follower) setReplyTo(s string) {
+func (f *follower) setLast(replyTo string, voice bool) {
 	f.mu.Lock()
-	f.replyTo = s
+	f.replyTo, f.voice = replyTo, voice
 	f.mu.Unlock()
+}
+
+func (f *follower) wantsVoice() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.voice
 }
 
 func (f *follower) currentReplyTo() string {
@@ -207,6 +219,9 @@ func (f *follower) event(ctx context.Context, it item) time.Duration {
 			return 0
 		}
 		next := f.lastEdit.Add(f.r.lim.EditInterval)
+		if f.holdUntil.After(next) {
+			next = f.holdUntil
+		}
 		if now := f.r.d.Clock(); now.Before(next) {
 			return next.Sub(now)
 		}
@@ -289,6 +304,12 @@ func (f *follower) edit(ctx context.Context) {
 		return
 	}
 	if err := p.Edit(ctx, f.m.Conv, f.ref, out); err != nil {
+		var ra *RetryAfterError
+		if errors.As(err, &ra) {
+			f.holdUntil = f.r.d.Clock().Add(ra.After)
+			f.r.d.Log.Info("flood control: holding streaming edits", "channel", f.r.name, "for", ra.After)
+			return
+		}
 		f.r.d.Log.Info("a streaming edit failed", "channel", f.r.name, "err", err)
 		return
 	}
@@ -332,6 +353,9 @@ func (f *follower) finish(ctx context.Context, turnID string, ok bool, text stri
 		}
 	}
 	f.r.ob.wake()
+	if ok && f.r.speaks(f.wantsVoice()) {
+		f.r.speakReply(ctx, f.m.Conv, text, replyTo)
+	}
 }
 
 // decodeData unmarshals an event's data into v.

@@ -64,6 +64,9 @@ type Config struct {
 	PublicURL string
 	// MaxVoiceBytes refuses larger voice notes before fetching them.
 	MaxVoiceBytes int64
+	// VoiceReplies says when a reply is also spoken (VoiceWhenVoice,
+	// VoiceAlways, VoiceOff), on platforms that post audio.
+	VoiceReplies string
 	// MaxAttempts bounds retries of one outbound message (default 50,
 	// about a day with the backoff's one-hour ceiling).
 	MaxAttempts int
@@ -79,6 +82,7 @@ type Deps struct {
 	Bus         *events.Bus
 	Audit       AuditFunc
 	Transcriber Transcriber // nil: voice notes are refused as not configured
+	Speaker     Speaker     // nil: replies are text only
 	Log         *slog.Logger
 	Clock       func() time.Time
 }
@@ -276,7 +280,7 @@ func (r *Relay) handleMessage(ctx context.Context, u Update) {
 		return
 	}
 	f := r.follow(ctx, m)
-	f.setReplyTo(u.ReplyTo)
+	f.setLast(u.ReplyTo, u.Voice != nil)
 	if q := f.pendingQuestion(); q != "" && r.allowed(u.Sender, devices.Approve) {
 		if _, err := r.d.Approvals.Decide(q, approval.Decision{Outcome: approval.Answer, Answer: text}); err == nil {
 			r.d.Audit(ctx, "channel.answer", m.ChatID, "question answered from "+r.cfg.Label, map[string]any{"channel": r.name, "approval_id": q, "sender": u.Sender})
@@ -288,38 +292,6 @@ func (r *Relay) handleMessage(ctx context.Context, u Update) {
 		r.d.Log.Warn("starting a turn from a channel", "channel", r.name, "chat", m.ChatID, "err", err)
 		r.reply(ctx, u, "I could not start on that: "+err.Error())
 	}
-}
-
-func (r *Relay) transcribe(ctx context.Context, u Update) (string, bool) {
-	v := u.Voice
-	if r.d.Transcriber == nil {
-		r.reply(ctx, u, "Voice notes are not set up on this assistant (no speech-to-text model); please write instead.")
-		return "", false
-	}
-	if v.Size > r.cfg.MaxVoiceBytes {
-		r.reply(ctx, u, fmt.Sprintf("That voice note is too long for me (%d MB at most).", r.cfg.MaxVoiceBytes>>20))
-		return "", false
-	}
-	if v.Fetch == nil {
-		r.reply(ctx, u, "I could not fetch that voice note.")
-		return "", false
-	}
-	audio, err := v.Fetch(ctx)
-	if err == nil && int64(len(audio)) > r.cfg.MaxVoiceBytes {
-		err = fmt.Errorf("%d bytes, over the %d limit", len(audio), r.cfg.MaxVoiceBytes)
-	}
-	if err != nil {
-		r.d.Log.Warn("fetching a voice note", "channel", r.name, "err", err)
-		r.reply(ctx, u, "I could not fetch that voice note.")
-		return "", false
-	}
-	text, err := r.d.Transcriber.Transcribe(ctx, audio, v.Filename, v.Mime)
-	if err != nil || strings.TrimSpace(text) == "" {
-		r.d.Log.Warn("transcribing a voice note", "channel", r.name, "err", err)
-		r.reply(ctx, u, "I could not make out that voice note; please try again or write.")
-		return "", false
-	}
-	return strings.TrimSpace(text), true
 }
 
 // chatFor returns the Hestia chat of a conversation, creating one the

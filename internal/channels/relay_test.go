@@ -134,6 +134,7 @@ type harness struct {
 type hopts struct {
 	platform channels.Platform // default: the plain fake
 	stt      channels.Transcriber
+	tts      channels.Speaker
 }
 
 func newHarness(t *testing.T, dbPath string, p *channeltest.Platform, o hopts) *harness {
@@ -155,7 +156,7 @@ func newHarness(t *testing.T, dbPath string, p *channeltest.Platform, o hopts) *
 		Users:  map[string][]devices.Scope{owner: {devices.Chat, devices.Approve, devices.Read}, contact: {devices.Chat, devices.Read}},
 		Owners: []string{owner},
 	}, channels.Deps{Platform: plat, Store: h.store, Agent: h.agent, Chats: &fakeChats{}, Approvals: broker, Bus: bus,
-		Audit: h.audit.record, Transcriber: o.stt})
+		Audit: h.audit.record, Transcriber: o.stt, Speaker: o.tts})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- h.relay.Run(ctx) }()
@@ -485,26 +486,52 @@ func TestInDoubtSendsAfterACrash(t *testing.T) {
 type fakeSTT struct{}
 
 func (fakeSTT) Transcribe(ctx context.Context, audio []byte, filename, mime string) (string, error) {
-	if string(audio) != "OGG" {
+	if !strings.HasPrefix(string(audio), "OggS") {
 		return "", errors.New("bad audio")
 	}
 	return "remind me to buy milk", nil
 }
 
+type fakeTTS struct{}
+
+func (fakeTTS) Speak(ctx context.Context, text string) ([]byte, string, error) {
+	return []byte("OggS " + text), "audio/ogg", nil
+}
+
 func TestVoiceNotes(t *testing.T) {
 	t.Parallel()
 	p := channeltest.New()
-	h := newHarness(t, dbPath(t), p, hopts{stt: fakeSTT{}})
+	h := newHarness(t, dbPath(t), p, hopts{stt: fakeSTT{}, tts: fakeTTS{}})
 	u := msg(owner, dm, "")
-	u.Voice = &channels.Voice{Size: 3, Mime: "audio/ogg", Fetch: func(context.Context) ([]byte, error) { return []byte("OGG"), nil }}
+	u.Voice = &channels.Voice{Size: 3, Mime: "audio/ogg", Fetch: func(context.Context) ([]byte, error) { return []byte("OggS\x00\x02fake opus"), nil }}
 	p.Deliver(u)
 	channeltest.WaitFor(t, "the transcribed turn", func() bool { _, ok := p.FindText(dm, "You said: remind me to buy milk"); return ok })
 	big := msg(owner, dm, "")
 	big.Voice = &channels.Voice{Size: 100 << 20, Fetch: func(context.Context) ([]byte, error) { t.Error("fetched an oversized note"); return nil, nil }}
 	p.Deliver(big)
-	channeltest.WaitFor(t, "the size refusal", func() bool { _, ok := p.FindText(dm, "too long"); return ok })
-	if texts, _ := h.agent.submits(); len(texts) != 1 {
+	channeltest.WaitFor(t, "the size refusal", func() bool { _, ok := p.FindText(dm, "at most 20 MB"); return ok })
+	if _, ok := p.FindText(dm, "🎤 _remind me to buy milk_"); !ok {
+		t.Error("the transcript was not shown before the turn acted on it")
+	}
+	// A voice note is answered aloud as well (mode "voice", the default);
+	// a written message is not.
+	channeltest.WaitFor(t, "the spoken reply", func() bool { return len(p.Voices()) == 1 })
+	if v := p.Voices()[0]; v != dm+" audio/ogg OggS You said: remind me to buy milk" {
+		t.Errorf("spoken reply %q", v)
+	}
+	p.Deliver(msg(owner, dm, "written"))
+	channeltest.WaitFor(t, "the written reply", func() bool { _, ok := p.FindText(dm, "You said: written"); return ok })
+	// A note whose bytes are not the format it claims is refused unheard.
+	fake := msg(owner, dm, "")
+	fake.Voice = &channels.Voice{Size: 4, Mime: "audio/ogg", Fetch: func(context.Context) ([]byte, error) { return []byte("MZ\x90\x00"), nil }}
+	p.Deliver(fake)
+	channeltest.WaitFor(t, "the format refusal", func() bool { _, ok := p.FindText(dm, "not the audio format it claims"); return ok })
+	if texts, _ := h.agent.submits(); len(texts) != 2 {
 		t.Errorf("turns %q", texts)
+	}
+	time.Sleep(30 * time.Millisecond)
+	if n := len(p.Voices()); n != 1 {
+		t.Errorf("%d spoken replies, want only the voice note's", n)
 	}
 }
 

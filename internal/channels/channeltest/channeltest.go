@@ -38,8 +38,9 @@ type Platform struct {
 	n       int
 	acks    []string
 	// sends counts every Send call, including repeats of a key.
-	sends int
-	finds int
+	sends  int
+	finds  int
+	voices []string
 }
 
 // New returns a platform that edits, has buttons and no idempotency.
@@ -212,4 +213,22 @@ func (p *Platform) Finds() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.finds
+}
+
+// SendVoice records an audio message (spoken replies).
+func (p *Platform) SendVoice(ctx context.Context, conv string, audio []byte, mime string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.nextFail(); err != nil {
+		return err
+	}
+	p.voices = append(p.voices, conv+" "+mime+" "+string(audio))
+	return nil
+}
+
+// Voices returns the audio messages sent, as "CONV MIME AUDIO".
+func (p *Platform) Voices() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.voices...)
 }
