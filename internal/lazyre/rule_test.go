@@ -1,0 +1,129 @@
+package lazyre
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestNoPackageLevelCompile is a repository rule: no package linked into
+// cmd/hestia compiles a regular expression in a package-level variable's
+// initialiser. Every package's init runs in every hestia process, so each
+// such expression is paid by every CLI command (see
+// docs/decisions/startup-cost.md); lazyre.New compiles on first use and
+// costs nothing at start.
+func TestNoPackageLevelCompile(t *testing.T) {
+	// pending are files known to break the rule, being changed by others
+	// when the rule came; remove an entry once its file uses lazyre.
+	pending := map[string]bool{"internal/channels/approvals.go": true}
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("needs the go command to list the binary's packages")
+	}
+	out, err := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}|{{.Dir}}|{{join .GoFiles \"|\"}}{{end}}", "github.com/hestia-dev/hestia/cmd/hestia").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	fset := token.NewFileSet()
+	checked := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Split(line, "|")
+		if !strings.HasPrefix(f[0], "github.com/hestia-dev/hestia/") {
+			continue // third-party: startup-cost.md says what they cost
+		}
+		dir, rel := f[1], strings.TrimPrefix(f[0], "github.com/hestia-dev/hestia/")
+		for _, name := range f[2:] {
+			path := filepath.Join(dir, name)
+			if pending[rel+"/"+name] {
+				continue
+			}
+			file, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+			if err != nil {
+				t.Fatalf("parsing %s: %v", path, err)
+			}
+			checked++
+			for _, pos := range packageLevelCompiles(file) {
+				t.Errorf("%s: a regular expression compiled in a package-level variable costs every hestia process at start; use lazyre.New", fset.Position(pos))
+			}
+		}
+	}
+	if checked < 100 {
+		t.Fatalf("checked %d files of hestia's own packages; the listing went wrong", checked)
+	}
+}
+
+// packageLevelCompiles returns where a top-level var's initialiser calls
+// regexp.MustCompile, regexp.Compile or their POSIX forms outside a
+// function literal (a literal's body runs when called, not at init).
+func packageLevelCompiles(file *ast.File) []token.Pos {
+	regexpName := ""
+	for _, imp := range file.Imports {
+		if imp.Path.Value == `"regexp"` {
+			regexpName = "regexp"
+			if imp.Name != nil {
+				regexpName = imp.Name.Name
+			}
+		}
+	}
+	if regexpName == "" || regexpName == "_" {
+		return nil
+	}
+	var found []token.Pos
+	for _, decl := range file.Decls {
+		gd, ok := decl.(*ast.GenDecl)
+		if !ok || gd.Tok != token.VAR {
+			continue
+		}
+		for _, spec := range gd.Specs {
+			for _, v := range spec.(*ast.ValueSpec).Values {
+				ast.Inspect(v, func(n ast.Node) bool {
+					switch n := n.(type) {
+					case *ast.FuncLit:
+						return false
+					case *ast.CallExpr:
+						if sel, ok := n.Fun.(*ast.SelectorExpr); ok {
+							if id, ok := sel.X.(*ast.Ident); ok && id.Name == regexpName {
+								switch sel.Sel.Name {
+								case "MustCompile", "Compile", "MustCompilePOSIX", "CompilePOSIX":
+									found = append(found, n.Pos())
+								}
+							}
+						}
+					}
+					return true
+				})
+			}
+		}
+	}
+	return found
+}
+
+func TestPackageLevelCompilesFindsInitialisersOnly(t *testing.T) {
+	t.Parallel()
+	src := `package p
+
+import re "regexp"
+
+var a = re.MustCompile("x")
+var b, c = 1, []*re.Regexp{re.MustCompile("y")}
+var d = func() *re.Regexp { return re.MustCompile("z") }
+var e = re.QuoteMeta("w")
+
+func f() { _ = re.MustCompile("v") }
+`
+	fset := token.NewFileSet()
+	file, err := parser.ParseFile(fset, "p.go", src, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []int
+	for _, pos := range packageLevelCompiles(file) {
+		lines = append(lines, fset.Position(pos).Line)
+	}
+	if len(lines) != 2 || lines[0] != 5 || lines[1] != 6 {
+		t.Errorf("found at lines %v, want [5 6]", lines)
+	}
+}
