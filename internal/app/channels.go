@@ -30,7 +30,9 @@ type channelBuilder struct {
 // channelBuilders lists the channels beside Telegram; each channel adds
 // its entry here and its adapter construction in its own file.
 func (a *App) channelBuilders() []channelBuilder {
-	list := []channelBuilder{}
+	list := []channelBuilder{
+		a.whatsappChannel(),
+	}
 	return append(list, a.extraChannels...)
 }
 
