@@ -24,6 +24,7 @@ import (
 	"github.com/hestia-dev/hestia/internal/actions"
 	"github.com/hestia-dev/hestia/internal/authtoken"
 	"github.com/hestia-dev/hestia/internal/budget"
+	"github.com/hestia-dev/hestia/internal/channels"
 	"github.com/hestia-dev/hestia/internal/config"
 	"github.com/hestia-dev/hestia/internal/daemonaddr"
 	"github.com/hestia-dev/hestia/internal/devices"
@@ -89,6 +90,7 @@ type App struct {
 	mailStore *mail.Store
 	// extraChannels are channels a test plugs in beside the configured ones.
 	extraChannels []channelBuilder
+	channelsDB    *channels.Store // channels.db, opened by the first channel
 }
 
 type worker struct {

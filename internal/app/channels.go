@@ -44,7 +44,6 @@ func (a *App) initChannels(ctx context.Context) error {
 	if a.Server == nil || a.core.agent == nil {
 		return nil
 	}
-	var st *channels.Store
 	for _, b := range a.channelBuilders() {
 		if !b.enabled {
 			continue
@@ -57,12 +56,9 @@ func (a *App) initChannels(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", b.key, err)
 		}
-		if st == nil {
-			db, err := a.OpenStore(ctx, channels.Schema)
-			if err != nil {
-				return err
-			}
-			st = channels.NewStore(db, a.Now)
+		st, err := a.channelStore(ctx)
+		if err != nil {
+			return err
 		}
 		if err := a.startChannel(ctx, b, p, st, users); err != nil {
 			return err
@@ -101,6 +97,19 @@ func (a *App) startChannel(ctx context.Context, b channelBuilder, p channels.Pla
 		return channelHealth(ctx, st, p.Name(), len(users))
 	}})
 	return nil
+}
+
+// channelStore opens channels.db once for every channel.
+func (a *App) channelStore(ctx context.Context) (*channels.Store, error) {
+	if a.channelsDB != nil {
+		return a.channelsDB, nil
+	}
+	db, err := a.OpenStore(ctx, channels.Schema)
+	if err != nil {
+		return nil, err
+	}
+	a.channelsDB = channels.NewStore(db, a.Now)
+	return a.channelsDB, nil
 }
 
 // channelHealth reports the outbox: messages waiting or given up on are

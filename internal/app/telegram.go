@@ -7,9 +7,8 @@ import (
 	"os"
 	"strings"
 
-	"github.com/hestia-dev/hestia/internal/agent"
 	"github.com/hestia-dev/hestia/internal/audit"
-	"github.com/hestia-dev/hestia/internal/authority"
+	"github.com/hestia-dev/hestia/internal/channels"
 	"github.com/hestia-dev/hestia/internal/channels/telegram"
 	"github.com/hestia-dev/hestia/internal/config"
 	"github.com/hestia-dev/hestia/internal/devices"
@@ -38,34 +37,42 @@ func (a *App) initTelegram(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	chst, err := a.channelStore(ctx)
+	if err != nil {
+		return err
+	}
 	core := a.core
 	svc, err := a.speechService()
 	if err != nil {
 		return err
 	}
-	var tr telegram.Transcriber
+	var tr channels.Transcriber
 	if m := svc.For("telegram", "voice"); m != nil {
 		tr = m
 	}
-	var sp telegram.Speaker
+	var sp channels.Speaker
 	if m := svc.SpeakerFor("telegram", "speak"); m != nil {
 		sp = m
 	}
 	api := telegram.NewClient(cfg.APIURL, token)
 	a.core.owner = &telegram.OwnerSender{API: api, Owner: cfg.OwnerID}
+	tgStore := telegram.NewStore(db)
 	bot := telegram.New(telegram.Config{
-		Users: users, PollTimeout: cfg.PollTimeout.D(), EditInterval: cfg.EditInterval.D(),
+		Owner: cfg.OwnerID, Users: users, PollTimeout: cfg.PollTimeout.D(), EditInterval: cfg.EditInterval.D(),
 		PublicURL: cfg.PublicURL, MaxVoiceBytes: int64(cfg.MaxVoiceMB) << 20,
 		WebhookURL: cfg.WebhookURL, VoiceReplies: cfg.VoiceReplies,
 	}, telegram.Deps{
-		API: api, Store: telegram.NewStore(db, a.Now),
-		Agent: tgAgent{core.agent}, Chats: tgChats{core}, Approvals: core.approvals, Bus: core.bus,
+		API: api, Store: tgStore, Channels: chst,
+		Agent: channelAgent{core.agent}, Chats: tgChats{core}, Approvals: core.approvals, Bus: core.bus,
 		Audit: func(ctx context.Context, typ, chatID, summary string, data any) {
 			core.audit.Record(ctx, audit.Entry{Type: typ, ChatID: chatID, Summary: summary, Data: data})
 		},
 		Transcriber: tr, Speaker: sp,
 		Log: a.Log.With("component", "telegram"), Clock: a.Now,
 	})
+	if err := bot.ImportChats(ctx, tgStore, chst); err != nil {
+		a.Log.Warn("carrying telegram chats over to channels.db", "err", err)
+	}
 	if a.Devices != nil {
 		a.Devices.AddSource(bot.Devices)
 	}
@@ -123,13 +130,6 @@ func telegramUsers(cfg config.TelegramConfig) (map[int64][]devices.Scope, error)
 		users[id] = scopes
 	}
 	return users, nil
-}
-
-type tgAgent struct{ ag *agent.Agent }
-
-func (t tgAgent) Submit(ctx context.Context, chatID, text string) error {
-	_, err := t.ag.Submit(ctx, chatID, text, agent.Options{Kind: authority.Channel, OriginLabel: "Telegram"})
-	return err
 }
 
 type tgChats struct{ core agentCore }

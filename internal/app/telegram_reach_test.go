@@ -141,8 +141,8 @@ func TestTelegramUsersAsDevicesAndDeviceAudit(t *testing.T) {
 	for i, d := range list.Devices {
 		byID[d.ID] = i
 	}
-	owner, ok1 := byID["tg_4242"]
-	contact, ok2 := byID["tg_777"]
+	owner, ok1 := byID["telegram:4242"]
+	contact, ok2 := byID["telegram:777"]
 	if !ok1 || !ok2 {
 		t.Fatalf("devices %s", body)
 	}
@@ -152,7 +152,7 @@ func TestTelegramUsersAsDevicesAndDeviceAudit(t *testing.T) {
 	if d := list.Devices[contact]; strings.Join(d.Scopes, ",") != "chat,read" || d.LastSeen != nil {
 		t.Fatalf("contact %+v", d)
 	}
-	if code, body := do(tok.Value(), "DELETE", "/api/devices/tg_777", ""); code != http.StatusConflict || !strings.Contains(body, "config.toml") {
+	if code, body := do(tok.Value(), "DELETE", "/api/devices/telegram:777", ""); code != http.StatusConflict || !strings.Contains(body, "config.toml") {
 		t.Fatalf("revoking a Telegram user: %d %s", code, body)
 	}
 

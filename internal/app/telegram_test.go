@@ -167,7 +167,7 @@ func TestTelegramTurnWithApproval(t *testing.T) {
 	for _, e := range audit.Events {
 		seen[e.Type]++
 	}
-	if seen["telegram.decision"] != 1 || seen["telegram.callback_refused"] < 3 {
+	if seen["channel.decision"] != 1 || seen["channel.action_refused"] < 3 {
 		t.Fatalf("audit types: %v", seen)
 	}
 }

@@ -76,7 +76,7 @@ func (r *Relay) cardText(req approval.Request, code string) string {
 	if !req.NoExpiry && !req.ExpiresAt.IsZero() {
 		b.WriteString("\nExpires " + req.ExpiresAt.Local().Format("15:04") + ".")
 	}
-	if r.cfg.PublicURL != "" {
+	if r.cfg.PublicURL != "" && !r.lim.Buttons {
 		b.WriteString("\nOpen in Hestia: " + strings.TrimSuffix(r.cfg.PublicURL, "/") + "/chats/" + req.ChatID)
 	}
 	fmt.Fprintf(&b, "\nReply \"%s approve\" or \"%s deny\".", code, code)
@@ -103,7 +103,7 @@ func (r *Relay) sendCard(ctx context.Context, m Mapping, req approval.Request, r
 		r.d.Log.Error("recording a channel approval card", "channel", r.name, "err", err)
 		return
 	}
-	p := &Prompt{ApprovalID: req.ID, Code: c.Code, Question: c.Question}
+	p := &Prompt{ApprovalID: req.ID, ChatID: req.ChatID, Code: c.Code, Question: c.Question}
 	if err := r.d.Store.Enqueue(ctx, Item{Channel: r.name, Conv: m.Conv, Key: c.OutboxKey, Text: c.Text, Prompt: p, ReplyTo: replyTo}); err != nil {
 		r.d.Log.Error("queueing a channel approval card", "channel", r.name, "err", err)
 		return

@@ -194,6 +194,8 @@ type Outgoing struct {
 // Prompt is what a platform needs to render approval buttons.
 type Prompt struct {
 	ApprovalID string
+	// ChatID is the Hestia chat, for an "open in Hestia" button.
+	ChatID string
 	// Code is the short request code shown in the text ("K7QF").
 	Code string
 	// Question: a question card (Deny is "decline to answer"; the answer

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hestia-dev/hestia/internal/approval"
+	"github.com/hestia-dev/hestia/internal/channels"
 	"github.com/hestia-dev/hestia/internal/channels/telegram/tgtest"
 	"github.com/hestia-dev/hestia/internal/devices"
 	"github.com/hestia-dev/hestia/internal/events"
@@ -34,7 +35,7 @@ type fakeAgent struct {
 	decided chan approval.Decision
 }
 
-func (f *fakeAgent) Submit(ctx context.Context, chatID, text string) error {
+func (f *fakeAgent) Submit(ctx context.Context, chatID, text string, _ channels.Submit) error {
 	f.mu.Lock()
 	f.texts = append(f.texts, text)
 	n := len(f.texts)
@@ -139,15 +140,19 @@ func newHarnessWith(t *testing.T, dbPath string, tg *tgtest.Server, o hopts) *ha
 	if err != nil {
 		t.Fatal(err)
 	}
+	chdb, err := store.Open(context.Background(), strings.TrimSuffix(dbPath, ".db")+"-channels.db", channels.Schema)
+	if err != nil {
+		t.Fatal(err)
+	}
 	bus := events.NewBus(nil, 0, o.bufN)
 	broker := approval.New(approval.Options{Timeout: time.Minute, ApproversFor: bus.ApproversFor, Notify: notifier{bus}})
-	h := &harness{bus: bus, tg: tg, broker: broker, store: NewStore(db, nil), stt: &fakeSTT{}}
+	h := &harness{bus: bus, tg: tg, broker: broker, store: NewStore(db), stt: &fakeSTT{}}
 	h.agent = &fakeAgent{bus: bus, broker: broker}
-	d := Deps{API: NewClient(tg.URL, tgtest.Token), Store: h.store, Agent: h.agent, Chats: &fakeChats{}, Approvals: broker, Bus: bus}
+	d := Deps{API: NewClient(tg.URL, tgtest.Token), Store: h.store, Channels: channels.NewStore(chdb, nil), Agent: h.agent, Chats: &fakeChats{}, Approvals: broker, Bus: bus}
 	if withSTT {
 		d.Transcriber = h.stt
 	}
-	cfg := Config{Users: map[int64][]devices.Scope{owner: {devices.Chat, devices.Approve, devices.Read}}, PollTimeout: time.Second, EditInterval: 20 * time.Millisecond, MaxVoiceBytes: 1 << 20}
+	cfg := Config{Owner: owner, Users: map[int64][]devices.Scope{owner: {devices.Chat, devices.Approve, devices.Read}}, PollTimeout: time.Second, EditInterval: 20 * time.Millisecond, MaxVoiceBytes: 1 << 20}
 	if o.cfg != nil {
 		o.cfg(&cfg)
 	}
@@ -167,6 +172,7 @@ func newHarnessWith(t *testing.T, dbPath string, tg *tgtest.Server, o hopts) *ha
 			}
 			bus.Close()
 			db.Close()
+			chdb.Close()
 		})
 	}
 	t.Cleanup(h.stop)
