@@ -32,6 +32,7 @@ type channelBuilder struct {
 func (a *App) channelBuilders() []channelBuilder {
 	list := []channelBuilder{
 		a.whatsappChannel(),
+		a.slackChannel(),
 	}
 	return append(list, a.extraChannels...)
 }
