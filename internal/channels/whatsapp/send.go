@@ -88,6 +88,7 @@ func (a *Adapter) sendFreeForm(ctx context.Context, conv, text string, m channel
 		return "", err
 	}
 	a.parts.forget(m.Key)
+	a.prompts.add(ref)
 	return ref, nil
 }
 
@@ -291,4 +292,37 @@ func (p *parts) forget(key string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.m, key)
+}
+
+// prompts remembers the ids of the button messages sent since start (the
+// newest maxPrompts), so reactions are read as approvals only on them.
+type prompts struct {
+	mu    sync.Mutex // guards ids and order
+	ids   map[string]bool
+	order []string
+}
+
+const maxPrompts = 1000
+
+func (p *prompts) add(ref string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ids == nil {
+		p.ids = map[string]bool{}
+	}
+	if p.ids[ref] {
+		return
+	}
+	p.ids[ref] = true
+	p.order = append(p.order, ref)
+	if len(p.order) > maxPrompts {
+		delete(p.ids, p.order[0])
+		p.order = p.order[1:]
+	}
+}
+
+func (p *prompts) has(ref string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.ids[ref]
 }

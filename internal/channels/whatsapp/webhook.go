@@ -118,6 +118,13 @@ func (a *Adapter) serveDelivery(w http.ResponseWriter, r *http.Request) {
 			a.log.Warn("whatsapp message older than Meta redelivers dropped", "id", m.id, "sent", m.at)
 			continue
 		}
+		if m.reaction && !a.prompts.has(m.action.ref) {
+			// 👍 is also how people thank on WhatsApp: only a reaction to
+			// a prompt sent since start is an approval (buttons and codes
+			// work on older ones).
+			a.log.Debug("whatsapp reaction to a message that is not an open prompt ignored", "id", m.id)
+			continue
+		}
 		if m.opensWindow {
 			at := m.at
 			if at.IsZero() || at.After(now) {
@@ -396,6 +403,8 @@ type inbound struct {
 	action         *pressed
 	// opensWindow: the message (re)opens the 24-hour window.
 	opensWindow bool
+	// reaction: the action is an emoji reaction, not a button press.
+	reaction bool
 }
 
 // pressed is a button press or reaction on a message Hestia sent.
@@ -551,6 +560,7 @@ func parseMessage(m message, own string) (inbound, string) {
 			return inbound{}, "a reaction that is not 👍 or 👎 (or was removed) " + m.ID
 		}
 		in.action = &pressed{ref: m.Reaction.MessageID, verb: verb, replyTo: m.Reaction.MessageID}
+		in.reaction = true
 		// Whether a reaction opens the window is not documented: leave
 		// the window as it was and let the API decide.
 		in.opensWindow = false

@@ -11,7 +11,8 @@
 //     and then the short-lived URL, both with the bearer token, size-capped
 //     and checked against Meta's SHA-256), approval buttons pressed
 //     (interactive button_reply, payload "a:<approval id>:<verb>") and 👍/👎
-//     reactions to a prompt, all as one-to-one conversations: the Cloud API
+//     reactions to a prompt sent since start (a 👍 elsewhere is only a
+//     thank-you), all as one-to-one conversations: the Cloud API
 //     delivers no group messages, so Conv and Sender are both the wa_id;
 //   - sending text (Markdown rendered as *bold*, _italic_, ~strike~,
 //     ```mono```; at most 4,096 characters), approval prompts as
@@ -106,8 +107,9 @@ type Adapter struct {
 	// order they arrived.
 	handleMu sync.Mutex
 
-	peers *peers
-	parts parts
+	peers   *peers
+	parts   parts
+	prompts prompts
 }
 
 type receiver struct {

@@ -668,6 +668,13 @@ func TestReactions(t *testing.T) {
 	}
 	h.deliver(t, h.fake.React(anna, "Anna", ref, "❤️"), h.fake.React(anna, "Anna", ref, ""))
 	h.none(t)
+	// 👍 on an ordinary reply is a thank-you, not an approval.
+	plain, err := h.a.Send(context.Background(), anna, channels.Outgoing{Text: "Booked."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.deliver(t, h.fake.React(anna, "Anna", plain, "👍"))
+	h.none(t)
 }
 
 func TestVoiceNote(t *testing.T) {
