@@ -245,7 +245,14 @@ func (r *Relay) decide(ctx context.Context, u Update, c Card, verb Verb, ack fun
 	if res.Mode == "allow_10m" {
 		line += " (and allowed for 10 minutes)"
 	}
-	r.withdraw(ctx, c.ApprovalID, line)
+	if ack != nil && !r.lim.Edit {
+		// The press's own answer says it; a second line would repeat it.
+		if _, err := r.d.Store.Close(context.WithoutCancel(ctx), r.name, c.ApprovalID); err != nil {
+			r.d.Log.Warn("closing a channel card", "channel", r.name, "err", err)
+		}
+	} else {
+		r.withdraw(ctx, c.ApprovalID, line)
+	}
 	if ack != nil {
 		ack(ctx, line)
 	}
