@@ -1,0 +1,353 @@
+package email
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"net"
+	"time"
+
+	"github.com/emersion/go-imap/v2"
+	"github.com/emersion/go-imap/v2/imapclient"
+
+	"github.com/hestia-dev/hestia/internal/channels"
+	"github.com/hestia-dev/hestia/internal/mail/parse"
+)
+
+// Bounds on what the receiver downloads.
+const (
+	// maxFetchBytes is read of each message to classify it: headers and
+	// text fit; a large attachment is only described.
+	maxFetchBytes = 2 << 20
+	// maxVoiceBytes bounds the download of a voice note's message.
+	maxVoiceBytes = 25 << 20
+	// fetchBatch is how many messages one FETCH asks for.
+	fetchBatch = 20
+	// maxIdle restarts IDLE before servers drop it (RFC 2177: 29 minutes).
+	maxIdle = 25 * time.Minute
+)
+
+// dialIMAP connects and logs in; h (optional) receives unsolicited
+// mailbox data such as EXISTS during IDLE.
+func (a *Adapter) dialIMAP(ctx context.Context, h *imapclient.UnilateralDataHandler) (*imapclient.Client, error) {
+	s := a.cfg.IMAP
+	opts := &imapclient.Options{TLSConfig: s.tlsConfig(), Dialer: &net.Dialer{Timeout: a.cfg.Timeout}, UnilateralDataHandler: h}
+	type result struct {
+		c   *imapclient.Client
+		err error
+	}
+	done := make(chan result, 1)
+	// imapclient dials without a ctx: dial in the background so a
+	// shutdown does not wait for a slow server.
+	go func() {
+		var r result
+		switch s.Security {
+		case "tls":
+			r.c, r.err = imapclient.DialTLS(s.addr(), opts)
+		case "starttls":
+			r.c, r.err = imapclient.DialStartTLS(s.addr(), opts)
+		default:
+			r.c, r.err = imapclient.DialInsecure(s.addr(), opts)
+		}
+		if r.err == nil {
+			if err := r.c.Login(a.cfg.Username, a.cfg.Password).Wait(); err != nil {
+				r.c.Close()
+				r.c, r.err = nil, fmt.Errorf("IMAP login as %s: %w", a.cfg.Username, err)
+			}
+		} else {
+			r.err = fmt.Errorf("connecting to IMAP %s: %w", s.addr(), r.err)
+		}
+		done <- r
+	}()
+	select {
+	case r := <-done:
+		return r.c, r.err
+	case <-ctx.Done():
+		go func() {
+			if r := <-done; r.c != nil {
+				r.c.Close()
+			}
+		}()
+		return nil, ctx.Err()
+	}
+}
+
+// Receive implements channels.Platform: it watches the mailbox until ctx
+// ends, handing each message for the channel to h once and marking it
+// handled after h returns.
+func (a *Adapter) Receive(ctx context.Context, h channels.Handler) (err error) {
+	defer func() {
+		// A broken server reply can panic inside the IMAP library; the
+		// relay calls Receive again after a backoff.
+		if p := recover(); p != nil {
+			err = fmt.Errorf("email receive: %v", p)
+		}
+		if ctx.Err() != nil {
+			err = nil
+		}
+	}()
+	kick := make(chan struct{}, 1)
+	c, err := a.dialIMAP(ctx, &imapclient.UnilateralDataHandler{
+		Mailbox: func(d *imapclient.UnilateralDataMailbox) {
+			if d.NumMessages != nil {
+				select {
+				case kick <- struct{}{}:
+				default:
+				}
+			}
+		},
+	})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	stop := context.AfterFunc(ctx, func() { c.Close() })
+	defer stop()
+
+	sel, err := c.Select(a.cfg.Mailbox, nil).Wait()
+	if err != nil {
+		return fmt.Errorf("selecting %s: %w", a.cfg.Mailbox, err)
+	}
+	if a.cfg.DoneMailbox != "" {
+		// Created once; "already exists" is the usual answer.
+		if err := c.Create(a.cfg.DoneMailbox, nil).Wait(); err != nil {
+			a.log.Debug("creating the done mailbox", "mailbox", a.cfg.DoneMailbox, "err", err)
+		}
+	}
+	idle := c.Caps().Has(imap.CapIdle)
+	a.log.Info("email channel watching", "mailbox", a.cfg.Mailbox, "idle", idle)
+	r := &scanner{a: a, c: c, h: h, validity: sel.UIDValidity}
+	for {
+		if err := r.scan(ctx); err != nil {
+			return err
+		}
+		if err := a.wait(ctx, c, idle, kick); err != nil {
+			return err
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+	}
+}
+
+// wait returns when new mail may have arrived: EXISTS during IDLE, or the
+// poll interval.
+func (a *Adapter) wait(ctx context.Context, c *imapclient.Client, idle bool, kick chan struct{}) error {
+	interval := a.cfg.PollInterval
+	if idle && interval > maxIdle {
+		interval = maxIdle
+	}
+	t := time.NewTimer(interval)
+	defer t.Stop()
+	if !idle {
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		return nil
+	}
+	// An EXISTS that arrived before IDLE started is still in kick.
+	cmd, err := c.Idle()
+	if err != nil {
+		return fmt.Errorf("starting IDLE: %w", err)
+	}
+	select {
+	case <-kick:
+	case <-t.C:
+	case <-ctx.Done():
+	case <-c.Closed():
+	}
+	if err := cmd.Close(); err != nil {
+		return fmt.Errorf("ending IDLE: %w", err)
+	}
+	if err := cmd.Wait(); err != nil {
+		return fmt.Errorf("IDLE: %w", err)
+	}
+	return nil
+}
+
+// scanner reads one selected mailbox.
+type scanner struct {
+	a        *Adapter
+	c        *imapclient.Client
+	h        channels.Handler
+	validity uint32
+	// after is the highest UID looked at on this connection: ignored
+	// messages (not for the channel) stay unseen, and are not fetched
+	// again until the next connection.
+	after imap.UID
+}
+
+// scan handles every new unseen message addressed to the channel.
+func (s *scanner) scan(ctx context.Context) error {
+	a := s.a
+	// The server narrows by the address's local part (a substring match);
+	// classify decides exactly.
+	needle := a.local
+	crit := &imap.SearchCriteria{
+		NotFlag: []imap.Flag{imap.FlagSeen, imap.FlagDeleted},
+		Or: [][2]imap.SearchCriteria{{
+			{Or: [][2]imap.SearchCriteria{{
+				{Header: []imap.SearchCriteriaHeaderField{{Key: "To", Value: needle}}},
+				{Header: []imap.SearchCriteriaHeaderField{{Key: "Cc", Value: needle}}},
+			}}},
+			{Or: [][2]imap.SearchCriteria{{
+				{Header: []imap.SearchCriteriaHeaderField{{Key: "Delivered-To", Value: needle}}},
+				{Header: []imap.SearchCriteriaHeaderField{{Key: "X-Original-To", Value: needle}}},
+			}}},
+		}},
+	}
+	if s.after > 0 {
+		crit.UID = []imap.UIDSet{{imap.UIDRange{Start: s.after + 1, Stop: 0}}}
+	}
+	res, err := s.c.UIDSearch(crit, nil).Wait()
+	if err != nil {
+		return fmt.Errorf("searching %s: %w", a.cfg.Mailbox, err)
+	}
+	var uids []imap.UID
+	for _, u := range uidsOf(res) {
+		// "N:*" always matches the last message, even below N.
+		if u > s.after {
+			uids = append(uids, u)
+		}
+	}
+	for len(uids) > 0 && ctx.Err() == nil {
+		n := min(len(uids), fetchBatch)
+		batch := uids[:n]
+		uids = uids[n:]
+		msgs, err := s.c.Fetch(imap.UIDSetNum(batch...), &imap.FetchOptions{
+			UID: true, InternalDate: true, RFC822Size: true,
+			BodySection: []*imap.FetchItemBodySection{{Peek: true, Partial: &imap.SectionPartial{Size: maxFetchBytes}}},
+		}).Collect()
+		if err != nil {
+			return fmt.Errorf("fetching from %s: %w", a.cfg.Mailbox, err)
+		}
+		for _, m := range msgs {
+			if err := s.handle(ctx, m); err != nil {
+				return err
+			}
+			if m.UID > s.after {
+				s.after = m.UID
+			}
+		}
+		// A message expunged meanwhile is simply absent from the reply.
+		if last := batch[len(batch)-1]; last > s.after {
+			s.after = last
+		}
+	}
+	return nil
+}
+
+func uidsOf(res *imap.SearchData) []imap.UID {
+	if res == nil || res.All == nil {
+		return nil
+	}
+	set, ok := res.All.(imap.UIDSet)
+	if !ok {
+		return nil
+	}
+	uids, ok := set.Nums()
+	if !ok {
+		// A dynamic set ("*") in a search reply is a server bug.
+		return nil
+	}
+	return uids
+}
+
+// handle classifies one message, delivers it, and marks it handled.
+func (s *scanner) handle(ctx context.Context, m *imapclient.FetchMessageBuffer) error {
+	a := s.a
+	var raw []byte
+	if len(m.BodySection) > 0 {
+		raw = m.BodySection[0].Bytes
+	}
+	in := a.classify(raw, m.InternalDate, s.fallbackID(m.UID))
+	log := a.log.With("uid", uint32(m.UID))
+	switch in.disp {
+	case ignore:
+		return nil
+	case drop:
+		log.Info("email message skipped", "reason", in.why)
+	case deliver:
+		u := in.update
+		if in.voice != nil {
+			v := *in.voice
+			if m.RFC822Size > 0 && (v.Size <= 0 || m.RFC822Size < v.Size) {
+				v.Size = m.RFC822Size
+			}
+			v.Fetch = s.voiceFetcher(m.UID, in.audioIndex)
+			u.Voice = &v
+		}
+		if !(len(u.Sender) > len(unverifiedPrefix) && u.Sender[:len(unverifiedPrefix)] == unverifiedPrefix) {
+			log.Info("email message received", "id", u.ID, "sender", u.Sender, "proof", in.why)
+		} else {
+			log.Warn("email message without proof of its sender", "id", u.ID, "sender", u.Sender, "reason", in.why)
+		}
+		s.h(ctx, u)
+	}
+	if ctx.Err() != nil {
+		// Handled or not, the relay's deduplication covers a redelivery.
+		return ctx.Err()
+	}
+	return s.markHandled(m.UID)
+}
+
+// markHandled flags a message \Seen and moves it to the done mailbox.
+func (s *scanner) markHandled(uid imap.UID) error {
+	set := imap.UIDSetNum(uid)
+	if err := s.c.Store(set, &imap.StoreFlags{Op: imap.StoreFlagsAdd, Silent: true, Flags: []imap.Flag{imap.FlagSeen}}, nil).Close(); err != nil {
+		return fmt.Errorf("marking message %d seen: %w", uid, err)
+	}
+	if box := s.a.cfg.DoneMailbox; box != "" {
+		if _, err := s.c.Move(set, box).Wait(); err != nil {
+			return fmt.Errorf("moving message %d to %s: %w", uid, box, err)
+		}
+	}
+	return nil
+}
+
+// fallbackID names a message without a Message-ID by its place in the
+// mailbox, shaped like a Message-ID so a reply can cite it.
+func (s *scanner) fallbackID(uid imap.UID) string {
+	h := fnv.New32a()
+	h.Write([]byte(s.a.cfg.Mailbox))
+	return fmt.Sprintf("<%d.%d.%08x@imap.invalid>", s.validity, uid, h.Sum32())
+}
+
+// voiceFetcher downloads a voice note on its own connection: the relay
+// may call it while this one is busy, or after.
+func (s *scanner) voiceFetcher(uid imap.UID, index int) func(ctx context.Context) ([]byte, error) {
+	a, validity := s.a, s.validity
+	return func(ctx context.Context) ([]byte, error) {
+		c, err := a.dialIMAP(ctx, nil)
+		if err != nil {
+			return nil, err
+		}
+		defer c.Close()
+		stop := context.AfterFunc(ctx, func() { c.Close() })
+		defer stop()
+		sel, err := c.Select(a.cfg.Mailbox, &imap.SelectOptions{ReadOnly: true}).Wait()
+		if err != nil {
+			return nil, fmt.Errorf("selecting %s: %w", a.cfg.Mailbox, err)
+		}
+		if sel.UIDValidity != validity {
+			return nil, errors.New("the voice note's mailbox changed (UIDVALIDITY) before it was fetched")
+		}
+		msgs, err := c.Fetch(imap.UIDSetNum(uid), &imap.FetchOptions{UID: true, BodySection: []*imap.FetchItemBodySection{{Peek: true, Partial: &imap.SectionPartial{Size: maxVoiceBytes}}}}).Collect()
+		if err != nil {
+			return nil, fmt.Errorf("fetching the voice note's message: %w", err)
+		}
+		if len(msgs) == 0 || len(msgs[0].BodySection) == 0 {
+			return nil, errors.New("the voice note's message is no longer in the mailbox")
+		}
+		p, err := parse.Parse(msgs[0].BodySection[0].Bytes, parse.Options{MaxAttachmentBytes: maxVoiceBytes})
+		if err != nil {
+			return nil, fmt.Errorf("reading the voice note's message: %w", err)
+		}
+		if index < 0 || index >= len(p.Attachments) || p.Attachments[index].Data == nil {
+			return nil, errors.New("the voice note is missing or larger than 25 MB")
+		}
+		return p.Attachments[index].Data, nil
+	}
+}
