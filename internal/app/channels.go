@@ -33,6 +33,7 @@ func (a *App) channelBuilders() []channelBuilder {
 	list := []channelBuilder{
 		a.whatsappChannel(),
 		a.slackChannel(),
+		a.matrixChannel(),
 	}
 	return append(list, a.extraChannels...)
 }
