@@ -32,35 +32,47 @@ import (
 	"net"
 	"net/netip"
 	"strings"
+	"sync"
 	"time"
 )
 
 // ErrBlocked is wrapped when the SSRF guard refuses an address.
 var ErrBlocked = errors.New("address refused by the SSRF guard")
 
+// blockedNets are the networks refused, and why. The table is constants
+// (static data); the prefixes are parsed on first use by blockedPrefixes,
+// not at every hestia process's start.
 var blockedNets = []struct {
-	p   netip.Prefix
-	why string
+	cidr, why string
 }{
-	{netip.MustParsePrefix("0.0.0.0/8"), "an unspecified/\"this network\" address"},
-	{netip.MustParsePrefix("10.0.0.0/8"), "a private address"},
-	{netip.MustParsePrefix("100.64.0.0/10"), "a carrier-grade NAT address"},
-	{netip.MustParsePrefix("127.0.0.0/8"), "a loopback address"},
-	{netip.MustParsePrefix("169.254.0.0/16"), "a link-local address (cloud metadata lives here)"},
-	{netip.MustParsePrefix("172.16.0.0/12"), "a private address"},
-	{netip.MustParsePrefix("192.0.0.0/24"), "an IETF protocol address"},
-	{netip.MustParsePrefix("192.168.0.0/16"), "a private address"},
-	{netip.MustParsePrefix("198.18.0.0/15"), "a benchmarking address"},
-	{netip.MustParsePrefix("224.0.0.0/4"), "a multicast address"},
-	{netip.MustParsePrefix("240.0.0.0/4"), "a reserved address"},
-	{netip.MustParsePrefix("::/128"), "the unspecified address"},
-	{netip.MustParsePrefix("::1/128"), "a loopback address"},
-	{netip.MustParsePrefix("64:ff9b::/96"), "a NAT64 address"},
-	{netip.MustParsePrefix("fc00::/7"), "a private (unique local) address"},
-	{netip.MustParsePrefix("fe80::/10"), "a link-local address"},
-	{netip.MustParsePrefix("ff00::/8"), "a multicast address"},
-	{netip.MustParsePrefix("2001:db8::/32"), "a documentation address"},
+	{"0.0.0.0/8", "an unspecified/\"this network\" address"},
+	{"10.0.0.0/8", "a private address"},
+	{"100.64.0.0/10", "a carrier-grade NAT address"},
+	{"127.0.0.0/8", "a loopback address"},
+	{"169.254.0.0/16", "a link-local address (cloud metadata lives here)"},
+	{"172.16.0.0/12", "a private address"},
+	{"192.0.0.0/24", "an IETF protocol address"},
+	{"192.168.0.0/16", "a private address"},
+	{"198.18.0.0/15", "a benchmarking address"},
+	{"224.0.0.0/4", "a multicast address"},
+	{"240.0.0.0/4", "a reserved address"},
+	{"::/128", "the unspecified address"},
+	{"::1/128", "a loopback address"},
+	{"64:ff9b::/96", "a NAT64 address"},
+	{"fc00::/7", "a private (unique local) address"},
+	{"fe80::/10", "a link-local address"},
+	{"ff00::/8", "a multicast address"},
+	{"2001:db8::/32", "a documentation address"},
 }
+
+// blockedPrefixes parses blockedNets, in its order.
+var blockedPrefixes = sync.OnceValue(func() []netip.Prefix {
+	ps := make([]netip.Prefix, len(blockedNets))
+	for i, b := range blockedNets {
+		ps[i] = netip.MustParsePrefix(b.cidr)
+	}
+	return ps
+})
 
 // Guard decides which addresses may be dialled.
 type Guard struct {
@@ -79,9 +91,9 @@ func blocked(a netip.Addr) string {
 	if a.Zone() != "" {
 		a = a.WithZone("")
 	}
-	for _, b := range blockedNets {
-		if b.p.Contains(a) {
-			return b.why
+	for i, p := range blockedPrefixes() {
+		if p.Contains(a) {
+			return blockedNets[i].why
 		}
 	}
 	if a.Is4() && a == netip.AddrFrom4([4]byte{255, 255, 255, 255}) {
