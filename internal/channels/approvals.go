@@ -5,12 +5,12 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 	"time"
 
 	"github.com/hestia-dev/hestia/internal/approval"
 	"github.com/hestia-dev/hestia/internal/devices"
+	"github.com/hestia-dev/hestia/internal/lazyre"
 	"github.com/hestia-dev/hestia/internal/store"
 )
 
@@ -27,7 +27,7 @@ func newCode() string {
 }
 
 // codeReply matches "K7QF approve", "k7qf: deny", "K7QF yes".
-var codeReply = regexp.MustCompile(`(?i)^\s*([a-z0-9]{4})\s*[:,.-]?\s+(approve|approved|yes|ok|allow|deny|denied|reject|no|decline)\b`)
+var codeReply = lazyre.New(`(?i)^\s*([a-z0-9]{4})\s*[:,.-]?\s+(approve|approved|yes|ok|allow|deny|denied|reject|no|decline)\b`)
 
 // parseCodeReply returns the code and verb of a request-code reply.
 func parseCodeReply(text string) (string, Verb, bool) {
