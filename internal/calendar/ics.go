@@ -126,15 +126,41 @@ func ParseICS(r io.Reader, floating *time.Location) ([]Event, error) {
 // calendar's X-WR-TIMEZONE when it declares one, else in floating; all-day
 // dates in floating. Several versions of one event (UID and RECURRENCE-ID)
 // keep the highest SEQUENCE, then the latest DTSTAMP (RFC 5545 §3.8.7.4).
-// VTODO/VJOURNAL components are ignored. err is set only when nothing can
-// be read: unreadable, too large, or no VCALENDAR at all.
+// VTODO components are left to ParseObjects (their problems are not
+// reported here) and VJOURNAL ones are ignored. err is set only when
+// nothing can be read: unreadable, too large, or no VCALENDAR at all.
 func ParseICSLenient(r io.Reader, floating *time.Location) ([]Event, []Problem, error) {
+	o, err := parseObjects(r, floating, false)
+	return o.Events, o.Problems, err
+}
+
+// Objects are the calendar objects of one iCalendar stream.
+type Objects struct {
+	Events []Event
+	Todos  []Todo
+	// Problems name the components skipped or repaired, events' and
+	// to-dos' alike.
+	Problems []Problem
+}
+
+// ParseObjects parses an iCalendar stream leniently (see ParseICSLenient)
+// into its events and its to-dos (VTODO, RFC 5545 §3.6.2). A VTODO is
+// skipped only when its RECURRENCE-ID cannot be read (it names no
+// instance); a bad DUE, DTSTART, COMPLETED, PRIORITY, PERCENT-COMPLETE,
+// STATUS or RRULE is dropped or clamped and the to-do kept, named in the
+// problems.
+func ParseObjects(r io.Reader, floating *time.Location) (Objects, error) {
+	return parseObjects(r, floating, true)
+}
+
+func parseObjects(r io.Reader, floating *time.Location, withTodos bool) (Objects, error) {
+	var out Objects
 	data, err := io.ReadAll(io.LimitReader(r, MaxFileBytes+1))
 	if err != nil {
-		return nil, nil, fmt.Errorf("reading iCalendar data: %w", err)
+		return out, fmt.Errorf("reading iCalendar data: %w", err)
 	}
 	if len(data) > MaxFileBytes {
-		return nil, nil, fmt.Errorf("%w: larger than %d bytes", ErrMalformed, MaxFileBytes)
+		return out, fmt.Errorf("%w: larger than %d bytes", ErrMalformed, MaxFileBytes)
 	}
 	if floating == nil {
 		floating = time.Local
@@ -144,49 +170,79 @@ func ParseICSLenient(r io.Reader, floating *time.Location) ([]Event, []Problem, 
 	if err != nil || len(cals) == 0 {
 		fixed, fixes := repairStructure(data)
 		cals2, err2 := decodeAll(fixed)
-		if err2 != nil || len(fixes) == 0 {
+		var dropped []Problem
+		if err2 != nil {
+			// Content lines the decoder refuses (a mangled parameter)
+			// are dropped one by one, then the nesting is mended.
+			var lines []byte
+			lines, dropped = dropBadLines(data)
+			fixed, fixes = repairStructure(lines)
+			cals2, err2 = decodeAll(fixed)
+		}
+		if err2 != nil || len(fixes)+len(dropped) == 0 {
 			if err == nil {
 				err = errors.New("no VCALENDAR")
 			}
-			return nil, nil, fmt.Errorf("%w: %v", ErrMalformed, err)
+			return out, fmt.Errorf("%w: %v", ErrMalformed, err)
 		}
 		cals = cals2
+		probs = append(probs, dropped...)
 		for _, f := range fixes {
 			probs = append(probs, Problem{Component: "VCALENDAR", Reason: f})
 		}
 	}
 	if len(cals) == 0 {
-		return nil, nil, fmt.Errorf("%w: no VCALENDAR", ErrMalformed)
+		return out, fmt.Errorf("%w: no VCALENDAR", ErrMalformed)
 	}
-	var out []Event
-	n := 0
+	var evs []Event
+	var todos []Todo
+	n, nt := 0, 0
 	for _, cal := range cals {
 		z := newZones(cal.Component, floating)
 		for _, c := range cal.Children {
-			if c.Name != ical.CompEvent {
-				continue
+			switch {
+			case c.Name == ical.CompEvent:
+				n++
+				ev, err := parseEvent(c, z)
+				name := "VEVENT #" + strconv.Itoa(n)
+				if ev.UID != "" {
+					name = "VEVENT " + ev.UID
+				}
+				if err != nil {
+					probs = append(probs, Problem{Component: name, Reason: err.Error(), Skipped: true})
+					continue
+				}
+				for _, w := range ev.repairs {
+					probs = append(probs, Problem{Component: name, Reason: w})
+				}
+				ev.repairs = nil
+				evs = append(evs, ev)
+			case c.Name == ical.CompToDo && withTodos:
+				nt++
+				td, err := parseTodo(c, z)
+				name := "VTODO #" + strconv.Itoa(nt)
+				if td.UID != "" {
+					name = "VTODO " + td.UID
+				}
+				if err != nil {
+					probs = append(probs, Problem{Component: name, Reason: err.Error(), Skipped: true})
+					continue
+				}
+				for _, w := range td.repairs {
+					probs = append(probs, Problem{Component: name, Reason: w})
+				}
+				td.repairs = nil
+				todos = append(todos, td)
 			}
-			n++
-			ev, err := parseEvent(c, z)
-			name := "VEVENT #" + strconv.Itoa(n)
-			if ev.UID != "" {
-				name = "VEVENT " + ev.UID
-			}
-			if err != nil {
-				probs = append(probs, Problem{Component: name, Reason: err.Error(), Skipped: true})
-				continue
-			}
-			for _, w := range ev.repairs {
-				probs = append(probs, Problem{Component: name, Reason: w})
-			}
-			ev.repairs = nil
-			out = append(out, ev)
 		}
 	}
-	matchRecurrenceIDs(out)
-	out, dropped := latestVersions(out)
+	matchRecurrenceIDs(evs)
+	evs, dropped := latestVersions(evs)
 	probs = append(probs, dropped...)
-	return out, probs, nil
+	todos, dropped = latestTodoVersions(todos)
+	probs = append(probs, dropped...)
+	out.Events, out.Todos, out.Problems = evs, todos, probs
+	return out, nil
 }
 
 // decodeAll decodes every VCALENDAR of a stream.

@@ -47,7 +47,9 @@ type SyncStats struct {
 	Removed   int    `json:"removed"`
 	Unchanged int    `json:"unchanged"`
 	Events    int    `json:"events"`
-	Skipped   []Skip `json:"skipped,omitempty"`
+	// Todos counts the to-dos (VTODO) indexed from the files read.
+	Todos   int    `json:"todos,omitempty"`
+	Skipped []Skip `json:"skipped,omitempty"`
 	// Warnings name the components skipped or repaired in files that were
 	// otherwise indexed, and the versions this sync found superseded by a
 	// newer one in another file (at most maxSkipsReported).
@@ -181,7 +183,9 @@ func (s *Store) Sync(ctx context.Context, src Source) (SyncStats, error) {
 			p := parsedFile{syncFile: f}
 			data, err := readBounded(filepath.Join(src.Path, f.name))
 			if err == nil {
-				p.evs, p.probs, err = ParseICSLenient(bytes.NewReader(data), s.floating)
+				var o Objects
+				o, err = ParseObjects(bytes.NewReader(data), s.floating)
+				p.evs, p.todos, p.probs = o.Events, o.Todos, o.Problems
 			}
 			// A broken file is recorded with its reason, not skipped.
 			p.err = err
@@ -224,6 +228,7 @@ type syncFile struct {
 type parsedFile struct {
 	syncFile
 	evs   []Event
+	todos []Todo
 	probs []Problem
 	err   error
 }
@@ -286,11 +291,18 @@ func (w *syncWriter) commit(ctx context.Context, batch []parsedFile) error {
 				if _, err := ix.dropEvents.ExecContext(ctx, fileID); err != nil {
 					return fmt.Errorf("replacing events of %s: %w", p.name, err)
 				}
+				if _, err := ix.dropTodos.ExecContext(ctx, fileID); err != nil {
+					return fmt.Errorf("replacing to-dos of %s: %w", p.name, err)
+				}
 			}
 			if err := ix.insertEvents(ctx, w.calID, fileID, p.evs); err != nil {
 				return fmt.Errorf("%s: %w", p.name, err)
 			}
+			if err := ix.insertTodos(ctx, w.calID, fileID, p.todos); err != nil {
+				return fmt.Errorf("%s: %w", p.name, err)
+			}
 			w.st.Events += len(p.evs)
+			w.st.Todos += len(p.todos)
 			for i := range p.evs {
 				uids[p.evs[i].UID] = true
 			}

@@ -35,7 +35,12 @@
 // time (versions.go: ties go to the file modified last; the losers stay indexed, marked
 // superseded and left out of every query, and come back when the winning file goes). Known
 // departure: a RANGE=THISANDFUTURE override changes its own instance only (splitting the series
-// needs a per-series time shift in the schema).
+// needs a per-series time shift in the schema). To-dos (VTODO) are read from the same files in the
+// same pass (ParseObjects, todo.go) into the `todos` table with FTS5 over summary, description and
+// categories; a recurring to-do is answered at one occurrence (the latest due by today's end if
+// undone, else the next undone one; RECURRENCE-ID overrides mark occurrences done); queries are in
+// todoquery.go. When go-ical refuses a whole stream for one mangled content line, that line is
+// dropped and named (linerepair.go) and the rest read.
 package calendar
 
 import (
@@ -153,6 +158,54 @@ ALTER TABLE events ADD COLUMN dtstamp INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE events ADD COLUMN superseded INTEGER NOT NULL DEFAULT 0;
 UPDATE files SET mtime = -1 WHERE id IN (SELECT DISTINCT e.file_id FROM events e
 	JOIN events o ON o.calendar_id = e.calendar_id AND o.uid = e.uid AND o.file_id != e.file_id);`,
+	// To-dos (VTODO), indexed from the same files as events (todo.go,
+	// todoquery.go). Times are Unix seconds (NULL when absent); done is
+	// the to-do's own state (completed or cancelled), so open ones are
+	// found by index. A vdir file holds one object, so only the files
+	// indexed without any event can hold a to-do the earlier parser left
+	// out: they are given an mtime no file has and read again.
+	`CREATE TABLE todos (
+	id            INTEGER PRIMARY KEY,
+	file_id       INTEGER NOT NULL REFERENCES files(id) ON DELETE CASCADE,
+	calendar_id   INTEGER NOT NULL REFERENCES calendars(id) ON DELETE CASCADE,
+	uid           TEXT NOT NULL,
+	recurrence_id INTEGER,
+	summary       TEXT NOT NULL DEFAULT '',
+	description   TEXT NOT NULL DEFAULT '',
+	status        TEXT NOT NULL DEFAULT '',
+	done          INTEGER NOT NULL DEFAULT 0,
+	priority      INTEGER NOT NULL DEFAULT 0,
+	percent       INTEGER NOT NULL DEFAULT 0,
+	due           INTEGER,
+	due_all_day   INTEGER NOT NULL DEFAULT 0,
+	due_zone      TEXT NOT NULL DEFAULT '',
+	start         INTEGER,
+	start_all_day INTEGER NOT NULL DEFAULT 0,
+	start_zone    TEXT NOT NULL DEFAULT '',
+	completed     INTEGER,
+	categories    TEXT NOT NULL DEFAULT '',
+	parent        TEXT NOT NULL DEFAULT '',
+	rrule         TEXT NOT NULL DEFAULT '',
+	rdates        TEXT NOT NULL DEFAULT '[]',
+	exdates       TEXT NOT NULL DEFAULT '[]',
+	sequence      INTEGER NOT NULL DEFAULT 0,
+	dtstamp       INTEGER NOT NULL DEFAULT 0,
+	warnings      TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX todos_open ON todos(due) WHERE done = 0;
+CREATE INDEX todos_uid ON todos(calendar_id, uid);
+CREATE INDEX todos_file ON todos(file_id);
+CREATE VIRTUAL TABLE todos_fts USING fts5(
+	summary, description, categories,
+	content='todos', content_rowid='id', tokenize='unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER todos_ai AFTER INSERT ON todos BEGIN
+	INSERT INTO todos_fts(rowid, summary, description, categories) VALUES (new.id, new.summary, new.description, new.categories);
+END;
+CREATE TRIGGER todos_ad AFTER DELETE ON todos BEGIN
+	INSERT INTO todos_fts(todos_fts, rowid, summary, description, categories) VALUES ('delete', old.id, old.summary, old.description, old.categories);
+END;
+UPDATE files SET mtime = -1 WHERE id NOT IN (SELECT DISTINCT file_id FROM events);`,
 }}
 
 // Options configure a Store.
@@ -235,13 +288,16 @@ type Calendar struct {
 	ReadOnly bool   `json:"read_only"`
 	Color    string `json:"color,omitempty"`
 	Events   int    `json:"events"`
-	Skipped  int    `json:"skipped"`
+	// Todos counts the to-dos (masters), so a task list shows as one.
+	Todos   int `json:"todos"`
+	Skipped int `json:"skipped"`
 }
 
 // Calendars lists the known calendars with their event counts.
 func (s *Store) Calendars(ctx context.Context) ([]Calendar, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT c.id, c.name, c.path, c.read_only, c.color,
 		(SELECT count(*) FROM events e WHERE e.calendar_id = c.id AND e.superseded = 0),
+		(SELECT count(DISTINCT t.uid) FROM todos t WHERE t.calendar_id = c.id AND t.recurrence_id IS NULL),
 		(SELECT count(*) FROM files f WHERE f.calendar_id = c.id AND f.error != '')
 		FROM calendars c ORDER BY c.name`)
 	if err != nil {
@@ -251,7 +307,7 @@ func (s *Store) Calendars(ctx context.Context) ([]Calendar, error) {
 	var out []Calendar
 	for rows.Next() {
 		var c Calendar
-		if err := rows.Scan(&c.ID, &c.Name, &c.Path, &c.ReadOnly, &c.Color, &c.Events, &c.Skipped); err != nil {
+		if err := rows.Scan(&c.ID, &c.Name, &c.Path, &c.ReadOnly, &c.Color, &c.Events, &c.Todos, &c.Skipped); err != nil {
 			return nil, fmt.Errorf("listing calendars: %w", err)
 		}
 		out = append(out, c)
@@ -290,6 +346,7 @@ type indexer struct {
 	s                              *Store
 	upsertFile, dropEvents, insert *sql.Stmt
 	insertInstance, fileUIDs       *sql.Stmt
+	dropTodos, insertTodo          *sql.Stmt
 	horizon                        horizon
 }
 
@@ -314,6 +371,8 @@ func (s *Store) newIndexer(ctx context.Context, tx *sql.Tx) (*indexer, error) {
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`)
 	ix.fileUIDs = prep(`SELECT DISTINCT uid FROM events WHERE file_id = ?`)
 	ix.insertInstance = prep(`INSERT OR IGNORE INTO instances(event_id, start, end) VALUES (?, ?, ?)`)
+	ix.dropTodos = prep(`DELETE FROM todos WHERE file_id = ?`)
+	ix.insertTodo = prep(insertTodoSQL)
 	if err != nil {
 		ix.close()
 		return nil, fmt.Errorf("preparing calendar index statements: %w", err)
@@ -326,7 +385,7 @@ func (s *Store) newIndexer(ctx context.Context, tx *sql.Tx) (*indexer, error) {
 }
 
 func (ix *indexer) close() {
-	for _, st := range []*sql.Stmt{ix.upsertFile, ix.dropEvents, ix.insert, ix.insertInstance, ix.fileUIDs} {
+	for _, st := range []*sql.Stmt{ix.upsertFile, ix.dropEvents, ix.insert, ix.insertInstance, ix.fileUIDs, ix.dropTodos, ix.insertTodo} {
 		if st != nil {
 			st.Close()
 		}
