@@ -242,14 +242,28 @@ func (s *Server) Sent() []Message {
 	return out
 }
 
-// Wait waits until cond holds (checked under the lock) or fails the test.
+// Wait waits until cond holds or fails the test; cond may call the
+// Server's methods (Sent, Calls, …), and is checked after every change.
 func (s *Server) Wait(what string, cond func() bool) {
+	s.t.Helper()
+	s.wait(what, cond, false)
+}
+
+// wait checks cond under the lock when locked.
+func (s *Server) wait(what string, cond func() bool, locked bool) {
 	s.t.Helper()
 	deadline := time.After(10 * time.Second)
 	for {
 		s.mu.Lock()
-		ok, ch := cond(), s.changed
+		ch := s.changed
+		var ok bool
+		if locked {
+			ok = cond()
+		}
 		s.mu.Unlock()
+		if !locked {
+			ok = cond()
+		}
 		if ok {
 			return
 		}
@@ -265,7 +279,7 @@ func (s *Server) Wait(what string, cond func() bool) {
 // connected) connections.
 func (s *Server) WaitSubscribed(n int) {
 	s.t.Helper()
-	s.Wait(fmt.Sprintf("%d subscribed connection(s)", n), func() bool {
+	s.wait(fmt.Sprintf("%d subscribed connection(s)", n), func() bool {
 		k := 0
 		for c := range s.conns {
 			if len(c.subs) > 0 || (s.auto && s.noSubscribe) {
@@ -273,20 +287,20 @@ func (s *Server) WaitSubscribed(n int) {
 			}
 		}
 		return k >= n
-	})
+	}, true)
 }
 
 // WaitSent waits until n messages were sent and returns them.
 func (s *Server) WaitSent(n int) []Message {
 	s.t.Helper()
-	s.Wait(fmt.Sprintf("%d sent message(s)", n), func() bool { return len(s.sent) >= n })
+	s.wait(fmt.Sprintf("%d sent message(s)", n), func() bool { return len(s.sent) >= n }, true)
 	return s.Sent()
 }
 
 // WaitEdits waits until message i has n edits and returns it.
 func (s *Server) WaitEdits(i, n int) Message {
 	s.t.Helper()
-	s.Wait(fmt.Sprintf("%d edit(s) of message %d", n, i), func() bool { return len(s.sent) > i && len(s.sent[i].Edits) >= n })
+	s.wait(fmt.Sprintf("%d edit(s) of message %d", n, i), func() bool { return len(s.sent) > i && len(s.sent[i].Edits) >= n }, true)
 	return s.Sent()[i]
 }
 
