@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/mail"
 	"strings"
 	"sync"
@@ -146,6 +147,7 @@ func msg(from, to, id, subject, body string, extra ...string) string {
 // not the owner's, and handled mail is not delivered again after a
 // restart.
 func TestRealServersRoundTrip(t *testing.T) {
+	t.Parallel()
 	r := startRig(t, nil)
 
 	// 1. The owner writes to the secret-tagged address through the MTA.
@@ -285,6 +287,7 @@ func isPermanent(err error) bool {
 // TestRealServersDoneMailboxAndVoice moves handled mail to done_mailbox
 // and offers an audio attachment as a voice note fetched on demand.
 func TestRealServersDoneMailboxAndVoice(t *testing.T) {
+	t.Parallel()
 	r := startRig(t, func(c *Config) { c.DoneMailbox = "Hestia/Done"; c.AuthservID = "" })
 	var data []byte
 	var fetchErr error
@@ -317,4 +320,127 @@ func TestRealServersDoneMailboxAndVoice(t *testing.T) {
 	if done := r.d.Messages(t, "Hestia/Done"); len(done) != 1 || !strings.Contains(done[0].Flags, "S") {
 		t.Errorf("done mailbox = %+v", done)
 	}
+}
+
+// TestRealServersPolling reads new mail without IDLE, on the poll timer.
+func TestRealServersPolling(t *testing.T) {
+	t.Parallel()
+	r := startRig(t, func(c *Config) { c.NoIdle = true; c.PollInterval = 300 * time.Millisecond })
+	r.d.Deliver(t, "", msg(ownerAddr, taggedAddr, "p1@owner.example.org", "one", "first"))
+	if u := r.col.next(t); u.Text != "first" {
+		t.Fatalf("update = %+v", u)
+	}
+	start := time.Now()
+	emailtest.Submit(t, r.smtp, ownerAddr, []string{taggedAddr}, msg(ownerAddr, taggedAddr, "p2@owner.example.org", "two", "second"))
+	if u := r.col.next(t); u.Text != "second" {
+		t.Fatalf("update = %+v", u)
+	}
+	// Dovecot notices a Maildir delivery within seconds; the poll timer
+	// (not a 1-minute default) is what found it.
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("second message after %s", d)
+	}
+}
+
+// TestRealServersReceiveErrors: a wrong password or folder fails Receive
+// with an error naming what failed; a server going away mid-watch ends
+// Receive with an error (the relay calls it again) instead of hanging.
+func TestRealServersReceiveErrors(t *testing.T) {
+	t.Parallel()
+	d := emailtest.StartDovecot(t)
+	base := Config{Address: hestiaAddr, Username: d.User, Password: d.Password, SecretTag: testTag,
+		IMAP: Server{Host: "127.0.0.1", Port: d.Port, Security: "none"}, SMTP: Server{Host: "127.0.0.1", Port: 25, Security: "none"},
+		Timeout: 5 * time.Second}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	nop := func(context.Context, channels.Update) { t.Error("update from a failing receive") }
+	for name, c := range map[string]struct {
+		mod  func(*Config)
+		want string
+	}{
+		"password": {func(c *Config) { c.Password = "wrong" }, "IMAP login as alice"},
+		"folder":   {func(c *Config) { c.Mailbox = "Nope" }, "selecting Nope"},
+	} {
+		cfg := base
+		c.mod(&cfg)
+		a, err := New(cfg, log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err = a.Receive(ctx, nop)
+		cancel()
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "wrong") {
+			t.Errorf("%s: Receive = %v, want an error with %q", name, err, c.want)
+		}
+	}
+	// The network goes away mid-watch: a proxy between the adapter and
+	// Dovecot drops every connection.
+	p := startProxy(t, d.Port)
+	cut := base
+	cut.IMAP.Port = p.port
+	a, err := New(cut, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- a.Receive(context.Background(), nop) }()
+	time.Sleep(500 * time.Millisecond) // watching, in IDLE
+	start := time.Now()
+	p.cut()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Error("Receive returned nil after losing the server")
+		}
+		if time.Since(start) > 2*time.Second {
+			t.Errorf("Receive noticed the loss after %s", time.Since(start))
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Receive hangs after losing the server")
+	}
+}
+
+// proxy forwards loopback TCP connections to a port until cut.
+type proxy struct {
+	port  int
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+func startProxy(t *testing.T, to int) *proxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proxy{port: ln.Addr().(*net.TCPAddr).Port}
+	t.Cleanup(func() { ln.Close(); p.cut() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			up, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", to))
+			if err != nil {
+				c.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns = append(p.conns, c, up)
+			p.mu.Unlock()
+			go func() { io.Copy(up, c); up.Close() }()
+			go func() { io.Copy(c, up); c.Close() }()
+		}
+	}()
+	return p
+}
+
+func (p *proxy) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
 }

@@ -75,6 +75,7 @@ import (
 	"time"
 
 	"github.com/hestia-dev/hestia/internal/channels"
+	"github.com/hestia-dev/hestia/internal/lazyre"
 )
 
 // Server is how to reach an IMAP or SMTP server.
@@ -120,6 +121,9 @@ type Config struct {
 	// safety net). MaxAge drops older messages (0: none).
 	PollInterval time.Duration
 	MaxAge       time.Duration
+	// NoIdle polls even when the server offers IDLE (for servers whose
+	// IDLE misbehaves).
+	NoIdle bool
 	// AuthservID trusts that server's Authentication-Results for the
 	// methods in AuthMethods (default dkim, dmarc).
 	AuthservID  string
@@ -255,4 +259,20 @@ func (a *Adapter) replyAddress() string {
 func (a *Adapter) ours(addr string) bool {
 	l, d, ok := splitAddr(addr)
 	return ok && d == a.domain && (l == a.local || strings.HasPrefix(l, a.local+"+"))
+}
+
+// addrLike finds address-shaped words in a header value, for a lenient
+// first look at recipients (display names and groups need no parsing).
+var addrLike = lazyre.New(`[^\s<>,;:"()]+@[^\s<>,;:"()]+`)
+
+// anyOurs reports whether any address in the header values is ours.
+func (a *Adapter) anyOurs(vals []string) bool {
+	for _, v := range vals {
+		for _, addr := range addrLike.FindAllString(v, 50) {
+			if a.ours(addr) {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -1,11 +1,14 @@
 package email
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"hash/fnv"
 	"net"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/emersion/go-imap/v2"
@@ -22,8 +25,10 @@ const (
 	maxFetchBytes = 2 << 20
 	// maxVoiceBytes bounds the download of a voice note's message.
 	maxVoiceBytes = 25 << 20
-	// fetchBatch is how many messages one FETCH asks for.
-	fetchBatch = 20
+	// fetchBatch is how many whole messages one FETCH asks for;
+	// headerBatch how many messages' recipient headers.
+	fetchBatch  = 20
+	headerBatch = 200
 	// maxIdle restarts IDLE before servers drop it (RFC 2177: 29 minutes).
 	maxIdle = 25 * time.Minute
 )
@@ -51,7 +56,7 @@ func (a *Adapter) dialIMAP(ctx context.Context, h *imapclient.UnilateralDataHand
 			r.c, r.err = imapclient.DialInsecure(s.addr(), opts)
 		}
 		if r.err == nil {
-			if err := r.c.Login(a.cfg.Username, a.cfg.Password).Wait(); err != nil {
+			if err := guard(r.c, a.cfg.Timeout, r.c.Login(a.cfg.Username, a.cfg.Password).Wait); err != nil {
 				r.c.Close()
 				r.c, r.err = nil, fmt.Errorf("IMAP login as %s: %w", a.cfg.Username, err)
 			}
@@ -105,17 +110,17 @@ func (a *Adapter) Receive(ctx context.Context, h channels.Handler) (err error) {
 	stop := context.AfterFunc(ctx, func() { c.Close() })
 	defer stop()
 
-	sel, err := c.Select(a.cfg.Mailbox, nil).Wait()
-	if err != nil {
+	var sel *imap.SelectData
+	if err := guard(c, a.cfg.Timeout, func() (err error) { sel, err = c.Select(a.cfg.Mailbox, nil).Wait(); return err }); err != nil {
 		return fmt.Errorf("selecting %s: %w", a.cfg.Mailbox, err)
 	}
 	if a.cfg.DoneMailbox != "" {
 		// Created once; "already exists" is the usual answer.
-		if err := c.Create(a.cfg.DoneMailbox, nil).Wait(); err != nil {
+		if err := guard(c, a.cfg.Timeout, c.Create(a.cfg.DoneMailbox, nil).Wait); err != nil {
 			a.log.Debug("creating the done mailbox", "mailbox", a.cfg.DoneMailbox, "err", err)
 		}
 	}
-	idle := c.Caps().Has(imap.CapIdle)
+	idle := c.Caps().Has(imap.CapIdle) && !a.cfg.NoIdle
 	a.log.Info("email channel watching", "mailbox", a.cfg.Mailbox, "idle", idle)
 	r := &scanner{a: a, c: c, h: h, validity: sel.UIDValidity}
 	for {
@@ -158,12 +163,42 @@ func (a *Adapter) wait(ctx context.Context, c *imapclient.Client, idle bool, kic
 	case <-ctx.Done():
 	case <-c.Closed():
 	}
-	if err := cmd.Close(); err != nil {
+	if err := guard(c, a.cfg.Timeout, func() error {
+		if err := cmd.Close(); err != nil {
+			return err
+		}
+		return cmd.Wait()
+	}); err != nil {
 		return fmt.Errorf("ending IDLE: %w", err)
 	}
-	if err := cmd.Wait(); err != nil {
-		return fmt.Errorf("IDLE: %w", err)
+	return nil
+}
+
+// guard runs one IMAP exchange, closing the connection if it takes longer
+// than d: the client library waits for a silent peer indefinitely, and a
+// closed connection makes Receive return so the relay reconnects.
+func guard(c *imapclient.Client, d time.Duration, fn func() error) error {
+	t := time.AfterFunc(d, func() { c.Close() })
+	defer t.Stop()
+	return fn()
+}
+
+// session runs fn on a connection of its own, ended by ctx or after limit.
+func (a *Adapter) session(ctx context.Context, limit time.Duration, fn func(c *imapclient.Client) error) error {
+	c, err := a.dialIMAP(ctx, nil)
+	if err != nil {
+		return err
 	}
+	defer c.Close()
+	stop := context.AfterFunc(ctx, func() { c.Close() })
+	defer stop()
+	if err := guard(c, limit, func() error { return fn(c) }); err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("%w (%w)", ctx.Err(), err)
+		}
+		return err
+	}
+	guard(c, a.cfg.Timeout, c.Logout().Wait)
 	return nil
 }
 
@@ -179,29 +214,18 @@ type scanner struct {
 	after imap.UID
 }
 
-// scan handles every new unseen message addressed to the channel.
+// scan handles every new unseen message addressed to the channel, in two
+// steps: the recipient headers of every new unseen message (small, and
+// independent of how a server implements substring SEARCH), then the
+// whole of those addressed to the channel.
 func (s *scanner) scan(ctx context.Context) error {
 	a := s.a
-	// The server narrows by the address's local part (a substring match);
-	// classify decides exactly.
-	needle := a.local
-	crit := &imap.SearchCriteria{
-		NotFlag: []imap.Flag{imap.FlagSeen, imap.FlagDeleted},
-		Or: [][2]imap.SearchCriteria{{
-			{Or: [][2]imap.SearchCriteria{{
-				{Header: []imap.SearchCriteriaHeaderField{{Key: "To", Value: needle}}},
-				{Header: []imap.SearchCriteriaHeaderField{{Key: "Cc", Value: needle}}},
-			}}},
-			{Or: [][2]imap.SearchCriteria{{
-				{Header: []imap.SearchCriteriaHeaderField{{Key: "Delivered-To", Value: needle}}},
-				{Header: []imap.SearchCriteriaHeaderField{{Key: "X-Original-To", Value: needle}}},
-			}}},
-		}},
-	}
+	crit := &imap.SearchCriteria{NotFlag: []imap.Flag{imap.FlagSeen, imap.FlagDeleted}}
 	if s.after > 0 {
 		crit.UID = []imap.UIDSet{{imap.UIDRange{Start: s.after + 1, Stop: 0}}}
 	}
-	res, err := s.c.UIDSearch(crit, nil).Wait()
+	var res *imap.SearchData
+	err := guard(s.c, s.a.cfg.Timeout, func() (err error) { res, err = s.c.UIDSearch(crit, nil).Wait(); return err })
 	if err != nil {
 		return fmt.Errorf("searching %s: %w", a.cfg.Mailbox, err)
 	}
@@ -213,27 +237,76 @@ func (s *scanner) scan(ctx context.Context) error {
 		}
 	}
 	for len(uids) > 0 && ctx.Err() == nil {
-		n := min(len(uids), fetchBatch)
+		n := min(len(uids), headerBatch)
 		batch := uids[:n]
 		uids = uids[n:]
-		msgs, err := s.c.Fetch(imap.UIDSetNum(batch...), &imap.FetchOptions{
+		mine, err := s.addressed(batch)
+		if err != nil {
+			return err
+		}
+		for len(mine) > 0 && ctx.Err() == nil {
+			k := min(len(mine), fetchBatch)
+			if err := s.fetchAndHandle(ctx, mine[:k]); err != nil {
+				return err
+			}
+			mine = mine[k:]
+		}
+		if ctx.Err() == nil {
+			// Messages of this batch not for the channel (or expunged
+			// meanwhile) are not looked at again on this connection.
+			s.after = max(s.after, batch[len(batch)-1])
+		}
+	}
+	return nil
+}
+
+// recipientFields are the headers that say whom a message is for.
+var recipientFields = []string{"To", "Cc", "Delivered-To", "X-Original-To"}
+
+// addressed returns the UIDs in batch whose recipient headers name the
+// dedicated address (classify checks again on the whole message).
+func (s *scanner) addressed(batch []imap.UID) ([]imap.UID, error) {
+	sec := &imap.FetchItemBodySection{Specifier: imap.PartSpecifierHeader, HeaderFields: recipientFields, Peek: true}
+	var msgs []*imapclient.FetchMessageBuffer
+	err := guard(s.c, s.a.cfg.Timeout, func() (err error) {
+		msgs, err = s.c.Fetch(imap.UIDSetNum(batch...), &imap.FetchOptions{UID: true, BodySection: []*imap.FetchItemBodySection{sec}}).Collect()
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("fetching recipients from %s: %w", s.a.cfg.Mailbox, err)
+	}
+	var out []imap.UID
+	for _, m := range msgs {
+		h := readHeader(m.FindBodySection(sec))
+		for _, f := range recipientFields {
+			if s.a.anyOurs(h[strings.ToLower(f)]) {
+				out = append(out, m.UID)
+				break
+			}
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// fetchAndHandle downloads and handles messages in UID order.
+func (s *scanner) fetchAndHandle(ctx context.Context, uids []imap.UID) error {
+	var msgs []*imapclient.FetchMessageBuffer
+	// Up to fetchBatch × maxFetchBytes: more time than one command.
+	err := guard(s.c, 5*s.a.cfg.Timeout, func() (err error) {
+		msgs, err = s.c.Fetch(imap.UIDSetNum(uids...), &imap.FetchOptions{
 			UID: true, InternalDate: true, RFC822Size: true,
 			BodySection: []*imap.FetchItemBodySection{{Peek: true, Partial: &imap.SectionPartial{Size: maxFetchBytes}}},
 		}).Collect()
-		if err != nil {
-			return fmt.Errorf("fetching from %s: %w", a.cfg.Mailbox, err)
-		}
-		for _, m := range msgs {
-			if err := s.handle(ctx, m); err != nil {
-				return err
-			}
-			if m.UID > s.after {
-				s.after = m.UID
-			}
-		}
-		// A message expunged meanwhile is simply absent from the reply.
-		if last := batch[len(batch)-1]; last > s.after {
-			s.after = last
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("fetching from %s: %w", s.a.cfg.Mailbox, err)
+	}
+	slices.SortFunc(msgs, func(x, y *imapclient.FetchMessageBuffer) int { return cmp.Compare(x.UID, y.UID) })
+	for _, m := range msgs {
+		if err := s.handle(ctx, m); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -279,7 +352,7 @@ func (s *scanner) handle(ctx context.Context, m *imapclient.FetchMessageBuffer) 
 			v.Fetch = s.voiceFetcher(m.UID, in.audioIndex)
 			u.Voice = &v
 		}
-		if !(len(u.Sender) > len(unverifiedPrefix) && u.Sender[:len(unverifiedPrefix)] == unverifiedPrefix) {
+		if !strings.HasPrefix(u.Sender, unverifiedPrefix) {
 			log.Info("email message received", "id", u.ID, "sender", u.Sender, "proof", in.why)
 		} else {
 			log.Warn("email message without proof of its sender", "id", u.ID, "sender", u.Sender, "reason", in.why)
@@ -296,11 +369,12 @@ func (s *scanner) handle(ctx context.Context, m *imapclient.FetchMessageBuffer) 
 // markHandled flags a message \Seen and moves it to the done mailbox.
 func (s *scanner) markHandled(uid imap.UID) error {
 	set := imap.UIDSetNum(uid)
-	if err := s.c.Store(set, &imap.StoreFlags{Op: imap.StoreFlagsAdd, Silent: true, Flags: []imap.Flag{imap.FlagSeen}}, nil).Close(); err != nil {
+	store := s.c.Store(set, &imap.StoreFlags{Op: imap.StoreFlagsAdd, Silent: true, Flags: []imap.Flag{imap.FlagSeen}}, nil)
+	if err := guard(s.c, s.a.cfg.Timeout, store.Close); err != nil {
 		return fmt.Errorf("marking message %d seen: %w", uid, err)
 	}
 	if box := s.a.cfg.DoneMailbox; box != "" {
-		if _, err := s.c.Move(set, box).Wait(); err != nil {
+		if err := guard(s.c, s.a.cfg.Timeout, func() error { _, err := s.c.Move(set, box).Wait(); return err }); err != nil {
 			return fmt.Errorf("moving message %d to %s: %w", uid, box, err)
 		}
 	}
@@ -320,28 +394,29 @@ func (s *scanner) fallbackID(uid imap.UID) string {
 func (s *scanner) voiceFetcher(uid imap.UID, index int) func(ctx context.Context) ([]byte, error) {
 	a, validity := s.a, s.validity
 	return func(ctx context.Context) ([]byte, error) {
-		c, err := a.dialIMAP(ctx, nil)
+		var raw []byte
+		err := a.session(ctx, 5*a.cfg.Timeout, func(c *imapclient.Client) error {
+			sel, err := c.Select(a.cfg.Mailbox, &imap.SelectOptions{ReadOnly: true}).Wait()
+			if err != nil {
+				return fmt.Errorf("selecting %s: %w", a.cfg.Mailbox, err)
+			}
+			if sel.UIDValidity != validity {
+				return errors.New("the voice note's mailbox changed (UIDVALIDITY) before it was fetched")
+			}
+			msgs, err := c.Fetch(imap.UIDSetNum(uid), &imap.FetchOptions{UID: true, BodySection: []*imap.FetchItemBodySection{{Peek: true, Partial: &imap.SectionPartial{Size: maxVoiceBytes}}}}).Collect()
+			if err != nil {
+				return fmt.Errorf("fetching the voice note's message: %w", err)
+			}
+			if len(msgs) == 0 || len(msgs[0].BodySection) == 0 {
+				return errors.New("the voice note's message is no longer in the mailbox")
+			}
+			raw = msgs[0].BodySection[0].Bytes
+			return nil
+		})
 		if err != nil {
 			return nil, err
 		}
-		defer c.Close()
-		stop := context.AfterFunc(ctx, func() { c.Close() })
-		defer stop()
-		sel, err := c.Select(a.cfg.Mailbox, &imap.SelectOptions{ReadOnly: true}).Wait()
-		if err != nil {
-			return nil, fmt.Errorf("selecting %s: %w", a.cfg.Mailbox, err)
-		}
-		if sel.UIDValidity != validity {
-			return nil, errors.New("the voice note's mailbox changed (UIDVALIDITY) before it was fetched")
-		}
-		msgs, err := c.Fetch(imap.UIDSetNum(uid), &imap.FetchOptions{UID: true, BodySection: []*imap.FetchItemBodySection{{Peek: true, Partial: &imap.SectionPartial{Size: maxVoiceBytes}}}}).Collect()
-		if err != nil {
-			return nil, fmt.Errorf("fetching the voice note's message: %w", err)
-		}
-		if len(msgs) == 0 || len(msgs[0].BodySection) == 0 {
-			return nil, errors.New("the voice note's message is no longer in the mailbox")
-		}
-		p, err := parse.Parse(msgs[0].BodySection[0].Bytes, parse.Options{MaxAttachmentBytes: maxVoiceBytes})
+		p, err := parse.Parse(raw, parse.Options{MaxAttachmentBytes: maxVoiceBytes})
 		if err != nil {
 			return nil, fmt.Errorf("reading the voice note's message: %w", err)
 		}

@@ -260,28 +260,24 @@ func (a *Adapter) dialSMTP(ctx context.Context) (c *smtp.Client, stop func() boo
 
 // appendSent files a copy of a sent reply in the Sent folder, seen.
 func (a *Adapter) appendSent(ctx context.Context, raw []byte) error {
-	c, err := a.dialIMAP(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	box, err := a.sentMailbox(c)
-	if err != nil {
-		return err
-	}
-	cmd := c.Append(box, int64(len(raw)), &imap.AppendOptions{Flags: []imap.Flag{imap.FlagSeen}, Time: a.cfg.Clock()})
-	if _, err := cmd.Write(raw); err != nil {
-		cmd.Close()
-		return fmt.Errorf("appending to %s: %w", box, err)
-	}
-	if err := cmd.Close(); err != nil {
-		return fmt.Errorf("appending to %s: %w", box, err)
-	}
-	if _, err := cmd.Wait(); err != nil {
-		return fmt.Errorf("appending to %s: %w", box, err)
-	}
-	c.Logout().Wait()
-	return nil
+	return a.session(ctx, a.cfg.Timeout, func(c *imapclient.Client) error {
+		box, err := a.sentMailbox(c)
+		if err != nil {
+			return err
+		}
+		cmd := c.Append(box, int64(len(raw)), &imap.AppendOptions{Flags: []imap.Flag{imap.FlagSeen}, Time: a.cfg.Clock()})
+		if _, err := cmd.Write(raw); err != nil {
+			cmd.Close()
+			return fmt.Errorf("appending to %s: %w", box, err)
+		}
+		if err := cmd.Close(); err != nil {
+			return fmt.Errorf("appending to %s: %w", box, err)
+		}
+		if _, err := cmd.Wait(); err != nil {
+			return fmt.Errorf("appending to %s: %w", box, err)
+		}
+		return nil
+	})
 }
 
 // Find implements channels.Finder: after a crash between sending and
@@ -290,28 +286,27 @@ func (a *Adapter) appendSent(ctx context.Context, raw []byte) error {
 // "send again": a duplicate is preferred to a lost reply.
 func (a *Adapter) Find(ctx context.Context, conv, key string) (string, bool, error) {
 	id := a.MessageID(key)
-	c, err := a.dialIMAP(ctx, nil)
-	if err != nil {
+	found := false
+	err := a.session(ctx, a.cfg.Timeout, func(c *imapclient.Client) error {
+		box, err := a.sentMailbox(c)
+		if errors.Is(err, errNoSent) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if _, err := c.Select(box, &imap.SelectOptions{ReadOnly: true}).Wait(); err != nil {
+			return fmt.Errorf("selecting %s: %w", box, err)
+		}
+		res, err := c.UIDSearch(&imap.SearchCriteria{Header: []imap.SearchCriteriaHeaderField{{Key: "Message-ID", Value: id}}}, nil).Wait()
+		if err != nil {
+			return fmt.Errorf("searching %s for %s: %w", box, id, err)
+		}
+		found = len(uidsOf(res)) > 0
+		return nil
+	})
+	if err != nil || !found {
 		return "", false, err
-	}
-	defer c.Close()
-	box, err := a.sentMailbox(c)
-	if errors.Is(err, errNoSent) {
-		return "", false, nil
-	}
-	if err != nil {
-		return "", false, err
-	}
-	if _, err := c.Select(box, &imap.SelectOptions{ReadOnly: true}).Wait(); err != nil {
-		return "", false, fmt.Errorf("selecting %s: %w", box, err)
-	}
-	res, err := c.UIDSearch(&imap.SearchCriteria{Header: []imap.SearchCriteriaHeaderField{{Key: "Message-ID", Value: id}}}, nil).Wait()
-	if err != nil {
-		return "", false, fmt.Errorf("searching %s for %s: %w", box, id, err)
-	}
-	c.Logout().Wait()
-	if len(uidsOf(res)) == 0 {
-		return "", false, nil
 	}
 	return id, true, nil
 }

@@ -261,20 +261,29 @@ func (d *Dovecot) folder(name string) string {
 // as Authentication-Results.
 func (d *Dovecot) Deliver(t testing.TB, folder, raw string) {
 	t.Helper()
+	if err := d.deliver(folder, raw); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (d *Dovecot) deliver(folder, raw string) error {
 	box := d.folder(folder)
 	for _, sub := range []string{"cur", "new", "tmp"} {
-		os.MkdirAll(filepath.Join(box, sub), 0o700)
+		if err := os.MkdirAll(filepath.Join(box, sub), 0o700); err != nil {
+			return err
+		}
 	}
 	name := fmt.Sprintf("%d.emailtest%d.localhost", time.Now().UnixNano(), d.n.Add(1))
 	tmp := filepath.Join(box, "tmp", name)
 	raw = strings.ReplaceAll(strings.ReplaceAll(raw, "\r\n", "\n"), "\n", "\r\n")
 	if err := os.WriteFile(tmp, []byte(raw), 0o600); err != nil {
-		t.Fatal(err)
+		return err
 	}
 	if err := os.Rename(tmp, filepath.Join(box, "new", name)); err != nil {
-		t.Fatal(err)
+		return err
 	}
 	d.chown(box)
+	return nil
 }
 
 // Stored is one message file in a folder.
@@ -339,7 +348,7 @@ func StartMTA(t testing.TB, d *Dovecot) (int, bool) {
 	if port, ok := startOpenSMTPD(t, d); ok {
 		return port, true
 	}
-	s := StartSMTP(t, SMTPOptions{Deliver: func(raw []byte) { d.Deliver(t, "", string(raw)) }})
+	s := StartSMTP(t, SMTPOptions{Deliver: func(raw []byte) error { return d.deliver("", string(raw)) }})
 	return s.Port, false
 }
 
@@ -370,15 +379,105 @@ match from any for domain "example.org" action "deliver"
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { logf.Close() })
-	cmd := exec.Command(bin, "-d", "-f", confPath)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting smtpd: %v", err)
+	// OpenSMTPD keeps its control socket (/run/smtpd.sock) and queue
+	// (/var/spool/smtpd) at fixed paths, so a second instance exits with
+	// "control socket already listening". In a private mount namespace
+	// with its own /run and spool, instances of parallel tests (and of
+	// other packages' tests) never meet; where namespaces are not allowed,
+	// instances take turns under a lock file instead, retrying while
+	// another test's instance (one not taking the lock) holds the socket.
+	isolated := canUnshare()
+	if !isolated {
+		lockSMTPD(t)
 	}
-	exited := stopOnCleanup(t, cmd, syscall.SIGTERM, logPath)
-	waitListening(t, port, exited, logPath)
-	t.Log("using OpenSMTPD as the MTA")
-	return port, true
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		var cmd *exec.Cmd
+		if isolated {
+			script := `mount -t tmpfs -o mode=755 tmpfs /run && { [ ! -d /var/spool/smtpd ] || mount -t tmpfs -o mode=711 tmpfs /var/spool/smtpd; } && exec "$0" "$@"`
+			cmd = exec.Command("unshare", "--mount", "--propagation", "private", "sh", "-c", script, bin, "-d", "-f", confPath)
+		} else {
+			cmd = exec.Command(bin, "-d", "-f", confPath)
+		}
+		cmd.Stdout, cmd.Stderr = logf, logf
+		if err := cmd.Start(); err != nil {
+			t.Fatalf("starting smtpd: %v", err)
+		}
+		exited := make(chan struct{})
+		go func() { cmd.Wait(); close(exited) }()
+		if up := waitUp(port, exited); up {
+			t.Cleanup(func() {
+				cmd.Process.Signal(syscall.SIGTERM)
+				select {
+				case <-exited:
+				case <-time.After(5 * time.Second):
+					cmd.Process.Kill()
+					<-exited
+				}
+				if t.Failed() {
+					b, _ := os.ReadFile(logPath)
+					t.Logf("smtpd log:\n%s", b)
+				}
+			})
+			t.Logf("using OpenSMTPD as the MTA (own mount namespace: %v)", isolated)
+			return port, true
+		}
+		select {
+		case <-exited:
+		default:
+			cmd.Process.Kill()
+			<-exited
+		}
+		b, _ := os.ReadFile(logPath)
+		if !strings.Contains(string(b), "already listening") || time.Now().After(deadline) {
+			t.Fatalf("smtpd did not start:\n%s", b)
+		}
+		logf.Truncate(0)
+		logf.Seek(0, io.SeekStart)
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// waitUp waits up to 15s for the port, false when the process exits first.
+func waitUp(port int, exited <-chan struct{}) bool {
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), 200*time.Millisecond)
+		if err == nil {
+			c.Close()
+			return true
+		}
+		select {
+		case <-exited:
+			return false
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return false
+}
+
+// canUnshare reports whether a private mount namespace with its own /run
+// can be made (root with CAP_SYS_ADMIN, not in every container).
+func canUnshare() bool {
+	if _, err := exec.LookPath("unshare"); err != nil {
+		return false
+	}
+	return exec.Command("unshare", "--mount", "--propagation", "private", "sh", "-c", "mount -t tmpfs tmpfs /run").Run() == nil
+}
+
+// lockSMTPD holds an exclusive lock shared by every test process on the
+// machine until the test ends.
+func lockSMTPD(t testing.TB) {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(os.TempDir(), "hestia-opensmtpd.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		t.Fatalf("locking OpenSMTPD: %v", err)
+	}
+	t.Cleanup(func() { syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() })
 }
 
 // SMTPOptions configure the in-process SMTP server.
@@ -386,8 +485,9 @@ type SMTPOptions struct {
 	// Username and Password, when set, are required (AUTH PLAIN) before
 	// MAIL FROM, as a submission server does.
 	Username, Password string
-	// Deliver, when set, receives each accepted message.
-	Deliver func(raw []byte)
+	// Deliver, when set, receives each accepted message; an error is a
+	// temporary failure (451) to the client.
+	Deliver func(raw []byte) error
 }
 
 // SMTP is a scriptable in-process submission server.
@@ -550,12 +650,14 @@ func (ss *session) Data(r io.Reader) error {
 	if !strings.Contains(lower, "\r\nfrom:") || !strings.Contains(lower, "\r\ndate:") {
 		return &smtp.SMTPError{Code: 554, EnhancedCode: smtp.EnhancedCode{5, 6, 0}, Message: "Message lacks From or Date"}
 	}
+	if ss.s.opts.Deliver != nil {
+		if err := ss.s.opts.Deliver(b); err != nil {
+			return &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "Local delivery failed"}
+		}
+	}
 	ss.s.mu.Lock()
 	ss.s.received = append(ss.s.received, Received{From: ss.from, To: append([]string(nil), ss.to...), Raw: b})
 	ss.s.mu.Unlock()
-	if ss.s.opts.Deliver != nil {
-		ss.s.opts.Deliver(b)
-	}
 	return nil
 }
 
