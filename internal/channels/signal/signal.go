@@ -135,6 +135,7 @@ type Adapter struct {
 	log  *slog.Logger
 	ids  identities
 	dial func(ctx context.Context) (net.Conn, error)
+	peer func(*net.UnixConn) (int, error) // who serves the socket (tests stand in)
 
 	mu        sync.Mutex // guards the fields below
 	conn      *rpcConn   // the receiving connection; nil while there is none
@@ -175,7 +176,7 @@ func New(cfg Config, log *slog.Logger) (*Adapter, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now
 	}
-	a := &Adapter{cfg: cfg, log: log, ids: newIdentities(cfg.Identities), dial: cfg.Dial,
+	a := &Adapter{cfg: cfg, log: log, ids: newIdentities(cfg.Identities), dial: cfg.Dial, peer: peerUID,
 		connected: make(chan struct{}), edits: map[int64]*editState{}, revs: map[int64]int64{}}
 	if a.dial == nil {
 		var d net.Dialer
@@ -239,7 +240,7 @@ func (a *Adapter) connect(ctx context.Context) (*rpcConn, error) {
 		return nil, fmt.Errorf("connecting to signal-cli at %s (is the daemon running?): %w", a.where(), err)
 	}
 	if uc, ok := c.(*net.UnixConn); ok {
-		uid, err := peerUID(uc)
+		uid, err := a.peer(uc)
 		if err == nil && !a.allowedPeer(uid) {
 			err = fmt.Errorf("the socket is served by uid %d, not by this user, root or channels.signal.daemon_user", uid)
 		}

@@ -707,6 +707,40 @@ func TestAllowedPeer(t *testing.T) {
 	}
 }
 
+func TestImpostorDaemonRefused(t *testing.T) {
+	t.Parallel()
+	// Another local user serving the socket path (signal-cli not running,
+	// the path's folder writable) could feed forged messages: the
+	// connection is refused before anything is read from it.
+	s := signaltest.New(t)
+	a := newAdapter(t, s, nil)
+	a.peer = func(*net.UnixConn) (int, error) { return 4242, nil }
+	err := a.Receive(context.Background(), func(context.Context, channels.Update) { t.Error("an update from an impostor") })
+	if err == nil || !strings.Contains(err.Error(), "uid 4242") {
+		t.Fatalf("Receive = %v", err)
+	}
+	a.cfg.PeerUIDs = []int{4242} // the configured daemon user
+	r := receive(t, a)
+	s.WaitSubscribed(1)
+	s.Text(anna, "from the daemon user")
+	if u := r.next(t); u.Text != "from the daemon user" {
+		t.Fatalf("got %+v", u)
+	}
+	if n := s.Calls("subscribeReceive"); n != 1 {
+		t.Errorf("%d subscriptions, want only the allowed connection's", n)
+	}
+}
+
+func TestWrongAccount(t *testing.T) {
+	t.Parallel()
+	s := signaltest.New(t)
+	a := newAdapter(t, s, func(c *Config) { c.Account = "+15550002222" })
+	err := a.Receive(context.Background(), func(context.Context, channels.Update) {})
+	if err == nil || !strings.Contains(err.Error(), "+15550002222") || !strings.Contains(err.Error(), "account does not exist") {
+		t.Fatalf("Receive = %v", err)
+	}
+}
+
 func TestReceiveOverTCP(t *testing.T) {
 	t.Parallel()
 	// The same protocol over a loopback port (daemon --tcp): the fake's
