@@ -34,6 +34,7 @@ func (a *App) channelBuilders() []channelBuilder {
 		a.whatsappChannel(),
 		a.slackChannel(),
 		a.matrixChannel(),
+		a.discordChannel(),
 		a.signalChannel(),
 	}
 	return append(list, a.extraChannels...)
