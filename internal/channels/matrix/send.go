@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"html"
 	"net/http"
 	"net/url"
 	"strings"
@@ -22,8 +23,8 @@ func (a *Adapter) Send(ctx context.Context, conv string, m channels.Outgoing) (s
 		return "", channels.Permanent(fmt.Errorf("matrix: %q is not a room id", truncate(conv, 80)))
 	}
 	md := promptText(m)
-	content, err := fit(func(body, html string, _ bool) map[string]any {
-		c := textContent(body, html)
+	content, err := fit(func(body, htm string, _ bool) map[string]any {
+		c := textContent(body, htm)
 		if validID(m.ReplyTo, '$') {
 			// In a thread: answer in it (is_falling_back: clients without
 			// threads show it as a plain message).
@@ -60,10 +61,10 @@ func (a *Adapter) Edit(ctx context.Context, conv, ref string, m channels.Outgoin
 		return channels.Permanent(fmt.Errorf("matrix: %q is not an event id", truncate(ref, 80)))
 	}
 	md := promptText(m)
-	content, err := fit(func(body, html string, short bool) map[string]any {
+	content, err := fit(func(body, htm string, short bool) map[string]any {
 		// The fallback for clients without edits is "* " and the text;
 		// when the event would be too large it is cut short first.
-		fbBody, fbHTML := body, html
+		fbBody, fbHTML := body, htm
 		if short {
 			fbBody, fbHTML = truncate(body, 200), ""
 		}
@@ -71,7 +72,7 @@ func (a *Adapter) Edit(ctx context.Context, conv, ref string, m channels.Outgoin
 		if fbHTML != "" {
 			c["format"], c["formatted_body"] = "org.matrix.custom.html", "* "+fbHTML
 		}
-		c["m.new_content"] = textContent(body, html)
+		c["m.new_content"] = textContent(body, htm)
 		c["m.relates_to"] = map[string]any{"rel_type": "m.replace", "event_id": ref}
 		return c
 	}, md)
@@ -186,10 +187,10 @@ func (a *Adapter) sendEvent(ctx context.Context, op, room, typ, txn string, cont
 // textContent is an m.text message's content. m.mentions is empty on
 // purpose (intentional mentions, spec v1.7): nothing in the model's text
 // notifies @room or a user it names.
-func textContent(body, html string) map[string]any {
+func textContent(body, htm string) map[string]any {
 	c := map[string]any{"msgtype": "m.text", "body": body, "m.mentions": map[string]any{}}
-	if html != "" {
-		c["format"], c["formatted_body"] = "org.matrix.custom.html", html
+	if htm != "" {
+		c["format"], c["formatted_body"] = "org.matrix.custom.html", htm
 	}
 	return c
 }
@@ -198,14 +199,14 @@ func textContent(body, html string) map[string]any {
 // rendering first; if the event would be too large, a short edit fallback,
 // then no HTML, then the text cut down until it fits. A message is never
 // refused for its length.
-func fit(build func(body, html string, short bool) map[string]any, md string) (map[string]any, error) {
-	body, html := md, Render(md)
-	if html == htmlEscapeOnly(md) {
-		html = "" // nothing to format: plain body only, like a typed message
+func fit(build func(body, htm string, short bool) map[string]any, md string) (map[string]any, error) {
+	body, htm := md, Render(md)
+	if htm == htmlEscapeOnly(md) {
+		htm = "" // nothing to format: plain body only, like a typed message
 	}
 	short := false
 	for range 40 {
-		c := build(body, html, short)
+		c := build(body, htm, short)
 		b, err := marshal(c)
 		if err != nil {
 			return nil, channels.Permanent(fmt.Errorf("matrix: encoding a message: %w", err))
@@ -216,8 +217,8 @@ func fit(build func(body, html string, short bool) map[string]any, md string) (m
 			return c, nil
 		case !short:
 			short = true
-		case html != "":
-			html = ""
+		case htm != "":
+			htm = ""
 		default:
 			// Cut by bytes, at a rune boundary, with room for the mark.
 			n := max(len(body)-over-64, 0)
@@ -230,10 +231,10 @@ func fit(build func(body, html string, short bool) map[string]any, md string) (m
 	return nil, channels.Permanent(errors.New("matrix: the message could not be made small enough to send"))
 }
 
-// htmlEscapeOnly is what Render gives for text without any Markdown.
+// htmlEscapeOnly is what Render gives for one line without Markdown.
 func htmlEscapeOnly(md string) string {
-	if strings.ContainsAny(md, "\n") {
-		return "\x00" // multi-line text keeps its line breaks as HTML
+	if strings.Contains(md, "\n") {
+		return "\x00" // several lines keep their breaks as HTML
 	}
-	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&#34;", "'", "&#39;").Replace(md)
+	return html.EscapeString(md)
 }

@@ -89,7 +89,6 @@ type Server struct {
 	clock    func() time.Time
 	syncs    []string // since of every sync ("" for none)
 	filters  []string
-	sendTS   []int64 // origin_server_ts of accepted sends, for tests
 }
 
 // New starts a fake homeserver closed with the test.
@@ -708,7 +707,6 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) {
 	ev := s.addLocked(rm, typ, Bot, nil, content)
 	ev.Unsigned = map[string]any{"transaction_id": txn}
 	s.txns[txnKey] = ev.ID
-	s.sendTS = append(s.sendTS, ev.TS)
 	writeJSON(w, 200, map[string]any{"event_id": ev.ID})
 }
 
