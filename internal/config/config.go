@@ -43,6 +43,7 @@ type Config struct {
 	Watch    WatchConfig    `toml:"watch"` // watch.go
 	// Channels: channels.go, one file per channel.
 	Channels ChannelsConfig `toml:"channels"`
+	OAuth    OAuthConfig    `toml:"oauth"` // oauth.go
 }
 
 // ServerConfig configures the daemon's HTTP listener.
@@ -183,6 +184,7 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.Channels.validate()...)
 	errs = append(errs, c.Web.validate()...)
 	errs = append(errs, c.Docs.validate()...)
+	errs = append(errs, c.OAuth.validate()...)
 	return errors.Join(errs...)
 }
 
