@@ -101,7 +101,7 @@ func (c OAuthConfig) validate() []error {
 		}
 		for _, u := range []struct {
 			name, value string
-			required   bool
+			required    bool
 		}{{"auth_url", a.AuthURL, true}, {"token_url", a.TokenURL, true}, {"device_url", a.DeviceURL, false}, {"revoke_url", a.RevokeURL, false}} {
 			switch {
 			case !custom && u.value != "":
