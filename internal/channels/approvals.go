@@ -164,8 +164,23 @@ func (r *Relay) handleAction(ctx context.Context, u Update) {
 // named by the button is then waited for briefly.
 func (r *Relay) cardForAction(ctx context.Context, a *Action) (Card, error) {
 	c, err := r.d.Store.CardByRef(ctx, r.name, a.Ref)
-	if err == nil || !errors.Is(err, store.ErrNotFound) || a.ApprovalID == "" {
+	if err == nil || !errors.Is(err, store.ErrNotFound) {
 		return c, err
+	}
+	if a.ApprovalID == "" {
+		// A reaction names only the message: wait a moment for the
+		// outbox to record which prompt it was.
+		for range 20 {
+			select {
+			case <-ctx.Done():
+				return Card{}, ctx.Err()
+			case <-time.After(100 * time.Millisecond):
+			}
+			if c, err := r.d.Store.CardByRef(ctx, r.name, a.Ref); !errors.Is(err, store.ErrNotFound) {
+				return c, err
+			}
+		}
+		return Card{}, store.ErrNotFound
 	}
 	for range 20 {
 		c, err := r.d.Store.Card(ctx, r.name, a.ApprovalID)

@@ -204,8 +204,10 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	errc := make(chan error, len(servers))
 	for i, srv := range servers {
+		// Read before Serve starts: Serve's HTTP/2 set-up writes TLSConfig.
+		isTLS := srv.TLSConfig != nil
 		go func() { errc <- srv.Serve(listeners[i]) }()
-		s.log.Info("listening", "addr", listeners[i].Addr().String(), "tls", srv.TLSConfig != nil, "remote", i > 0)
+		s.log.Info("listening", "addr", listeners[i].Addr().String(), "tls", isTLS, "remote", i > 0)
 	}
 	var serveErr error
 	pending := len(servers) // results not yet read from errc
