@@ -630,6 +630,10 @@ func (w *Writer) Delete(ctx context.Context, key string, a DeleteArgs) (Op, erro
 	return op, nil
 }
 
+// creates reports whether an op kind makes a new object (an event or a
+// task).
+func creates(kind string) bool { return kind == KindCreate || kind == KindTaskCreate }
+
 // ConfirmPending re-checks ops left started or unknown (a crash or a
 // timeout between write and confirmation) by reading the object back; it
 // never writes again.
@@ -657,11 +661,11 @@ func (w *Writer) ConfirmPending(ctx context.Context, maxChecks int) (int, error)
 		op.Checks++
 		obj, gerr := t.Backend.Get(ctx, op.Href)
 		switch {
-		case op.Kind == KindCreate && gerr == nil && bytes.Contains(obj.Data, []byte(op.UID)):
+		case creates(op.Kind) && gerr == nil && bytes.Contains(obj.Data, []byte(op.UID)):
 			w.finish(ctx, &op, StateDone, obj.ETag, nil)
 		case op.Kind == KindDelete && op.Instance == "" && errors.Is(gerr, ErrNotFound):
 			w.finish(ctx, &op, StateDone, "", nil)
-		case op.Kind == KindCreate && errors.Is(gerr, ErrNotFound):
+		case creates(op.Kind) && errors.Is(gerr, ErrNotFound):
 			w.finish(ctx, &op, StateFailed, "", errors.New("confirmation: the event was never stored"))
 		case op.Checks >= maxChecks:
 			w.finish(ctx, &op, StateFailed, "", fmt.Errorf("unconfirmed after %d checks; look at the calendar", op.Checks))

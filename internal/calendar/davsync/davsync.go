@@ -45,7 +45,9 @@ type Collection struct {
 	Name string `json:"name"` // display name (or the last path segment)
 }
 
-// Discover lists the account's calendars that hold events.
+// Discover lists the account's calendars that hold events or to-dos (a
+// task list such as an iCloud Reminders list or a Nextcloud task-only
+// calendar supports VTODO alone).
 func Discover(ctx context.Context, a Account) ([]Collection, error) {
 	c, err := caldav.NewClient(a.Client(), a.URL)
 	if err != nil {
@@ -69,7 +71,7 @@ func Discover(ctx context.Context, a Account) ([]Collection, error) {
 	}
 	var out []Collection
 	for _, k := range cals {
-		if len(k.SupportedComponentSet) > 0 && !contains(k.SupportedComponentSet, "VEVENT") {
+		if len(k.SupportedComponentSet) > 0 && !contains(k.SupportedComponentSet, "VEVENT") && !contains(k.SupportedComponentSet, "VTODO") {
 			continue
 		}
 		name := k.Name

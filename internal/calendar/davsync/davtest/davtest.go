@@ -29,6 +29,9 @@ type Collection struct {
 	Display string
 	// AddressBook makes a CardDAV address book instead of a calendar.
 	AddressBook bool
+	// Components, for a calendar, lists the components it accepts
+	// ("VTODO" for a task list); empty accepts every kind.
+	Components string
 }
 
 // Start runs Radicale (see StartRadicale) with the given collections
@@ -52,7 +55,11 @@ func Start(t testing.TB, user string, cols ...Collection) string {
 		if c.AddressBook {
 			tag = "VADDRESSBOOK"
 		}
-		props, _ := json.Marshal(map[string]string{"tag": tag, "D:displayname": c.Display})
+		p := map[string]string{"tag": tag, "D:displayname": c.Display}
+		if c.Components != "" {
+			p["C:supported-calendar-component-set"] = c.Components
+		}
+		props, _ := json.Marshal(p)
 		if err := os.WriteFile(filepath.Join(dir, ".Radicale.props"), props, 0o644); err != nil {
 			t.Fatal(err)
 		}
