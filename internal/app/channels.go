@@ -36,6 +36,7 @@ func (a *App) channelBuilders() []channelBuilder {
 		a.matrixChannel(),
 		a.discordChannel(),
 		a.signalChannel(),
+		a.emailChannel(),
 	}
 	return append(list, a.extraChannels...)
 }
