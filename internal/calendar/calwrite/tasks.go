@@ -508,3 +508,18 @@ func (w *Writer) PreviewCompleteTask(ctx context.Context, a TaskCompleteArgs) st
 	}
 	return s
 }
+
+// CanWrite reports why no task (or event) can be written: no writable
+// list or calendar is configured. nil means writes can be offered.
+func (w *Writer) CanWrite(ctx context.Context) error {
+	ts, err := w.targets(ctx)
+	if err != nil && len(ts) == 0 {
+		return err
+	}
+	for _, t := range ts {
+		if !t.ReadOnly {
+			return nil
+		}
+	}
+	return errors.New("no writable task list or calendar is configured")
+}

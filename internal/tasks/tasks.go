@@ -1,0 +1,277 @@
+// Package tasks is the to-do surface over the calendar index: the agent's
+// tasks_list (read-only) and tasks_add / tasks_complete (writes), and the
+// queries the CLI (`hestia tasks`) and the Agenda page share.
+//
+// Design notes (the package map in ARCHITECTURE.md points here):
+//
+// To-dos are VTODOs in the user's calendar collections, indexed by package calendar from the
+// same vdir folders and CalDAV mirrors as events (Radicale, Nextcloud, iCloud Reminders lists;
+// Google Tasks is not CalDAV and is not read). A collection holding to-dos is a task list.
+// Writes are calwrite's: journaled in calendarops.db (task_create, task_complete), conditional,
+// confirmed by reading back, reaching the server through the same davsync backend. The tools are
+// gated by their risk like calendar writes; the CLI and the Agenda page run the same tools through
+// the authority with the user's own command standing as the approval of that one call (a grant
+// that lifts the risk threshold only; deny prefixes and trust rules still hold). A recurring
+// to-do is shown at one occurrence and completing it completes that occurrence.
+package tasks
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/hestia-dev/hestia/internal/calendar"
+	"github.com/hestia-dev/hestia/internal/calendar/calwrite"
+	"github.com/hestia-dev/hestia/internal/tools"
+)
+
+// Limits for the agent.
+const (
+	ListMax          = 100
+	descriptionChars = 500
+)
+
+// Deps are what the tools and queries work with.
+type Deps struct {
+	Store *calendar.Store
+	// Writer makes the writes; nil leaves them unavailable.
+	Writer *calwrite.Writer
+	Now    func() time.Time
+	// Loc is the user's zone ("today" is its day).
+	Loc *time.Location
+}
+
+// Due windows of a list query.
+const (
+	DueAny     = ""
+	DueOverdue = "overdue"
+	DueToday   = "today" // overdue ones included
+	DueWeek    = "week"  // the next 7 days, overdue ones included
+)
+
+// ListArgs are tasks_list's arguments.
+type ListArgs struct {
+	Lists            []string `json:"lists,omitempty"`
+	Query            string   `json:"query,omitempty"`
+	Due              string   `json:"due,omitempty"`
+	IncludeCompleted bool     `json:"include_completed,omitempty"`
+	Limit            int      `json:"limit,omitempty"`
+}
+
+// ListResult is tasks_list's answer.
+type ListResult struct {
+	Tasks []calendar.Task `json:"tasks"`
+	// Lists names every task list (collections holding to-dos).
+	Lists []string `json:"lists"`
+	// Truncated says more tasks matched than Limit.
+	Truncated bool `json:"truncated,omitempty"`
+}
+
+// ErrBadArgs marks arguments a caller got wrong.
+var ErrBadArgs = calendar.ErrBadQuery
+
+func (d Deps) loc() *time.Location {
+	if d.Loc == nil {
+		return d.Store.Floating()
+	}
+	return d.Loc
+}
+
+// List answers a task query with up to max tasks (ListMax for the
+// model when max <= 0).
+func (d Deps) List(ctx context.Context, a ListArgs, max int) (ListResult, error) {
+	if max <= 0 {
+		max = ListMax
+	}
+	if a.Limit <= 0 || a.Limit > max {
+		a.Limit = max
+	}
+	q := calendar.TodoQuery{Lists: a.Lists, Text: a.Query, IncludeDone: a.IncludeCompleted, Limit: a.Limit + 1}
+	y, m, day := d.Now().In(d.loc()).Date()
+	today := time.Date(y, m, day, 0, 0, 0, 0, d.loc())
+	switch strings.ToLower(strings.TrimSpace(a.Due)) {
+	case DueAny, "all", "any":
+	case DueOverdue:
+		q.DueBefore = today.AddDate(0, 0, 1)
+	case DueToday:
+		q.DueBefore = today.AddDate(0, 0, 1)
+	case DueWeek:
+		q.DueBefore = today.AddDate(0, 0, 7)
+	default:
+		return ListResult{}, fmt.Errorf("%w: due is overdue, today, week or all, not %q", ErrBadArgs, a.Due)
+	}
+	ts, err := d.Store.Todos(ctx, q)
+	if err != nil {
+		return ListResult{}, err
+	}
+	if strings.EqualFold(strings.TrimSpace(a.Due), DueOverdue) {
+		kept := ts[:0]
+		for _, t := range ts {
+			if t.Overdue {
+				kept = append(kept, t)
+			}
+		}
+		ts = kept
+	}
+	res := ListResult{Tasks: ts}
+	if len(res.Tasks) > a.Limit {
+		res.Tasks, res.Truncated = res.Tasks[:a.Limit], true
+	}
+	if res.Tasks == nil {
+		res.Tasks = []calendar.Task{}
+	}
+	if res.Lists, err = d.Store.TaskLists(ctx); err != nil {
+		return res, err
+	}
+	if res.Lists == nil {
+		res.Lists = []string{}
+	}
+	return res, nil
+}
+
+func trim(ts []calendar.Task) {
+	for i := range ts {
+		if r := []rune(ts[i].Description); len(r) > descriptionChars {
+			ts[i].Description = string(r[:descriptionChars]) + "…"
+		}
+	}
+}
+
+// callKey identifies one tool call so that a model repeating a call (same
+// id, same arguments) gets the first result, never a second write. A call
+// without an id is never taken for another.
+func callKey(tool string, c tools.Call) string {
+	if c.ID == "" {
+		var b [16]byte
+		_, _ = rand.Read(b[:])
+		return hex.EncodeToString(b[:])
+	}
+	h := sha256.Sum256(append([]byte(tool+"\x00"+c.ChatID+"\x00"+c.ID+"\x00"), c.Args...))
+	return hex.EncodeToString(h[:])
+}
+
+// Tools returns tasks_list, tasks_add and tasks_complete bound to d.
+// d.Store may be nil (specs only: the security suite); the tools then
+// report themselves unavailable.
+func Tools(d Deps) []tools.Tool {
+	// Task text comes from shared lists and other people's clients as
+	// calendar text does, so it is given to the model as outside content.
+	read := tools.Spec{Name: "tasks_list", Risk: tools.RiskLow, ReadOnly: true, ParallelSafe: true, UntrustedOutput: true, MaxResult: 30000,
+		Schema: json.RawMessage(listSchema),
+		Description: "List the user's open tasks (to-dos from their task lists), due first: overdue ones, then by due date, undated last. " +
+			"Filter by due (overdue, today, week), lists, or words in the title, notes and categories; include_completed adds done ones. " +
+			"A recurring task appears once, at its next occurrence."}
+	// Writes: not read-only (policy gates them; taint forces a card once
+	// outside content was read) and Egress (CalDAV lists are on servers).
+	base := tools.Spec{ReadOnly: false, Egress: true, Risk: tools.RiskMedium, MaxResult: 4000}
+	add := base
+	add.Name, add.Schema = "tasks_add", json.RawMessage(addSchema)
+	add.Description = "Add a task to the user's task list (asks the user to approve). due is a date (YYYY-MM-DD, today, tomorrow) or a time (YYYY-MM-DDTHH:MM); priority 1 (highest) to 9; list names the task list when there are several. Journaled and confirmed by reading the task back."
+	done := base
+	done.Name, done.Schema = "tasks_complete", json.RawMessage(completeSchema)
+	done.Description = "Mark a task done by uid (from tasks_list), or by text: words of its title that match one open task only. A recurring task's current occurrence is completed and the series goes on. Asks the user to approve."
+	unavailable := func(ctx context.Context) error {
+		if d.Store == nil || d.Writer == nil {
+			return errors.New("task writes are not configured")
+		}
+		return d.Writer.CanWrite(ctx)
+	}
+	return []tools.Tool{
+		&tools.Func{S: read, Check: func(context.Context) error {
+			if d.Store == nil {
+				return errors.New("tasks are not configured")
+			}
+			return nil
+		}, Fn: func(ctx context.Context, c tools.Call) (tools.Result, error) {
+			var a ListArgs
+			if err := json.Unmarshal(c.Args, &a); err != nil {
+				return tools.Result{Content: fmt.Sprintf("arguments for tasks_list could not be read: %v", err), IsError: true}, nil
+			}
+			res, err := d.List(ctx, a, ListMax)
+			if err != nil {
+				if errors.Is(err, context.Canceled) {
+					return tools.Result{}, err
+				}
+				return tools.Result{Content: err.Error(), IsError: true}, nil
+			}
+			trim(res.Tasks)
+			b, err := json.Marshal(res)
+			if err != nil {
+				return tools.Result{}, err
+			}
+			return tools.Result{Content: tools.Cap(string(b), read.MaxResult)}, nil
+		}},
+		&tools.Func{S: add, Check: unavailable,
+			Fn: write(d, add.Name, func(ctx context.Context, key string, a calwrite.TaskAddArgs) (calwrite.Op, error) {
+				return d.Writer.AddTask(ctx, key, a)
+			}),
+			PreviewF: func(ctx context.Context, raw json.RawMessage) string {
+				var a calwrite.TaskAddArgs
+				if d.Writer == nil || json.Unmarshal(raw, &a) != nil {
+					return ""
+				}
+				return d.Writer.PreviewAddTask(ctx, a)
+			}},
+		&tools.Func{S: done, Check: unavailable,
+			Fn: write(d, done.Name, func(ctx context.Context, key string, a calwrite.TaskCompleteArgs) (calwrite.Op, error) {
+				return d.Writer.CompleteTask(ctx, key, a)
+			}),
+			PreviewF: func(ctx context.Context, raw json.RawMessage) string {
+				var a calwrite.TaskCompleteArgs
+				if d.Writer == nil || json.Unmarshal(raw, &a) != nil {
+					return ""
+				}
+				return d.Writer.PreviewCompleteTask(ctx, a)
+			}},
+	}
+}
+
+func write[A any](d Deps, name string, fn func(context.Context, string, A) (calwrite.Op, error)) func(context.Context, tools.Call) (tools.Result, error) {
+	return func(ctx context.Context, c tools.Call) (tools.Result, error) {
+		if d.Writer == nil {
+			return tools.Result{Content: "task writes are not configured", IsError: true}, nil
+		}
+		var a A
+		if err := json.Unmarshal(c.Args, &a); err != nil {
+			return tools.Result{Content: fmt.Sprintf("arguments for %s could not be read: %v", name, err), IsError: true}, nil
+		}
+		op, err := fn(ctx, callKey(name, c), a)
+		if err != nil {
+			if errors.Is(err, context.Canceled) {
+				return tools.Result{}, err
+			}
+			msg := err.Error()
+			if op.ID != 0 {
+				msg += fmt.Sprintf(" (journal op %d, state %s; it will not be retried automatically)", op.ID, op.State)
+			}
+			return tools.Result{Content: msg, IsError: true}, nil
+		}
+		b, _ := json.Marshal(op)
+		return tools.Result{Content: string(b), IsError: op.State == calwrite.StateFailed}, nil
+	}
+}
+
+const listSchema = `{"type":"object","additionalProperties":false,"properties":{
+"lists":{"type":"array","items":{"type":"string","maxLength":200},"maxItems":20},
+"query":{"type":"string","maxLength":300,"description":"words in the title, notes or categories"},
+"due":{"type":"string","enum":["overdue","today","week","all"],"description":"today and week include overdue tasks; default all"},
+"include_completed":{"type":"boolean"},
+"limit":{"type":"integer","minimum":1,"maximum":100}}}`
+
+const addSchema = `{"type":"object","additionalProperties":false,"required":["summary"],"properties":{
+"summary":{"type":"string","minLength":1,"maxLength":500},
+"due":{"type":"string","maxLength":40,"description":"YYYY-MM-DD, today, tomorrow, or YYYY-MM-DDTHH:MM"},
+"priority":{"type":"integer","minimum":0,"maximum":9,"description":"1 highest, 9 lowest, 0 none"},
+"list":{"type":"string","maxLength":200},
+"notes":{"type":"string","maxLength":4000}}}`
+
+const completeSchema = `{"type":"object","additionalProperties":false,"properties":{
+"uid":{"type":"string","minLength":1,"maxLength":500},
+"text":{"type":"string","minLength":1,"maxLength":300,"description":"words of the task's title, when they match one open task"},
+"list":{"type":"string","maxLength":200}}}`
