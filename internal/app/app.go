@@ -91,6 +91,7 @@ type App struct {
 	// extraChannels are channels a test plugs in beside the configured ones.
 	extraChannels []channelBuilder
 	channelsDB    *channels.Store // channels.db, opened by the first channel
+	oauth         oauthState      // the [[oauth.accounts]] (oauth.go)
 }
 
 type worker struct {
@@ -110,6 +111,7 @@ func (a *App) initializers() []initializer {
 		{"system", a.initSystem},
 		{"devices", a.initDevices},
 		{"llm", a.initLLM},
+		{"oauth", a.initOAuth},
 		{"scheduler", a.initScheduler},
 		{"agent", a.initAgent},
 		{"speech", a.initSpeech},
@@ -203,6 +205,7 @@ func (a *App) Checks() ([]doctor.Check, error) {
 	}
 	checks = append(checks, stores...)
 	checks = append(checks, a.auditChainCheck())
+	checks = append(checks, a.oauthChecks()...)
 	return append(checks, a.checks...), nil
 }
 
