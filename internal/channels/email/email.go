@@ -6,12 +6,17 @@
 //
 // Receiving (receive.go): one IMAP connection (RFC 9051/3501, go-imap v2)
 // on the configured mailbox, IDLE when the server offers it (RFC 2177)
-// with a periodic search as the safety net, polling otherwise. Unseen
-// messages addressed (To, Cc, Delivered-To, X-Original-To) to the
-// dedicated address are read; everything else in the mailbox is left
-// untouched. Each becomes an Update: ID the Message-ID, Conv the sender
-// and the thread's root Message-ID (first of References, else
-// In-Reply-To, else its own), Sender the From address lower-cased, Text
+// with a periodic search as the safety net, polling otherwise; every IMAP
+// exchange has a deadline, so a silent server ends Receive (the relay
+// reconnects) instead of hanging it. Of the unseen messages, the
+// recipient headers are read first; those addressed (To, Cc,
+// Delivered-To, X-Original-To) to the dedicated address or a plus-tag of
+// it are read whole, everything else in the mailbox is left untouched.
+// Each becomes an Update: ID the Message-ID, Conv the sender and the
+// thread's root Message-ID (first of References, else In-Reply-To, else
+// its own; the sender is part of it so a reply needs no other state and
+// nobody joins another person's thread by citing its root), Sender the
+// From address lower-cased, Text
 // the new text of the message (text/plain, else text from the HTML part;
 // in replies the quoted history, attribution lines and signature are
 // removed, see quote.go), ReplyTo what a reply needs (Message-ID,
@@ -20,8 +25,10 @@
 // deduplication alone. Hestia's own messages, automatic mail (RFC 3834
 // Auto-Submitted, bounces, mailing lists) and messages older than max_age
 // are marked handled without reaching the relay. An audio attachment on
-// a message without text is offered as a voice note, fetched only if the
-// relay wants it.
+// a message without text is offered as a voice note, fetched (on a
+// connection of its own) only if the relay wants it, while the handler
+// runs: after it, the message may have moved to done_mailbox. A new
+// message with an empty body is read by its subject.
 //
 // Sending (send.go): SMTP submission (RFC 6409) of a text/plain message
 // (Markdown is readable as it is) with a Message-ID derived from
