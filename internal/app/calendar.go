@@ -233,6 +233,9 @@ func (a *App) registerCalendar(ctx context.Context, reg *tools.Registry) error {
 			return err
 		}
 	}
+	if err := a.registerTasks(reg, c); err != nil { // tasks.go
+		return err
+	}
 	if a.Server != nil {
 		c.Routes(a.Server.API())
 	}
