@@ -171,6 +171,16 @@ func (c EmailChannel) validate() []error {
 	if !isBareAddress(c.Address) {
 		errs = append(errs, &Error{Key: key + ".address", Value: c.Address, Allowed: "the dedicated address Hestia reads and answers from, such as hestia@example.org or you+hestia@example.org"})
 	}
+	// Mail from the dedicated address (or a tag of it) is Hestia's own and
+	// never a turn: an owner writing from it would never be heard.
+	base := strings.ToLower(localPart(c.Address))
+	domain := strings.ToLower(c.Address[len(localPart(c.Address)):])
+	for _, o := range c.Owners {
+		l := strings.ToLower(localPart(strings.TrimSpace(o)))
+		if strings.HasSuffix(strings.ToLower(strings.TrimSpace(o)), domain) && (l == base || strings.HasPrefix(l, base+"+")) {
+			errs = append(errs, &Error{Key: key + ".owners", Value: o, Allowed: "your own address, not the dedicated address (or a tag of it): use e.g. you+hestia@… as address and you@… as owner"})
+		}
+	}
 	for _, s := range []struct {
 		proto, host, sec string
 		port             int
@@ -208,4 +218,11 @@ func (c EmailChannel) validate() []error {
 		errs = append(errs, &Error{Key: key + ".address", Value: "(hidden: it holds the secret tag)", Allowed: "the address without the secret tag: Hestia accepts local+TAG@domain itself"})
 	}
 	return errs
+}
+
+func localPart(addr string) string {
+	if i := strings.LastIndex(addr, "@"); i >= 0 {
+		return addr[:i]
+	}
+	return addr
 }

@@ -96,6 +96,8 @@ func TestEmailInvalid(t *testing.T) {
 		{"bad security", emailGood + "imap_security = \"ssl\"\n", []string{"channels.email.imap_security", "tls, starttls"}},
 		{"fast poll", emailGood + "poll_interval = \"1s\"\n", []string{"channels.email.poll_interval"}},
 		{"tiny max age", emailGood + "max_age = \"5s\"\n", []string{"channels.email.max_age"}},
+		{"owner is the address", strings.Replace(emailGood, `owners = ["me@example.org"]`, `owners = ["Hestia@example.org"]`, 1), []string{"channels.email.owners", "not the dedicated address"}},
+		{"owner is a tag of the address", strings.Replace(emailGood, `owners = ["me@example.org"]`, `owners = ["hestia+me@example.org"]`, 1), []string{"channels.email.owners", "not the dedicated address"}},
 		{"empty mailbox", emailGood + "mailbox = \"\"\n", []string{"channels.email.mailbox"}},
 		{"done is mailbox", emailGood + "done_mailbox = \"inbox\"\n", []string{"channels.email.done_mailbox"}},
 	}
