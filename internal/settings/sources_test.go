@@ -40,8 +40,8 @@ contacts = ["77:chat+read"]
 
 [channels.discord]
 token = "discord-token-secret"
-owners = ["1234"]
-contacts = ["5678:chat"]
+owners = ["123456789012345678"]
+contacts = ["876543210987654321:chat"]
 
 [mcp.servers.files]
 command = "mcp-files"
@@ -87,7 +87,7 @@ func TestViewListsSourcesWithoutSecrets(t *testing.T) {
 			slack = c
 		}
 	}
-	if len(src.Channels) != 6 || !discord.Enabled || len(discord.Owners) != 1 || discord.Owners[0] != "1234" || len(discord.Contacts) != 1 || slack.Enabled || slack.Owners == nil {
+	if len(src.Channels) != 6 || !discord.Enabled || len(discord.Owners) != 1 || discord.Owners[0] != "123456789012345678" || len(discord.Contacts) != 1 || slack.Enabled || slack.Owners == nil {
 		t.Errorf("channels = %+v", src.Channels)
 	}
 	want := []MCPServer{{Name: "files", Command: "mcp-files"}, {Name: "remote", URL: "https://mcp.example.org/mcp", Disabled: true}}
