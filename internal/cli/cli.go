@@ -71,6 +71,7 @@ func commands() []command {
 		{"cal", "calendar: agenda, search, free slots, import/sync vdir folders", runCal},
 		{"wiki", "search, read, lint, reindex and import into the Markdown wiki", runWiki},
 		{"contacts", "contacts: search, resolve a name to recipients, import/sync vdir folders", runContacts},
+		{"accounts", "OAuth accounts (Google, Microsoft 365): list [--json], connect NAME [--device], disconnect NAME", runAccounts},
 		{"memory", "profile memory (USER.md, MEMORY.md, AGENT.md) and the promotion queue", runMemory},
 		{"service", "run Hestia in the background: service install|uninstall|start|stop|status|logs (systemd user unit, launchd agent)", runService},
 		{"restart", "restart the running daemon (re-executes it in place) and wait until it answers", runRestart},
