@@ -1,6 +1,12 @@
 // Package backup copies every domain database of a home into a directory
 // with a manifest of SHA-256 sums, using SQLite's online backup API so the
 // daemon can keep running, and restores such a copy into an empty home.
+//
+// Only DATA/db is copied. Credentials stay out of backups on purpose: the
+// OAuth token files (DATA/oauth, refresh tokens that work without a
+// password), the auth token and the secret files are never copied, so a
+// backup carries no credential in plain text; after a restore the user
+// connects each OAuth account again (`hestia accounts connect NAME`).
 package backup
 
 import (
