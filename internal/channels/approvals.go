@@ -307,7 +307,7 @@ func (r *Relay) withdraw(ctx context.Context, approvalID, line string) {
 	if err != nil || !first {
 		return
 	}
-	it := Item{Channel: r.name, Conv: c.Conv, Key: r.name + ":closed:" + approvalID}
+	it := Item{Channel: r.name, Conv: c.Conv, Key: r.name + ":closed:" + approvalID, ReplyTo: r.d.Store.ReplyToOf(ctx, c.OutboxKey)}
 	if r.lim.Edit {
 		// The edit goes through the outbox too, so it follows the prompt
 		// even when the prompt itself is still waiting to be sent.

@@ -129,6 +129,11 @@ type Update struct {
 	Sender string
 	// SenderName is a display name for chat titles and the devices list.
 	SenderName string
+	// Unverified says the platform could not prove the sender is who the
+	// message claims (an e-mail without a DKIM/DMARC pass): the message is
+	// refused and audited like a stranger's but never answered, since the
+	// answer would go to whoever was impersonated.
+	Unverified bool
 	// Private says nobody but the sender and the bot can read the
 	// conversation; the relay answers elsewhere only with a refusal.
 	Private bool

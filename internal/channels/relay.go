@@ -230,14 +230,14 @@ func (r *Relay) reply(ctx context.Context, u Update, text string) {
 }
 
 func (r *Relay) handleMessage(ctx context.Context, u Update) {
-	if r.scopes(u.Sender) == nil {
+	if r.scopes(u.Sender) == nil || u.Unverified {
 		first, err := r.d.Store.Refused(ctx, r.name, u.Sender)
 		if err != nil {
 			r.d.Log.Error("recording a refused sender", "err", err)
 		}
 		r.d.Audit(ctx, "channel.refused", "", fmt.Sprintf("%s message from %s, who is not allowed, refused", r.cfg.Label, u.Sender),
-			map[string]any{"channel": r.name, "sender": u.Sender, "name": u.SenderName, "conv": u.Conv, "first": first})
-		if first {
+			map[string]any{"channel": r.name, "sender": u.Sender, "name": u.SenderName, "conv": u.Conv, "first": first, "unverified": u.Unverified})
+		if first && !u.Unverified {
 			r.reply(ctx, u, refusal)
 		}
 		return

@@ -432,3 +432,11 @@ func (s *Store) RefOf(ctx context.Context, key string) (string, string, error) {
 	}
 	return ref, state, nil
 }
+
+// ReplyToOf returns the ReplyTo an outbox item was queued with ("" when
+// there is no such item), so a follow-up to it stays in its thread.
+func (s *Store) ReplyToOf(ctx context.Context, key string) string {
+	var r string
+	_ = s.db.QueryRowContext(ctx, `SELECT reply_to FROM outbox WHERE key = ?`, key).Scan(&r)
+	return r
+}

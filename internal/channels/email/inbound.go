@@ -266,6 +266,7 @@ func (a *Adapter) classify(raw []byte, arrived time.Time, fallbackID string) inb
 			Conv:       convOf(sender, root),
 			Sender:     sender,
 			SenderName: m.From[0].Name,
+			Unverified: !verified,
 			Private:    private,
 			Text:       text,
 			ReplyTo:    string(rd),
