@@ -363,3 +363,35 @@ func TestConfigExampleParses(t *testing.T) {
 		}
 	}
 }
+
+// The commented [channels.*] examples in config.example.toml, uncommented,
+// are a valid configuration: the documented keys are the ones that ship.
+func TestChannelExamplesParse(t *testing.T) {
+	data, err := os.ReadFile("../../config.example.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(data)
+	start, end := strings.Index(s, "[channels]\n"), strings.Index(s, "\n[watch]")
+	if start < 0 || end < start {
+		t.Fatal("config.example.toml has no [channels] section before [watch]")
+	}
+	var b strings.Builder
+	tables := 0
+	for _, l := range strings.Split(s[start:end], "\n") {
+		rest, ok := strings.CutPrefix(l, "# ")
+		if !ok || !(strings.HasPrefix(rest, "[channels.") || strings.Contains(rest, " = ")) {
+			continue
+		}
+		if strings.HasPrefix(rest, "[channels.") {
+			tables++
+		}
+		b.WriteString(rest + "\n")
+	}
+	if tables < 6 {
+		t.Fatalf("%d channel examples, want one per channel:\n%s", tables, b.String())
+	}
+	if _, err := config.Parse([]byte(b.String()), func(string) string { return "" }); err != nil {
+		t.Fatalf("the channel examples do not parse:\n%s\n%v", b.String(), err)
+	}
+}
