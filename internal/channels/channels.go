@@ -88,6 +88,14 @@ type Finder interface {
 	Find(ctx context.Context, conv, key string) (ref string, found bool, err error)
 }
 
+// Checker is implemented by platforms that can prove their credentials
+// work without sending anything (the Settings connection test and the
+// doctor): it returns who the bot is there ("@hestia_bot", "U0BOT in
+// workspace Acme").
+type Checker interface {
+	Check(ctx context.Context) (string, error)
+}
+
 // VoiceSender is implemented by platforms that can post audio (spoken
 // replies through the tts tier).
 type VoiceSender interface {
