@@ -2,6 +2,8 @@ package channels
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -222,7 +224,7 @@ const refusal = "Sorry, this is a private assistant and I can only talk to the p
 
 // reply queues a short notice to a conversation.
 func (r *Relay) reply(ctx context.Context, u Update, text string) {
-	if err := r.d.Store.Enqueue(context.WithoutCancel(ctx), Item{Channel: r.name, Conv: u.Conv, Key: r.name + ":re:" + u.ID, Text: text, ReplyTo: u.ReplyTo}); err != nil {
+	if err := r.d.Store.Enqueue(context.WithoutCancel(ctx), Item{Channel: r.name, Conv: u.Conv, Key: replyKey(r.name, u.ID, text), Text: text, ReplyTo: u.ReplyTo}); err != nil {
 		r.d.Log.Error("queueing a channel reply", "channel", r.name, "err", err)
 		return
 	}
@@ -389,6 +391,13 @@ func (r *Relay) Devices(ctx context.Context) ([]devices.Device, error) {
 		out = append(out, d)
 	}
 	return out, nil
+}
+
+// replyKey names a notice answering one update; an update may get several
+// (a voice note's transcript, then a failure), each its own message.
+func replyKey(channel, updateID, text string) string {
+	h := sha256.Sum256([]byte(text))
+	return channel + ":re:" + updateID + ":" + hex.EncodeToString(h[:6])
 }
 
 func truncate(s string, n int) string {

@@ -135,6 +135,7 @@ type hopts struct {
 	platform channels.Platform // default: the plain fake
 	stt      channels.Transcriber
 	tts      channels.Speaker
+	agent    channels.Agent // default: the fake agent
 }
 
 func newHarness(t *testing.T, dbPath string, p *channeltest.Platform, o hopts) *harness {
@@ -147,6 +148,10 @@ func newHarness(t *testing.T, dbPath string, p *channeltest.Platform, o hopts) *
 	broker := approval.New(approval.Options{Timeout: time.Minute, ApproversFor: bus.ApproversFor, Notify: notifier{bus}})
 	h := &harness{p: p, bus: bus, broker: broker, store: channels.NewStore(db, nil), audit: &auditLog{}}
 	h.agent = &fakeAgent{bus: bus, broker: broker}
+	var ag channels.Agent = h.agent
+	if o.agent != nil {
+		ag = o.agent
+	}
 	plat := o.platform
 	if plat == nil {
 		plat = p
@@ -155,7 +160,7 @@ func newHarness(t *testing.T, dbPath string, p *channeltest.Platform, o hopts) *
 		Label:  "Fake",
 		Users:  map[string][]devices.Scope{owner: {devices.Chat, devices.Approve, devices.Read}, contact: {devices.Chat, devices.Read}},
 		Owners: []string{owner},
-	}, channels.Deps{Platform: plat, Store: h.store, Agent: h.agent, Chats: &fakeChats{}, Approvals: broker, Bus: bus,
+	}, channels.Deps{Platform: plat, Store: h.store, Agent: ag, Chats: &fakeChats{}, Approvals: broker, Bus: bus,
 		Audit: h.audit.record, Transcriber: o.stt, Speaker: o.tts})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -496,6 +501,28 @@ type fakeTTS struct{}
 
 func (fakeTTS) Speak(ctx context.Context, text string) ([]byte, string, error) {
 	return []byte("OggS " + text), "audio/ogg", nil
+}
+
+type failingAgent struct{}
+
+func (failingAgent) Submit(context.Context, string, string, channels.Submit) error {
+	return errors.New("the budget for today is spent")
+}
+
+// Two notices answering one update (the transcript, then why the turn
+// could not start) are two messages, not one swallowed by the other.
+func TestSeveralNoticesForOneUpdate(t *testing.T) {
+	t.Parallel()
+	p := channeltest.New()
+	newHarness(t, dbPath(t), p, hopts{stt: fakeSTT{}, agent: failingAgent{}})
+	u := msg(owner, dm, "")
+	u.Voice = &channels.Voice{Size: 3, Mime: "audio/ogg", Fetch: func(context.Context) ([]byte, error) { return []byte("OggS\x00\x02fake opus"), nil }}
+	p.Deliver(u)
+	channeltest.WaitFor(t, "both notices", func() bool {
+		_, a := p.FindText(dm, "🎤")
+		_, b := p.FindText(dm, "budget for today")
+		return a && b
+	})
 }
 
 func TestVoiceNotes(t *testing.T) {
