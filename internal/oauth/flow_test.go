@@ -5,11 +5,13 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -390,4 +392,40 @@ func TestDisconnect(t *testing.T) {
 			t.Errorf("disconnect: %+v %v", res, err)
 		}
 	})
+}
+
+// The fake's consent page (for a browser test): Allow completes the
+// sign-in, and a Microsoft-style localhost redirect reaches the listener.
+func TestLoopbackConsentPageAndLocalhost(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, oauthtest.Options{ConsentPage: true}, func(a *Account) { a.Provider.RedirectHost = "localhost" })
+	var page string
+	done := make(chan struct{})
+	st, err := e.m.ConnectLoopback(context.Background(), "work", LoopbackOptions{Timeout: 10 * time.Second, Open: func(u string) error {
+		if ru := mustQuery(t, u).Get("redirect_uri"); !strings.HasPrefix(ru, "http://localhost:") {
+			t.Errorf("redirect_uri = %s", ru)
+		}
+		go func() {
+			defer close(done)
+			_, form := browser(t, u)
+			m := regexp.MustCompile(`name="request" value="([^"]+)"`).FindStringSubmatch(form)
+			if m == nil || !strings.Contains(form, `id="allow"`) {
+				t.Errorf("consent page: %q", form)
+				return
+			}
+			resp, err := (&http.Client{Timeout: 10 * time.Second}).PostForm(e.srv.AuthURL(), url.Values{"request": {m[1]}, "decision": {"allow"}})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			page = string(b)
+		}()
+		return nil
+	}})
+	<-done
+	if err != nil || st.State != StateOK || !strings.Contains(page, "You can close this tab") {
+		t.Errorf("consent page flow: %v %+v %q", err, st, page)
+	}
 }
