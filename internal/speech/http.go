@@ -17,8 +17,11 @@ import (
 // local program) and the metered Transcribe the channels call. Every call
 // is recorded in the usage ledger, attributed like the rest of the gateway.
 type Service struct {
-	STT   *Client // nil when the stt tier is not mapped
-	TTS   *Client // nil when the tts tier is not mapped
+	STT *Client // nil when the stt tier is not mapped
+	TTS *Client // nil when the tts tier is not mapped
+	// Local speaks when TTS is nil: espeak-ng where it is installed
+	// (FindEspeak), else nil.
+	Local *Espeak
 	Usage llm.Recorder
 	Now   func() time.Time
 }

@@ -1,7 +1,9 @@
 // Package speech reaches the speech tiers of [llm.tiers]: stt, an
 // OpenAI-compatible POST /audio/transcriptions (a local whisper.cpp server,
 // OpenAI, Groq …), and tts, POST /audio/speech. Voice notes from Telegram
-// and the web app become text here before they reach the agent.
+// and the web app become text here before they reach the agent. Without a
+// tts tier, espeak-ng speaks where it is installed (espeak.go): a robotic
+// but zero-configuration local voice.
 package speech
 
 import (

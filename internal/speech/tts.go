@@ -79,7 +79,7 @@ type speechBody struct {
 }
 
 func (s *Service) handleSpeech(w http.ResponseWriter, r *http.Request) {
-	if s.TTS == nil {
+	if s.TTS == nil && s.Local == nil {
 		httpjson.Error(w, http.StatusServiceUnavailable, "not_configured", ErrTTSNotConfigured.Error())
 		return
 	}
@@ -108,24 +108,63 @@ func (s *Service) handleSpeech(w http.ResponseWriter, r *http.Request) {
 	w.Write(audio)
 }
 
-// Speak is Client.Speak with a usage row for service/action.
+// Speak is Client.Speak with a usage row for service/action. Without a
+// tts tier it falls back to espeak-ng (Local), which speaks WAV whatever
+// format was asked for; the content type says so.
 func (s *Service) Speak(ctx context.Context, text, voice, format, service, action string) ([]byte, string, error) {
-	if s.TTS == nil {
-		return nil, "", ErrTTSNotConfigured
-	}
 	var (
 		audio []byte
 		ct    string
 	)
-	err := s.metered(ctx, "tts", s.TTS.Model, service, action, func() (err error) {
-		audio, ct, err = s.TTS.Speak(ctx, text, voice, format)
-		return err
-	})
-	return audio, ct, err
+	switch {
+	case s.TTS != nil:
+		err := s.metered(ctx, "tts", s.TTS.Model, service, action, func() (err error) {
+			audio, ct, err = s.TTS.Speak(ctx, text, voice, format)
+			return err
+		})
+		return audio, ct, err
+	case s.Local != nil:
+		err := s.metered(ctx, "tts", EspeakModel, service, action, func() (err error) {
+			audio, err = s.Local.Speak(ctx, text)
+			return err
+		})
+		return audio, "audio/wav", err
+	}
+	return nil, "", ErrTTSNotConfigured
+}
+
+// Speech paths doctor and the voice mode report.
+const (
+	PathEndpoint = "endpoint"  // an OpenAI-compatible endpoint of the tier
+	PathEspeak   = "espeak-ng" // the local fallback (text-to-speech only)
+	PathNone     = "none"
+)
+
+// STTPath says how speech is turned into text: PathEndpoint or PathNone.
+func (s *Service) STTPath() string {
+	if s != nil && s.STT != nil {
+		return PathEndpoint
+	}
+	return PathNone
+}
+
+// TTSPath says how text is spoken: PathEndpoint, PathEspeak or PathNone.
+func (s *Service) TTSPath() string {
+	switch {
+	case s == nil:
+		return PathNone
+	case s.TTS != nil:
+		return PathEndpoint
+	case s.Local != nil:
+		return PathEspeak
+	}
+	return PathNone
 }
 
 // SpeakerFor returns a speaker (Ogg/Opus voice) that records its calls
-// under service/action, or nil when the tts tier is not mapped.
+// under service/action, or nil when the tts tier is not mapped. espeak-ng
+// does not count: it speaks WAV, which platforms do not show as a voice
+// note.
 func (s *Service) SpeakerFor(service, action string) *MeteredSpeaker {
 	if s == nil || s.TTS == nil {
 		return nil
