@@ -146,7 +146,8 @@ func Retryable(err error) bool {
 		return pe.Status >= 500 || pe.Status == http.StatusTooManyRequests || pe.Code == "temporarily_unavailable"
 	}
 	var ue *UnknownAccountError
-	return !errors.As(err, &ue)
+	var se *ScopeError
+	return !errors.As(err, &ue) && !errors.As(err, &se)
 }
 
 // UnknownAccountError: no [[oauth.accounts]] entry has this name.

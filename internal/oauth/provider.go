@@ -123,6 +123,22 @@ func Custom(authURL, tokenURL, deviceAuthURL, revokeURL string, scopes []string)
 // resource.
 var oidcScopes = []string{OfflineAccess, "openid", "profile", "email"}
 
+// ScopeError: the account's grant covers no scope of the purpose asked
+// for (or its provider has none). Only a configuration change and a
+// reconnect help.
+type ScopeError struct {
+	Provider string
+	Purpose  Purpose
+	Wanted   []string // any one of them would do; empty: the provider has none
+}
+
+func (e *ScopeError) Error() string {
+	if len(e.Wanted) == 0 {
+		return fmt.Sprintf("provider %s offers no %s scopes", e.Provider, e.Purpose)
+	}
+	return fmt.Sprintf("the account was not granted a %s scope (one of %s): add it to scopes and reconnect", e.Purpose, strings.Join(e.Wanted, ", "))
+}
+
 // resourceOf is the resource a Microsoft-style scope belongs to: the
 // scheme and host of a URL scope, Graph for a short one ("Mail.Read"),
 // "" for an OpenID Connect scope.
@@ -144,13 +160,10 @@ func resourceOf(scope string) string {
 // to ask a refresh for (nil: none, the whole grant).
 func (p Provider) audience(purpose Purpose, granted []string) (key string, scopes []string, err error) {
 	if purpose != Any && p.Purposes != nil {
-		wanted, known := p.Purposes[purpose]
-		if !known {
-			return "", nil, fmt.Errorf("provider %s offers no %s scopes", p.Name, purpose)
-		}
+		wanted := p.Purposes[purpose]
 		i := slices.IndexFunc(granted, func(s string) bool { return slices.Contains(wanted, s) })
 		if i < 0 {
-			return "", nil, fmt.Errorf("the account was not granted a %s scope (one of %s): add it to scopes and reconnect", purpose, strings.Join(wanted, ", "))
+			return "", nil, &ScopeError{Provider: p.Name, Purpose: purpose, Wanted: wanted}
 		}
 		if p.PerResource {
 			key = resourceOf(granted[i])

@@ -273,7 +273,8 @@ func TestPerResourceTokens(t *testing.T) {
 		t.Errorf("refresh scopes = %q, want %q", got, want)
 	}
 	tasks, _ := e.m.Source("work", Tasks)
-	if _, err := tasks.Token(context.Background()); err == nil || !strings.Contains(err.Error(), "not granted a tasks scope") {
+	var se *ScopeError
+	if _, err := tasks.Token(context.Background()); !errors.As(err, &se) || Retryable(err) || !strings.Contains(err.Error(), "not granted a tasks scope") {
 		t.Errorf("tasks: %v", err)
 	}
 	if st, err := e.m.Check(context.Background(), "work"); err != nil || st.State != StateOK {

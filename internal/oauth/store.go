@@ -221,8 +221,9 @@ func (s fileStore) save(g *grant) (os.FileInfo, error) {
 	return fi, nil
 }
 
-// remove deletes name's token file and lock file; a missing file is not
-// an error.
+// remove deletes name's token file; a missing file is not an error. The
+// lock file stays: deleting it under a waiting process would let two
+// processes hold "the" lock at once.
 func (s fileStore) remove(name string) error {
 	path, err := s.path(name)
 	if err != nil {
@@ -231,7 +232,6 @@ func (s fileStore) remove(name string) error {
 	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("deleting token file %s: %w", path, err)
 	}
-	os.Remove(s.lockPath(name))
 	return nil
 }
 
