@@ -1,14 +1,17 @@
 package app
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strconv"
 
+	"github.com/hestia-dev/hestia/internal/audit"
 	"github.com/hestia-dev/hestia/internal/authority"
 	"github.com/hestia-dev/hestia/internal/calendar/calwrite"
 	"github.com/hestia-dev/hestia/internal/devices"
 	"github.com/hestia-dev/hestia/internal/httpjson"
+	"github.com/hestia-dev/hestia/internal/policy"
 	"github.com/hestia-dev/hestia/internal/tasks"
 	"github.com/hestia-dev/hestia/internal/tools"
 )
@@ -105,4 +108,47 @@ func writeTaskResult(w http.ResponseWriter, r *http.Request, status int, v any, 
 		err = httpjson.Conflict("failed", err)
 	}
 	httpjson.Respond(w, r, status, v, err)
+}
+
+// TaskAuthority builds, for a command run without a daemon (`hestia tasks
+// add|done`), the authority the daemon would use for the task tools: the
+// configured threshold, deny prefixes and trust rules, and the audit
+// trail. Only one process may append to the audit chain, so this is for
+// when no daemon runs; with one, the command goes to its routes. CalDAV
+// lists are mirrored first so that writes know their server.
+func (a *App) TaskAuthority(ctx context.Context, c *Calendar) (*authority.Authority, error) {
+	if len(a.Config.Calendar.CalDAV) > 0 {
+		if _, err := c.MirrorDAV(ctx); err != nil {
+			a.Log.Warn("calendarMirror", "err", err) // local lists still work
+		}
+	}
+	reg := tools.NewRegistry()
+	for _, t := range tasks.Tools(c.TaskDeps()) {
+		if err := reg.Register(t); err != nil {
+			return nil, err
+		}
+	}
+	policyDB, err := a.OpenStore(ctx, policy.Schema)
+	if err != nil {
+		return nil, err
+	}
+	rules, err := policy.NewRuleStore(ctx, policyDB, a.Now, a.Log)
+	if err != nil {
+		return nil, err
+	}
+	threshold, err := policy.ParseThreshold(a.Config.Policy.AutoApprove)
+	if err != nil {
+		return nil, err
+	}
+	engine, err := policy.New(policy.Config{AutoApprove: threshold, DenyPrefixes: a.Config.Policy.DenyPrefixes, NoTaint: !a.Config.Safety.Taint},
+		rules, policy.NewModes(a.Now), a.Log)
+	if err != nil {
+		return nil, err
+	}
+	auditDB, err := a.OpenStore(ctx, audit.Schema)
+	if err != nil {
+		return nil, err
+	}
+	return authority.New(authority.Deps{Tools: reg, Policy: engine, Audit: audit.New(auditDB, a.Now, a.Log), Clock: a.Now,
+		Log: a.Log.With("component", "authority")}), nil
 }

@@ -1,0 +1,296 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/hestia-dev/hestia/internal/calendar"
+	"github.com/hestia-dev/hestia/internal/calendar/calwrite"
+	"github.com/hestia-dev/hestia/internal/cli/daemonclient"
+	"github.com/hestia-dev/hestia/internal/clisock"
+	"github.com/hestia-dev/hestia/internal/config"
+	"github.com/hestia-dev/hestia/internal/tasks"
+)
+
+const tasksUsage = `usage: hestia tasks [COMMAND]
+  [list] [WORDS] [--due overdue|today|week] [--list NAME] [--done] [--json]   open tasks, overdue first
+  add TEXT [--due DATE] [--priority 1-9] [--list NAME] [--notes TEXT] [--json] add a task
+  done UID|TEXT [--list NAME] [--json]                                       mark a task done
+Tasks are the VTODOs of your calendar folders and CalDAV accounts (hestia cal sync reads them).`
+
+// runTasks lists tasks from the calendar index (like hestia cal, safe
+// beside a running daemon) and writes them through the task tools: with a
+// daemon, through its routes; without one, through an authority built
+// here. Either way the command is the user's approval of that one call.
+func runTasks(ctx context.Context, env *Env, args []string) error {
+	sub, rest := "list", args
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		sub, rest = args[0], args[1:]
+	}
+	switch sub {
+	case "list":
+		return tasksList(ctx, env, rest)
+	case "add":
+		return tasksAdd(ctx, env, rest)
+	case "done", "complete":
+		return tasksDone(ctx, env, rest)
+	case "help":
+		fmt.Fprintln(env.Stdout, tasksUsage)
+		return nil
+	}
+	return usagef("unknown tasks command %q\n%s", sub, tasksUsage)
+}
+
+func tasksList(ctx context.Context, env *Env, args []string) error {
+	fs := env.flags("tasks list")
+	due := fs.String("due", "", "only tasks due: overdue, today or week (today and week include overdue ones)")
+	list := fs.String("list", "", "only these lists (comma-separated)")
+	done := fs.Bool("done", false, "include completed tasks")
+	limit := fs.Int("limit", calendar.DefaultMaxTasks, "at most this many tasks")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := parseInterleaved(fs, args); err != nil {
+		return err
+	}
+	a, err := env.openApp()
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	c, err := a.OpenCalendar(ctx)
+	if err != nil {
+		return err
+	}
+	la := tasks.ListArgs{Query: strings.Join(fs.Args(), " "), Due: *due, IncludeCompleted: *done, Limit: *limit}
+	if *list != "" {
+		la.Lists = strings.Split(*list, ",")
+	}
+	res, err := c.TaskDeps().List(ctx, la, calendar.DefaultMaxTasks)
+	if err != nil {
+		return calErr(err)
+	}
+	if *asJSON {
+		return printJSON(env.Stdout, res)
+	}
+	printTasks(env.Stdout, res, c.Deps.Now(), c.Deps.Loc)
+	return nil
+}
+
+// taskGroup is the heading a task is listed under.
+func taskGroup(t calendar.Task, today time.Time) string {
+	switch {
+	case t.Done:
+		return "Completed"
+	case t.Overdue:
+		return "Overdue"
+	case t.Due == nil:
+		return "No due date"
+	case t.Due.Before(today.AddDate(0, 0, 1)):
+		return "Today"
+	case t.Due.Before(today.AddDate(0, 0, 7)):
+		return "Next 7 days"
+	}
+	return "Later"
+}
+
+func printTasks(w io.Writer, res tasks.ListResult, now time.Time, loc *time.Location) {
+	if len(res.Lists) == 0 {
+		fmt.Fprintln(w, "no task lists: tasks come from calendar folders and CalDAV accounts holding VTODOs (hestia cal import PATH, hestia cal sync)")
+		return
+	}
+	if len(res.Tasks) == 0 {
+		fmt.Fprintln(w, "no open tasks")
+		return
+	}
+	y, m, d := now.In(loc).Date()
+	today := time.Date(y, m, d, 0, 0, 0, 0, loc)
+	group := ""
+	for _, t := range res.Tasks {
+		if g := taskGroup(t, today); g != group {
+			fmt.Fprintln(w, g)
+			group = g
+		}
+		box := "[ ]"
+		if t.Done {
+			box = "[x]"
+		}
+		when := ""
+		if t.Due != nil {
+			if t.DueDate {
+				when = t.Due.Format("Mon 2006-01-02") + "  "
+			} else {
+				when = t.Due.In(loc).Format("Mon 2006-01-02 15:04") + "  "
+			}
+		}
+		extra := ""
+		if t.Priority > 0 {
+			extra += fmt.Sprintf(" !%d", t.Priority)
+		}
+		if t.Recurring {
+			extra += " ⟳"
+		}
+		if t.Status == calendar.TodoInProcess && t.Percent > 0 {
+			extra += fmt.Sprintf(" (%d%%)", t.Percent)
+		}
+		fmt.Fprintf(w, "  %s %s%s%s  [%s]  %s\n", box, when, t.Summary, extra, t.List, t.UID)
+	}
+	if res.Truncated {
+		fmt.Fprintln(w, "(more tasks; narrow with --due, --list or words, or raise --limit)")
+	}
+}
+
+func tasksAdd(ctx context.Context, env *Env, args []string) error {
+	fs := env.flags("tasks add")
+	due := fs.String("due", "", "due date (YYYY-MM-DD, today, tomorrow) or time (YYYY-MM-DDTHH:MM)")
+	prio := fs.Int("priority", 0, "1 (highest) to 9 (lowest)")
+	list := fs.String("list", "", "the task list (needed when there are several)")
+	notes := fs.String("notes", "", "notes (the task's description)")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := parseInterleaved(fs, args); err != nil {
+		return err
+	}
+	text := strings.TrimSpace(strings.Join(fs.Args(), " "))
+	if text == "" {
+		return usagef("usage: hestia tasks add TEXT [--due DATE] [--priority N] [--list NAME]")
+	}
+	a := calwrite.TaskAddArgs{Summary: text, Due: *due, Priority: *prio, List: *list, Notes: *notes}
+	op, err := env.taskCommand(ctx, "tasks_add", "/api/tasks", a)
+	return printTaskOp(env, op, err, *asJSON)
+}
+
+func tasksDone(ctx context.Context, env *Env, args []string) error {
+	fs := env.flags("tasks done")
+	list := fs.String("list", "", "the task list")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := parseInterleaved(fs, args); err != nil {
+		return err
+	}
+	what := strings.TrimSpace(strings.Join(fs.Args(), " "))
+	if what == "" {
+		return usagef("usage: hestia tasks done UID|TEXT [--list NAME]")
+	}
+	// A UID is taken as one when the index knows it; anything else is
+	// words of a summary, which must match one open task.
+	a := calwrite.TaskCompleteArgs{Text: what, List: *list}
+	if isUID, err := env.knownTaskUID(ctx, what); err != nil {
+		return err
+	} else if isUID {
+		a = calwrite.TaskCompleteArgs{UID: what, List: *list}
+	}
+	op, err := env.taskCommand(ctx, "tasks_complete", "/api/tasks/complete", a)
+	return printTaskOp(env, op, err, *asJSON)
+}
+
+func (env *Env) knownTaskUID(ctx context.Context, s string) (bool, error) {
+	if strings.ContainsAny(s, " \t") {
+		return false, nil
+	}
+	a, err := env.openApp()
+	if err != nil {
+		return false, err
+	}
+	defer a.Close()
+	c, err := a.OpenCalendar(ctx)
+	if err != nil {
+		return false, err
+	}
+	ts, err := c.Store.Todos(ctx, calendar.TodoQuery{UID: s, IncludeDone: true, Limit: 1})
+	return len(ts) > 0, err
+}
+
+func printTaskOp(env *Env, op calwrite.Op, err error, asJSON bool) error {
+	if err != nil {
+		if errors.Is(err, tasks.ErrBadArgs) {
+			return usagef("%v", err)
+		}
+		return err
+	}
+	if asJSON {
+		return printJSON(env.Stdout, map[string]any{"operation": op})
+	}
+	verb := "added"
+	if op.Kind == calwrite.KindTaskComplete {
+		verb = "completed"
+	}
+	switch op.State {
+	case calwrite.StateDone:
+		fmt.Fprintf(env.Stdout, "%s %q in %s (%s)\n", verb, op.Summary, op.Calendar, op.UID)
+	default:
+		// Written but not confirmed: the journal settles it by reading
+		// back later; the write is never repeated blindly.
+		fmt.Fprintf(env.Stdout, "%s %q in %s (%s): %s, %s (journal op %d; hestia cal ops)\n", verb, op.Summary, op.Calendar, op.UID, op.State, op.Error, op.ID)
+	}
+	return nil
+}
+
+// taskCommand runs a task write: through the running daemon's route when
+// there is one (it alone appends to the audit chain), else here.
+func (env *Env) taskCommand(ctx context.Context, tool, route string, args any) (calwrite.Op, error) {
+	if op, ok, err := env.taskViaDaemon(ctx, route, args); ok {
+		return op, err
+	}
+	a, err := env.openApp()
+	if err != nil {
+		return calwrite.Op{}, err
+	}
+	defer a.Close()
+	c, err := a.OpenCalendar(ctx)
+	if err != nil {
+		return calwrite.Op{}, err
+	}
+	auth, err := a.TaskAuthority(ctx, c)
+	if err != nil {
+		return calwrite.Op{}, err
+	}
+	return tasks.Command(ctx, auth, "hestia tasks (command line)", tool, args)
+}
+
+// taskViaDaemon posts a task write to this home's daemon; ok is false when
+// no daemon answers on the socket.
+func (env *Env) taskViaDaemon(ctx context.Context, route string, args any) (calwrite.Op, bool, error) {
+	paths, err := config.ResolvePaths(env.Getenv)
+	if err != nil {
+		return calwrite.Op{}, true, err
+	}
+	if _, err := os.Stat(clisock.Path(paths.Data)); err != nil {
+		return calwrite.Op{}, false, nil
+	}
+	c, err := daemonclient.Socket(paths)
+	if err != nil {
+		return calwrite.Op{}, false, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	req, err := c.Request(ctx, http.MethodPost, route, args)
+	if err != nil {
+		return calwrite.Op{}, true, err
+	}
+	req.Header.Set("X-Hestia-Origin", "cli")
+	resp, err := c.HTTP.Do(req)
+	if err != nil {
+		if errors.Is(err, clisock.ErrNoDaemon) {
+			return calwrite.Op{}, false, nil
+		}
+		return calwrite.Op{}, true, fmt.Errorf("calling the daemon: %w", err)
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Operation calwrite.Op `json:"operation"`
+	}
+	if err := daemonclient.DecodeResponse(resp, &out); err != nil {
+		var apiErr *daemonclient.APIError
+		if errors.As(err, &apiErr) && apiErr.Status == http.StatusBadRequest {
+			return out.Operation, true, fmt.Errorf("%w: %s", tasks.ErrBadArgs, apiErr.Message)
+		}
+		if errors.As(err, &apiErr) {
+			return out.Operation, true, errors.New(apiErr.Message)
+		}
+		return out.Operation, true, err
+	}
+	return out.Operation, true, nil
+}
