@@ -137,6 +137,9 @@ func runBackup(ctx context.Context, env *Env, args []string) error {
 		fmt.Fprintf(env.Stdout, "%s  %10d  %s\n", f.SHA256, f.Size, f.Name)
 	}
 	fmt.Fprintf(env.Stdout, "backed up %d stores to %s\n", len(m.Files), *out)
+	// Credentials stay out of backups on purpose; say so, so a restore
+	// does not come as a surprise.
+	fmt.Fprintln(env.Stdout, "not copied: OAuth sign-ins (DATA/oauth), the auth token and secret files; after a restore run hestia accounts connect NAME for each account")
 	return nil
 }
 
