@@ -28,6 +28,14 @@ type dovecot struct {
 // HESTIA_REQUIRE_SERVICES=1 (CI), where it fails.
 func startDovecot(t *testing.T) *dovecot {
 	t.Helper()
+	return startDovecotWith(t, "")
+}
+
+// startDovecotWith is startDovecot; a non-empty introspectURL adds
+// dovecot's oauth2 passdb (XOAUTH2 and OAUTHBEARER) checking tokens at
+// that RFC 7662 introspection endpoint, as a provider's IMAP server does.
+func startDovecotWith(t *testing.T, introspectURL string) *dovecot {
+	t.Helper()
 	bin, err := exec.LookPath("dovecot")
 	if err != nil {
 		for _, p := range []string{"/usr/sbin/dovecot", "/usr/local/sbin/dovecot"} {
@@ -82,6 +90,15 @@ func startDovecot(t *testing.T) *dovecot {
 	chownAll(t, home, d.uid, d.gid)
 	passwd := fmt.Sprintf("%s:{PLAIN}%s:%d:%d::%s::\n", d.User, d.Password, d.uid, d.gid, home)
 	os.WriteFile(filepath.Join(dir, "passwd"), []byte(passwd), 0o644)
+	mechs, oauthPassdb := "plain login", ""
+	if introspectURL != "" {
+		mechs = "plain login xoauth2 oauthbearer"
+		// The token is posted to the introspection endpoint on every
+		// login (no auth cache), and its "username" must be the login's.
+		oconf := fmt.Sprintf("introspection_mode = post\nintrospection_url = %s\nforce_introspection = yes\nusername_attribute = username\nactive_attribute = active\nactive_value = true\n", introspectURL)
+		os.WriteFile(filepath.Join(dir, "oauth2.conf"), []byte(oconf), 0o644)
+		oauthPassdb = fmt.Sprintf("passdb {\n  driver = oauth2\n  mechanisms = xoauth2 oauthbearer\n  args = %s/oauth2.conf\n}\n", dir)
+	}
 	conf := fmt.Sprintf(`
 protocols = imap
 listen = 127.0.0.1
@@ -90,13 +107,14 @@ state_dir = %[1]s/state
 log_path = %[1]s/dovecot.log
 ssl = no
 disable_plaintext_auth = no
-auth_mechanisms = plain login
+auth_mechanisms = %[5]s
+auth_failure_delay = 0
 default_internal_user = %[2]s
 default_internal_group = %[2]s
 default_login_user = %[3]s
 first_valid_uid = 1
 mail_location = maildir:~/Maildir
-passdb {
+%[6]spassdb {
   driver = passwd-file
   args = scheme=PLAIN username_format=%%u %[1]s/passwd
 }
@@ -129,6 +147,12 @@ service imap-login {
     port = 0
   }
 }
+# No growing delay after failed logins (the tests fail some on purpose).
+service anvil {
+  unix_listener anvil-auth-penalty {
+    mode = 0
+  }
+}
 service stats {
   unix_listener stats-reader {
     mode = 0666
@@ -137,7 +161,7 @@ service stats {
     mode = 0666
   }
 }
-`, dir, internal, login, port)
+`, dir, internal, login, port, mechs, oauthPassdb)
 	confPath := filepath.Join(dir, "dovecot.conf")
 	if err := os.WriteFile(confPath, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
@@ -224,3 +248,5 @@ func (d *dovecot) deliver(t *testing.T, folder, name, raw string) {
 func (d *dovecot) account() Account {
 	return Account{Name: "dove", Host: "127.0.0.1", Port: d.Port, Security: "none", Username: d.User, Password: d.Password}
 }
+
+func (d *dovecot) addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(d.Port)) }

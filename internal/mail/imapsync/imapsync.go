@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -20,17 +21,21 @@ import (
 	"github.com/emersion/go-imap/v2/imapclient"
 
 	"github.com/hestia-dev/hestia/internal/mail"
+	"github.com/hestia-dev/hestia/internal/mail/mailauth"
 	"github.com/hestia-dev/hestia/internal/mail/parse"
 )
 
 // Account is how to reach one IMAP account.
 type Account struct {
-	Name      string
-	Host      string
-	Port      int
-	Security  string // tls, starttls or none
-	Username  string
-	Password  string
+	Name     string
+	Host     string
+	Port     int
+	Security string // tls, starttls or none
+	Username string
+	Password string
+	// Tokens, when set, logs in with an OAuth access token (SASL
+	// OAUTHBEARER or XOAUTH2) instead of Password.
+	Tokens    mailauth.Tokens
 	TLSConfig *tls.Config
 }
 
@@ -75,11 +80,34 @@ func Dial(ctx context.Context, a Account) (*imapclient.Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connecting to IMAP %s: %w", addr, err)
 	}
-	if err := c.Login(a.Username, a.Password).Wait(); err != nil {
+	if err := login(ctx, c, a); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("IMAP login as %s: %w", a.Username, err)
 	}
 	return c, nil
+}
+
+// login authenticates with the password (LOGIN), or with an OAuth token
+// through AUTHENTICATE (RFC 3501 §6.2.2) with a refresh and one retry
+// when the server refuses it (package mailauth).
+func login(ctx context.Context, c *imapclient.Client, a Account) error {
+	if a.Tokens == nil {
+		return c.Login(a.Username, a.Password).Wait()
+	}
+	return mailauth.Authenticate(ctx, a.Tokens, mailauth.Login{
+		User: a.Username, Host: a.Host, Port: a.Port,
+		Offered: c.Caps().AuthMechanisms(),
+		Auth:    c.Authenticate,
+		Refused: Refused,
+		IMAP:    true,
+	})
+}
+
+// Refused reports whether err is the server's NO to a login (wrong
+// password, refused token), not a broken connection.
+func Refused(err error) bool {
+	var ie *imap.Error
+	return errors.As(err, &ie) && ie.Type == imap.StatusResponseTypeNo
 }
 
 var roleAttrs = map[imap.MailboxAttr]string{
