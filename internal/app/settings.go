@@ -29,6 +29,24 @@ func (a *App) initSettings(ctx context.Context) error {
 			return out, err
 		}
 	}
+	if len(a.Config.OAuth.Accounts) > 0 {
+		s.Accounts = func(ctx context.Context) ([]settings.Account, error) {
+			m, err := a.OAuth()
+			if err != nil {
+				return nil, err
+			}
+			out := []settings.Account{}
+			for _, name := range m.Names() {
+				st, err := m.Status(name)
+				if err != nil {
+					out = append(out, settings.Account{Name: name, State: "error", Detail: err.Error()})
+					continue
+				}
+				out = append(out, settings.Account{Name: name, Provider: st.Provider, State: st.State, Detail: st.Detail, Expiry: st.Expiry})
+			}
+			return out, nil
+		}
+	}
 	s.Routes(a.Server.API())
 	return nil
 }

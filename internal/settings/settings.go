@@ -53,6 +53,8 @@ type Service struct {
 	// MailSources lists the folders the daemon rescans for mail (the mail
 	// store's registrations); nil leaves the list empty.
 	MailSources func(ctx context.Context) ([]MailSource, error)
+	// Accounts lists the OAuth sign-ins and their state (nil: none wired).
+	Accounts func(ctx context.Context) ([]Account, error)
 
 	mu sync.Mutex // one writer of config.toml at a time
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/url"
 	"sort"
+	"time"
 
 	"github.com/hestia-dev/hestia/internal/config"
 )
@@ -54,6 +55,16 @@ type Channel struct {
 	Contacts []string `json:"contacts"`
 }
 
+// Account is one [[oauth.accounts]] sign-in and its state (no token).
+type Account struct {
+	Name     string `json:"name"`
+	Provider string `json:"provider"`
+	// State is "ok", "not connected" or "reconnect needed"; Detail says why.
+	State  string    `json:"state"`
+	Detail string    `json:"detail,omitempty"`
+	Expiry time.Time `json:"expiry,omitzero"`
+}
+
 // MCPServer is one configured MCP server: a stdio program or an HTTP URL.
 type MCPServer struct {
 	Name     string `json:"name"`
@@ -79,6 +90,8 @@ type Sources struct {
 	CardDAV          []DAVAccount `json:"carddav"`
 	Telegram         Telegram     `json:"telegram"`
 	Channels         []Channel    `json:"channels"`
+	Accounts         []Account    `json:"accounts"`
+	AccountsError    string       `json:"accounts_error,omitempty"`
 	MCP              []MCPServer  `json:"mcp_servers"`
 	MailSources      []MailSource `json:"mail_sources"`
 	MailSourcesError string       `json:"mail_sources_error,omitempty"`
@@ -124,6 +137,14 @@ func (s *Service) sourcesView(ctx context.Context, cfg config.Config) Sources {
 	t := cfg.Telegram
 	out.Telegram = Telegram{Enabled: t.Enabled(), TokenFileSet: t.TokenFile != "", OwnerID: t.OwnerID, Contacts: append([]string{}, t.Contacts...)}
 	out.Channels = channelsView(cfg.Channels)
+	out.Accounts = []Account{}
+	if s.Accounts != nil {
+		accts, err := s.Accounts(ctx)
+		if err != nil {
+			out.AccountsError = err.Error()
+		}
+		out.Accounts = append(out.Accounts, accts...)
+	}
 	// Args are left out: a server's command line may carry a token.
 	for _, name := range cfg.MCP.MCPServerNames() {
 		m := cfg.MCP.Servers[name]

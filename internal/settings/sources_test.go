@@ -58,6 +58,9 @@ func TestViewListsSourcesWithoutSecrets(t *testing.T) {
 	s.MailSources = func(context.Context) ([]MailSource, error) {
 		return []MailSource{{Path: "/mail/b", Account: "local"}, {Path: "/mail/a", Account: "old"}}, nil
 	}
+	s.Accounts = func(context.Context) ([]Account, error) {
+		return []Account{{Name: "work", Provider: "microsoft", State: "reconnect needed", Detail: "invalid_grant"}}, nil
+	}
 	v, err := s.Get(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -90,6 +93,9 @@ func TestViewListsSourcesWithoutSecrets(t *testing.T) {
 	if len(src.Channels) != 6 || !discord.Enabled || len(discord.Owners) != 1 || discord.Owners[0] != "123456789012345678" || len(discord.Contacts) != 1 || slack.Enabled || slack.Owners == nil {
 		t.Errorf("channels = %+v", src.Channels)
 	}
+	if len(src.Accounts) != 1 || src.Accounts[0].State != "reconnect needed" {
+		t.Errorf("accounts = %+v", src.Accounts)
+	}
 	want := []MCPServer{{Name: "files", Command: "mcp-files"}, {Name: "remote", URL: "https://mcp.example.org/mcp", Disabled: true}}
 	if len(src.MCP) != 2 || src.MCP[0] != want[0] || src.MCP[1] != want[1] {
 		t.Errorf("mcp = %+v, want %+v", src.MCP, want)
@@ -117,7 +123,7 @@ func TestViewSourcesEmptyAndMailSourcesError(t *testing.T) {
 	}
 	b, _ := json.Marshal(v.Sources)
 	// Empty lists are [] (not null) so the page shows its empty states.
-	const want = `{"calendars":[],"caldav":[],"contacts":[],"carddav":[],"telegram":{"enabled":false,"token_file_set":false,"owner_id":0,"contacts":[]},"channels":[{"name":"slack","enabled":false,"owners":[],"contacts":[]},{"name":"discord","enabled":false,"owners":[],"contacts":[]},{"name":"whatsapp","enabled":false,"owners":[],"contacts":[]},{"name":"matrix","enabled":false,"owners":[],"contacts":[]},{"name":"signal","enabled":false,"owners":[],"contacts":[]},{"name":"email","enabled":false,"owners":[],"contacts":[]}],"mcp_servers":[],"mail_sources":[],"mail_sources_error":"mail store closed"}`
+	const want = `{"calendars":[],"caldav":[],"contacts":[],"carddav":[],"telegram":{"enabled":false,"token_file_set":false,"owner_id":0,"contacts":[]},"channels":[{"name":"slack","enabled":false,"owners":[],"contacts":[]},{"name":"discord","enabled":false,"owners":[],"contacts":[]},{"name":"whatsapp","enabled":false,"owners":[],"contacts":[]},{"name":"matrix","enabled":false,"owners":[],"contacts":[]},{"name":"signal","enabled":false,"owners":[],"contacts":[]},{"name":"email","enabled":false,"owners":[],"contacts":[]}],"accounts":[],"mcp_servers":[],"mail_sources":[],"mail_sources_error":"mail store closed"}`
 	if string(b) != want {
 		t.Errorf("sources = %s\nwant      %s", b, want)
 	}

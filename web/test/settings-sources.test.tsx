@@ -31,6 +31,10 @@ const full: SourcesView = {
     { name: 'slack', enabled: true, owners: ['U0OWNER'], contacts: ['U0PAL:chat'] },
     { name: 'discord', enabled: false, owners: [], contacts: [] },
   ],
+  accounts: [
+    { name: 'personal', provider: 'google', state: 'ok', expiry: '2026-12-06T12:00:00Z' },
+    { name: 'work', provider: 'microsoft', state: 'reconnect needed', detail: 'the sign-in was revoked (invalid_grant)' },
+  ],
   mcp_servers: [
     { name: 'files', command: 'mcp-files', disabled: false },
     { name: 'remote', url: 'https://mcp.example.org/mcp', disabled: true },
@@ -63,6 +67,11 @@ describe('Settings sources sections', () => {
     expect(ch.textContent).toContain('U0OWNER');
     expect(ch.textContent).toContain('trusted: U0PAL:chat');
     expect(ch.textContent).not.toContain('Discord');
+    const acc = region('Accounts');
+    expect(within(acc).getByRole('list', { name: 'Accounts' }).textContent).toContain('personal');
+    expect(acc.textContent).toContain('reconnect needed');
+    expect(acc.textContent).toContain('hestia accounts connect work');
+    expect(acc.textContent).not.toContain('hestia accounts connect personal');
     const mcp = region('MCP servers');
     expect(mcp.textContent).toContain('mcp-files');
     expect(mcp.textContent).toContain('https://mcp.example.org/mcp');
@@ -79,6 +88,7 @@ describe('Settings sources sections', () => {
     expect(region('Calendars').textContent).toContain('No calendars. Add a calendar folder or a CalDAV account in setup');
     expect(region('Contacts').textContent).toContain('No address books.');
     expect(region('Telegram').textContent).toContain('Telegram is off. Set a bot token in setup');
+    expect(region('Accounts').textContent).toContain('No accounts. Add an [[oauth.accounts]] entry');
     expect(region('Channels').textContent).toContain('No channels are on. Add a [channels.slack]');
     expect(region('MCP servers').textContent).toContain('No MCP servers. Add a [mcp.servers.NAME] table');
     expect(region('Mail folders').textContent).toContain('No mail folders. Import one from a terminal with hestia mail import PATH');

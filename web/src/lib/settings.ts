@@ -84,6 +84,15 @@ export interface ChannelView {
   contacts: string[];
 }
 
+export interface AccountView {
+  name: string;
+  provider: string;
+  /** "ok", "not connected" or "reconnect needed". */
+  state: string;
+  detail?: string;
+  expiry?: string;
+}
+
 export interface SourcesView {
   calendars: FolderView[];
   caldav: DAVAccountView[];
@@ -92,6 +101,9 @@ export interface SourcesView {
   telegram: { enabled: boolean; token_file_set: boolean; owner_id: number; contacts: string[] };
   /** Messaging channels of [channels.*]; absent from older daemons. */
   channels?: ChannelView[];
+  /** OAuth sign-ins of [[oauth.accounts]]; absent from older daemons. */
+  accounts?: AccountView[];
+  accounts_error?: string;
   mcp_servers: { name: string; command?: string; url?: string; disabled: boolean }[];
   mail_sources: MailSourceView[];
   mail_sources_error?: string;

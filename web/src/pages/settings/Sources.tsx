@@ -27,6 +27,7 @@ export function Sources({ view }: { view: SettingsView }) {
       <Contacts s={s} />
       <Telegram s={s} />
       <Channels s={s} />
+      <Accounts s={s} />
       <MCPServers s={s} />
       <MailSources s={s} />
     </>
@@ -141,6 +142,41 @@ function Channels({ s }: { s: SourcesView }) {
               <strong>{channelNames[c.name] ?? c.name}</strong>
               <span class="mono small">{c.owners.length > 0 ? c.owners.join(', ') : 'no owner: nobody can chat'}</span>
               {c.contacts.length > 0 && <span class="small muted">trusted: {c.contacts.join(', ')}</span>}
+            </li>
+          ))}
+        </ul>
+      )}
+    </Section>
+  );
+}
+
+function Accounts({ s }: { s: SourcesView }) {
+  const list = s.accounts ?? [];
+  return (
+    <Section
+      id="s-accounts"
+      title="Accounts"
+      hint="Google and Microsoft sign-ins (OAuth) that mail, calendars and contacts use. Tokens stay in files only you can read and are never shown."
+    >
+      {s.accounts_error && (
+        <p class="error small" role="alert">
+          {s.accounts_error}
+        </p>
+      )}
+      {list.length === 0 ? (
+        <Empty>
+          No accounts. Add an [[oauth.accounts]] entry to config.toml with your OAuth client id (docs/oauth.md shows the few clicks at
+          Google or Microsoft), then run hestia accounts connect NAME in a terminal.
+        </Empty>
+      ) : (
+        <ul class="source-list" aria-label="Accounts">
+          {list.map((a) => (
+            <li key={a.name}>
+              <strong>{a.name}</strong>
+              <span class="small muted">{a.provider}</span>
+              <span class={a.state === 'ok' ? 'tag' : 'tag warn'}>{a.state}</span>
+              {a.state !== 'ok' && <span class="mono small">hestia accounts connect {a.name}</span>}
+              {a.detail && <span class="small muted">{a.detail}</span>}
             </li>
           ))}
         </ul>
