@@ -12,12 +12,14 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/emersion/go-sasl"
 	"github.com/emersion/go-smtp"
 
 	"github.com/hestia-dev/hestia/internal/mail/journal"
+	"github.com/hestia-dev/hestia/internal/mail/mailauth"
 )
 
 // Account is where and how one account submits mail.
@@ -27,6 +29,9 @@ type Account struct {
 	Security string // tls, starttls or none
 	Username string
 	Password string
+	// Tokens, when set, authenticates with an OAuth access token (SASL
+	// OAUTHBEARER or XOAUTH2, RFC 4954 with RFC 7628) instead of Password.
+	Tokens mailauth.Tokens
 	// TLSConfig overrides the default (tests trust their own CA).
 	TLSConfig *tls.Config
 }
@@ -79,10 +84,8 @@ func (s *Sender) Send(ctx context.Context, account string, d journal.Draft, raw 
 	no := func(step string, err error) error {
 		return &journal.SendError{Delivered: "no", Err: fmt.Errorf("SMTP %s: %w", step, err)}
 	}
-	if acct.Username != "" {
-		if err := c.Auth(sasl.NewPlainClient("", acct.Username, acct.Password)); err != nil {
-			return no("AUTH", err)
-		}
+	if err := auth(ctx, c, acct); err != nil {
+		return no("AUTH", err)
 	}
 	if err := c.Mail(d.From, nil); err != nil {
 		return no("MAIL FROM", err)
@@ -117,4 +120,30 @@ func (s *Sender) Send(ctx context.Context, account string, d journal.Draft, raw 
 		}
 	}
 	return nil
+}
+
+// auth authenticates with PLAIN, or with an OAuth token (refreshed and
+// tried once more when the server refuses it); an account without a user
+// name submits unauthenticated (a local relay).
+func auth(ctx context.Context, c *smtp.Client, acct Account) error {
+	if acct.Tokens == nil {
+		if acct.Username == "" {
+			return nil
+		}
+		return c.Auth(sasl.NewPlainClient("", acct.Username, acct.Password))
+	}
+	_, mechs := c.Extension("AUTH")
+	return mailauth.Authenticate(ctx, acct.Tokens, mailauth.Login{
+		User: acct.Username, Host: acct.Host, Port: acct.Port,
+		Offered: strings.Fields(mechs),
+		Auth:    c.Auth,
+		Refused: Refused,
+	})
+}
+
+// Refused reports whether err is the server refusing the credentials
+// (535 5.7.8, or another 5xx answer to AUTH), not a broken connection.
+func Refused(err error) bool {
+	var se *smtp.SMTPError
+	return errors.As(err, &se) && se.Code >= 500 && se.Code < 600
 }
