@@ -244,6 +244,7 @@ func Cases() []Case {
 	cs = append(cs, skillCases()...)
 	cs = append(cs, wikiCases()...)
 	cs = append(cs, calendarCases()...)
+	cs = append(cs, taskCases()...)
 	cs = append(cs, watchCases()...)
 	cs = append(cs, ssrfCases()...)
 	cs = append(cs, pairingCases()...)

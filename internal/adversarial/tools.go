@@ -9,6 +9,7 @@ import (
 	"github.com/hestia-dev/hestia/internal/actions"
 	"github.com/hestia-dev/hestia/internal/calendar/calwrite"
 	"github.com/hestia-dev/hestia/internal/mail/mailtools"
+	"github.com/hestia-dev/hestia/internal/tasks"
 	"github.com/hestia-dev/hestia/internal/tools"
 	"github.com/hestia-dev/hestia/internal/watch"
 )
@@ -97,9 +98,16 @@ type Injected struct {
 // (localTools).
 func standIns(inj *Injected, log *effectLog) []tools.Tool {
 	var out []tools.Tool
-	// The calendar write tools' specs come from calwrite itself.
+	// The calendar write tools' specs come from calwrite itself, the task
+	// write tools' from package tasks (their reads, like the calendar's,
+	// are not injection sources of the suite).
 	for _, real := range calwrite.Tools(nil) {
 		out = append(out, stand(real.Spec(), nil, log))
+	}
+	for _, real := range tasks.Tools(tasks.Deps{}) {
+		if !real.Spec().ReadOnly {
+			out = append(out, stand(real.Spec(), nil, log))
+		}
 	}
 	for _, real := range mailtools.Tools(mailtools.Deps{}) {
 		s := real.Spec()
