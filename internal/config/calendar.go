@@ -35,6 +35,11 @@ type DAVAccount struct {
 	PasswordEnv  string `toml:"password_env"`
 	PasswordFile string `toml:"password_file"`
 	ReadOnly     bool   `toml:"read_only"`
+	// Auth is password (the default) or oauth2, with OAuthAccount naming
+	// the [[oauth.accounts]] entry whose bearer token is sent
+	// (accountauth.go; Google: GoogleCalDAVURL, GoogleCardDAVURL).
+	Auth         string `toml:"auth"`
+	OAuthAccount string `toml:"oauth_account"`
 }
 
 // ContactsConfig configures the contacts connector.
@@ -153,7 +158,7 @@ func validateDAV(section, proto string, accts []DAVAccount, names map[string]boo
 		case u.Scheme == "http" && !IsLoopbackHost(u.Hostname()):
 			errs = append(errs, &Error{Key: key + ".url", Value: a.URL, Allowed: "https for a non-loopback server"})
 		}
-		if a.Username != "" && a.PasswordEnv == "" && a.PasswordFile == "" {
+		if a.Username != "" && !a.UsesOAuth() && a.PasswordEnv == "" && a.PasswordFile == "" {
 			errs = append(errs, &Error{Key: key + ".password_env", Value: "", Allowed: "the name of an environment variable holding the password (or set password_file)"})
 		}
 	}

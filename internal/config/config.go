@@ -185,6 +185,7 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.Web.validate()...)
 	errs = append(errs, c.Docs.validate()...)
 	errs = append(errs, c.OAuth.validate()...)
+	errs = append(errs, c.validateAccountAuth()...)
 	return errors.Join(errs...)
 }
 

@@ -43,6 +43,10 @@ type MailAccount struct {
 	// SaveSent appends a copy of each sent message to the Sent mailbox
 	// over IMAP (off for providers such as Gmail that file it themselves).
 	SaveSent bool `toml:"save_sent"`
+	// Auth is password (the default) or oauth2, with OAuthAccount naming
+	// the [[oauth.accounts]] entry whose token logs in (accountauth.go).
+	Auth         string `toml:"auth"`
+	OAuthAccount string `toml:"oauth_account"`
 }
 
 func defaultMail() MailConfig {
@@ -105,7 +109,7 @@ func (m MailConfig) validate() []error {
 				errs = append(errs, &Error{Key: key + "." + hp.proto + "_security", Value: hp.sec, Allowed: "tls, starttls or none"})
 			}
 		}
-		if (a.IMAPHost != "" || a.SMTPHost != "") && a.PasswordEnv == "" && a.PasswordFile == "" {
+		if (a.IMAPHost != "" || a.SMTPHost != "") && !a.UsesOAuth() && a.PasswordEnv == "" && a.PasswordFile == "" {
 			errs = append(errs, &Error{Key: key + ".password_env", Value: "", Allowed: "the name of an environment variable holding the password (or set password_file)"})
 		}
 		if a.SyncInterval != 0 && (a.SyncInterval.D() < 30*time.Second || a.SyncInterval.D() > 24*time.Hour) {
