@@ -45,7 +45,9 @@ import (
 	"strings"
 
 	"github.com/emersion/go-webdav"
+
 	"github.com/hestia-dev/hestia/internal/atomicfile"
+	"github.com/hestia-dev/hestia/internal/oauth"
 )
 
 // Account is one DAV server login.
@@ -54,7 +56,11 @@ type Account struct {
 	URL      string // the server's base (or principal) URL
 	Username string
 	Password string
-	HTTP     *http.Client
+	// Bearer, when set, signs requests with the OAuth account's access
+	// token instead of Basic auth (Google's CalDAV and CardDAV; see
+	// bearerTransport).
+	Bearer *oauth.Source
+	HTTP   *http.Client
 }
 
 // Client is the HTTP client with the account's credentials.
@@ -63,10 +69,51 @@ func (a Account) Client() webdav.HTTPClient {
 	if hc == nil {
 		hc = http.DefaultClient
 	}
+	if a.Bearer != nil {
+		c := *hc
+		host := ""
+		if u, err := url.Parse(a.URL); err == nil {
+			host = u.Host
+		}
+		c.Transport = &bearerTransport{host: host, src: a.Bearer, base: hc.Transport}
+		return &c
+	}
 	if a.Username == "" {
 		return hc
 	}
 	return webdav.HTTPClientWithBasicAuth(hc, a.Username, a.Password)
+}
+
+// bearerTransport sends the account's bearer token (RFC 6750 §2.1) to the
+// account's own host only, so a redirect elsewhere never carries it. A 401
+// with error="invalid_token" is refreshed and retried once (by
+// oauth.Transport); when the refresh shows the grant dead, the request
+// fails with the *oauth.ReconnectError rather than a bare 401, so sync
+// status and doctor say to reconnect.
+type bearerTransport struct {
+	host string
+	src  *oauth.Source
+	base http.RoundTripper // nil: http.DefaultTransport
+}
+
+func (t *bearerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	base := t.base
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	if req.URL.Host != t.host {
+		return base.RoundTrip(req)
+	}
+	resp, err := (&oauth.Transport{Source: t.src, Base: base}).RoundTrip(req)
+	if err != nil || resp.StatusCode != http.StatusUnauthorized {
+		return resp, err
+	}
+	if _, terr := t.src.Token(req.Context()); terr != nil && !oauth.Retryable(terr) {
+		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		resp.Body.Close()
+		return nil, terr
+	}
+	return resp, nil
 }
 
 // Kind says what a collection holds.
