@@ -76,6 +76,7 @@ describe('Agenda page', () => {
       },
       'GET /api/calendar/free': () =>
         json({ free: [{ start: '2026-03-05T09:00:00+01:00', end: '2026-03-05T15:00:00+01:00' }, { start: '2026-03-05T16:00:00+01:00', end: '2026-03-05T18:00:00+01:00' }], busy: [] }),
+      'GET /api/tasks': () => json({ tasks: [], lists: [] }),
     });
     const app = new App({ tokens: memTokens('tok'), fetch: ff.fetch });
     render(
@@ -119,6 +120,7 @@ describe('Agenda page', () => {
   it('shows the daemon’s error for a bad window', async () => {
     const ff = fakeFetch({
       'GET /api/calendar/agenda': () => json({ error: { code: 'bad_query', message: 'bad calendar query: the window needs from before to' } }, 400),
+      'GET /api/tasks': () => json({ tasks: [], lists: ['home'] }),
     });
     const app = new App({ tokens: memTokens('tok'), fetch: ff.fetch });
     render(

@@ -4,6 +4,8 @@
 // free-slot finder over the days shown. Read-only: creating and changing
 // events goes through the assistant and its approvals. Event text comes
 // from other people's invitations, so it is only ever rendered as text.
+// The Tasks section (AgendaTasks.tsx) lists open tasks and completes one
+// when its box is ticked.
 import { useEffect, useState } from 'preact/hooks';
 import { useApp } from '../context';
 import {
@@ -18,6 +20,7 @@ import {
   type Agenda,
   type FreeResult,
 } from '../lib/calendar';
+import { TasksSection } from './AgendaTasks';
 import { Failure, PageHeader } from './common';
 import '../styles/calendar.css';
 
@@ -114,6 +117,7 @@ export function AgendaPage({ zone = localZone(), today }: { zone?: string; today
           <code>hestia cal import PATH</code> (a folder, an .ics file or a vdir).
         </div>
       )}
+      <TasksSection zone={zone} today={todayDay} />
       {err ? (
         <Failure err={err} retry={load} />
       ) : !ag ? (

@@ -1,0 +1,99 @@
+// Tasks (VTODOs of the user's calendars): the daemon's answer shape and the
+// pure helpers the Agenda page's Tasks section uses to group them by when
+// they are due, in the viewer's zone.
+import { addDays, dateIn, timeIn } from './calendar';
+
+export interface Task {
+  id: number;
+  list: string;
+  uid: string;
+  summary: string;
+  description?: string;
+  status?: string;
+  done?: boolean;
+  /** 1 (highest) to 9; absent for none. */
+  priority?: number;
+  percent?: number;
+  /** RFC 3339; with due_date set, only its date counts (due by that day's end). */
+  due?: string;
+  due_date?: boolean;
+  start?: string;
+  completed?: string;
+  categories?: string[];
+  parent?: string;
+  /** A recurring task is shown at one occurrence (the one to do next). */
+  recurring?: boolean;
+  rrule?: string;
+  occurrence?: string;
+  overdue?: boolean;
+  warnings?: string[];
+}
+
+export interface TaskReply {
+  tasks: Task[];
+  /** Every task list (collection holding tasks); empty when none is set up. */
+  lists: string[];
+  truncated?: boolean;
+}
+
+/** The day a task is due, YYYY-MM-DD: a due date as written, a due time in the viewer's zone. */
+export function dueDay(t: Task, zone: string): string | undefined {
+  if (!t.due) return undefined;
+  if (t.due_date) return t.due.slice(0, 10);
+  return dateIn(new Date(t.due), zone);
+}
+
+export type TaskGroupKey = 'overdue' | 'today' | 'week' | 'later' | 'undated';
+
+export interface TaskGroup {
+  key: TaskGroupKey;
+  title: string;
+  tasks: Task[];
+}
+
+/**
+ * Groups open tasks for the Agenda page: overdue (the daemon decides, from
+ * the due time or, for a due date, the day), due today, in the next 7
+ * days, later, and without a due date. Order within a group is the
+ * daemon's (by due, then priority). Empty groups are left out.
+ */
+export function groupTasks(tasks: Task[], today: string, zone: string): TaskGroup[] {
+  const groups: TaskGroup[] = [
+    { key: 'overdue', title: 'Overdue', tasks: [] },
+    { key: 'today', title: 'Today', tasks: [] },
+    { key: 'week', title: 'Next 7 days', tasks: [] },
+    { key: 'later', title: 'Later', tasks: [] },
+    { key: 'undated', title: 'No due date', tasks: [] },
+  ];
+  const by = new Map(groups.map((g) => [g.key, g]));
+  const weekEnd = addDays(today, 7);
+  for (const t of tasks) {
+    if (t.done) continue;
+    const day = dueDay(t, zone);
+    let key: TaskGroupKey;
+    if (t.overdue || (day !== undefined && day < today)) key = 'overdue';
+    else if (day === undefined) key = 'undated';
+    else if (day === today) key = 'today';
+    else if (day < weekEnd) key = 'week';
+    else key = 'later';
+    by.get(key)!.tasks.push(t);
+  }
+  return groups.filter((g) => g.tasks.length > 0);
+}
+
+/** A short due label: "17:00" today, "tomorrow", "Wed 25 Mar", with the time for a due time on another day. */
+export function dueLabel(t: Task, today: string, zone: string): string {
+  const day = dueDay(t, zone);
+  if (!day || !t.due) return '';
+  const time = t.due_date ? '' : timeIn(new Date(t.due), zone);
+  if (day === today) return time || 'today';
+  if (day === addDays(today, 1)) return time ? `tomorrow ${time}` : 'tomorrow';
+  const [y, m, d] = day.split('-').map(Number);
+  const parts = new Intl.DateTimeFormat('en-GB', { weekday: 'short', day: 'numeric', month: 'short', timeZone: 'UTC' }).formatToParts(
+    new Date(Date.UTC(y, m - 1, d)),
+  );
+  const get = (k: string) => parts.find((p) => p.type === k)?.value ?? '';
+  let label = `${get('weekday')} ${get('day')} ${get('month')}`;
+  if (day.slice(0, 4) !== today.slice(0, 4)) label += ` ${y}`;
+  return time ? `${label} ${time}` : label;
+}
