@@ -62,6 +62,7 @@ import (
 	"io"
 	"log/slog"
 	"mime/multipart"
+	"net"
 	"net/http"
 	"net/textproto"
 	"net/url"
@@ -118,6 +119,7 @@ type Adapter struct {
 var (
 	_ channels.Platform    = (*Adapter)(nil)
 	_ channels.VoiceSender = (*Adapter)(nil)
+	_ channels.Checker     = (*Adapter)(nil)
 )
 
 // New returns an adapter. client is used for REST, the gateway and the
@@ -409,6 +411,38 @@ func (a *Adapter) fetch(ctx context.Context, at attachment) ([]byte, error) {
 		return nil, fmt.Errorf("discord attachment %s: over the %d-byte limit", at.ID, maxVoice)
 	}
 	return data, nil
+}
+
+// Check is the connection test: GET /users/@me proves the token and says
+// who the bot is, without opening a gateway session or posting. A refused
+// token names channels.discord.token (APIError does), an account that is
+// not a bot says so, and an unreachable API names the API URL.
+func (a *Adapter) Check(ctx context.Context) (string, error) {
+	var me struct {
+		ID            string `json:"id"`
+		Username      string `json:"username"`
+		Discriminator string `json:"discriminator"`
+		Bot           bool   `json:"bot"`
+	}
+	if err := a.do(ctx, request{method: http.MethodGet, path: "/users/@me", route: "GET /users/@me", op: "ask who the bot is"}, &me); err != nil {
+		var ae *APIError
+		var ne net.Error
+		if !errors.As(err, &ae) && errors.As(err, &ne) && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+			return "", fmt.Errorf("%w (check channels.discord.api_url and the network)", err)
+		}
+		return "", err
+	}
+	if me.ID == "" {
+		return "", errors.New("discord ask who the bot is: the answer names no user")
+	}
+	name := me.Username
+	if me.Discriminator != "" && me.Discriminator != "0" {
+		name += "#" + me.Discriminator // accounts from before unique usernames
+	}
+	if !me.Bot {
+		return "", fmt.Errorf("discord: the token belongs to @%s, who is not a bot; channels.discord.token must be the token of the application's bot (Developer Portal, Bot)", name)
+	}
+	return "@" + name + " (" + me.ID + ")", nil
 }
 
 // isDM reports whether a channel is a direct message (type 1), asking

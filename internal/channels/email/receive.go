@@ -58,10 +58,10 @@ func (a *Adapter) dialIMAP(ctx context.Context, h *imapclient.UnilateralDataHand
 		if r.err == nil {
 			if err := guard(r.c, a.cfg.Timeout, r.c.Login(a.cfg.Username, a.cfg.Password).Wait); err != nil {
 				r.c.Close()
-				r.c, r.err = nil, fmt.Errorf("IMAP login as %s: %w", a.cfg.Username, err)
+				r.c, r.err = nil, &hinted{fmt.Errorf("IMAP login as %s: %w", a.cfg.Username, err), "channels.email.username and password"}
 			}
 		} else {
-			r.err = fmt.Errorf("connecting to IMAP %s: %w", s.addr(), r.err)
+			r.err = &hinted{fmt.Errorf("connecting to IMAP %s: %w", s.addr(), r.err), "channels.email.imap_host, imap_port and imap_security"}
 		}
 		done <- r
 	}()

@@ -184,7 +184,7 @@ func (a *Adapter) submit(ctx context.Context, peer string, raw []byte) error {
 			// A refused login is a configuration problem, not this
 			// message's: retried (the log and doctor say why) rather than
 			// failing every reply for good.
-			return fmt.Errorf("SMTP login as %s: %w", a.cfg.Username, err)
+			return &hinted{fmt.Errorf("SMTP login as %s: %w", a.cfg.Username, err), "channels.email.username and password"}
 		}
 	}
 	if err := c.Mail(a.cfg.Address, nil); err != nil {
@@ -235,7 +235,7 @@ func (a *Adapter) dialSMTP(ctx context.Context) (c *smtp.Client, stop func() boo
 	d := &net.Dialer{Timeout: a.cfg.Timeout}
 	conn, err := d.DialContext(ctx, "tcp", s.addr())
 	if err != nil {
-		return nil, nil, fmt.Errorf("connecting to SMTP %s: %w", s.addr(), err)
+		return nil, nil, &hinted{fmt.Errorf("connecting to SMTP %s: %w", s.addr(), err), "channels.email.smtp_host, smtp_port and smtp_security"}
 	}
 	// A cancelled ctx ends the exchange at once; each command has its own
 	// timeout below, so a stuck server cannot hold the outbox.
@@ -248,7 +248,7 @@ func (a *Adapter) dialSMTP(ctx context.Context) (c *smtp.Client, stop func() boo
 		if err != nil {
 			stop()
 			conn.Close()
-			return nil, nil, fmt.Errorf("STARTTLS with SMTP %s: %w", s.addr(), err)
+			return nil, nil, &hinted{fmt.Errorf("STARTTLS with SMTP %s: %w", s.addr(), err), "channels.email.smtp_security (tls for port 465, starttls for 587)"}
 		}
 	default:
 		c = smtp.NewClient(conn)

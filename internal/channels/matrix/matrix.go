@@ -85,6 +85,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -207,6 +208,8 @@ func (a *Adapter) Limits() channels.Limits {
 	return channels.Limits{MaxText: maxText, Edit: true, EditInterval: 3 * time.Second, Reactions: true, Idempotent: true}
 }
 
+var _ channels.Checker = (*Adapter)(nil)
+
 // UserID is the bot's user id once Receive or Check has asked the
 // homeserver ("" before).
 func (a *Adapter) UserID() string {
@@ -216,39 +219,54 @@ func (a *Adapter) UserID() string {
 }
 
 // Check asks the homeserver who the token belongs to (the connection
-// test): it fails when the token is refused or belongs to one of the
-// people the bot serves.
+// test), every time: a token revoked since the adapter started must fail
+// here. It fails when the token is refused (naming channels.matrix.token)
+// or belongs to one of the people the bot serves, and names
+// channels.matrix.homeserver when the server cannot be reached. It sends
+// nothing.
 func (a *Adapter) Check(ctx context.Context) (string, error) {
-	if err := a.identify(ctx); err != nil {
+	id, err := a.whoami(ctx)
+	if err != nil {
+		var ae *APIError
+		var ne net.Error
+		if !errors.As(err, &ae) && errors.As(err, &ne) && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+			return "", fmt.Errorf("%w (check channels.matrix.homeserver and the network)", err)
+		}
 		return "", err
 	}
-	return a.UserID(), nil
+	return id, nil
 }
 
-// identify learns the bot's user id (GET /account/whoami) once. A token
-// of an owner's or contact's own account is refused: the adapter ignores
-// its own account's messages, so it would ignore that person.
+// identify learns the bot's user id once.
 func (a *Adapter) identify(ctx context.Context) error {
 	if a.UserID() != "" {
 		return nil
 	}
+	_, err := a.whoami(ctx)
+	return err
+}
+
+// whoami asks GET /account/whoami whose the token is and remembers it. A
+// token of an owner's or contact's own account is refused: the adapter
+// ignores its own account's messages, so it would ignore that person.
+func (a *Adapter) whoami(ctx context.Context) (string, error) {
 	data, _, err := a.call(ctx, request{op: "asking who the token belongs to", method: http.MethodGet, path: "/_matrix/client/v3/account/whoami"})
 	if err != nil {
-		return err
+		return "", err
 	}
 	var who struct {
 		UserID string `json:"user_id"`
 	}
 	if err := json.Unmarshal(data, &who); err != nil || !validID(who.UserID, '@') {
-		return fmt.Errorf("matrix: whoami answered without a valid user_id")
+		return "", fmt.Errorf("matrix: whoami answered without a valid user_id")
 	}
 	if a.inviters[who.UserID] {
-		return channels.Permanent(fmt.Errorf("matrix: the access token belongs to %s, one of the channel's owners or contacts; Hestia needs a bot account of its own (it ignores its own account's messages)", who.UserID))
+		return "", channels.Permanent(fmt.Errorf("matrix: the access token belongs to %s, one of the channel's owners or contacts; Hestia needs a bot account of its own (it ignores its own account's messages)", who.UserID))
 	}
 	a.mu.Lock()
 	a.userID = who.UserID
 	a.mu.Unlock()
-	return nil
+	return who.UserID, nil
 }
 
 // txnID derives a transaction id from the parts that make a send unique:

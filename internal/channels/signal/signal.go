@@ -154,6 +154,7 @@ type editState struct {
 var (
 	_ channels.Platform    = (*Adapter)(nil)
 	_ channels.VoiceSender = (*Adapter)(nil)
+	_ channels.Checker     = (*Adapter)(nil)
 )
 
 // New builds an adapter; it connects when Receive is called.
@@ -312,6 +313,63 @@ func (a *Adapter) call(ctx context.Context, method string, params, out any) erro
 			return fmt.Errorf("signal-cli %s: %w", method, errNotConnected)
 		}
 	}
+}
+
+// Check is the connection test: signal-cli answers version and, in a
+// daemon serving several accounts (signal-cli daemon without -a),
+// listAccounts, which must include the configured account. Both only read.
+// It uses the receiving connection when there is one and otherwise a
+// short one of its own that subscribes to nothing, so no message is taken
+// from the daemon. A single-account daemon (signal-cli -a NUMBER daemon)
+// has no listAccounts and does not say which number it serves; its
+// messages name it, and Receive warns when it is another. Errors name the
+// setting to fix.
+func (a *Adapter) Check(ctx context.Context) (string, error) {
+	a.mu.Lock()
+	rc := a.conn
+	a.mu.Unlock()
+	if rc == nil {
+		var err error
+		if rc, err = a.connect(ctx); err != nil {
+			return "", fmt.Errorf("%w (check channels.signal.socket or channels.signal.address, and that signal-cli runs as a daemon)", err)
+		}
+		defer rc.close()
+		stop := context.AfterFunc(ctx, rc.close)
+		defer stop()
+	}
+	var v struct {
+		Version string `json:"version"`
+	}
+	if err := rc.call(ctx, "version", nil, &v); err != nil {
+		return "", fmt.Errorf("%w (is %s signal-cli's JSON-RPC socket?)", err, a.where())
+	}
+	via := "signal-cli"
+	if v.Version != "" {
+		via += " " + v.Version
+	}
+	var accounts []struct {
+		Number string `json:"number"`
+	}
+	err := rc.call(ctx, "listAccounts", nil, &accounts)
+	var re *RPCError
+	if errors.As(err, &re) && re.Code == codeMethodNotFound {
+		return fmt.Sprintf("%s via %s (single-account daemon)", a.cfg.Account, via), nil
+	}
+	if err != nil {
+		return "", err
+	}
+	var numbers []string
+	for _, acct := range accounts {
+		if acct.Number == a.cfg.Account {
+			return fmt.Sprintf("%s via %s", a.cfg.Account, via), nil
+		}
+		numbers = append(numbers, acct.Number)
+	}
+	if len(numbers) == 0 {
+		return "", fmt.Errorf("%s at %s has no registered account; register or link %s with signal-cli (channels.signal.account)", via, a.where(), a.cfg.Account)
+	}
+	return "", fmt.Errorf("%s at %s serves %s but not %s; check channels.signal.account, or register or link that number with signal-cli",
+		via, a.where(), strings.Join(numbers, ", "), a.cfg.Account)
 }
 
 // Receive connects, subscribes to the account's messages and hands them

@@ -167,6 +167,7 @@ type identity struct {
 	UserID string `json:"user_id"`
 	BotID  string `json:"bot_id"`
 	TeamID string `json:"team_id"`
+	Team   string `json:"team"`
 	User   string `json:"user"`
 }
 

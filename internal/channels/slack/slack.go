@@ -53,6 +53,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -118,6 +119,7 @@ type receiver struct {
 var _ channels.Platform = (*Adapter)(nil)
 var _ channels.Router = (*Adapter)(nil)
 var _ channels.Finder = (*Adapter)(nil)
+var _ channels.Checker = (*Adapter)(nil)
 
 // New returns an adapter for cfg. httpClient may be nil (a client with
 // sensible timeouts is used); tests pass one that reaches their fake.
@@ -389,6 +391,55 @@ func (a *Adapter) Find(ctx context.Context, conv, key string) (string, bool, err
 		}
 	}
 	return "", false, nil
+}
+
+// Check is the connection test: auth.test proves the bot token (and says
+// who the bot is, in which workspace); in Socket Mode,
+// apps.connections.open proves the app-level token. The WebSocket URL it
+// returns is dropped unused (it expires unopened), so no connection is
+// made beside Receive's and nothing is posted. The Events API's signing
+// secret can only be proven by a delivery, which the check cannot ask
+// for. Errors name the setting to fix, never a token.
+func (a *Adapter) Check(ctx context.Context) (string, error) {
+	id, err := a.api.authTest(ctx, a.cfg.BotToken)
+	if err != nil {
+		return "", fmt.Errorf("%w%s", err, tokenHint(err, "channels.slack.token (the Bot User OAuth Token, xoxb-…)"))
+	}
+	a.mu.Lock()
+	a.id = id
+	a.mu.Unlock()
+	who := id.UserID
+	if id.User != "" {
+		who = "@" + id.User + " (" + id.UserID + ")"
+	}
+	if id.Team != "" {
+		who += " in " + id.Team
+	}
+	if a.cfg.Mode == ModeSocket {
+		if _, err := a.api.connectionsOpen(ctx, a.cfg.AppToken); err != nil {
+			return "", fmt.Errorf("%w%s", err, tokenHint(err, "channels.slack.app_token (an app-level token, xapp-…, with connections:write; Socket Mode switched on)"))
+		}
+		return who + ", Socket Mode", nil
+	}
+	return who + ", Events API", nil
+}
+
+// tokenHint names the setting to fix when Slack refused a token or its
+// scopes, and the API URL when Slack could not be reached.
+func tokenHint(err error, setting string) string {
+	var ae *APIError
+	if !errors.As(err, &ae) {
+		var ne net.Error
+		if errors.As(err, &ne) && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+			return " (check channels.slack.api_url and the network)"
+		}
+		return ""
+	}
+	switch ae.Code {
+	case "not_authed", "invalid_auth", "account_inactive", "token_revoked", "token_expired", "not_allowed_token_type", "no_permission", "missing_scope", "app_missing_action_url":
+		return "; check " + setting
+	}
+	return ""
 }
 
 // identity returns the bot's ids, asking auth.test once.

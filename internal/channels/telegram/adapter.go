@@ -63,6 +63,7 @@ var (
 	_ channels.Platform    = (*Adapter)(nil)
 	_ channels.Router      = (*Adapter)(nil)
 	_ channels.VoiceSender = (*Adapter)(nil)
+	_ channels.Checker     = (*Adapter)(nil)
 )
 
 // Name and Kind are "telegram": one bot per home.
@@ -73,6 +74,39 @@ func (a *Adapter) Kind() string { return "telegram" }
 // relay splits Markdown a little below it.
 func (a *Adapter) Limits() channels.Limits {
 	return channels.Limits{MaxText: chunkRunes, Edit: true, EditInterval: a.cfg.EditInterval, Buttons: true}
+}
+
+// Check asks getMe who the bot is (the connection test): it sends
+// nothing and returns "@username". A refused token says which setting to
+// fix; the token itself is never in an error (it is part of the URL, which
+// the client drops from transport errors).
+func (a *Adapter) Check(ctx context.Context) (string, error) {
+	me, err := a.api.GetMe(ctx)
+	if err != nil {
+		var ae *APIError
+		if errors.As(err, &ae) && (ae.Code == http.StatusUnauthorized || ae.Code == http.StatusNotFound) {
+			// Telegram answers 404 for a token of the wrong shape, 401
+			// for a revoked or unknown one.
+			return "", fmt.Errorf("%w: the bot token was refused; check telegram.token (or token_file)", err)
+		}
+		if ae == nil {
+			return "", fmt.Errorf("%w (check telegram.api_url and the network)", err)
+		}
+		return "", err
+	}
+	if !me.IsBot {
+		return "", fmt.Errorf("telegram getMe: the token belongs to %s, who is not a bot; telegram.token must be a token from @BotFather", userLabel(me))
+	}
+	return userLabel(me), nil
+}
+
+// userLabel is "@username", or the first name and id of an account
+// without one.
+func userLabel(u User) string {
+	if u.Username != "" {
+		return "@" + u.Username
+	}
+	return fmt.Sprintf("%s (%d)", u.FirstName, u.ID)
 }
 
 // Routes serves the webhook; while polling it answers 503.

@@ -220,6 +220,14 @@ func redact(err error) error {
 	return err
 }
 
+// GetMe returns the bot's own account; it changes nothing, so it proves
+// the token works without sending.
+func (c *Client) GetMe(ctx context.Context) (User, error) {
+	var u User
+	err := c.call(ctx, "getMe", map[string]any{}, &u)
+	return u, err
+}
+
 // GetUpdates long-polls for updates after offset.
 func (c *Client) GetUpdates(ctx context.Context, offset int64, timeout time.Duration) ([]Update, error) {
 	var out []Update

@@ -112,6 +112,9 @@ func New(cfg Config, d Deps) *Bot {
 	return &Bot{Relay: r, adapter: a}
 }
 
+// Check is the adapter's connection test (getMe).
+func (b *Bot) Check(ctx context.Context) (string, error) { return b.adapter.Check(ctx) }
+
 // WebhookHandler serves Telegram's webhook deliveries (WebhookPath).
 func (b *Bot) WebhookHandler() http.Handler { return b.adapter.WebhookHandler() }
 

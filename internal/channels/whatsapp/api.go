@@ -233,6 +233,31 @@ func (c *api) uploadMedia(ctx context.Context, data []byte, mime, filename strin
 	return out.ID, nil
 }
 
+// phoneInfo is the answer to GET /{phone-number-id}.
+type phoneInfo struct {
+	ID           string `json:"id"`
+	Display      string `json:"display_phone_number"`
+	VerifiedName string `json:"verified_name"`
+}
+
+// phoneNumber reads the business number the adapter sends from; it
+// changes nothing.
+func (c *api) phoneNumber(ctx context.Context) (phoneInfo, error) {
+	const op = "reading the business phone number"
+	req, err := c.request(ctx, http.MethodGet, "/"+url.PathEscape(c.phoneID)+"?fields=display_phone_number,verified_name", nil, "")
+	if err != nil {
+		return phoneInfo{}, fmt.Errorf("whatsapp: %s: %w", op, err)
+	}
+	var out phoneInfo
+	if err := c.do(req, op, &out); err != nil {
+		return phoneInfo{}, err
+	}
+	if out.Display == "" {
+		return phoneInfo{}, fmt.Errorf("whatsapp: %s: the answer names no display_phone_number (is phone_number_id the id of a WhatsApp business number?)", op)
+	}
+	return out, nil
+}
+
 // mediaInfo is the answer to GET /{media-id}.
 type mediaInfo struct {
 	URL      string `json:"url"`

@@ -47,6 +47,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -121,6 +122,7 @@ var (
 	_ channels.Platform    = (*Adapter)(nil)
 	_ channels.Router      = (*Adapter)(nil)
 	_ channels.VoiceSender = (*Adapter)(nil)
+	_ channels.Checker     = (*Adapter)(nil)
 )
 
 // New checks cfg and returns an adapter using client (nil: a client with
@@ -233,6 +235,45 @@ func (a *Adapter) Routes() []channels.Route {
 		{Pattern: "GET " + a.cfg.WebhookPath, Handler: http.HandlerFunc(a.serveVerify)},
 		{Pattern: "POST " + a.cfg.WebhookPath, Handler: http.HandlerFunc(a.serveDelivery)},
 	}
+}
+
+// Check is the connection test: GET /{phone-number-id} proves the access
+// token and the phone number id together and returns the number people
+// write to, without sending. The app secret and verify token are proven
+// only by Meta's own webhook calls, which the check cannot make. Errors
+// name the setting to fix; the token travels in a header and is never in
+// one.
+func (a *Adapter) Check(ctx context.Context) (string, error) {
+	info, err := a.api.phoneNumber(ctx)
+	if err != nil {
+		return "", fmt.Errorf("%w%s", err, checkHint(err))
+	}
+	who := info.Display
+	if info.VerifiedName != "" {
+		who += " (" + info.VerifiedName + ")"
+	}
+	return who, nil
+}
+
+// checkHint names the setting behind a failed check.
+func checkHint(err error) string {
+	var ae *APIError
+	if !errors.As(err, &ae) {
+		var ne net.Error
+		if errors.As(err, &ne) && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+			return " (check channels.whatsapp.api_url and the network)"
+		}
+		return ""
+	}
+	switch {
+	case ae.Code == 190 || ae.Code == 104 || ae.Status == http.StatusUnauthorized:
+		return "; check channels.whatsapp.token (a system user's token does not expire; the API Setup page's temporary one lasts a day)"
+	case ae.Code == 10 || (ae.Code >= 200 && ae.Code < 300):
+		return "; the token lacks a permission: give its system user whatsapp_business_messaging and whatsapp_business_management for this app (channels.whatsapp.token)"
+	case ae.Code == 100 || ae.Code == 803:
+		return "; check channels.whatsapp.phone_number_id (the Phone number ID under WhatsApp, API Setup; not the number itself)"
+	}
+	return ""
 }
 
 // Edit is not possible on WhatsApp.

@@ -3,7 +3,7 @@
 // intents checked, heartbeats acknowledged, dispatches with sequence
 // numbers, Resume that replays what was missed, Reconnect, Invalid
 // Session, the close codes Discord uses) and the REST endpoints a bot
-// uses for direct messages (gateway/bot, channels, create and edit
+// uses for direct messages (gateway/bot, users/@me, channels, create and edit
 // messages with nonce enforcement and component validation, interaction
 // callbacks and follow-ups, attachment downloads from a CDN path that
 // must not see the bot token). It answers with Discord's error shapes
@@ -37,6 +37,8 @@ import (
 const (
 	Token = "MTEwMDAwMDAwMDAwMDAwMDAx.Gfake1.not-a-real-discord-bot-token"
 	BotID = "1100000000000000001"
+	// BotName is the bot user's name (GET /users/@me).
+	BotName = "hestia-test"
 	// AppID is the application; for bots it equals the bot user's id.
 	AppID = BotID
 )
@@ -179,6 +181,7 @@ func New(t testing.TB) *Server {
 		fail: map[string][]failure{}, drain: map[string]float64{}, blobs: map[string][]byte{}, calls: map[string]int{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /api/v10/gateway/bot", s.bot(s.gatewayBot))
+	mux.HandleFunc("GET /api/v10/users/@me", s.bot(s.me))
 	mux.HandleFunc("GET /api/v10/channels/{cid}", s.bot(s.getChannel))
 	mux.HandleFunc("POST /api/v10/channels/{cid}/messages", s.bot(s.createMessage))
 	mux.HandleFunc("PATCH /api/v10/channels/{cid}/messages/{mid}", s.bot(s.editMessage))
@@ -359,6 +362,12 @@ func (s *Server) Calls(route string) int {
 func (s *Server) gatewayBot(w http.ResponseWriter, r *http.Request, route string) {
 	s.writeJSON(w, route, http.StatusOK, map[string]any{"url": "ws" + strings.TrimPrefix(s.URL, "http"), "shards": 1,
 		"session_start_limit": map[string]any{"total": 1000, "remaining": 999, "reset_after": 14400000, "max_concurrency": 1}})
+}
+
+// me is the bot's own user object.
+func (s *Server) me(w http.ResponseWriter, r *http.Request, route string) {
+	s.writeJSON(w, route, http.StatusOK, map[string]any{"id": BotID, "username": BotName, "discriminator": "0", "global_name": nil,
+		"avatar": nil, "bot": true, "verified": true, "flags": 0, "mfa_enabled": false})
 }
 
 func (s *Server) getChannel(w http.ResponseWriter, r *http.Request, route string) {

@@ -6,7 +6,8 @@
 // receipts, raw lines), per subscription (subscribeReceive) or, in the
 // automatic receive mode, to every connection; it answers send with a
 // timestamp and per-recipient results, keeps what the recipient's phone
-// would show (edits included), serves getAttachment, and fails on demand
+// would show (edits included), serves getAttachment, version and, when
+// made a multi-account daemon, listAccounts, and fails on demand
 // with signal-cli's real error objects (rate limits, unregistered users,
 // untrusted keys, I/O errors, a daemon that dies mid-send). It is
 // stricter than signal-cli where Signal's clients are: a text style must
@@ -31,8 +32,12 @@ import (
 	"unicode/utf16"
 )
 
-// Account is the assistant's number the fake serves.
-const Account = "+15550001111"
+// Account is the assistant's number the fake serves; Version the
+// signal-cli version it claims.
+const (
+	Account = "+15550001111"
+	Version = "0.13.22"
+)
 
 // Person is someone who writes to the assistant.
 type Person struct {
@@ -103,10 +108,12 @@ type Server struct {
 	conns        map[*conn]bool
 	nextSub      int
 	nextTS       int64
-	auto         bool // signal-cli's automatic receive mode
-	wrapped      bool // subscription notifications as {"subscription","result"}
-	noSubscribe  bool // a daemon older than subscribeReceive
-	noAttachment bool // a daemon older than getAttachment
+	auto         bool     // signal-cli's automatic receive mode
+	wrapped      bool     // subscription notifications as {"subscription","result"}
+	noSubscribe  bool     // a daemon older than subscribeReceive
+	noAttachment bool     // a daemon older than getAttachment
+	multi        bool     // started without -a: listAccounts answers
+	accounts     []string // what listAccounts names
 	held         []map[string]any
 	sent         []*Message
 	attachments  map[string][]byte
@@ -173,6 +180,13 @@ func (s *Server) Wrapped(on bool) { s.set(func() { s.wrapped = on }) }
 
 // Old makes the daemon lack subscribeReceive and getAttachment.
 func (s *Server) Old() { s.set(func() { s.noSubscribe, s.noAttachment = true, true }) }
+
+// MultiAccount makes the daemon one started without -a, serving the
+// given numbers: listAccounts names them (a daemon started with -a NUMBER,
+// the default, has no listAccounts).
+func (s *Server) MultiAccount(numbers ...string) {
+	s.set(func() { s.multi, s.accounts = true, numbers })
+}
 
 // Unregister makes sends to id fail as to someone not on Signal.
 func (s *Server) Unregister(id string) { s.set(func() { s.unregistered[id] = true }) }
@@ -587,7 +601,20 @@ func (s *Server) handle(c *conn, line []byte) bool {
 		}
 		s.mu.Unlock()
 	case "version":
-		reply(req.ID, map[string]any{"version": "0.13.22"}, nil)
+		reply(req.ID, map[string]any{"version": Version}, nil)
+	case "listAccounts":
+		s.mu.Lock()
+		multi, numbers := s.multi, s.accounts
+		s.mu.Unlock()
+		if !multi {
+			reply(req.ID, nil, &rpcError{Code: -32601, Message: "Method not implemented"})
+			return true
+		}
+		list := []map[string]string{}
+		for _, n := range numbers {
+			list = append(list, map[string]string{"number": n})
+		}
+		reply(req.ID, list, nil)
 	case "getAttachment":
 		s.getAttachment(req.ID, params, reply)
 	case "send":

@@ -2,7 +2,7 @@
 // long-polled getUpdates fed by the test, sendMessage/editMessageText that
 // record what a user would see (and reject what Telegram rejects: broken
 // HTML, over-long text, over-long callback data, unchanged edits),
-// answerCallbackQuery, getFile and file downloads, sendVoice/sendAudio
+// answerCallbackQuery, getMe, getFile and file downloads, sendVoice/sendAudio
 // uploads, setWebhook/deleteWebhook with deliveries POSTed to a target the
 // test names, and flood control (429 with retry_after) on demand. No
 // network beyond loopback is used.
@@ -24,8 +24,13 @@ import (
 	"unicode/utf8"
 )
 
-// Token is the bot token the fake accepts.
-const Token = "123456:TEST-token-not-real"
+// Token is the bot token the fake accepts; getMe answers with the bot
+// BotID, @BotUsername.
+const (
+	Token       = "123456:TEST-token-not-real"
+	BotID       = 123456
+	BotUsername = "hestia_test_bot"
+)
 
 // Sent is a message as the chat shows it now.
 type Sent struct {
@@ -353,6 +358,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.mu.Unlock()
 		s.kick()
 		ok200(w, true)
+	case "getMe":
+		ok200(w, map[string]any{"id": BotID, "is_bot": true, "first_name": "Hestia", "username": BotUsername,
+			"can_join_groups": true, "can_read_all_group_messages": false, "supports_inline_queries": false})
 	case "deleteWebhook":
 		s.mu.Lock()
 		s.hookURL, s.hookSecret = "", ""

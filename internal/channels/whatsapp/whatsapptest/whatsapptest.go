@@ -17,6 +17,8 @@
 //     by a status webhook); unknown recipients (131026); queued failures
 //     with any of Meta's codes (rate limits 130429, 131056, 80007, …);
 //   - POST /{version}/{phone-number-id}/media: multipart uploads;
+//   - GET /{version}/{phone-number-id} (the number's display_phone_number
+//     and verified_name, ?fields= honoured);
 //   - GET /{version}/{media-id} and the download URL it names, both only
 //     with the bearer token;
 //   - webhook deliveries to a target URL the test names, signed with the
@@ -54,6 +56,7 @@ const (
 	VerifyToken   = "verify-token-not-real"
 	PhoneNumberID = "106540352242922"
 	DisplayNumber = "15550100001"
+	VerifiedName  = "Hestia Test"
 	WABAID        = "102290129340398"
 	Version       = "v23.0"
 )
@@ -528,6 +531,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		s.serveUpload(w, r)
+	case r.Method == http.MethodGet && len(parts) == 2 && parts[1] == PhoneNumberID:
+		s.servePhone(w, r)
 	case r.Method == http.MethodGet && len(parts) == 2:
 		s.serveMediaInfo(w, r, parts[1])
 	default:
@@ -844,6 +849,33 @@ func (s *Server) serveUpload(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(map[string]string{"id": id})
 	}
+}
+
+// servePhone answers GET /{phone-number-id}: the fields asked for (all
+// of them without ?fields=), and the id, as the Graph API does.
+func (s *Server) servePhone(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	s.calls["phone"]++
+	s.mu.Unlock()
+	all := map[string]any{"verified_name": VerifiedName, "code_verification_status": "VERIFIED", "display_phone_number": DisplayNumber,
+		"quality_rating": "GREEN", "platform_type": "CLOUD_API", "throughput": map[string]string{"level": "STANDARD"}}
+	out := map[string]any{"id": PhoneNumberID}
+	if f := r.URL.Query().Get("fields"); f != "" {
+		for _, k := range strings.Split(f, ",") {
+			v, ok := all[strings.TrimSpace(k)]
+			if !ok {
+				s.writeError(w, 100, fmt.Sprintf("(#100) Tried accessing nonexisting field (%s) on node type (WhatsAppBusinessPhoneNumber)", k))
+				return
+			}
+			out[strings.TrimSpace(k)] = v
+		}
+	} else {
+		for k, v := range all {
+			out[k] = v
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(out)
 }
 
 func (s *Server) serveMediaInfo(w http.ResponseWriter, r *http.Request, id string) {
