@@ -12,7 +12,9 @@
 // (started → done/failed/unknown): UID assigned before the write, conditional writes (create never
 // replaces, update/delete compare the ETag), confirmation by reading the object back, the same
 // call never run twice, one-occurrence changes as RECURRENCE-ID overrides and EXDATEs; the card
-// previews the time and any conflicts.
+// previews the time and any conflicts. Task writes (`tasks.go`: task_create, task_complete for
+// package tasks' tools) use the same journal, targets and backends; a recurring task's occurrence
+// is completed by a RECURRENCE-ID override.
 package calwrite
 
 import (
