@@ -206,6 +206,7 @@ func (a *App) Checks() ([]doctor.Check, error) {
 	checks = append(checks, stores...)
 	checks = append(checks, a.auditChainCheck())
 	checks = append(checks, a.oauthChecks()...)
+	checks = append(checks, a.accountAuthChecks()...)
 	return append(checks, a.checks...), nil
 }
 

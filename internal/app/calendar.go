@@ -20,6 +20,7 @@ import (
 	"github.com/hestia-dev/hestia/internal/config"
 	"github.com/hestia-dev/hestia/internal/doctor"
 	"github.com/hestia-dev/hestia/internal/httpjson"
+	"github.com/hestia-dev/hestia/internal/oauth"
 	"github.com/hestia-dev/hestia/internal/tools"
 )
 
@@ -34,6 +35,7 @@ type Calendar struct {
 	davMu   sync.Mutex                 // guards dav
 	dav     map[string]davsync.Backend // mirror folder → server
 	getenv  func(string) string        // for password_env
+	tokens  tokenSource                // for auth = "oauth2" (accountauth.go)
 }
 
 // OpenCalendar opens the calendar index (closed with the App).
@@ -52,7 +54,7 @@ func (a *App) OpenCalendar(ctx context.Context) (*Calendar, error) {
 	hours.End, _ = calendar.ParseClock(cfg.DayEnd)
 	hours.Days, _ = calendar.ParseWeekdays(cfg.WorkDays)
 	c := &Calendar{Store: st, cfg: cfg, Deps: caltools.Deps{Store: st, Now: a.Now, Loc: loc, Hours: hours},
-		davRoot: filepath.Join(a.Paths.Data, "calendar", "caldav"), dav: map[string]davsync.Backend{}, getenv: a.env()}
+		davRoot: filepath.Join(a.Paths.Data, "calendar", "caldav"), dav: map[string]davsync.Backend{}, getenv: a.env(), tokens: a.accountTokens}
 	w, err := calwrite.Open(ctx, calwrite.Options{DBPath: a.Paths.DB(calwrite.Schema.Name), Index: st, Targets: c.targets,
 		Loc: loc, Now: a.Now, Logger: a.Log.With("component", "calendar")})
 	if err != nil {
@@ -143,6 +145,14 @@ func (c *Calendar) davDir(account string) string { return filepath.Join(c.davRoo
 // davAccount builds the client settings of a CalDAV account.
 func (c *Calendar) davAccount(acc config.DAVAccount) (davsync.Account, error) {
 	a := davsync.Account{Name: acc.Name, URL: acc.URL, Username: acc.Username, HTTP: &http.Client{Timeout: 60 * time.Second}}
+	if acc.UsesOAuth() {
+		src, err := c.tokens(acc.OAuthAccount, oauth.Calendar)
+		if err != nil {
+			return a, fmt.Errorf("caldav %s: %w", acc.Name, err)
+		}
+		a.Bearer = src
+		return a, nil
+	}
 	if acc.Username != "" {
 		pw, err := Password(config.MailAccount{Name: acc.Name, PasswordEnv: acc.PasswordEnv, PasswordFile: acc.PasswordFile}, c.getenv)
 		if err != nil {

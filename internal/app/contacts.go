@@ -20,6 +20,7 @@ import (
 	"github.com/hestia-dev/hestia/internal/doctor"
 	"github.com/hestia-dev/hestia/internal/httpjson"
 	"github.com/hestia-dev/hestia/internal/mail"
+	"github.com/hestia-dev/hestia/internal/oauth"
 	"github.com/hestia-dev/hestia/internal/tools"
 )
 
@@ -35,6 +36,7 @@ type Contacts struct {
 	// davRoot holds the CardDAV mirrors (DATA/contacts/carddav).
 	davRoot string
 	getenv  func(string) string
+	tokens  tokenSource // for auth = "oauth2" (accountauth.go)
 }
 
 // OpenContacts opens the contacts index, and the mail mirror (a second,
@@ -52,7 +54,7 @@ func (a *App) OpenContacts(ctx context.Context) (*Contacts, error) {
 	}
 	a.OnClose(mailStore.Close)
 	c := &Contacts{Store: st, Deps: contacttools.Deps{Store: st, Now: a.Now},
-		dav: a.Config.Contacts.CardDAV, davRoot: filepath.Join(a.Paths.Data, "contacts", "carddav"), getenv: a.env()}
+		dav: a.Config.Contacts.CardDAV, davRoot: filepath.Join(a.Paths.Data, "contacts", "carddav"), getenv: a.env(), tokens: a.accountTokens}
 	for _, s := range a.Config.Contacts.Sources {
 		c.srcs = append(c.srcs, contacts.Source{Name: s.Name, Path: s.Path, ReadOnly: s.ReadOnly})
 	}
@@ -86,7 +88,14 @@ func (c *Contacts) MirrorDAV(ctx context.Context) (map[string]davmirror.Stats, e
 	var errs []error
 	for _, acc := range c.dav {
 		a := davmirror.Account{Name: acc.Name, URL: acc.URL, Username: acc.Username, HTTP: &http.Client{Timeout: 60 * time.Second}}
-		if acc.Username != "" {
+		if acc.UsesOAuth() {
+			src, err := c.tokens(acc.OAuthAccount, oauth.Contacts)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("carddav %s: %w", acc.Name, err))
+				continue
+			}
+			a.Bearer = src
+		} else if acc.Username != "" {
 			pw, err := Password(config.MailAccount{Name: acc.Name, PasswordEnv: acc.PasswordEnv, PasswordFile: acc.PasswordFile}, c.getenv)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("carddav: %w", err))

@@ -17,6 +17,7 @@ import (
 	"github.com/hestia-dev/hestia/internal/mail/journal"
 	"github.com/hestia-dev/hestia/internal/mail/journal/smtpsend"
 	"github.com/hestia-dev/hestia/internal/mail/mailtools"
+	"github.com/hestia-dev/hestia/internal/oauth"
 	"github.com/hestia-dev/hestia/internal/pathpolicy"
 	"github.com/hestia-dev/hestia/internal/search"
 	"github.com/hestia-dev/hestia/internal/tools"
@@ -29,6 +30,9 @@ type Mail struct {
 	Sender  journal.Sender
 	Deps    mailtools.Deps
 	cfg     config.MailConfig
+	// tokens gives the OAuth token source of accounts with auth = "oauth2"
+	// (accountauth.go).
+	tokens tokenSource
 }
 
 // embedAdapter lets the mail store use an llm.Embedder.
@@ -80,7 +84,7 @@ func (a *App) OpenMail(ctx context.Context) (*Mail, error) {
 		return nil, err
 	}
 	a.OnClose(j.Close)
-	m := &Mail{Store: st, Journal: j, cfg: cfg}
+	m := &Mail{Store: st, Journal: j, cfg: cfg, tokens: a.accountTokens}
 	senders := map[string]string{}
 	for _, acc := range cfg.Accounts {
 		if acc.SMTPHost != "" && acc.Address != "" {
@@ -166,16 +170,24 @@ func (m *Mail) smtpAccount(name string) (smtpsend.Account, error) {
 	if err != nil {
 		return smtpsend.Account{}, err
 	}
-	pw, err := Password(acc, os.Getenv)
-	if err != nil {
-		return smtpsend.Account{}, err
-	}
 	user := acc.Username
 	if user == "" {
 		user = acc.Address
 	}
-	return smtpsend.Account{Host: acc.SMTPHost, Port: acc.SMTPPort, Security: acc.SMTPSecurity, Username: user, Password: pw,
-		TLSConfig: &tls.Config{ServerName: acc.SMTPHost}}, nil
+	sa := smtpsend.Account{Host: acc.SMTPHost, Port: acc.SMTPPort, Security: acc.SMTPSecurity, Username: user,
+		TLSConfig: &tls.Config{ServerName: acc.SMTPHost}}
+	if acc.UsesOAuth() {
+		src, err := m.tokens(acc.OAuthAccount, oauth.Mail)
+		if err != nil {
+			return smtpsend.Account{}, fmt.Errorf("mail account %s: %w", name, err)
+		}
+		sa.Tokens = src
+		return sa, nil
+	}
+	if sa.Password, err = Password(acc, os.Getenv); err != nil {
+		return smtpsend.Account{}, err
+	}
+	return sa, nil
 }
 
 // IMAPAccount resolves an account's IMAP connection settings.
@@ -187,16 +199,24 @@ func (m *Mail) IMAPAccount(name string) (imapsync.Account, error) {
 	if acc.IMAPHost == "" {
 		return imapsync.Account{}, fmt.Errorf("mail account %s has no imap_host", name)
 	}
-	pw, err := Password(acc, os.Getenv)
-	if err != nil {
-		return imapsync.Account{}, err
-	}
 	user := acc.Username
 	if user == "" {
 		user = acc.Address
 	}
-	return imapsync.Account{Name: acc.Name, Host: acc.IMAPHost, Port: acc.IMAPPort, Security: acc.IMAPSecurity, Username: user, Password: pw,
-		TLSConfig: &tls.Config{ServerName: acc.IMAPHost}}, nil
+	ia := imapsync.Account{Name: acc.Name, Host: acc.IMAPHost, Port: acc.IMAPPort, Security: acc.IMAPSecurity, Username: user,
+		TLSConfig: &tls.Config{ServerName: acc.IMAPHost}}
+	if acc.UsesOAuth() {
+		src, err := m.tokens(acc.OAuthAccount, oauth.Mail)
+		if err != nil {
+			return imapsync.Account{}, fmt.Errorf("mail account %s: %w", name, err)
+		}
+		ia.Tokens = src
+		return ia, nil
+	}
+	if ia.Password, err = Password(acc, os.Getenv); err != nil {
+		return imapsync.Account{}, err
+	}
+	return ia, nil
 }
 
 // live fetches one IMAP copy for reads of partially mirrored messages.
