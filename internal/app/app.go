@@ -91,6 +91,7 @@ type App struct {
 	// extraChannels are channels a test plugs in beside the configured ones.
 	extraChannels []channelBuilder
 	channelsDB    *channels.Store // channels.db, opened by the first channel
+	channelRuns   channelRuns     // configured channels by name (channels.go)
 	oauth         oauthState      // the [[oauth.accounts]] (oauth.go)
 }
 

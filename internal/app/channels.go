@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/hestia-dev/hestia/internal/agent"
 	"github.com/hestia-dev/hestia/internal/audit"
@@ -14,6 +17,8 @@ import (
 	"github.com/hestia-dev/hestia/internal/config"
 	"github.com/hestia-dev/hestia/internal/devices"
 	"github.com/hestia-dev/hestia/internal/doctor"
+	"github.com/hestia-dev/hestia/internal/httpjson"
+	"github.com/hestia-dev/hestia/internal/store"
 )
 
 // channelBuilder is one configured messaging channel: its identity
@@ -46,7 +51,11 @@ func (a *App) channelBuilders() []channelBuilder {
 // channel turns are counted, audited and budgeted alike, and their tool
 // calls go through the authority with the channel origin.
 func (a *App) initChannels(ctx context.Context) error {
-	if a.Server == nil || a.core.agent == nil {
+	if a.Server == nil {
+		return nil
+	}
+	a.Server.API().HandleFunc("POST /api/settings/channels/{name}/test", a.handleChannelTest)
+	if a.core.agent == nil {
 		return nil
 	}
 	for _, b := range a.channelBuilders() {
@@ -54,12 +63,18 @@ func (a *App) initChannels(ctx context.Context) error {
 			continue
 		}
 		users, err := channelUsers(b.key, b.owners, b.contacts)
-		if err != nil {
-			return err
+		var p channels.Platform
+		if err == nil {
+			if p, err = b.build(ctx); err != nil {
+				err = fmt.Errorf("%s: %w", b.key, err)
+			}
 		}
-		p, err := b.build(ctx)
 		if err != nil {
-			return fmt.Errorf("%s: %w", b.key, err)
+			// One channel that cannot start (an unreadable token file, a
+			// bad contact) leaves the daemon and the other channels
+			// running; doctor and the Settings connection test say why.
+			a.channelDown(strings.TrimPrefix(b.key, "channels."), b.label, err)
+			continue
 		}
 		st, err := a.channelStore(ctx)
 		if err != nil {
@@ -70,6 +85,50 @@ func (a *App) initChannels(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// channelRuns are the configured channels by name (Platform.Name, or the
+// config section's last part for one that did not start): what the
+// Settings connection test checks, or why there is nothing to check.
+type channelRuns struct {
+	mu     sync.Mutex // guards byName
+	byName map[string]channelRun
+}
+
+type channelRun struct {
+	label   string
+	checker channels.Checker // nil when the platform has no connection test
+	err     error            // why the channel did not start; nil when running
+}
+
+func (r *channelRuns) add(name string, run channelRun) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.byName == nil {
+		r.byName = map[string]channelRun{}
+	}
+	r.byName[name] = run
+}
+
+func (r *channelRuns) get(name string) (channelRun, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	run, ok := r.byName[name]
+	return run, ok
+}
+
+// channelDown records a configured channel that did not start: logged,
+// failed in doctor, and named by the connection test.
+func (a *App) channelDown(name, label string, err error) {
+	a.Log.Error("channel not started", "channel", name, "err", err)
+	a.channelRuns.add(name, channelRun{label: label, err: err})
+	check := "channel " + name
+	if name == "telegram" {
+		check = "telegram"
+	}
+	a.AddCheck(doctor.Check{Name: check, Run: func(context.Context) (doctor.Status, string) {
+		return doctor.Fail, "not started: " + err.Error()
+	}})
 }
 
 func (a *App) startChannel(ctx context.Context, b channelBuilder, p channels.Platform, st *channels.Store, users map[string][]devices.Scope) error {
@@ -98,8 +157,10 @@ func (a *App) startChannel(ctx context.Context, b channelBuilder, p channels.Pla
 		}
 	}
 	a.AddWorker("channel "+p.Name(), relay.Run)
+	ck, _ := p.(channels.Checker)
+	a.channelRuns.add(p.Name(), channelRun{label: b.label, checker: ck})
 	a.AddCheck(doctor.Check{Name: "channel " + p.Name(), Run: func(ctx context.Context) (doctor.Status, string) {
-		return channelHealth(ctx, st, p.Name(), len(users))
+		return channelHealth(ctx, st, p.Name(), len(users), ck)
 	}})
 	return nil
 }
@@ -117,9 +178,16 @@ func (a *App) channelStore(ctx context.Context) (*channels.Store, error) {
 	return a.channelsDB, nil
 }
 
-// channelHealth reports the outbox: messages waiting or given up on are
-// what a user would otherwise never learn about.
-func channelHealth(ctx context.Context, st *channels.Store, name string, users int) (doctor.Status, string) {
+// doctorCheckTimeout bounds the connection test inside a doctor check
+// when the caller set no deadline; with one, the test ends a little before
+// it so the outbox figures are still reported.
+const doctorCheckTimeout = 5 * time.Second
+
+// channelHealth reports whether the platform accepts the channel's
+// credentials (its connection test, when it has one) and the outbox:
+// messages waiting or given up on are what a user would otherwise never
+// learn about.
+func channelHealth(ctx context.Context, st *channels.Store, name string, users int, ck channels.Checker) (doctor.Status, string) {
 	items, err := st.Outbox(ctx, name, 200)
 	if err != nil {
 		return doctor.Fail, err.Error()
@@ -138,6 +206,13 @@ func channelHealth(ctx context.Context, st *channels.Store, name string, users i
 		}
 	}
 	msg := fmt.Sprintf("%d allowed identit(ies); outbox: %d waiting, %d given up (of the last %d)", users, waiting, failed, len(items))
+	if ck != nil {
+		who, err := checkBounded(ctx, ck)
+		if err != nil {
+			return doctor.Fail, "connection test failed: " + err.Error() + "; " + msg
+		}
+		msg = "connected as " + who + "; " + msg
+	}
 	if waiting > 0 && last != "" {
 		return doctor.Warn, msg + "; last error: " + last
 	}
@@ -145,6 +220,68 @@ func channelHealth(ctx context.Context, st *channels.Store, name string, users i
 		return doctor.Warn, msg
 	}
 	return doctor.OK, msg
+}
+
+// checkBounded runs a connection test within doctorCheckTimeout, or
+// within ctx's deadline less a margin for the rest of the report.
+func checkBounded(ctx context.Context, ck channels.Checker) (string, error) {
+	limit := doctorCheckTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		limit = min(limit, time.Until(dl)*9/10)
+	}
+	cctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	who, err := ck.Check(cctx)
+	if err != nil && cctx.Err() != nil && ctx.Err() == nil {
+		return "", fmt.Errorf("no answer within %s (%w)", limit.Round(100*time.Millisecond), err)
+	}
+	return who, err
+}
+
+// settingsTestTimeout bounds a connection test asked for from Settings:
+// an e-mail test logs in twice, over the internet.
+const settingsTestTimeout = 20 * time.Second
+
+// channelTestResult is the answer of POST
+// /api/settings/channels/{name}/test.
+type channelTestResult struct {
+	OK    bool   `json:"ok"`
+	Who   string `json:"who,omitempty"`
+	Error string `json:"error,omitempty"`
+}
+
+// handleChannelTest runs the named channel's connection test, proving its
+// credentials without sending anything. The route is under /api/settings,
+// so it needs the admin scope (internal/devices); a failed test is a 200
+// with ok false, and a channel that did not start answers why.
+func (a *App) handleChannelTest(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	run, ok := a.channelRuns.get(name)
+	if !ok {
+		httpjson.Respond(w, r, 0, nil, fmt.Errorf("no channel named %q is on (see [channels] in config.toml): %w", name, store.ErrNotFound))
+		return
+	}
+	var res channelTestResult
+	switch {
+	case run.err != nil:
+		res.Error = "not started: " + run.err.Error()
+	case run.checker == nil:
+		res.Error = "the " + run.label + " channel has no connection test"
+	default:
+		ctx, cancel := context.WithTimeout(r.Context(), settingsTestTimeout)
+		defer cancel()
+		who, err := run.checker.Check(ctx)
+		if err != nil {
+			res.Error = err.Error()
+			if ctx.Err() != nil && r.Context().Err() == nil {
+				res.Error = fmt.Sprintf("no answer within %s: %s", settingsTestTimeout, err)
+			}
+		} else {
+			res.OK, res.Who = true, who
+		}
+	}
+	a.Log.Info("channel connection test", "channel", name, "ok", res.OK)
+	httpjson.Respond(w, r, http.StatusOK, res, nil)
 }
 
 // channelUsers is a channel's allow-list: owners may chat, approve and

@@ -26,12 +26,15 @@ func (a *App) initTelegram(ctx context.Context) error {
 		return nil
 	}
 	token, err := telegramToken(cfg)
-	if err != nil {
-		return err
+	var users map[int64][]devices.Scope
+	if err == nil {
+		users, err = telegramUsers(cfg)
 	}
-	users, err := telegramUsers(cfg)
 	if err != nil {
-		return err
+		// Like the other channels: the daemon runs on, and doctor and the
+		// Settings connection test say why Telegram does not.
+		a.channelDown("telegram", "Telegram", err)
+		return nil
 	}
 	db, err := a.OpenStore(ctx, telegram.Schema)
 	if err != nil {
@@ -83,8 +86,10 @@ func (a *App) initTelegram(ctx context.Context) error {
 	if cfg.WebhookURL != "" {
 		mode = "webhook at " + cfg.WebhookURL
 	}
+	a.channelRuns.add("telegram", channelRun{label: "Telegram", checker: bot})
 	a.AddCheck(doctor.Check{Name: "telegram", Run: func(ctx context.Context) (doctor.Status, string) {
-		return doctor.OK, fmt.Sprintf("bot configured (%s); %d allowed user(s)", mode, len(users))
+		st, msg := channelHealth(ctx, chst, "telegram", len(users), bot)
+		return st, msg + " (" + mode + ")"
 	}})
 	return nil
 }
