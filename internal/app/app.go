@@ -118,6 +118,7 @@ func (a *App) initializers() []initializer {
 		{"speech", a.initSpeech},
 		{"telegram", a.initTelegram},
 		{"channels", a.initChannels},
+		{"voice", a.initVoice},
 		{"user-jobs", a.initUserJobs},
 		{"notify", a.initNotify},
 		{"watch", a.initWatch},
