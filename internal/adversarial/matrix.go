@@ -22,6 +22,7 @@ import (
 	"github.com/hestia-dev/hestia/internal/subagent"
 	"github.com/hestia-dev/hestia/internal/taint"
 	"github.com/hestia-dev/hestia/internal/tools"
+	"github.com/hestia-dev/hestia/internal/voice"
 	"github.com/hestia-dev/hestia/internal/watch"
 )
 
@@ -87,6 +88,11 @@ func matrixOrigins() []matrixOrigin {
 		{kind: authority.Channel, inherentTaint: true, build: func(sb *Sandbox, _ string) authority.Origin {
 			s := channels.SubmitFor("Slack", "slack", "U_CONTACT", false, time.Now())
 			return agent.TurnOrigin(agent.Options{Kind: authority.Channel, OriginLabel: s.Label, Provenance: s.Provenance}, sb.ChatID, "t1", nil)
+		}},
+		// A turn spoken in the web app's voice mode: the options its
+		// session submits with (the channel origin labelled Voice).
+		{kind: authority.Channel, build: func(sb *Sandbox, _ string) authority.Origin {
+			return agent.TurnOrigin(voice.TurnOptions(), sb.ChatID, "t1", nil)
 		}},
 		{kind: authority.CLI, build: func(sb *Sandbox, _ string) authority.Origin {
 			return authority.CommandOrigin("hestia docs")
