@@ -170,15 +170,17 @@ type Contact struct {
 // windowsZones are the few Windows zone names the fake understands (its
 // own small table, so that it does not share the converter's).
 var windowsZones = map[string]string{
-	"UTC":                       "UTC",
-	"W. Europe Standard Time":   "Europe/Berlin",
-	"Romance Standard Time":     "Europe/Paris",
-	"GMT Standard Time":         "Europe/London",
-	"Pacific Standard Time":     "America/Los_Angeles",
-	"Eastern Standard Time":     "America/New_York",
-	"Tokyo Standard Time":       "Asia/Tokyo",
-	"India Standard Time":       "Asia/Kolkata",
-	"AUS Eastern Standard Time": "Australia/Sydney",
+	"UTC":                            "UTC",
+	"W. Europe Standard Time":        "Europe/Berlin",
+	"Romance Standard Time":          "Europe/Paris",
+	"Central Europe Standard Time":   "Europe/Budapest",
+	"Central European Standard Time": "Europe/Warsaw",
+	"GMT Standard Time":              "Europe/London",
+	"Pacific Standard Time":          "America/Los_Angeles",
+	"Eastern Standard Time":          "America/New_York",
+	"Tokyo Standard Time":            "Asia/Tokyo",
+	"India Standard Time":            "Asia/Kolkata",
+	"AUS Eastern Standard Time":      "Australia/Sydney",
 }
 
 func loadZone(name string) *time.Location {
