@@ -1,7 +1,10 @@
-import { render, screen, within } from '@testing-library/preact';
+import { fireEvent, render, screen, waitFor, within } from '@testing-library/preact';
 import { describe, expect, it } from 'vitest';
+import { AppContext } from '../src/context';
 import type { SettingsView, SourcesView } from '../src/lib/settings';
 import { Sources } from '../src/pages/settings/Sources';
+import { App } from '../src/state/app';
+import { fakeFetch, json, memTokens } from './helpers';
 
 const base: SettingsView = {
   file: '/home/me/.config/hestia/config.toml',
@@ -47,9 +50,21 @@ const full: SourcesView = {
 
 const region = (name: string) => screen.getByRole('region', { name });
 
+/** Renders the sections with a daemon answering the connection tests. */
+function show(view: SettingsView, routes: Parameters<typeof fakeFetch>[0] = {}) {
+  const ff = fakeFetch(routes);
+  const app = new App({ tokens: memTokens('tok'), fetch: ff.fetch });
+  render(
+    <AppContext.Provider value={app}>
+      <Sources view={view} />
+    </AppContext.Provider>,
+  );
+  return ff.calls;
+}
+
 describe('Settings sources sections', () => {
   it('lists what is configured, with no secret and an Edit in setup link where setup edits it', () => {
-    render(<Sources view={{ ...base, sources: full }} />);
+    show({ ...base, sources: full });
     const cal = region('Calendars');
     expect(within(cal).getByRole('list', { name: 'Calendar folders' }).textContent).toContain('/home/me/.calendars/personal');
     expect(within(cal).getByRole('list', { name: 'CalDAV accounts' }).textContent).toContain('password file set');
@@ -84,7 +99,7 @@ describe('Settings sources sections', () => {
   });
 
   it('says what to do when nothing is configured (and when an older daemon sends no sources)', () => {
-    render(<Sources view={base} />);
+    show(base);
     expect(region('Calendars').textContent).toContain('No calendars. Add a calendar folder or a CalDAV account in setup');
     expect(region('Contacts').textContent).toContain('No address books.');
     expect(region('Telegram').textContent).toContain('Telegram is off. Set a bot token in setup');
@@ -93,10 +108,63 @@ describe('Settings sources sections', () => {
     expect(region('MCP servers').textContent).toContain('No MCP servers. Add a [mcp.servers.NAME] table');
     expect(region('Mail folders').textContent).toContain('No mail folders. Import one from a terminal with hestia mail import PATH');
     expect(screen.getAllByRole('link', { name: 'Edit in setup' })).toHaveLength(3);
+    expect(screen.queryByRole('button', { name: /Test connection/ })).toBeNull();
   });
 
   it('shows why the mail folders could not be listed', () => {
-    render(<Sources view={{ ...base, sources: { ...full, mail_sources: [], mail_sources_error: 'mail store closed' } }} />);
+    show({ ...base, sources: { ...full, mail_sources: [], mail_sources_error: 'mail store closed' } });
     expect(within(region('Mail folders')).getByRole('alert').textContent).toContain('mail store closed');
+  });
+
+  it('tests the connection of each channel that is on and says what the daemon found', async () => {
+    const calls = show(
+      { ...base, sources: full },
+      {
+        'POST /api/settings/channels/slack/test': () => json({ ok: true, who: '@hestia (U0BOT) in Acme, Socket Mode' }),
+        'POST /api/settings/channels/telegram/test': () =>
+          json({ ok: false, error: 'telegram getMe: 401 Unauthorized: the bot token was refused; check telegram.token (or token_file)' }),
+      },
+    );
+    const ch = region('Channels');
+    // Only Slack is on: Discord gets no button.
+    expect(within(ch).getAllByRole('button', { name: /Test connection/ })).toHaveLength(1);
+    const status = within(ch).getByRole('status');
+    expect(status.getAttribute('aria-live')).toBe('polite');
+    expect(status.textContent).toBe('');
+    fireEvent.click(within(ch).getByRole('button', { name: 'Test connection to Slack' }));
+    await waitFor(() => expect(status.textContent).toBe('Connected as @hestia (U0BOT) in Acme, Socket Mode'));
+    expect(status.closest('.channel-test')?.className).toContain('channel-test-ok');
+    const req = calls.find((r) => r.url.endsWith('/api/settings/channels/slack/test'));
+    expect(req?.method).toBe('POST');
+    expect(req?.headers.get('Authorization')).toBe('Bearer tok');
+
+    const tg = region('Telegram');
+    fireEvent.click(within(tg).getByRole('button', { name: 'Test connection to Telegram' }));
+    const tgStatus = within(tg).getByRole('status');
+    await waitFor(() => expect(tgStatus.textContent).toContain('Failed: telegram getMe: 401 Unauthorized'));
+    expect(tgStatus.textContent).toContain('check telegram.token');
+    expect(tgStatus.closest('.channel-test')?.className).toContain('channel-test-fail');
+  });
+
+  it('shows the daemon refusing the test (a device without the admin scope) and a daemon out of reach', async () => {
+    let reachable = true;
+    show(
+      { ...base, sources: full },
+      {
+        'POST /api/settings/channels/slack/test': () => {
+          if (!reachable) throw new TypeError('Failed to fetch');
+          return json({ error: { code: 'forbidden', message: 'device "phone" lacks the admin scope to change settings' } }, 403);
+        },
+      },
+    );
+    const ch = region('Channels');
+    const button = within(ch).getByRole('button', { name: 'Test connection to Slack' });
+    const status = within(ch).getByRole('status');
+    fireEvent.click(button);
+    await waitFor(() => expect(status.textContent).toBe('Failed: device "phone" lacks the admin scope to change settings'));
+    reachable = false;
+    fireEvent.click(button);
+    await waitFor(() => expect(status.textContent).toBe('Failed: Cannot reach the Hestia daemon. Is it running?'));
+    expect((button as HTMLButtonElement).disabled).toBe(false);
   });
 });

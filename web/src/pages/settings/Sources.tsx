@@ -2,8 +2,13 @@
 // other messaging channels, MCP servers and mail folders as the daemon
 // reads them. The first four are
 // edited in setup (/setup) or config.toml; no secret is shown, only
-// whether a password or token is set.
+// whether a password or token is set. Each messaging channel that is on
+// has a connection test: the daemon proves its credentials with the
+// platform without sending anything.
 import type { ComponentChildren } from 'preact';
+import { useState } from 'preact/hooks';
+import { useApp } from '../../context';
+import { errText } from '../../lib/errors';
 import type { DAVAccountView, FolderView, SettingsView, SourcesView } from '../../lib/settings';
 import { navigate } from '../../router';
 import { Section } from './parts';
@@ -121,6 +126,44 @@ const channelNames: Record<string, string> = {
   email: 'E-mail',
 };
 
+/** The answer of POST /api/settings/channels/{name}/test. */
+interface ChannelTestResult {
+  ok: boolean;
+  who?: string;
+  error?: string;
+}
+
+/** A "Test connection" button for one running channel and a live region
+ * that says what the test found (present before the first test, so screen
+ * readers announce the result when it arrives). */
+function ChannelTest({ name, label }: { name: string; label: string }) {
+  const app = useApp();
+  const [busy, setBusy] = useState(false);
+  const [res, setRes] = useState<ChannelTestResult | null>(null);
+  const run = async () => {
+    setBusy(true);
+    setRes(null);
+    try {
+      setRes(await app.client.request<ChannelTestResult>('POST', `/api/settings/channels/${encodeURIComponent(name)}/test`));
+    } catch (e) {
+      setRes({ ok: false, error: errText(e) });
+    } finally {
+      setBusy(false);
+    }
+  };
+  const state = busy ? 'busy' : res ? (res.ok ? 'ok' : 'fail') : 'idle';
+  return (
+    <div class={`channel-test channel-test-${state}`}>
+      <button class="btn small" type="button" onClick={() => void run()} disabled={busy} aria-label={`Test connection to ${label}`}>
+        {busy ? 'Testing…' : 'Test connection'}
+      </button>
+      <span class="channel-test-result small" role="status" aria-live="polite">
+        {busy ? `Testing ${label}…` : res ? (res.ok ? `Connected as ${res.who ?? 'the bot'}` : `Failed: ${res.error ?? 'no reason given'}`) : ''}
+      </span>
+    </div>
+  );
+}
+
 function Channels({ s }: { s: SourcesView }) {
   const on = (s.channels ?? []).filter((c) => c.enabled);
   return (
@@ -132,8 +175,7 @@ function Channels({ s }: { s: SourcesView }) {
       {on.length === 0 ? (
         <Empty>
           No channels are on. Add a [channels.slack], [channels.discord], [channels.whatsapp], [channels.matrix], [channels.signal] or
-          [channels.email] table to config.toml with its credentials and your own id as an owner (config.example.toml shows each), then
-          restart Hestia.
+          [channels.email] table to config.toml with its credentials and your own id as an owner (config.example.toml shows each); a channel starts with the daemon's next start.
         </Empty>
       ) : (
         <ul class="source-list" aria-label="Channels">
@@ -142,6 +184,7 @@ function Channels({ s }: { s: SourcesView }) {
               <strong>{channelNames[c.name] ?? c.name}</strong>
               <span class="mono small">{c.owners.length > 0 ? c.owners.join(', ') : 'no owner: nobody can chat'}</span>
               {c.contacts.length > 0 && <span class="small muted">trusted: {c.contacts.join(', ')}</span>}
+              <ChannelTest name={c.name} label={channelNames[c.name] ?? c.name} />
             </li>
           ))}
         </ul>
@@ -196,6 +239,7 @@ function Telegram({ s }: { s: SourcesView }) {
           <li>
             <strong>On</strong>
             <span class="tag">{t.token_file_set ? 'token file set' : 'token set'}</span>
+            <ChannelTest name="telegram" label="Telegram" />
           </li>
           <li>
             <span>Owner</span>
