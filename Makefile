@@ -4,7 +4,7 @@ VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 WEB_STAMP := web/node_modules/.package-lock.json
 
-.PHONY: all build install dist run web deps test test-go test-web lint fmt bench bench-mail bench-cal bench-tools clean eval probe-server
+.PHONY: all build install dist run web deps test test-go test-web lint fmt bench bench-mail bench-cal bench-tools bench-voice clean eval probe-server
 
 all: build
 
@@ -120,6 +120,13 @@ BENCH_MAIL_N ?= 100000
 BENCH_CAL_N ?= 5000
 bench-mail: build
 	$(GO) run ./internal/mail/mailbench/benchmail -hestia bin/hestia -n $(BENCH_MAIL_N)
+
+## bench-voice: voice mode's latency from the end of the user's speech to the first audio of the
+## reply, split into VAD, STT, model first token and TTS first chunk, with the scripted model and
+## fake speech servers; prints the pipeline's own overhead against its 150 ms budget (BENCH_VOICE_N runs)
+BENCH_VOICE_N ?= 20
+bench-voice:
+	HESTIA_BENCH_VOICE=$(BENCH_VOICE_N) $(GO) test -count=1 -run '^TestLatencyBudget$$' -v ./internal/voice
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
