@@ -237,7 +237,7 @@ func newHarness(t testing.TB, o hopts, turns ...llmtest.Turn) *harness {
 	}
 	h.chatID = c.ID
 	deps := voice.Deps{Agent: agentAdapter{h.ag}, Chats: chatsAdapter{h.chats}, Approvals: h.broker, Bus: h.bus,
-		TTS: speakerAdapter{&speech.Client{BaseURL: h.speech.srv.URL + "/v1", Model: "tts-1", HTTP: http.DefaultClient}},
+		TTS:     speakerAdapter{&speech.Client{BaseURL: h.speech.srv.URL + "/v1", Model: "tts-1", HTTP: http.DefaultClient}},
 		STTPath: speech.PathEndpoint, TTSPath: speech.PathEndpoint,
 		Revoked: func(context.Context, string) bool { return h.revoked.Load() },
 		Clock: func() time.Time {
@@ -283,7 +283,9 @@ func (h *harness) ticket(chatID string) (int, map[string]any) {
 	return resp.StatusCode, m
 }
 
-func (h *harness) wsURL(path string) string { return "ws" + strings.TrimPrefix(h.srv.URL, "http") + path }
+func (h *harness) wsURL(path string) string {
+	return "ws" + strings.TrimPrefix(h.srv.URL, "http") + path
+}
 
 type msg struct {
 	typ   string // a JSON message's type, "audio", or "closed"
@@ -381,7 +383,9 @@ func tone(d time.Duration) []byte {
 func quiet(d time.Duration) []byte { return make([]byte, 2*int(d.Seconds()*voice.SampleRate)) }
 
 // utter sends an utterance: speech, then the silence that ends it.
-func (c *client) utter() { c.audio(append(append(quiet(100*time.Millisecond), tone(500*time.Millisecond)...), quiet(500*time.Millisecond)...)) }
+func (c *client) utter() {
+	c.audio(append(append(quiet(100*time.Millisecond), tone(500*time.Millisecond)...), quiet(500*time.Millisecond)...))
+}
 
 // wait returns the first message after the ones already waited for that
 // matches, failing the test after 15 s.
@@ -451,7 +455,9 @@ func TestUtteranceBecomesATurnSpokenBySentence(t *testing.T) {
 	}
 	c.wait("the second sentence", isAudio("You have two meetings today!"))
 	c.wait("the last sentence", isAudio("The first is at nine."))
-	c.wait("listening again", func(m msg) bool { return m.typ == "state" && m.data["state"] == "listening" || m.typ == "state" && m.data["state"] == "speaking" })
+	c.wait("listening again", func(m msg) bool {
+		return m.typ == "state" && m.data["state"] == "listening" || m.typ == "state" && m.data["state"] == "speaking"
+	})
 
 	if got := h.speech.spokenTexts(); strings.Join(got, "|") != "Hello there.|You have two meetings today!|The first is at nine." {
 		t.Errorf("spoken %q", got)
