@@ -5,6 +5,8 @@ import (
 
 	"github.com/hestia-dev/hestia/internal/config"
 	"github.com/hestia-dev/hestia/internal/llm"
+	"github.com/hestia-dev/hestia/internal/mail/mailauth"
+	"github.com/hestia-dev/hestia/internal/oauth"
 	"github.com/hestia-dev/hestia/internal/policy"
 	"github.com/hestia-dev/hestia/internal/settings"
 )
@@ -30,6 +32,14 @@ func (a *App) initSettings(ctx context.Context) error {
 		}
 	}
 	if len(a.Config.OAuth.Accounts) > 0 {
+		// A setup step signing in with OAuth is tested with the token.
+		s.OAuthTokens = func(name string, p oauth.Purpose) (mailauth.Tokens, error) {
+			src, err := a.accountTokens(name, p)
+			if err != nil {
+				return nil, err
+			}
+			return src, nil
+		}
 		s.Accounts = func(ctx context.Context) ([]settings.Account, error) {
 			m, err := a.OAuth()
 			if err != nil {

@@ -143,6 +143,8 @@ func describe(out map[string]any) string {
 		return fmt.Sprintf(" (bot @%v)", out["bot"])
 	case out["mailboxes"] != nil:
 		return fmt.Sprintf(" (%v mailboxes)", out["mailboxes"])
+	case out["connect"] != nil:
+		return fmt.Sprintf("; %v", out["note"])
 	}
 	return ""
 }
@@ -226,6 +228,16 @@ func (w *wizard) collect(ctx context.Context, step string) (settings.StepInput, 
 		if in.Username, err = w.ask("User name", in.Address); err != nil {
 			return in, err
 		}
+		if preset != nil && preset.OAuth != "" {
+			how, err := w.ask("Sign in with "+providerTitle(preset.OAuth)+" (oauth) or with a password (password)", "oauth")
+			if err != nil {
+				return in, err
+			}
+			if how == "oauth" {
+				fmt.Fprintln(w.env.Stdout, preset.OAuthHelp)
+				return in, w.askOAuth(&in, preset.OAuth)
+			}
+		}
 		if in.Password, err = w.secret("Password (app password)"); err != nil {
 			return in, err
 		}
@@ -250,6 +262,15 @@ func (w *wizard) collect(ctx context.Context, step string) (settings.StepInput, 
 			return in, nil
 		}
 		in.URL = where
+		for _, p := range settings.DAVPresets() {
+			if p.OAuth != "" && (where == p.CalDAVURL || where == p.CardDAVURL) {
+				fmt.Fprintln(w.env.Stdout, p.OAuthHelp)
+				if in.Username, err = w.ask("Your "+p.Name+" address", ""); err != nil {
+					return in, err
+				}
+				return in, w.askOAuth(&in, p.OAuth)
+			}
+		}
 		if in.Username, err = w.ask("User name (empty for none)", ""); err != nil {
 			return in, err
 		}
@@ -280,6 +301,32 @@ func (w *wizard) collect(ctx context.Context, step string) (settings.StepInput, 
 		in.APIURL = w.env.Getenv("HESTIA_TELEGRAM_API_URL")
 	}
 	return in, err
+}
+
+// askOAuth fills an OAuth sign-in: the [[oauth.accounts]] name, and the
+// client to create it with when config.toml has none by that name.
+func (w *wizard) askOAuth(in *settings.StepInput, provider string) error {
+	var err error
+	in.Auth, in.OAuthProvider = config.AuthOAuth2, provider
+	if in.OAuthAccount, err = w.ask("OAuth account name (lower-case; empty: from the name)", ""); err != nil {
+		return err
+	}
+	if in.ClientID, err = w.ask("OAuth client id (empty if config.toml already has this OAuth account)", ""); err != nil {
+		return err
+	}
+	if in.ClientID != "" && provider == "google" {
+		if in.ClientSecret, err = w.secret("OAuth client secret"); err != nil {
+			return err
+		}
+	}
+	if in.ClientID != "" && provider == "microsoft" {
+		in.Tenant, err = w.ask("Tenant (common, organizations, consumers, a tenant id or domain)", "common")
+	}
+	return err
+}
+
+func providerTitle(p string) string {
+	return map[string]string{"google": "Google", "microsoft": "Microsoft"}[p]
 }
 
 // errSkipOr turns "no error" (the user chose to skip) into errSkip.

@@ -85,3 +85,36 @@ func TestSetupBadStep(t *testing.T) {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
 }
+
+// `hestia setup --step mail` with the Microsoft 365 preset and its OAuth
+// sign-in: the account is saved untested with the OAuth account it names
+// (created from the client id), and the output says which command signs in.
+func TestSetupMailOAuth(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	stdin := strings.Join([]string{
+		"microsoft365", "me@contoso.example", "", // preset, address, user name
+		"oauth", "", "00000000-1111-2222-3333-444444444444", "organizations", // sign-in, account name, client id, tenant
+	}, "\n") + "\n"
+	r := runStdin(t, home, stdin, "setup", "--step", "mail")
+	if r.code != 0 || !strings.Contains(r.stdout, "✓ Mail saved; not tested") || !strings.Contains(r.stdout, "hestia accounts connect me") {
+		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	paths, _ := config.ResolvePaths(func(k string) string {
+		if k == "HESTIA_HOME" {
+			return home
+		}
+		return ""
+	})
+	cfg, err := config.Load(paths, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	oa, ok := cfg.OAuth.Account("me")
+	if !ok || oa.Provider != "microsoft" || oa.Tenant != "organizations" || len(cfg.Mail.Accounts) != 1 {
+		t.Fatalf("oauth %+v mail %+v", cfg.OAuth.Accounts, cfg.Mail.Accounts)
+	}
+	if a := cfg.Mail.Accounts[0]; !a.UsesOAuth() || a.OAuthAccount != "me" || a.SMTPHost != "smtp.office365.com" || a.SMTPSecurity != "starttls" {
+		t.Errorf("mail account %+v", a)
+	}
+}

@@ -55,6 +55,9 @@ type Service struct {
 	MailSources func(ctx context.Context) ([]MailSource, error)
 	// Accounts lists the OAuth sign-ins and their state (nil: none wired).
 	Accounts func(ctx context.Context) ([]Account, error)
+	// OAuthTokens gives the running daemon's OAuth token sources, so a
+	// setup step with auth = "oauth2" can be tested (nil: saved untested).
+	OAuthTokens OAuthTokenFunc
 
 	mu sync.Mutex // one writer of config.toml at a time
 }
@@ -143,6 +146,10 @@ type MailAccount struct {
 	Username     string `json:"username,omitempty"`
 	PasswordEnv  string `json:"password_env,omitempty"`
 	PasswordFile string `json:"password_file,omitempty"`
+	// Auth is "oauth2" for an account signing in with OAuthAccount's
+	// token, else empty (a password).
+	Auth         string `json:"auth,omitempty"`
+	OAuthAccount string `json:"oauth_account,omitempty"`
 	IMAPHost     string `json:"imap_host,omitempty"`
 	IMAPPort     int    `json:"imap_port,omitempty"`
 	IMAPSecurity string `json:"imap_security,omitempty"`
@@ -260,7 +267,7 @@ func (s *Service) view(ctx context.Context, cfg config.Config, exists bool) View
 	}
 	for _, a := range cfg.Mail.Accounts {
 		v.Mail = append(v.Mail, MailAccount{Name: a.Name, Address: a.Address, Username: a.Username, PasswordEnv: a.PasswordEnv, PasswordFile: a.PasswordFile,
-			IMAPHost: a.IMAPHost, IMAPPort: a.IMAPPort, IMAPSecurity: a.IMAPSecurity, SMTPHost: a.SMTPHost, SMTPPort: a.SMTPPort, SMTPSecurity: a.SMTPSecurity})
+			Auth: a.Auth, OAuthAccount: a.OAuthAccount, IMAPHost: a.IMAPHost, IMAPPort: a.IMAPPort, IMAPSecurity: a.IMAPSecurity, SMTPHost: a.SMTPHost, SMTPPort: a.SMTPPort, SMTPSecurity: a.SMTPSecurity})
 	}
 	v.Pending = pending(s.Running, cfg)
 	v.Sources = s.sourcesView(ctx, cfg)
@@ -345,7 +352,7 @@ var (
 		"budget.monthly_tokens": true, "budget.warn_percent": true,
 	}
 	providerFields = map[string]bool{"kind": true, "base_url": true, "api_key": true, "max_tokens": true}
-	mailFields     = []string{"name", "address", "username", "password_env", "password_file", "imap_host", "imap_port", "imap_security", "smtp_host", "smtp_port", "smtp_security"}
+	mailFields     = []string{"name", "address", "username", "password_env", "password_file", "auth", "oauth_account", "imap_host", "imap_port", "imap_security", "smtp_host", "smtp_port", "smtp_security"}
 )
 
 // masked is what Get shows for a set secret; sending it back keeps the secret.

@@ -12,6 +12,7 @@ import (
 	"github.com/hestia-dev/hestia/internal/atomicfile"
 	"github.com/hestia-dev/hestia/internal/config"
 	"github.com/hestia-dev/hestia/internal/lazyre"
+	"github.com/hestia-dev/hestia/internal/oauth"
 )
 
 // First-run setup: the web page on first open and `hestia setup` walk the
@@ -48,6 +49,13 @@ type MailPreset struct {
 	// SaveSent is false where the server files sent mail itself.
 	SaveSent bool   `json:"save_sent"`
 	Password string `json:"password_help"`
+	// OAuth is the [[oauth.accounts]] provider the service signs in with
+	// (google, microsoft), "" where only a password works; OAuthScopes
+	// are the scopes mail needs (the provider's defaults include them);
+	// OAuthHelp says how to connect.
+	OAuth       string   `json:"oauth_provider,omitempty"`
+	OAuthScopes []string `json:"oauth_scopes,omitempty"`
+	OAuthHelp   string   `json:"oauth_help,omitempty"`
 }
 
 // MailPresets are the providers the wizard knows; "other" is typed by hand.
@@ -55,16 +63,20 @@ func MailPresets() []MailPreset {
 	return []MailPreset{
 		{ID: "gmail", Name: "Gmail / Google Workspace", IMAPHost: "imap.gmail.com", IMAPPort: 993, IMAPSecurity: "tls",
 			SMTPHost: "smtp.gmail.com", SMTPPort: 465, SMTPSecurity: "tls",
-			Password: "Use an app password: turn on 2-Step Verification, then create one at https://myaccount.google.com/apppasswords (your normal password is refused)."},
+			Password: "Use an app password: turn on 2-Step Verification, then create one at https://myaccount.google.com/apppasswords (your normal password is refused).",
+			OAuth:    "google", OAuthScopes: []string{oauth.GoogleMailScope},
+			OAuthHelp: "Sign in with Google instead of an app password: register a Desktop app OAuth client at Google Cloud (docs/oauth.md), give its client id and secret, save, then run hestia accounts connect NAME. The same sign-in can serve Google Calendar and Contacts. SMTP also works on port 587 with STARTTLS."},
 		{ID: "fastmail", Name: "Fastmail", IMAPHost: "imap.fastmail.com", IMAPPort: 993, IMAPSecurity: "tls",
 			SMTPHost: "smtp.fastmail.com", SMTPPort: 465, SMTPSecurity: "tls", SaveSent: true,
 			Password: "Create an app password in Settings → Privacy & Security → Manage app passwords, with IMAP and SMTP access."},
 		{ID: "icloud", Name: "iCloud Mail", IMAPHost: "imap.mail.me.com", IMAPPort: 993, IMAPSecurity: "tls",
 			SMTPHost: "smtp.mail.me.com", SMTPPort: 587, SMTPSecurity: "starttls", SaveSent: true,
 			Password: "Create an app-specific password at https://account.apple.com → Sign-In and Security → App-Specific Passwords; the user name is your iCloud address."},
-		{ID: "outlook", Name: "Outlook.com / Microsoft 365", IMAPHost: "outlook.office365.com", IMAPPort: 993, IMAPSecurity: "tls",
+		{ID: "microsoft365", Name: "Microsoft 365 / Outlook.com", IMAPHost: "outlook.office365.com", IMAPPort: 993, IMAPSecurity: "tls",
 			SMTPHost: "smtp.office365.com", SMTPPort: 587, SMTPSecurity: "starttls",
-			Password: "Personal accounts with two-step verification: create an app password at https://account.microsoft.com/security → Advanced security options. Work accounts need IMAP and SMTP AUTH enabled by the administrator."},
+			Password: "Microsoft 365 work and school accounts no longer accept passwords over IMAP and SMTP: sign in with Microsoft instead. Some personal Outlook.com accounts with two-step verification still take an app password (https://account.microsoft.com/security → Advanced security options).",
+			OAuth:    "microsoft", OAuthScopes: []string{oauth.MicrosoftIMAPScope, oauth.MicrosoftSMTPScope, oauth.OfflineAccess},
+			OAuthHelp: "Sign in with Microsoft: register an app at Entra ID (docs/oauth.md; no secret needed), give its application (client) id, save, then run hestia accounts connect NAME (--device on a machine without a browser). IMAP and SMTP AUTH must be on for the mailbox."},
 		{ID: "proton", Name: "Proton Mail (Bridge)", IMAPHost: "127.0.0.1", IMAPPort: 1143, IMAPSecurity: "none",
 			SMTPHost: "127.0.0.1", SMTPPort: 1025, SMTPSecurity: "none", SaveSent: false,
 			Password: "Start Proton Mail Bridge and copy the password it shows for the account (not your Proton password); it listens on this computer only, so the connection stays on loopback."},
@@ -76,8 +88,12 @@ type DAVPreset struct {
 	ID         string `json:"id"`
 	Name       string `json:"name"`
 	CalDAVURL  string `json:"caldav_url"`
-	CardDAVURL string `json:"carddav_url"`
+	CardDAVURL string `json:"carddav_url"` // EMAIL stands for the account's address
 	Password   string `json:"password_help"`
+	// OAuth is the [[oauth.accounts]] provider these endpoints take a
+	// bearer token from; OAuthHelp says how to connect.
+	OAuth     string `json:"oauth_provider,omitempty"`
+	OAuthHelp string `json:"oauth_help,omitempty"`
 }
 
 // DAVPresets are the calendar/contacts servers the wizard knows.
@@ -87,8 +103,10 @@ func DAVPresets() []DAVPreset {
 			Password: "An app password with CalDAV/CardDAV access (Settings → Privacy & Security)."},
 		{ID: "icloud", Name: "iCloud", CalDAVURL: "https://caldav.icloud.com/", CardDAVURL: "https://contacts.icloud.com/",
 			Password: "An app-specific password from https://account.apple.com."},
-		{ID: "google", Name: "Google", CalDAVURL: "https://apidata.googleusercontent.com/caldav/v2/", CardDAVURL: "https://www.googleapis.com/carddav/v1/principals/",
-			Password: "Google's CalDAV/CardDAV needs OAuth for most accounts; an app password works only where Google still allows it."},
+		{ID: "google", Name: "Google", CalDAVURL: config.GoogleCalDAVURL, CardDAVURL: config.GoogleCardDAVURL,
+			Password:  "Google's CalDAV/CardDAV needs OAuth for most accounts; an app password works only where Google still allows it.",
+			OAuth:     "google",
+			OAuthHelp: "Sign in with Google: use the OAuth account you made for Gmail (or register a Desktop app client, docs/oauth.md), give your Google address as the user name, save, then run hestia accounts connect NAME if it is not connected yet."},
 		{ID: "nextcloud", Name: "Nextcloud", CalDAVURL: "https://YOUR-SERVER/remote.php/dav/", CardDAVURL: "https://YOUR-SERVER/remote.php/dav/",
 			Password: "An app password from Settings → Security → Devices & sessions."},
 	}
@@ -121,6 +139,16 @@ type StepInput struct {
 	SMTPPort     int    `json:"smtp_port,omitempty"`
 	SMTPSecurity string `json:"smtp_security,omitempty"`
 	SaveSent     bool   `json:"save_sent,omitempty"`
+	// mail, calendar, contacts: Auth is password (default) or oauth2
+	// (setupoauth.go): OAuthAccount names the [[oauth.accounts]] entry,
+	// created from OAuthProvider, ClientID, ClientSecret and Tenant when
+	// config.toml has none by that name.
+	Auth          string `json:"auth,omitempty"`
+	OAuthAccount  string `json:"oauth_account,omitempty"`
+	OAuthProvider string `json:"oauth_provider,omitempty"`
+	ClientID      string `json:"client_id,omitempty"`
+	ClientSecret  string `json:"client_secret,omitempty"`
+	Tenant        string `json:"tenant,omitempty"`
 	// calendar, contacts: URL (CalDAV/CardDAV) or Path (a vdir folder).
 	URL  string `json:"url,omitempty"`
 	Path string `json:"path,omitempty"`
@@ -255,7 +283,14 @@ func normalize(step string, in *StepInput) error {
 		if in.Name == "" {
 			in.Name, _, _ = strings.Cut(in.Address, "@")
 		}
-		if err := need([2]string{"address", in.Address}, [2]string{"password", in.Password}, [2]string{"imap_host", in.IMAPHost},
+		if err := normalizeAuth(in); err != nil {
+			return err
+		}
+		pw := in.Password
+		if in.Auth == config.AuthOAuth2 {
+			pw = "(oauth2)" // the token replaces it
+		}
+		if err := need([2]string{"address", in.Address}, [2]string{"password", pw}, [2]string{"imap_host", in.IMAPHost},
 			[2]string{"smtp_host", in.SMTPHost}, [2]string{"imap_security", in.IMAPSecurity}, [2]string{"smtp_security", in.SMTPSecurity}); err != nil {
 			return err
 		}
@@ -280,6 +315,12 @@ func normalize(step string, in *StepInput) error {
 		}
 		if in.Name == "" {
 			in.Name = step
+		}
+		if err := normalizeAuth(in); err != nil {
+			return err
+		}
+		if in.Auth == config.AuthOAuth2 {
+			return normalizeDAVOAuth(in)
 		}
 		if in.URL != "" && in.Username != "" && in.Password == "" {
 			return fmt.Errorf("%w: missing password for %s", ErrStepInput, in.Username)
@@ -319,6 +360,9 @@ func (s *Service) TestStep(ctx context.Context, step string, in StepInput) (map[
 	if err := normalize(step, &in); err != nil {
 		return nil, err
 	}
+	if in.Auth == config.AuthOAuth2 {
+		return s.testOAuth(ctx, step, in)
+	}
 	t := Tester{Probe: s.Probe}
 	return t.test(ctx, step, in)
 }
@@ -335,11 +379,11 @@ func (t Tester) test(ctx context.Context, step string, in StepInput) (map[string
 		}
 		return map[string]any{"models": models}, nil
 	case StepMail:
-		n, err := testIMAP(ctx, in)
+		n, err := testIMAP(ctx, in, nil)
 		if err != nil {
 			return nil, err
 		}
-		if err := testSMTP(ctx, in); err != nil {
+		if err := testSMTP(ctx, in, nil); err != nil {
 			return nil, err
 		}
 		return map[string]any{"mailboxes": n}, nil
@@ -401,6 +445,9 @@ func testFolder(path, what string) (map[string]any, error) {
 func (s *Service) SaveStep(ctx context.Context, step string, in StepInput) (map[string]any, error) {
 	if err := normalize(step, &in); err != nil {
 		return nil, err
+	}
+	if in.Auth == config.AuthOAuth2 {
+		return s.saveOAuth(ctx, step, in)
 	}
 	found, err := Tester{Probe: s.Probe}.test(ctx, step, in)
 	if err != nil {

@@ -31,6 +31,9 @@ type DAVAccount struct {
 	PasswordSet bool `json:"password_set"`
 	// PasswordFileSet: the password comes from a file (owner-only).
 	PasswordFileSet bool `json:"password_file_set"`
+	// OAuthAccount names the [[oauth.accounts]] sign-in whose bearer
+	// token the account uses (auth = "oauth2"); empty for a password.
+	OAuthAccount string `json:"oauth_account,omitempty"`
 }
 
 // Telegram is the Telegram channel's setup.
@@ -110,6 +113,9 @@ func davAccounts(accts []config.DAVAccount) []DAVAccount {
 	for _, a := range accts {
 		out = append(out, DAVAccount{Name: a.Name, URL: publicURL(a.URL), Username: a.Username, ReadOnly: a.ReadOnly,
 			PasswordSet: a.PasswordEnv != "" || a.PasswordFile != "", PasswordFileSet: a.PasswordFile != ""})
+		if a.UsesOAuth() {
+			out[len(out)-1].OAuthAccount = a.OAuthAccount
+		}
 	}
 	return out
 }
