@@ -469,6 +469,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("PATCH /v1.0/me/events/{id}", s.patchEvent)
 	mux.HandleFunc("DELETE /v1.0/me/events/{id}", s.deleteEvent)
 	mux.HandleFunc("GET /v1.0/me/contactFolders", s.listFolders)
+	mux.HandleFunc("GET /v1.0/me/contactFolders/{fld}", s.getFolder)
 	mux.HandleFunc("GET /v1.0/me/contactFolders/{fld}/contacts/delta", s.contactsDelta)
 	mux.HandleFunc("GET /v1.0/pages/{token}", s.nextPage)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -590,6 +591,21 @@ func (s *Server) listFolders(w http.ResponseWriter, r *http.Request) {
 	s.paginate(w, r, out, size, "")
 }
 
+// getFolder answers one folder; "contacts" names the default one (the
+// first added), as Graph's well-known folder name does.
+func (s *Server) getFolder(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id := r.PathValue("fld")
+	for i, f := range s.folders {
+		if f.id == id || (id == "contacts" && i == 0) {
+			writeJSON(w, http.StatusOK, map[string]any{"id": f.id, "displayName": f.name})
+			return
+		}
+	}
+	apiError(w, http.StatusNotFound, "ErrorItemNotFound", "The specified object was not found in the store.")
+}
+
 func (s *Server) calendar(id string) *calendar {
 	for _, c := range s.calendars {
 		if c.id == id {
@@ -597,6 +613,15 @@ func (s *Server) calendar(id string) *calendar {
 		}
 	}
 	return nil
+}
+
+func (s *Server) hasFolder(id string) bool {
+	for _, f := range s.folders {
+		if f.id == id {
+			return true
+		}
+	}
+	return false
 }
 
 // startRound reads the round a delta request continues, or the window of
@@ -683,6 +708,10 @@ func (s *Server) contactsDelta(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	fld := r.PathValue("fld")
+	if !s.hasFolder(fld) {
+		apiError(w, http.StatusNotFound, "ErrorItemNotFound", "The specified object was not found in the store.")
+		return
+	}
 	prev, ok := s.startRound(w, r, "contacts", fld)
 	if !ok {
 		return
