@@ -24,6 +24,9 @@ type CalendarConfig struct {
 	// CalDAV accounts are mirrored into DATA/calendar/caldav/<name>/ and
 	// indexed like vdir sources; writes go to the server.
 	CalDAV []DAVAccount `toml:"caldav"`
+	// Graph accounts (Microsoft 365) are mirrored into
+	// DATA/calendar/graph/<name>/ (graph.go); writes go to Graph.
+	Graph []GraphAccount `toml:"graph"`
 }
 
 // DAVAccount is one CalDAV (or CardDAV) login. The password comes from
@@ -49,6 +52,9 @@ type ContactsConfig struct {
 	// CardDAV accounts are mirrored into DATA/contacts/carddav/<name>/
 	// and indexed like vdir sources (read-only: nothing writes contacts).
 	CardDAV []DAVAccount `toml:"carddav"`
+	// Graph accounts (Microsoft 365) are mirrored read-only into
+	// DATA/contacts/graph/<name>/ (graph.go).
+	Graph []GraphAccount `toml:"graph"`
 }
 
 // VdirSource is one vdir folder.

@@ -186,6 +186,7 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.Docs.validate()...)
 	errs = append(errs, c.OAuth.validate()...)
 	errs = append(errs, c.validateAccountAuth()...)
+	errs = append(errs, c.validateGraph()...)
 	return errors.Join(errs...)
 }
 
