@@ -1,6 +1,7 @@
 // The chat view: transcript with streaming Markdown, tool and approval cards,
 // and the composer.
 import { VoiceButton } from '../components/VoiceButton';
+import { VoiceMode } from '../components/VoiceMode';
 import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
 import type { ApprovalRequest } from '../api/types';
 import { ApprovalCard, QuestionCard } from '../components/ApprovalCard';
@@ -472,6 +473,7 @@ export function Composer({
           </button>
         )}
         {canListen && <VoiceButton onText={(t) => setText((cur) => (cur.trim() ? cur.trimEnd() + ' ' : '') + t)} onError={(m) => app.toast('error', m)} />}
+        {chatId && <VoiceMode chatId={chatId} />}
         <button type="submit" class="send" aria-label="Send" title="Send (Enter)" disabled={!text.trim() || sending || noModel}>
           <Send />
         </button>
