@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { applyMailPreset, describeResult, stepBody, type MailPreset } from '../src/lib/setup';
+import { applyMailPreset, describeResult, setOAuth, stepBody, usesOAuth, type MailPreset } from '../src/lib/setup';
 
 const gmail: MailPreset = {
   id: 'gmail', name: 'Gmail', imap_host: 'imap.gmail.com', imap_port: 993, imap_security: 'tls',
@@ -25,5 +25,24 @@ describe('setup helpers', () => {
     expect(describeResult({ ok: true, models: ['a'] })).toBe('Connected: 1 model.');
     expect(describeResult({ ok: true, mailboxes: 3 })).toMatch(/IMAP login and SMTP AUTH work \(3 mailboxes\)/);
     expect(describeResult({ ok: true, bot: 'hb' })).toBe('Bot @hb answers.');
+  });
+  it('signs in with the preset’s OAuth provider, and back with a password', () => {
+    const ms: MailPreset = { ...gmail, id: 'microsoft365', smtp_port: 587, smtp_security: 'starttls', oauth_provider: 'microsoft', oauth_scopes: ['https://outlook.office.com/IMAP.AccessAsUser.All'] };
+    const f = applyMailPreset({ address: 'me@contoso.example', password: 'typed before' }, ms);
+    expect(f).toMatchObject({ auth: 'oauth2', oauth_provider: 'microsoft', smtp_port: 587, smtp_security: 'starttls' });
+    expect(f.password).toBeUndefined();
+    expect(usesOAuth(f)).toBe(true);
+    const back = setOAuth({ ...f, client_id: 'x', tenant: 'common' }, undefined);
+    expect(usesOAuth(back)).toBe(false);
+    expect(back).not.toHaveProperty('client_id');
+    expect(back).not.toHaveProperty('oauth_provider');
+    // A preset without OAuth leaves a password sign-in.
+    expect(usesOAuth(applyMailPreset(f, gmail))).toBe(false);
+  });
+  it('says which command signs in when a step was saved untested', () => {
+    expect(describeResult({ ok: true, tested: false, connect: 'hestia accounts connect work', note: '… then restart Hestia …' })).toBe(
+      'Not tested yet: run hestia accounts connect work in a terminal to sign in, then restart Hestia (Settings → Restart now).',
+    );
+    expect(describeResult({ ok: true, mailboxes: 2 })).toMatch(/2 mailboxes/);
   });
 });

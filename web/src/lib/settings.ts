@@ -23,6 +23,9 @@ export interface MailAccountView {
   username?: string;
   password_env?: string;
   password_file?: string;
+  /** "oauth2" when the account signs in with oauth_account's token. */
+  auth?: string;
+  oauth_account?: string;
   imap_host?: string;
   imap_port?: number;
   imap_security?: string;
@@ -68,6 +71,8 @@ export interface DAVAccountView {
   read_only: boolean;
   password_set: boolean;
   password_file_set: boolean;
+  /** The OAuth sign-in whose bearer token the account uses. */
+  oauth_account?: string;
 }
 
 export interface MailSourceView {
@@ -118,7 +123,7 @@ export interface SettingsChange {
 }
 
 /** The fields of a mail account the page edits. */
-export const mailFields = ['name', 'address', 'username', 'password_env', 'imap_host', 'imap_port', 'imap_security', 'smtp_host', 'smtp_port', 'smtp_security'] as const;
+export const mailFields = ['name', 'address', 'username', 'password_env', 'auth', 'oauth_account', 'imap_host', 'imap_port', 'imap_security', 'smtp_host', 'smtp_port', 'smtp_security'] as const;
 export type MailForm = Record<(typeof mailFields)[number], string>;
 
 export function mailForm(m: MailAccountView): MailForm {

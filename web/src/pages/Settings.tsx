@@ -400,7 +400,7 @@ function Budgets({ view, save }: { view: SettingsView; save: Save }) {
   );
 }
 
-const emptyAccount = { name: '', address: '', username: '', password_env: '', imap_host: '', imap_port: '993', imap_security: 'tls', smtp_host: '', smtp_port: '465', smtp_security: 'tls' };
+const emptyAccount = { name: '', address: '', username: '', password_env: '', auth: '', oauth_account: '', imap_host: '', imap_port: '993', imap_security: 'tls', smtp_host: '', smtp_port: '465', smtp_security: 'tls' };
 
 /** One account edited in place: only changed fields are sent, so keys this
  * form does not show stay in config.toml; a refused change names the field
@@ -430,6 +430,8 @@ function MailEdit({ account, save, done }: { account: MailAccountView; save: Sav
         {inp('address', 'Address')}
         {inp('username', 'Username')}
         {inp('password_env', 'Password variable')}
+        {inp('auth', 'Sign-in (password or oauth2)')}
+        {inp('oauth_account', 'OAuth account')}
         {inp('imap_host', 'IMAP host')}
         {inp('imap_port', 'IMAP port')}
         {inp('imap_security', 'IMAP security')}
@@ -465,7 +467,7 @@ function MailAccounts({ view, save }: { view: SettingsView; save: Save }) {
     </label>
   );
   return (
-    <Section id="s-mail" title="Mail accounts" hint="IMAP is mirrored into the local store; SMTP is used only for sends you approve. Passwords never go into config.toml: name an environment variable that holds it.">
+    <Section id="s-mail" title="Mail accounts" hint="IMAP is mirrored into the local store; SMTP is used only for sends you approve. Passwords never go into config.toml: name an environment variable that holds it. Gmail and Microsoft 365 can sign in with OAuth instead (sign-in oauth2 and the OAuth account's name; the setup flow's presets fill both).">
       {view.mail_accounts.length === 0 ? (
         <div class="muted small">No accounts. Local Maildir/mbox folders can be imported with hestia mail import PATH.</div>
       ) : (
@@ -479,6 +481,7 @@ function MailAccounts({ view, save }: { view: SettingsView; save: Save }) {
             <li key={m.name}>
               <div class="grow">
                 <strong>{m.name}</strong> <span class="muted small">{m.address}</span>{' '}
+                {m.auth === 'oauth2' && <span class="tag">OAuth: {m.oauth_account}</span>}{' '}
                 <span class="mono small muted">
                   {m.imap_host ? `IMAP ${m.imap_host}:${m.imap_port}` : ''} {m.smtp_host ? `SMTP ${m.smtp_host}:${m.smtp_port}` : ''}
                 </span>
@@ -500,6 +503,8 @@ function MailAccounts({ view, save }: { view: SettingsView; save: Save }) {
         {inp('address', 'Address', 'me@example.org')}
         {inp('username', 'Username', 'defaults to the address')}
         {inp('password_env', 'Password variable', 'WORK_MAIL_PASSWORD')}
+        {inp('auth', 'Sign-in', 'password, or oauth2 for Gmail / Microsoft 365')}
+        {inp('oauth_account', 'OAuth account', 'an [[oauth.accounts]] name')}
         {inp('imap_host', 'IMAP host', 'imap.example.org')}
         {inp('imap_port', 'IMAP port')}
         {inp('smtp_host', 'SMTP host', 'smtp.example.org')}

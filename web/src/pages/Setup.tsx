@@ -5,7 +5,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { ApiError } from '../api/client';
 import { useApp } from '../context';
 import { errText } from '../lib/errors';
-import { applyMailPreset, describeResult, STEP_TITLES, stepBody, type SetupStatus, type StepInput, type StepResult } from '../lib/setup';
+import { applyMailPreset, describeResult, providerName, setOAuth, STEP_TITLES, stepBody, usesOAuth, type SetupStatus, type StepInput, type StepResult } from '../lib/setup';
 import { navigate } from '../router';
 import { Failure, PageHeader } from './common';
 import '../styles/settings.css';
@@ -71,6 +71,7 @@ function StepForm({ step, st, local, onDone }: { step: string; st: SetupStatus; 
   const [result, setResult] = useState<{ ok: boolean; text: string } | null>(null);
   const [busy, setBusy] = useState(false);
   const [preset, setPreset] = useState('');
+  const [saved, setSaved] = useState(false);
   useEffect(() => {
     if (step === 'model' && local && local.length && !form.base_url) setForm({ ...form, base_url: local[0].base_url, provider: local[0].name, model: local[0].models[0] ?? '' });
   }, [local]);
@@ -87,7 +88,13 @@ function StepForm({ step, st, local, onDone }: { step: string; st: SetupStatus; 
     try {
       const r = await app.client.request<StepResult>('POST', `/api/setup/${step}${save ? '' : '/test'}`, stepBody(step, form));
       if (!r.ok) setResult({ ok: false, text: r.error ?? 'failed' });
-      else if (save) {
+      else if (save && r.connect) {
+        // Saved, but the sign-in is the user's to do: keep the command on
+        // screen until they move on.
+        app.toast('success', `${STEP_TITLES[step]} saved.`);
+        setResult({ ok: true, text: `Saved. ${describeResult(r)}` });
+        setSaved(true);
+      } else if (save) {
         app.toast('success', `${STEP_TITLES[step]} saved. ${describeResult(r)}`);
         onDone();
       } else setResult({ ok: true, text: describeResult(r) });
@@ -99,6 +106,23 @@ function StepForm({ step, st, local, onDone }: { step: string; st: SetupStatus; 
   };
   const mp = st.mail_presets.find((p) => p.id === preset);
   const dav = step === 'calendar' ? 'caldav_url' : 'carddav_url';
+  const oauth = usesOAuth(form);
+  const provider = form.oauth_provider as string | undefined;
+  // The OAuth account's fields: its name, and the client to create it with
+  // when config.toml has none by that name.
+  const oauthFields = (help: string | undefined) => (
+    <div class="setup-oauth" aria-label={`Connect with ${providerName(provider)}`}>
+      <h3>Connect with {providerName(provider)}</h3>
+      {help && <p class="setup-help">{help}</p>}
+      {field('oauth_account', 'OAuth account name', 'text', 'from the name: lower-case letters, digits, - and _')}
+      {field('client_id', 'OAuth client id (only for a new OAuth account)')}
+      {provider === 'google' && field('client_secret', 'OAuth client secret (Google)', 'password')}
+      {provider === 'microsoft' && field('tenant', 'Tenant (common, organizations, consumers, or your tenant)', 'text', 'common')}
+      <p class="muted small">
+        After saving, sign in from a terminal on this machine: <code>hestia accounts connect {(form.oauth_account as string) || 'NAME'}</code> opens your browser (add <code>--device</code> without one). The step is tested once the account is connected.
+      </p>
+    </div>
+  );
   return (
     <section class="card setup-step" aria-label={STEP_TITLES[step]}>
       <h2>{STEP_TITLES[step]}</h2>
@@ -137,10 +161,19 @@ function StepForm({ step, st, local, onDone }: { step: string; st: SetupStatus; 
               ))}
             </select>
           </label>
-          {mp && <p class="setup-help">{mp.password_help}</p>}
+          {mp?.oauth_provider && (
+            <label class="field">
+              <span>Sign in</span>
+              <select value={oauth ? 'oauth2' : 'password'} onChange={(e) => setForm(setOAuth(form, (e.target as HTMLSelectElement).value === 'oauth2' ? mp.oauth_provider : undefined))}>
+                <option value="oauth2">With {providerName(mp.oauth_provider)} (OAuth)</option>
+                <option value="password">With a password</option>
+              </select>
+            </label>
+          )}
+          {mp && !oauth && <p class="setup-help">{mp.password_help}</p>}
           {field('address', 'Email address', 'email')}
           {field('username', 'User name (default: the address)')}
-          {field('password', 'Password (app password)', 'password')}
+          {oauth ? oauthFields(mp?.oauth_help) : field('password', 'Password (app password)', 'password')}
           {field('imap_host', 'IMAP host')}
           {field('imap_port', 'IMAP port', 'number')}
           {field('imap_security', 'IMAP security (tls, starttls, none)')}
@@ -154,15 +187,27 @@ function StepForm({ step, st, local, onDone }: { step: string; st: SetupStatus; 
           <p>
             Presets:{' '}
             {st.dav_presets.map((p) => (
-              <button key={p.id} class="btn btn-small" type="button" onClick={() => setForm({ ...form, where: p[dav], name: form.name || p.id })}>
+              <button key={p.id} class="btn btn-small" type="button" onClick={() => setForm({ ...setOAuth(form, p.oauth_provider), where: p[dav], name: form.name || p.id })}>
                 {p.name}
               </button>
             ))}
           </p>
           {field('where', step === 'calendar' ? 'CalDAV URL or local vdir folder' : 'CardDAV URL or local vdir folder')}
           {field('name', 'Name', 'text', step)}
-          {field('username', 'User name (servers only)')}
-          {field('password', 'Password', 'password')}
+          {oauth ? (
+            <>
+              {field('username', `Your ${providerName(provider)} address`, 'email')}
+              {oauthFields(st.dav_presets.find((p) => p.oauth_provider === provider)?.oauth_help)}
+              <button class="btn btn-small" type="button" onClick={() => setForm(setOAuth(form, undefined))}>
+                Use a password instead
+              </button>
+            </>
+          ) : (
+            <>
+              {field('username', 'User name (servers only)')}
+              {field('password', 'Password', 'password')}
+            </>
+          )}
         </>
       )}
       {step === 'files' && field('file_roots', 'Folders Hestia may read and write (comma-separated)', 'text', '~/Documents, ~/notes')}
@@ -186,7 +231,7 @@ function StepForm({ step, st, local, onDone }: { step: string; st: SetupStatus; 
           Test and save
         </button>
         <button class="btn" disabled={busy} onClick={onDone}>
-          Skip this step
+          {saved ? 'Next' : 'Skip this step'}
         </button>
       </div>
     </section>

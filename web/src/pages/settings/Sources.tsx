@@ -75,7 +75,7 @@ function DAV({ label, items }: { label: string; items: DAVAccountView[] }) {
           <strong>{a.name}</strong>
           <span class="mono small muted">{a.url}</span>
           {a.username && <span class="small">{a.username}</span>}
-          <span class="tag">{a.password_set ? (a.password_file_set ? 'password file set' : 'password variable set') : 'no password set'}</span>
+          <span class="tag">{a.oauth_account ? `OAuth: ${a.oauth_account}` : a.password_set ? (a.password_file_set ? 'password file set' : 'password variable set') : 'no password set'}</span>
           {a.read_only && <span class="tag">read-only</span>}
         </li>
       ))}
