@@ -1,0 +1,70 @@
+package sipcall
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hestia-dev/hestia/internal/voice/sipcall/siptest"
+)
+
+// A whole call with baresip as the phone: it answers, the opening line is
+// spoken, the user's "speech" (a tone burst played by the phone) is
+// heard, transcribed and submitted as a turn, the streamed reply is
+// spoken, and the phone hears non-silent audio of about the expected
+// length; the phone hangs up and the call is answered with its duration
+// in the audit trail and the chat.
+func TestCallConversationWithBaresip(t *testing.T) {
+	siptest.NeedBaresip(t)
+	t.Parallel()
+	voice := append(siptest.Silence(3*time.Second, 8000), siptest.Speechlike(1200*time.Millisecond, 8000)...)
+	phone := siptest.StartPhone(t, siptest.PhoneOptions{AutoAnswer: true, Voice: voice})
+	r := newRig(t, Config{To: phone.URI}, "what time is it")
+	text := "It is noon. Anything else?"
+	r.agent.replies = []reply{{text: text}}
+
+	c, err := r.m.Call(context.Background(), CallRequest{Opening: "Hello from Hestia.", RecordOpening: true, Origin: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	spokeReply := func() bool {
+		return slices.ContainsFunc(r.speech.Spoken(), func(s string) bool { return strings.Contains(s, "Anything else?") })
+	}
+	if !siptest.WaitFor(ctx, 15*time.Second, spokeReply) {
+		t.Fatalf("the reply was not spoken; submitted %q, spoken %q", r.agent.submitted(), r.speech.Spoken())
+	}
+	if got := r.agent.submitted(); !slices.Equal(got, []string{"what time is it"}) {
+		t.Fatalf("turns submitted: %q", got)
+	}
+	// Let the reply play out, then hang up from the phone.
+	time.Sleep(r.speech.SpeechDuration(text) + 800*time.Millisecond)
+	if err := phone.Hangup(); err != nil {
+		t.Fatal(err)
+	}
+	res := waitResult(t, c, 10*time.Second)
+	if res.Outcome != Answered || res.HungUpBy != "phone" || res.Duration < 4*time.Second || res.Turns != 1 {
+		t.Fatalf("result %+v", res)
+	}
+	heard := phone.Heard()
+	want := r.speech.SpeechDuration("Hello from Hestia.") + r.speech.SpeechDuration(text)
+	got := siptest.Voiced(heard, 8000)
+	if got < want*8/10 || got > want*12/10+200*time.Millisecond {
+		t.Fatalf("the phone heard %s of audio (of %s recorded), want about %s", got, time.Duration(len(heard))*time.Second/8000, want)
+	}
+	notes := r.chats.all()
+	if len(notes) != 2 || !strings.Contains(notes[0], "Hello from Hestia.") || !strings.Contains(notes[1], "answered") {
+		t.Fatalf("chat notes %q", notes)
+	}
+	var rows int
+	for _, a := range r.audits() {
+		if a.typ == "voice.call" && strings.Contains(a.summary, "answered") {
+			rows++
+		}
+	}
+	if rows != 1 {
+		t.Fatalf("audit %+v", r.audits())
+	}
+}

@@ -1,0 +1,509 @@
+package sipcall
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hestia-dev/hestia/internal/approval"
+	"github.com/hestia-dev/hestia/internal/events"
+)
+
+// conversation runs one answered call: the caller's utterances become
+// turns in the call's chat, the chat's events become speech, digits decide
+// approvals.
+type conversation struct {
+	m       *Manager
+	c       *Call
+	med     *media
+	opening string
+	log     *slog.Logger
+
+	// Touched only by the media receive goroutine.
+	up        upsampler
+	vad       *vad
+	deafUntil time.Time
+
+	utter       chan []int16 // finished utterances, 16 kHz
+	digits      chan rune
+	transcripts chan string
+	speech      chan speechItem
+	gen         atomic.Int64 // bumped to discard queued speech
+	work        sync.WaitGroup
+
+	// Touched only by run.
+	sent        sentencer
+	curTurn     string
+	curStep     int
+	streamed    map[string]bool
+	pending     []approval.Request // approvals read out, oldest first
+	question    string             // a pending question card
+	decidedHere map[string]bool
+	turns       int
+	deafNoted   bool
+}
+
+type speechItem struct {
+	text string
+	gen  int64
+}
+
+// ending says why a conversation ended.
+type ending struct {
+	by       string // "phone" or "hestia"
+	reason   string
+	mediaErr bool
+}
+
+// listenTail keeps the line deaf briefly after the assistant stops, so
+// the end of its own voice echoed back by the phone is not heard as the
+// caller.
+const listenTail = 300 * time.Millisecond
+
+func newConversation(m *Manager, c *Call, med *media, opening string) *conversation {
+	return &conversation{
+		m: m, c: c, med: med, opening: opening, log: m.log.With("call", c.ID),
+		vad:         newVAD(m.cfg.VAD),
+		utter:       make(chan []int16, 4),
+		digits:      make(chan rune, 16),
+		transcripts: make(chan string, 4),
+		speech:      make(chan speechItem, 64),
+		streamed:    map[string]bool{},
+		decidedHere: map[string]bool{},
+	}
+}
+
+// run holds the conversation until the phone hangs up (hungUp ends), the
+// audio stops, or ctx ends.
+func (cv *conversation) run(ctx context.Context, hungUp context.Context, a answer) ending {
+	m := cv.m
+	sub := m.d.Bus.Subscribe(events.SubscribeOptions{ChatID: cv.c.ChatID, Approver: true})
+	defer func() { sub.Close() }()
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	cv.med.startMedia(a, cv.onAudio, cv.onDigit)
+	mediaErr := make(chan error, 1)
+	cv.work.Add(2)
+	go func() {
+		defer cv.work.Done()
+		if err := cv.med.watch(ctx, m.cfg.RTPTimeout); err != nil {
+			mediaErr <- err
+		}
+	}()
+	go func() {
+		defer cv.work.Done()
+		cv.speaker(ctx)
+	}()
+	defer cv.work.Wait()
+	defer cancel()
+
+	cv.say(cv.opening)
+	if a.DTMF < 0 {
+		cv.log.Info("the phone accepted no telephone-events; approvals cannot be answered by keypad on this call")
+	}
+	if m.d.STT == nil {
+		cv.say("Speech recognition is not set up, so I cannot understand what you say on this line. You can still answer approvals with the keypad.")
+	}
+	for _, r := range m.d.Approvals.Pending(cv.c.ChatID) {
+		cv.requested(r)
+	}
+	last := sub.Start
+	for {
+		select {
+		case <-ctx.Done():
+			return ending{by: "hestia", reason: causeText(ctx)}
+		case <-hungUp.Done():
+			return ending{by: "phone", reason: "the phone hung up"}
+		case err := <-mediaErr:
+			return ending{by: "hestia", reason: err.Error(), mediaErr: true}
+		case u := <-cv.utter:
+			cv.work.Add(1)
+			go func() {
+				defer cv.work.Done()
+				cv.transcribe(ctx, u)
+			}()
+		case text := <-cv.transcripts:
+			cv.heard(ctx, text)
+		case d := <-cv.digits:
+			cv.digit(d)
+		case ev, ok := <-sub.C():
+			if !ok {
+				if !sub.Shed || ctx.Err() != nil {
+					return ending{by: "hestia", reason: "the daemon is shutting down"}
+				}
+				// Shed for falling behind: resume from the ring.
+				var missed []*events.Event
+				sub, missed = m.d.Bus.Catchup(events.SubscribeOptions{ChatID: cv.c.ChatID, After: last, Approver: true})
+				for _, ev := range missed {
+					cv.event(ev)
+				}
+				last = sub.Start
+				continue
+			}
+			last = ev.Seq
+			cv.event(ev)
+		}
+	}
+}
+
+// onAudio takes 20 ms of the caller's audio (media receive goroutine).
+func (cv *conversation) onAudio(pcm []int16) {
+	if cv.m.d.STT == nil {
+		return
+	}
+	now := time.Now()
+	if cv.med.playing() {
+		cv.deafUntil = now.Add(listenTail)
+		if cv.vad.active() {
+			cv.vad.reset()
+		}
+		return
+	}
+	if now.Before(cv.deafUntil) {
+		return
+	}
+	wide := cv.up.up(pcm)
+	for len(wide) >= vadFrame {
+		if u := cv.vad.push(wide[:vadFrame]); u != nil {
+			select {
+			case cv.utter <- u:
+			default:
+				cv.log.Warn("an utterance was dropped: transcriptions are falling behind")
+			}
+		}
+		wide = wide[vadFrame:]
+	}
+}
+
+// onDigit takes a key press (media receive goroutine).
+func (cv *conversation) onDigit(d rune) {
+	select {
+	case cv.digits <- d:
+	default:
+	}
+}
+
+// transcribe sends an utterance to the stt tier.
+func (cv *conversation) transcribe(ctx context.Context, pcm []int16) {
+	text, err := cv.m.d.STT.Transcribe(ctx, encodeWAV(pcm, speechRate), "call.wav", "audio/wav")
+	if err != nil {
+		if ctx.Err() == nil {
+			cv.log.Warn("transcribing the caller failed", "err", err)
+			cv.say("Sorry, I could not make that out.")
+		}
+		return
+	}
+	select {
+	case cv.transcripts <- strings.TrimSpace(text):
+	case <-ctx.Done():
+	}
+}
+
+// heard handles a transcript: the answer to a pending question, or a turn.
+func (cv *conversation) heard(ctx context.Context, text string) {
+	if text == "" {
+		return
+	}
+	if cv.question != "" {
+		id := cv.question
+		cv.decidedHere[id] = true
+		if _, err := cv.m.d.Approvals.Decide(id, approval.Decision{Outcome: approval.Answer, Answer: text}); err == nil {
+			cv.question = ""
+			return
+		}
+		cv.question = ""
+	}
+	// What the caller says now supersedes what the assistant was saying
+	// (the new turn interrupts the running one too).
+	cv.hush()
+	if err := cv.m.d.Agent.Submit(ctx, cv.c.ChatID, text); err != nil {
+		cv.log.Warn("starting a turn from the call", "err", err)
+		cv.say("Sorry, I could not start on that: " + err.Error())
+		return
+	}
+	cv.turns++
+}
+
+// digit handles a key: 1 approves and 2 denies the oldest approval read
+// out; 2 declines a pending question; # skips what is being said.
+func (cv *conversation) digit(d rune) {
+	switch d {
+	case '#':
+		cv.hush()
+		return
+	case '1', '2':
+	default:
+		return
+	}
+	var (
+		id      string
+		outcome approval.Outcome
+	)
+	switch {
+	case len(cv.pending) > 0:
+		id = cv.pending[0].ID
+		outcome = approval.Approve
+		if d == '2' {
+			outcome = approval.Deny
+		}
+	case cv.question != "" && d == '2':
+		id, outcome = cv.question, approval.Deny
+	default:
+		cv.say("Nothing is waiting for your approval.")
+		return
+	}
+	cv.decidedHere[id] = true
+	cv.hush()
+	_, err := cv.m.d.Approvals.Decide(id, approval.Decision{Outcome: outcome, Note: "decided with the keypad on a SIP call"})
+	cv.drop(id)
+	switch {
+	case err == nil && outcome == approval.Approve:
+		cv.say("Approved.")
+	case err == nil:
+		cv.say("Denied.")
+	case errors.Is(err, approval.ErrAlreadyDecided):
+		cv.say("That was already decided.")
+	case errors.Is(err, approval.ErrNotFound):
+		cv.say("That request is no longer waiting.")
+	default:
+		cv.log.Warn("deciding an approval from the keypad", "approval", id, "err", err)
+		cv.say("Sorry, that did not work.")
+	}
+}
+
+// drop forgets a pending card.
+func (cv *conversation) drop(id string) {
+	for i, r := range cv.pending {
+		if r.ID == id {
+			cv.pending = append(cv.pending[:i], cv.pending[i+1:]...)
+			break
+		}
+	}
+	if cv.question == id {
+		cv.question = ""
+	}
+}
+
+// event handles one of the chat's events.
+func (cv *conversation) event(ev *events.Event) {
+	if ev.ChatID != cv.c.ChatID {
+		return
+	}
+	switch ev.Type {
+	case "message.delta":
+		var d struct {
+			TurnID string `json:"turn_id"`
+			Step   int    `json:"step"`
+			Text   string `json:"text"`
+		}
+		if decodeData(ev, &d) != nil {
+			return
+		}
+		if d.TurnID != cv.curTurn || d.Step != cv.curStep {
+			cv.sayAll(cv.sent.flush())
+			cv.curTurn, cv.curStep = d.TurnID, d.Step
+		}
+		cv.streamed[d.TurnID] = true
+		cv.sayAll(cv.sent.push(d.Text))
+	case "turn.finished":
+		var d struct {
+			Result struct {
+				TurnID  string `json:"turn_id"`
+				OK      bool   `json:"ok"`
+				Text    string `json:"text"`
+				Aborted bool   `json:"aborted"`
+				Error   *struct {
+					Message string `json:"message"`
+				} `json:"error"`
+			} `json:"result"`
+		}
+		if decodeData(ev, &d) != nil {
+			return
+		}
+		r := d.Result
+		if r.TurnID == cv.curTurn {
+			cv.sayAll(cv.sent.flush())
+		}
+		switch {
+		case r.OK && !cv.streamed[r.TurnID]:
+			cv.say(r.Text)
+		case !r.OK && !r.Aborted && r.Error != nil:
+			cv.say("Sorry, that failed: " + r.Error.Message)
+		}
+		delete(cv.streamed, r.TurnID)
+	case "approval.requested":
+		var d struct {
+			Approval approval.Request `json:"approval"`
+		}
+		if decodeData(ev, &d) == nil {
+			cv.requested(d.Approval)
+		}
+	case "approval.resolved":
+		var d struct {
+			ID       string           `json:"id"`
+			Decision approval.Outcome `json:"decision"`
+		}
+		if decodeData(ev, &d) != nil {
+			return
+		}
+		was := cv.question == d.ID
+		for _, r := range cv.pending {
+			was = was || r.ID == d.ID
+		}
+		cv.drop(d.ID)
+		if was && !cv.decidedHere[d.ID] {
+			switch d.Decision {
+			case approval.Approve, approval.Edit:
+				cv.say("That was approved elsewhere.")
+			case approval.Deny, approval.Revise:
+				cv.say("That was denied elsewhere.")
+			case approval.Answer:
+			default:
+				cv.say("That request expired.")
+			}
+		}
+	}
+}
+
+// requested reads a card out.
+func (cv *conversation) requested(r approval.Request) {
+	for _, p := range cv.pending {
+		if p.ID == r.ID {
+			return
+		}
+	}
+	if r.Kind == approval.KindQuestion {
+		cv.question = r.ID
+		q := r.Question
+		if len(r.Choices) > 0 {
+			q += " The choices are: " + strings.Join(r.Choices, ", ") + "."
+		}
+		cv.say("A question for you: " + q + " Say your answer, or press 2 to skip it.")
+		return
+	}
+	cv.pending = append(cv.pending, r)
+	what := r.Preview
+	if what == "" {
+		what = r.Tool
+	}
+	if len([]rune(what)) > 240 {
+		what = string([]rune(what)[:240]) + "…"
+	}
+	text := fmt.Sprintf("Approval needed for %s: %s.", strings.ReplaceAll(r.Tool, "_", " "), what)
+	if len(r.TaintedBy) > 0 {
+		text += " Careful: this was proposed after reading outside content."
+	}
+	cv.say(text + " Press 1 to approve, 2 to deny.")
+}
+
+// say queues text to be spoken, sentence by sentence.
+func (cv *conversation) say(text string) {
+	var s sentencer
+	parts := s.push(text)
+	parts = append(parts, s.flush()...)
+	cv.sayAll(parts)
+}
+
+func (cv *conversation) sayAll(parts []string) {
+	g := cv.gen.Load()
+	for _, p := range parts {
+		select {
+		case cv.speech <- speechItem{text: p, gen: g}:
+		default:
+			cv.log.Warn("speech queue full; a sentence was dropped")
+		}
+	}
+}
+
+// hush stops what is being said and what is queued.
+func (cv *conversation) hush() {
+	cv.gen.Add(1)
+	cv.med.flush()
+}
+
+// speaker synthesises queued sentences in order while earlier ones play.
+func (cv *conversation) speaker(ctx context.Context) {
+	for {
+		var it speechItem
+		select {
+		case <-ctx.Done():
+			return
+		case it = <-cv.speech:
+		}
+		if it.gen != cv.gen.Load() {
+			continue
+		}
+		pcm, err := cv.synth(ctx, it.text)
+		if err != nil {
+			if ctx.Err() == nil {
+				cv.log.Warn("speaking on the call failed", "err", err)
+			}
+			continue
+		}
+		if it.gen == cv.gen.Load() {
+			cv.med.play(pcm)
+		}
+	}
+}
+
+// synth turns text into 8 kHz samples through the tts tier.
+func (cv *conversation) synth(ctx context.Context, text string) ([]int16, error) {
+	audio, ct, err := cv.m.d.TTS.Speak(ctx, text, cv.m.cfg.Voice, "wav")
+	if err != nil {
+		return nil, err
+	}
+	return lineAudio(audio, ct)
+}
+
+// lineAudio decodes the tts tier's audio to 8 kHz mono: WAV at any rate,
+// or raw 24 kHz PCM when the endpoint sends "pcm".
+func lineAudio(audio []byte, contentType string) ([]int16, error) {
+	if len(audio) >= 4 && string(audio[:4]) == "RIFF" {
+		pcm, info, err := parseWAV(audio)
+		if err != nil {
+			return nil, err
+		}
+		return resample(pcm, info.Rate, lineRate), nil
+	}
+	ct := strings.ToLower(contentType)
+	if strings.Contains(ct, "pcm") || strings.Contains(ct, "l16") {
+		return resample(pcmMono(audio, 1), ttsPCMRate, lineRate), nil
+	}
+	return nil, fmt.Errorf("the speech endpoint answered %q audio; calls need wav (or pcm)", contentType)
+}
+
+// decodeData unmarshals an event's data into v.
+func decodeData(ev *events.Event, v any) error {
+	var env struct {
+		Data json.RawMessage `json:"data"`
+	}
+	if err := json.Unmarshal(ev.JSON(), &env); err != nil {
+		return err
+	}
+	return json.Unmarshal(env.Data, v)
+}
+
+// upsampler doubles the rate of a continuous stream by linear
+// interpolation, carrying the last sample across frames so there is no
+// seam every 20 ms. The line is band-limited to 3.4 kHz, far below the
+// new Nyquist frequency, so interpolation's soft images matter little to
+// a transcriber.
+type upsampler struct {
+	prev int16
+}
+
+func (u *upsampler) up(in []int16) []int16 {
+	out := make([]int16, 0, 2*len(in))
+	for _, s := range in {
+		out = append(out, int16((int32(u.prev)+int32(s))/2), s)
+		u.prev = s
+	}
+	return out
+}
