@@ -209,6 +209,7 @@ func (a *App) Checks() ([]doctor.Check, error) {
 	checks = append(checks, a.auditChainCheck())
 	checks = append(checks, a.oauthChecks()...)
 	checks = append(checks, a.accountAuthChecks()...)
+	checks = append(checks, a.graphChecks()...) // graph.go
 	return append(checks, a.checks...), nil
 }
 

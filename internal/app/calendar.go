@@ -36,6 +36,7 @@ type Calendar struct {
 	dav     map[string]davsync.Backend // mirror folder → server
 	getenv  func(string) string        // for password_env
 	tokens  tokenSource                // for auth = "oauth2" (accountauth.go)
+	graph   *graphMirrors              // [[calendar.graph]] mirrors (graph.go)
 }
 
 // OpenCalendar opens the calendar index (closed with the App).
@@ -55,6 +56,7 @@ func (a *App) OpenCalendar(ctx context.Context) (*Calendar, error) {
 	hours.Days, _ = calendar.ParseWeekdays(cfg.WorkDays)
 	c := &Calendar{Store: st, cfg: cfg, Deps: caltools.Deps{Store: st, Now: a.Now, Loc: loc, Hours: hours},
 		davRoot: filepath.Join(a.Paths.Data, "calendar", "caldav"), dav: map[string]davsync.Backend{}, getenv: a.env(), tokens: a.accountTokens}
+	c.graph = a.newGraphMirrors("calendar", cfg.Graph)
 	w, err := calwrite.Open(ctx, calwrite.Options{DBPath: a.Paths.DB(calwrite.Schema.Name), Index: st, Targets: c.targets,
 		Loc: loc, Now: a.Now, Logger: a.Log.With("component", "calendar")})
 	if err != nil {
@@ -70,6 +72,13 @@ func (c *Calendar) targets(ctx context.Context) (map[string]calwrite.Target, err
 	srcs, err := c.Sources(ctx)
 	out := map[string]calwrite.Target{}
 	for _, s := range srcs {
+		if c.graph.owns(s.Path) {
+			// Writes go to Graph, never to the mirror folder.
+			if t, ok := c.graph.calendarTarget(s, c.Store); ok {
+				out[s.Name] = t
+			}
+			continue
+		}
 		var be calwrite.Backend = calwrite.Vdir{Dir: s.Path}
 		resync := func(ctx context.Context) error { _, err := c.Store.Sync(ctx, s); return err }
 		if strings.HasPrefix(s.Path, c.davRoot+string(filepath.Separator)) {
@@ -128,12 +137,14 @@ func (c *Calendar) Sources(ctx context.Context) ([]calendar.Source, error) {
 			}
 		}
 	}
+	gs, gerr := c.graph.calendarSources(seen) // graph.go
+	out, errs = append(out, gs...), append(errs, gerr)
 	cals, err := c.Store.Calendars(ctx)
 	if err != nil {
 		return nil, err
 	}
 	for _, k := range cals {
-		if !seen[k.Name] && !strings.HasPrefix(k.Path, c.davRoot+string(filepath.Separator)) {
+		if !seen[k.Name] && !strings.HasPrefix(k.Path, c.davRoot+string(filepath.Separator)) && !c.graph.owns(k.Path) {
 			out = append(out, calendar.Source{Name: k.Name, Path: k.Path, ReadOnly: k.ReadOnly, Color: k.Color})
 		}
 	}
@@ -211,8 +222,9 @@ func (c *Calendar) MirrorDAV(ctx context.Context) (map[string]davsync.Stats, err
 // returning per-source stats; a failing source does not stop the others.
 func (c *Calendar) SyncAll(ctx context.Context) ([]calendar.SyncStats, error) {
 	passes, derr := c.MirrorDAV(ctx)
+	gpasses, gerr := c.graph.mirrorCalendars(ctx, c.Store.Floating()) // graph.go
 	srcs, err := c.Sources(ctx)
-	errs := []error{derr, err}
+	errs := []error{derr, gerr, err}
 	var out []calendar.SyncStats
 	for _, s := range srcs {
 		st, err := c.Store.Sync(ctx, s)
@@ -222,6 +234,9 @@ func (c *Calendar) SyncAll(ctx context.Context) ([]calendar.SyncStats, error) {
 		}
 		if p, ok := passes[filepath.Clean(s.Path)]; ok {
 			st.Remote = &calendar.RemoteStats{Mode: p.Mode, Fetched: p.Fetched, Removed: p.Removed, Unchanged: p.Unchanged}
+		}
+		if p, ok := gpasses[filepath.Clean(s.Path)]; ok {
+			st.Remote = &p
 		}
 		out = append(out, st)
 	}

@@ -36,7 +36,8 @@ type Contacts struct {
 	// davRoot holds the CardDAV mirrors (DATA/contacts/carddav).
 	davRoot string
 	getenv  func(string) string
-	tokens  tokenSource // for auth = "oauth2" (accountauth.go)
+	tokens  tokenSource   // for auth = "oauth2" (accountauth.go)
+	graph   *graphMirrors // [[contacts.graph]] mirrors (graph.go)
 }
 
 // OpenContacts opens the contacts index, and the mail mirror (a second,
@@ -58,6 +59,7 @@ func (a *App) OpenContacts(ctx context.Context) (*Contacts, error) {
 	for _, s := range a.Config.Contacts.Sources {
 		c.srcs = append(c.srcs, contacts.Source{Name: s.Name, Path: s.Path, ReadOnly: s.ReadOnly})
 	}
+	c.graph = a.newGraphMirrors("contacts", a.Config.Contacts.Graph)
 	c.recent = func(ctx context.Context) ([]contacts.Correspondent, error) {
 		cs, err := mailStore.RecentCorrespondents(ctx, seenScan, contacts.MaxCorrespondents)
 		return toContacts(cs), err
@@ -151,13 +153,18 @@ func (c *Contacts) sources(ctx context.Context) ([]contacts.Source, error) {
 			}
 		}
 	}
+	gs, err := c.graph.contactSources(seen) // graph.go
+	if err != nil {
+		return nil, err
+	}
+	srcs = append(srcs, gs...)
 	books, err := c.Store.Books(ctx)
 	if err != nil {
 		return nil, err
 	}
 	for _, b := range books {
 		// A mirror of an account no longer configured is not re-read.
-		if !seen[b.Name] && !strings.HasPrefix(b.Path, c.davRoot+string(filepath.Separator)) {
+		if !seen[b.Name] && !strings.HasPrefix(b.Path, c.davRoot+string(filepath.Separator)) && !c.graph.owns(b.Path) {
 			srcs = append(srcs, b)
 		}
 	}
@@ -168,7 +175,8 @@ func (c *Contacts) sources(ctx context.Context) ([]contacts.Source, error) {
 // book; a failing book or account does not stop the others.
 func (c *Contacts) SyncAll(ctx context.Context) ([]contacts.SyncStats, error) {
 	mirrored, merr := c.MirrorDAV(ctx)
-	errs := []error{merr}
+	gmirrored, gerr := c.graph.mirrorContacts(ctx) // graph.go
+	errs := []error{merr, gerr}
 	srcs, err := c.sources(ctx)
 	if err != nil {
 		return nil, errors.Join(append(errs, err)...)
@@ -182,6 +190,9 @@ func (c *Contacts) SyncAll(ctx context.Context) ([]contacts.SyncStats, error) {
 		}
 		if m, ok := mirrored[s.Name]; ok {
 			st.Mirror = mirrorSummary(m)
+		}
+		if m, ok := gmirrored[s.Name]; ok {
+			st.Mirror = m
 		}
 		out = append(out, st)
 	}

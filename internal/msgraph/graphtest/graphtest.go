@@ -46,11 +46,13 @@ type Server struct {
 	srv *httptest.Server
 
 	mu sync.Mutex // guards everything below
-	// token is the bearer token requests must carry.
-	token    string
-	pageSize int
-	seq      int
-	now      func() time.Time
+	// token is the bearer token requests must carry, unless authorize
+	// (set by SetAuthorizer) accepts theirs.
+	token     string
+	authorize func(token string) bool
+	pageSize  int
+	seq       int
+	now       func() time.Time
 
 	calendars []*calendar
 	folders   []*folder
@@ -125,6 +127,14 @@ func (s *Server) SetToken(t string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.token = t
+}
+
+// SetAuthorizer makes the fake accept the bearer tokens ok accepts (an
+// OAuth provider's introspection, say) besides its own.
+func (s *Server) SetAuthorizer(ok func(token string) bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.authorize = ok
 }
 
 // SetPageSize sets the page size used when a request asks for none.
@@ -475,7 +485,9 @@ func (s *Server) routes() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		s.log = append(s.log, r.Method+" "+r.URL.Path)
-		if r.Header.Get("Authorization") != "Bearer "+s.token {
+		tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		authorize := s.authorize
+		if tok != s.token && (authorize == nil || tok == "" || !authorize(tok)) {
 			s.mu.Unlock()
 			w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
 			apiError(w, http.StatusUnauthorized, "InvalidAuthenticationToken", "Access token is empty or invalid.")
