@@ -183,9 +183,22 @@ var windowsZones = map[string]string{
 	"AUS Eastern Standard Time":      "Australia/Sydney",
 }
 
+// knownZones are the table's zones, loaded once: loading a zone reads
+// the zoneinfo file, which dominated the fake's time. Read-only after
+// init.
+var knownZones = func() map[string]*time.Location {
+	m := map[string]*time.Location{}
+	for win, iana := range windowsZones {
+		if loc, err := time.LoadLocation(iana); err == nil {
+			m[win], m[iana] = loc, loc
+		}
+	}
+	return m
+}()
+
 func loadZone(name string) *time.Location {
-	if iana, ok := windowsZones[name]; ok {
-		name = iana
+	if loc, ok := knownZones[name]; ok {
+		return loc
 	}
 	if name == "" || name == "UTC" || name == "tzone://Microsoft/Utc" {
 		return time.UTC
