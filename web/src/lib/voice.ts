@@ -236,6 +236,10 @@ export class VoiceSession {
       return;
     }
     const t = (await res.json()) as { url: string; tts: string };
+    if (this.stopped) {
+      stream.getTracks().forEach((t) => t.stop());
+      return;
+    }
     this.set({ speaks: t.tts !== 'none' });
     const scheme = this.deps.location.protocol === 'https:' ? 'wss:' : 'ws:';
     const ws = new this.deps.WebSocket(`${scheme}//${this.deps.location.host}${t.url}`);
@@ -245,9 +249,11 @@ export class VoiceSession {
     ws.onopen = async () => {
       ws.send(JSON.stringify({ type: 'hello', format: 's16le', sample_rate: 16000, channels: 1 }));
       try {
-        this.cap = await this.deps.capture(stream, (pcm) => {
+        const cap = await this.deps.capture(stream, (pcm) => {
           if (ws.readyState === ws.OPEN) ws.send(pcm);
         });
+        if (this.stopped) cap.stop();
+        else this.cap = cap;
       } catch {
         stream.getTracks().forEach((t) => t.stop());
         this.set({ state: 'error', message: 'This browser could not start audio capture.' });
@@ -320,9 +326,15 @@ export class VoiceSession {
     this.player = null;
   }
 
-  /** Ends the conversation. */
+  /** Ends the conversation. Nothing is reported after it: the caller
+   * that stopped the session already knows. */
   stop() {
     this.stopped = true;
+    if (this.ws) {
+      this.ws.onopen = null;
+      this.ws.onmessage = null;
+      this.ws.onclose = null;
+    }
     if (this.ws && this.ws.readyState <= 1) {
       try {
         this.ws.send(JSON.stringify({ type: 'bye' }));
@@ -332,6 +344,6 @@ export class VoiceSession {
       this.ws.close(1000, 'bye');
     }
     this.release();
-    this.set({ state: 'ended', message: '', prompt: undefined });
+    this.view = { ...this.view, state: 'ended', message: '', prompt: undefined };
   }
 }
