@@ -68,3 +68,55 @@ func TestCallConversationWithBaresip(t *testing.T) {
 		t.Fatalf("audit %+v", r.audits())
 	}
 }
+
+// Keypad approvals: the turn asks to approve a gated write, the card is
+// read out with its keys, and the phone's 1 (an RFC 4733 event) approves
+// it through the broker — the action runs once; on another call 2 denies.
+func TestDTMFDecidesApprovals(t *testing.T) {
+	siptest.NeedBaresip(t)
+	t.Parallel()
+	for _, tc := range []struct {
+		key  rune
+		runs int
+		says string
+	}{{'1', 1, "Approved."}, {'2', 0, "Denied."}} {
+		t.Run(string(tc.key), func(t *testing.T) {
+			t.Parallel()
+			voice := append(siptest.Silence(2*time.Second, 8000), siptest.Speechlike(time.Second, 8000)...)
+			phone := siptest.StartPhone(t, siptest.PhoneOptions{AutoAnswer: true, Voice: voice})
+			r := newRig(t, Config{To: phone.URI}, "write the note")
+			r.agent.replies = []reply{{gated: "Write 4 bytes to note.txt", text: "Done with the note."}}
+			c, err := r.m.Call(context.Background(), CallRequest{Opening: "Hi.", Origin: "test"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			prompted := func() bool {
+				return slices.ContainsFunc(r.speech.Spoken(), func(s string) bool { return strings.Contains(s, "Press 1 to approve, 2 to deny") })
+			}
+			if !siptest.WaitFor(ctx, 15*time.Second, prompted) {
+				t.Fatalf("no prompt; spoken %q", r.speech.Spoken())
+			}
+			if n := len(r.broker.Pending("")); n != 1 {
+				t.Fatalf("%d approvals pending", n)
+			}
+			if err := phone.Press(tc.key); err != nil {
+				t.Fatal(err)
+			}
+			if !siptest.WaitFor(ctx, 5*time.Second, func() bool { return len(r.broker.Pending("")) == 0 }) {
+				t.Fatal("the key did not decide the approval")
+			}
+			if !siptest.WaitFor(ctx, 5*time.Second, func() bool { return slices.Contains(r.speech.Spoken(), tc.says) }) {
+				t.Errorf("no %q; spoken %q", tc.says, r.speech.Spoken())
+			}
+			if got := r.agent.actions(); len(got) != tc.runs {
+				t.Errorf("the gated action ran %d times, want %d", len(got), tc.runs)
+			}
+			c.Hangup()
+			res := waitResult(t, c, 10*time.Second)
+			if res.Outcome != Answered || res.HungUpBy != "hestia" {
+				t.Errorf("result %+v", res)
+			}
+		})
+	}
+}

@@ -245,9 +245,6 @@ func (m *Manager) finish(c *Call, res Result) {
 	m.log.Info("SIP call ended", "call", c.ID, "outcome", res.Outcome, "status", res.Status, "reason", res.Reason, "duration", res.Duration)
 }
 
-// errNoResponse: the provider did not answer the INVITE at all.
-var errNoResponse = errors.New("no response to the INVITE")
-
 // place runs a call from the INVITE to the hang-up.
 func (m *Manager) place(ctx context.Context, c *Call, req CallRequest) Result {
 	start := m.d.Clock()

@@ -46,7 +46,6 @@ type conversation struct {
 	question    string             // a pending question card
 	decidedHere map[string]bool
 	turns       int
-	deafNoted   bool
 }
 
 type speechItem struct {

@@ -132,11 +132,3 @@ func (c Codec) decode(dst []int16, payload []byte) []int16 {
 	}
 	return dst
 }
-
-// silence is the codec's byte for a zero sample.
-func (c Codec) silence() byte {
-	if c == PCMA {
-		return 0xD5
-	}
-	return 0xFF
-}

@@ -350,6 +350,19 @@ func (m *Manager) bind() error {
 			defer m.lnWG.Done()
 			_ = m.srv.ServeUDP(pc)
 		}()
+		// Requests go out from this socket once the transport layer
+		// knows it; ServeUDP registers it from its goroutine.
+		tl := m.ua.TransportLayer()
+		for i := 0; ; i++ {
+			if _, err := tl.GetConnection("udp", pc.LocalAddr().String()); err == nil {
+				break
+			}
+			if i == 200 {
+				pc.Close()
+				return fmt.Errorf("the SIP port %s did not start serving", addr)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
 	case "tcp":
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {

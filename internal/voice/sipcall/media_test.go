@@ -1,0 +1,331 @@
+package sipcall
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"math"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hestia-dev/hestia/internal/voice/sipcall/siptest"
+)
+
+// G.711 reference points (ITU-T G.711 tables) and the round trip: every
+// code decodes to a value that encodes back to the same code, and linear
+// samples survive within the law's quantisation step.
+func TestG711(t *testing.T) {
+	t.Parallel()
+	if encodeULaw(0) != 0xFF || decodeULaw(0xFF) != 0 || encodeALaw(0) != 0xD5 || decodeALaw(0xD5) != 8 {
+		t.Fatalf("zero: μ %#x %d, A %#x %d", encodeULaw(0), decodeULaw(0xFF), encodeALaw(0), decodeALaw(0xD5))
+	}
+	if decodeULaw(0x00) != -32124 || decodeULaw(0x80) != 32124 || decodeALaw(0x2A) != -32256 || decodeALaw(0xAA) != 32256 {
+		t.Fatalf("extremes: %d %d %d %d", decodeULaw(0x00), decodeULaw(0x80), decodeALaw(0x2A), decodeALaw(0xAA))
+	}
+	for c := 0; c < 256; c++ {
+		if u := decodeULaw(byte(c)); encodeULaw(u) != byte(c) && !(c == 0x7F && u == 0) {
+			t.Errorf("μ-law %#x → %d → %#x", c, u, encodeULaw(u))
+		}
+		if a := decodeALaw(byte(c)); encodeALaw(a) != byte(c) {
+			t.Errorf("A-law %#x → %d → %#x", c, a, encodeALaw(a))
+		}
+	}
+	for _, codec := range []Codec{PCMU, PCMA} {
+		for s := -32768; s <= 32767; s += 7 {
+			got := codec.decode(nil, codec.encode(nil, []int16{int16(s)}))[0]
+			// The step is 1/16 of the segment: relative error ≤ ~7%, and
+			// small values are exact to a few units.
+			if d := math.Abs(float64(got) - float64(s)); d > 16+0.07*math.Abs(float64(s)) {
+				t.Fatalf("%s: %d → %d", codec, s, got)
+			}
+		}
+	}
+}
+
+func TestRTPRoundTripAndMalformed(t *testing.T) {
+	t.Parallel()
+	h := rtpHeader{Marker: true, PayloadType: 8, Seq: 65535, Timestamp: 1 << 31, SSRC: 0xDEADBEEF}
+	pkt := appendRTP(nil, h, []byte{1, 2, 3})
+	got, p, err := parseRTP(pkt)
+	if err != nil || got != h || !bytes.Equal(p, []byte{1, 2, 3}) {
+		t.Fatalf("%+v %v %v", got, p, err)
+	}
+	// CSRCs, an extension and padding are skipped.
+	x := []byte{0xB2, 0x00, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3, 0xAA, 0xAA, 0xAA, 0xAA, 0xBB, 0xBB, 0xBB, 0xBB,
+		0xBE, 0xDE, 0, 1, 9, 9, 9, 9, 'h', 'i', 0, 0, 3}
+	if _, p, err := parseRTP(x); err != nil || string(p) != "hi" {
+		t.Fatalf("with CSRCs, extension, padding: %q %v", p, err)
+	}
+	for name, b := range map[string][]byte{
+		"short":        pkt[:11],
+		"version 1":    append([]byte{0x40}, pkt[1:]...),
+		"csrc overrun": append([]byte{0x8F}, pkt[1:]...),
+		"ext overrun":  {0x90, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3, 0xBE, 0xDE, 0, 9},
+		"zero padding": {0xA0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3, 0},
+		"pad overrun":  {0xA0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3, 1, 9},
+	} {
+		if _, _, err := parseRTP(b); !errors.Is(err, errNotRTP) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+func TestDTMFEvents(t *testing.T) {
+	t.Parallel()
+	ev, err := parseDTMF([]byte{11, 0x80 | 10, 0x03, 0x20})
+	if err != nil || ev.digit() != '#' || !ev.End || ev.Volume != 10 || ev.Duration != 800 {
+		t.Fatalf("%+v %v", ev, err)
+	}
+	for e, want := range map[uint8]rune{0: '0', 9: '9', 10: '*', 12: 'A', 15: 'D', 16: 0, 255: 0} {
+		if got := (dtmfEvent{Event: e}).digit(); got != want {
+			t.Errorf("event %d: %q", e, got)
+		}
+	}
+	if _, err := parseDTMF([]byte{1, 2, 3}); err == nil {
+		t.Error("a short payload was read")
+	}
+}
+
+func TestSDPOfferAndAnswers(t *testing.T) {
+	t.Parallel()
+	offer := string(buildOffer(netip.MustParseAddr("192.0.2.7"), 40000, 42))
+	for _, want := range []string{"c=IN IP4 192.0.2.7\r\n", "m=audio 40000 RTP/AVP 0 8 101\r\n", "a=rtpmap:101 telephone-event/8000\r\n", "o=hestia 42 42 IN IP4"} {
+		if !strings.Contains(offer, want) {
+			t.Errorf("offer lacks %q:\n%s", want, offer)
+		}
+	}
+	if v6 := string(buildOffer(netip.MustParseAddr("2001:db8::1"), 1, 1)); !strings.Contains(v6, "c=IN IP6 2001:db8::1") {
+		t.Errorf("IPv6 offer:\n%s", v6)
+	}
+	ok := []struct {
+		name, sdp string
+		want      answer
+	}{
+		{"baresip", "v=0\r\no=- 1 2 IN IP4 10.0.0.5\r\ns=-\r\nc=IN IP4 10.0.0.5\r\nt=0 0\r\nm=audio 20000 RTP/AVP 0 101\r\na=rtpmap:0 PCMU/8000\r\na=rtpmap:101 telephone-event/8000\r\na=fmtp:101 0-15\r\n",
+			answer{Addr: netip.MustParseAddrPort("10.0.0.5:20000"), Codec: PCMU, PT: 0, DTMF: 101}},
+		{"alaw, media-level address, other dtmf type", "v=0\nc=IN IP4 1.1.1.1\nt=0 0\nm=audio 30000 RTP/AVP 8 96\nc=IN IP4 10.1.1.1\na=rtpmap:96 telephone-event/8000\n",
+			answer{Addr: netip.MustParseAddrPort("10.1.1.1:30000"), Codec: PCMA, PT: 8, DTMF: 96}},
+		{"no dtmf, static type without rtpmap", "v=0\r\nc=IN IP4 10.0.0.1\r\nm=audio 4000 RTP/AVP 0\r\n",
+			answer{Addr: netip.MustParseAddrPort("10.0.0.1:4000"), Codec: PCMU, DTMF: -1}},
+		{"rejected video first, then audio", "v=0\r\nc=IN IP4 10.0.0.1\r\nm=video 0 RTP/AVP 96\r\nm=audio 5000 RTP/AVP 8\r\n",
+			answer{Addr: netip.MustParseAddrPort("10.0.0.1:5000"), Codec: PCMA, PT: 8, DTMF: -1}},
+		{"dynamic pcmu", "v=0\r\nc=IN IP6 2001:db8::2\r\nm=audio 5000 RTP/AVP 97\r\na=rtpmap:97 PCMU/8000\r\n",
+			answer{Addr: netip.MustParseAddrPort("[2001:db8::2]:5000"), Codec: PCMU, PT: 97, DTMF: -1}},
+	}
+	for _, tc := range ok {
+		got, err := parseAnswer([]byte(tc.sdp))
+		if err != nil || got != tc.want {
+			t.Errorf("%s: %+v %v", tc.name, got, err)
+		}
+	}
+	bad := map[string]string{
+		"empty":          "",
+		"rejected audio": "v=0\r\nc=IN IP4 10.0.0.1\r\nm=audio 0 RTP/AVP 0\r\n",
+		"only opus":      "v=0\r\nc=IN IP4 10.0.0.1\r\nm=audio 5000 RTP/AVP 111\r\na=rtpmap:111 opus/48000/2\r\n",
+		"srtp":           "v=0\r\nc=IN IP4 10.0.0.1\r\nm=audio 5000 RTP/SAVP 0\r\n",
+		"no address":     "v=0\r\nm=audio 5000 RTP/AVP 0\r\n",
+		"host name":      "v=0\r\nc=IN IP4 pbx.example\r\nm=audio 5000 RTP/AVP 0\r\n",
+		"bad port":       "v=0\r\nc=IN IP4 10.0.0.1\r\nm=audio 99999 RTP/AVP 0\r\n",
+		"huge":           "v=0\r\n" + strings.Repeat("a=x\r\n", 5000),
+	}
+	for name, sdp := range bad {
+		if got, err := parseAnswer([]byte(sdp)); !errors.Is(err, errNoMedia) {
+			t.Errorf("%s: %+v %v", name, got, err)
+		}
+	}
+}
+
+func TestWAV(t *testing.T) {
+	t.Parallel()
+	pcm := []int16{0, 1000, -1000, 32767, -32768}
+	got, info, err := parseWAV(encodeWAV(pcm, 16000))
+	if err != nil || info.Rate != 16000 || info.Channels != 1 || !equal16(got, pcm) {
+		t.Fatalf("%v %+v %v", got, info, err)
+	}
+	// Stereo with an extra chunk before data and an odd-sized chunk's pad.
+	var b bytes.Buffer
+	b.WriteString("RIFF\x00\x00\x00\x00WAVE")
+	b.WriteString("LIST")
+	binary.Write(&b, binary.LittleEndian, uint32(3))
+	b.WriteString("abc\x00")
+	b.WriteString("fmt ")
+	for _, v := range []any{uint32(16), uint16(1), uint16(2), uint32(24000), uint32(96000), uint16(4), uint16(16)} {
+		binary.Write(&b, binary.LittleEndian, v)
+	}
+	b.WriteString("data")
+	binary.Write(&b, binary.LittleEndian, uint32(0xFFFFFFFF)) // streamed: size unknown
+	for _, v := range []int16{100, 300, -50, -150} {
+		binary.Write(&b, binary.LittleEndian, v)
+	}
+	got, info, err = parseWAV(b.Bytes())
+	if err != nil || info.Rate != 24000 || info.Channels != 2 || !equal16(got, []int16{200, -100}) {
+		t.Fatalf("stereo: %v %+v %v", got, info, err)
+	}
+	for name, data := range map[string][]byte{
+		"not riff":  []byte("OggS\x00\x02"),
+		"no data":   encodeWAV(nil, 8000)[:36],
+		"float":     bytes.Replace(encodeWAV(pcm, 8000), []byte{1, 0, 1, 0}, []byte{3, 0, 1, 0}, 1),
+		"8-bit":     bytes.Replace(encodeWAV(pcm, 8000), []byte{2, 0, 16, 0}, []byte{1, 0, 8, 0}, 1),
+		"zero rate": bytes.Replace(encodeWAV(pcm, 8000), []byte{0x40, 0x1F, 0, 0}, []byte{0, 0, 0, 0}, 1),
+	} {
+		if _, _, err := parseWAV(data); !errors.Is(err, errNotWAV) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+func equal16(a, b []int16) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// level is the RMS of pcm relative to a full-scale sine, in dB.
+func level(pcm []int16) float64 {
+	return rmsDBFS(pcm) + 3.01
+}
+
+// Resampling keeps the voice band and removes what would alias: a 1 kHz
+// tone taken from 24 kHz to the 8 kHz line keeps its level, a 10 kHz tone
+// (which would fold to 2 kHz) is gone; 8 → 16 kHz keeps a 1 kHz tone.
+func TestResample(t *testing.T) {
+	t.Parallel()
+	in := siptest.Tone(1000, 16000, time.Second, 24000)
+	out := resample(in, 24000, 8000)
+	if len(out) != 8000 {
+		t.Fatalf("%d samples", len(out))
+	}
+	if l := level(out[400:7600]) - level(in); math.Abs(l) > 0.5 {
+		t.Errorf("1 kHz changed by %.2f dB", l)
+	}
+	alias := resample(siptest.Tone(10000, 16000, time.Second, 24000), 24000, 8000)
+	if l := level(alias[400:7600]) - level(in); l > -40 {
+		t.Errorf("10 kHz leaks into the line at %.1f dB", l)
+	}
+	up := resample(siptest.Tone(1000, 16000, time.Second, 8000), 8000, 16000)
+	if len(up) != 16000 || math.Abs(level(up[800:15200])-level(in)) > 0.5 {
+		t.Errorf("8→16 kHz: %d samples, %.2f dB", len(up), level(up[800:15200])-level(in))
+	}
+	if got := resample(nil, 24000, 8000); len(got) != 0 {
+		t.Errorf("empty: %v", got)
+	}
+	var u upsampler
+	if got := u.up([]int16{100, 200}); !equal16(got, []int16{50, 100, 150, 200}) {
+		t.Errorf("upsampler %v", got)
+	}
+	if got := u.up([]int16{0}); !equal16(got, []int16{100, 0}) {
+		t.Errorf("the upsampler lost its state across frames: %v", got)
+	}
+}
+
+// The detector finds a spoken phrase between silences (with its start
+// kept), ignores a click and quiet noise, and closes a phrase that never
+// stops at the maximum length.
+func TestVAD(t *testing.T) {
+	t.Parallel()
+	run := func(v *vad, pcm []int16) (utts [][]int16) {
+		for i := 0; i+vadFrame <= len(pcm); i += vadFrame {
+			if u := v.push(pcm[i : i+vadFrame]); u != nil {
+				utts = append(utts, u)
+			}
+		}
+		return utts
+	}
+	cat := func(parts ...[]int16) (out []int16) {
+		for _, p := range parts {
+			out = append(out, p...)
+		}
+		return out
+	}
+	noise := func(d time.Duration) []int16 {
+		n := siptest.Tone(3000, 40, d, speechRate) // -58 dBFS hum
+		return n
+	}
+	phrase := siptest.Speechlike(1200*time.Millisecond, speechRate)
+	utts := run(newVAD(VADConfig{}), cat(noise(time.Second), phrase, noise(1500*time.Millisecond)))
+	if len(utts) != 1 {
+		t.Fatalf("%d utterances", len(utts))
+	}
+	if d := time.Duration(len(utts[0])) * time.Second / speechRate; d < 1200*time.Millisecond || d > 2200*time.Millisecond {
+		t.Errorf("utterance of %s for a 1.2 s phrase", d)
+	}
+	click := siptest.Speechlike(40*time.Millisecond, speechRate)
+	if utts := run(newVAD(VADConfig{}), cat(noise(time.Second), click, noise(time.Second), siptest.Speechlike(200*time.Millisecond, speechRate), noise(time.Second))); len(utts) != 0 {
+		t.Errorf("a click and a short blip made %d utterances", len(utts))
+	}
+	long := run(newVAD(VADConfig{MaxUtterance: 2 * time.Second}), cat(noise(500*time.Millisecond), siptest.Speechlike(5*time.Second, speechRate)))
+	if len(long) != 2 {
+		t.Errorf("5 s of speech with a 2 s maximum made %d utterances", len(long))
+	}
+}
+
+func TestSentences(t *testing.T) {
+	t.Parallel()
+	var s sentencer
+	var got []string
+	for _, d := range []string{"It costs 3.50 eur", "os. The **train** leaves at 9", ":15.\nNext, see [the page](https://x.y/z) and `snake_case`", " ok"} {
+		got = append(got, s.push(d)...)
+	}
+	got = append(got, s.flush()...)
+	want := []string{"It costs 3.50 euros.", "The train leaves at 9:15.", "Next, see the page and snake_case ok"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("%q", got)
+	}
+	if got := s.flush(); len(got) != 0 {
+		t.Errorf("flushed twice: %q", got)
+	}
+	if got := speakable("# Title\n| a | b |\n> quote ~~x~~"); got != "Title a b quote x" {
+		t.Errorf("%q", got)
+	}
+}
+
+func TestClassifyStatus(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		code       int
+		challenged bool
+		want       Outcome
+	}{
+		{486, false, Busy}, {600, false, Busy}, {603, false, Rejected}, {403, false, Rejected}, {403, true, AuthFailed},
+		{401, true, AuthFailed}, {407, false, AuthFailed}, {404, false, Unreachable}, {503, false, Unreachable},
+		{480, false, NoAnswer}, {408, false, NoAnswer}, {487, false, NoAnswer}, {488, false, MediaError}, {415, false, Rejected},
+	} {
+		if got := classifyStatus(tc.code, tc.challenged); got != tc.want {
+			t.Errorf("%d (challenged %v): %s, want %s", tc.code, tc.challenged, got, tc.want)
+		}
+	}
+	r := Result{To: "+39 347", Outcome: Answered, Duration: 95 * time.Second}
+	if s := r.Summary(); s != "📞 Call to +39 347: answered, 1m35s." {
+		t.Errorf("%q", s)
+	}
+	r = Result{To: "100", Outcome: Busy, Status: 486, Reason: "Busy Here"}
+	if s := r.Summary(); s != "📞 Call to 100: busy (Busy Here)." {
+		t.Errorf("%q", s)
+	}
+}
+
+// Bad account settings are refused when the user agent is built.
+func TestNewRefusesBadAddresses(t *testing.T) {
+	t.Parallel()
+	for name, cfg := range map[string]Config{
+		"no number":       {Registrar: "sip:pbx.example"},
+		"number, no host": {To: "+393471234567"},
+		"bad registrar":   {Registrar: "pbx example", To: "100"},
+		"bad target uri":  {To: "sip:"},
+		"bad transport":   {To: "sip:a@127.0.0.1", Transport: "sctp"},
+		"bad from":        {To: "sip:a@127.0.0.1", From: "sip:"},
+	} {
+		if m, err := New(cfg, Deps{}); err == nil {
+			m.Close()
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}

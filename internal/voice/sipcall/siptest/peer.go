@@ -1,0 +1,307 @@
+package siptest
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/emiago/sipgo"
+	"github.com/emiago/sipgo/sip"
+	"github.com/icholy/digest"
+)
+
+// PeerOptions say how a Peer answers.
+type PeerOptions struct {
+	// Status is the final answer to an INVITE: 0 or 200 answers the call;
+	// 486, 603, 404… refuse it. Ring sends 180 Ringing first.
+	Status int
+	Ring   bool
+	// NeverAnswer rings until the caller cancels.
+	NeverAnswer bool
+	// Mute answers nothing at all, to any request (an unreachable host).
+	Mute bool
+	// RTPFor is how long an answered call sends audio before falling
+	// silent (0: it sends none at all).
+	RTPFor time.Duration
+	// Users are the registrar's accounts (user → password); REGISTER is
+	// challenged (RFC 3261 §22.4) and accepted with the right password.
+	// RefuseAuthWith answers an authenticated REGISTER with this status
+	// (401 re-challenges, 403 forbids) whatever the password.
+	Users          map[string]string
+	RefuseAuthWith int
+}
+
+// Peer is an in-process SIP endpoint on loopback UDP.
+type Peer struct {
+	// URI addresses the peer ("sip:peer@127.0.0.1:PORT").
+	URI string
+	// Addr is its host:port.
+	Addr string
+	o    PeerOptions
+	ua   *sipgo.UserAgent
+	srv  *sipgo.Server
+	conn net.PacketConn
+
+	mu        sync.Mutex
+	invites   int
+	cancels   int
+	registers []string // "user:result"
+	byes      int
+}
+
+// StartPeer runs a peer until the test ends.
+func StartPeer(t testing.TB, o PeerOptions) *Peer {
+	t.Helper()
+	log := slog.New(slog.DiscardHandler)
+	ua, err := sipgo.NewUA(sipgo.WithUserAgent("siptest"), sipgo.WithUserAgentHostname("127.0.0.1"),
+		sipgo.WithUserAgentTransportLayerOptions(sip.WithTransportLayerLogger(log)),
+		sipgo.WithUserAgentTransactionLayerOptions(sip.WithTransactionLayerLogger(log)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := sipgo.NewServer(ua, sipgo.WithServerLogger(log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &Peer{o: o, ua: ua, srv: srv, conn: conn, Addr: conn.LocalAddr().String()}
+	p.URI = "sip:peer@" + p.Addr
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	if o.Mute {
+		// Read and drop everything.
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			buf := make([]byte, 4096)
+			for {
+				if _, _, err := conn.ReadFrom(buf); err != nil {
+					return
+				}
+			}
+		}()
+	} else {
+		cl, _ := sipgo.NewClient(ua, sipgo.WithClientHostname("127.0.0.1"), sipgo.WithClientConnectionAddr(p.Addr))
+		port := conn.LocalAddr().(*net.UDPAddr).Port
+		dialogs := sipgo.NewDialogServerCache(cl, sip.ContactHeader{Address: sip.Uri{Scheme: "sip", User: "peer", Host: "127.0.0.1", Port: port}})
+		srv.OnInvite(func(req *sip.Request, tx sip.ServerTransaction) { p.invite(ctx, dialogs, req, tx) })
+		srv.OnAck(func(req *sip.Request, tx sip.ServerTransaction) { _ = dialogs.ReadAck(req, tx) })
+		srv.OnBye(func(req *sip.Request, tx sip.ServerTransaction) {
+			p.mu.Lock()
+			p.byes++
+			p.mu.Unlock()
+			if err := dialogs.ReadBye(req, tx); err != nil {
+				_ = tx.Respond(sip.NewResponseFromRequest(req, 481, "Call/Transaction Does Not Exist", nil))
+			}
+		})
+		srv.OnRegister(p.register)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = srv.ServeUDP(conn)
+		}()
+	}
+	t.Cleanup(func() {
+		cancel()
+		conn.Close()
+		ua.Close()
+		wg.Wait()
+	})
+	return p
+}
+
+// Counts reports the INVITEs, CANCELs and BYEs received.
+func (p *Peer) Counts() (invites, cancels, byes int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.invites, p.cancels, p.byes
+}
+
+// Registers lists the REGISTER requests seen as "user:outcome".
+func (p *Peer) Registers() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.registers...)
+}
+
+func (p *Peer) invite(ctx context.Context, dialogs *sipgo.DialogServerCache, req *sip.Request, tx sip.ServerTransaction) {
+	p.mu.Lock()
+	p.invites++
+	p.mu.Unlock()
+	d, err := dialogs.ReadInvite(req, tx)
+	if err != nil {
+		return
+	}
+	defer d.Close()
+	if p.o.Ring || p.o.NeverAnswer {
+		_ = d.Respond(180, "Ringing", nil)
+	}
+	if p.o.NeverAnswer {
+		select {
+		case <-tx.Done():
+		case <-d.Context().Done():
+		case <-ctx.Done():
+		}
+		p.mu.Lock()
+		p.cancels++
+		p.mu.Unlock()
+		return
+	}
+	if p.o.Status != 0 && p.o.Status != 200 {
+		_ = d.Respond(p.o.Status, reasonFor(p.o.Status), nil)
+		return
+	}
+	to, ok := offerAddr(req.Body())
+	rtp, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil || !ok {
+		_ = d.Respond(488, "Not Acceptable Here", nil)
+		return
+	}
+	defer rtp.Close()
+	port := rtp.LocalAddr().(*net.UDPAddr).Port
+	sdp := fmt.Sprintf("v=0\r\no=peer 1 1 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=audio %d RTP/AVP 0 101\r\na=rtpmap:0 PCMU/8000\r\na=rtpmap:101 telephone-event/8000\r\na=sendrecv\r\n", port)
+	if err := d.RespondSDP([]byte(sdp)); err != nil {
+		return
+	}
+	// Send silence for RTPFor, then nothing, until the call ends.
+	go func() {
+		buf := make([]byte, 2048)
+		for {
+			if _, _, err := rtp.ReadFrom(buf); err != nil {
+				return
+			}
+		}
+	}()
+	end := time.Now().Add(p.o.RTPFor)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	var seq uint16
+	var ts uint32
+	pkt := make([]byte, 12+160)
+	for {
+		select {
+		case <-d.Context().Done():
+			return
+		case <-ctx.Done():
+			return
+		case now := <-tick.C:
+			if now.After(end) {
+				continue
+			}
+			pkt[0], pkt[1] = 0x80, 0
+			binary.BigEndian.PutUint16(pkt[2:], seq)
+			binary.BigEndian.PutUint32(pkt[4:], ts)
+			binary.BigEndian.PutUint32(pkt[8:], 0x5EED)
+			for i := 12; i < len(pkt); i++ {
+				pkt[i] = 0xFF
+			}
+			_, _ = rtp.WriteToUDPAddrPort(pkt, to)
+			seq++
+			ts += 160
+		}
+	}
+}
+
+// register is a registrar with digest authentication.
+func (p *Peer) register(req *sip.Request, tx sip.ServerTransaction) {
+	user := req.From().Address.User
+	record := func(what string) {
+		p.mu.Lock()
+		p.registers = append(p.registers, user+":"+what)
+		p.mu.Unlock()
+	}
+	h := req.GetHeader("Authorization")
+	chal := digest.Challenge{Realm: "siptest", Nonce: "n0nce" + strconv.Itoa(int(time.Now().UnixNano()%1e6)), Algorithm: "MD5"}
+	if h == nil {
+		record("challenged")
+		res := sip.NewResponseFromRequest(req, 401, "Unauthorized", nil)
+		res.AppendHeader(sip.NewHeader("WWW-Authenticate", chal.String()))
+		_ = tx.Respond(res)
+		return
+	}
+	if p.o.RefuseAuthWith != 0 {
+		record("refused")
+		res := sip.NewResponseFromRequest(req, p.o.RefuseAuthWith, reasonFor(p.o.RefuseAuthWith), nil)
+		if p.o.RefuseAuthWith == 401 {
+			res.AppendHeader(sip.NewHeader("WWW-Authenticate", chal.String()))
+		}
+		_ = tx.Respond(res)
+		return
+	}
+	cred, err := digest.ParseCredentials(h.Value())
+	pw, known := p.o.Users[cred.Username]
+	if err == nil && known {
+		c := digest.Challenge{Realm: cred.Realm, Nonce: cred.Nonce, Algorithm: cred.Algorithm, Opaque: cred.Opaque}
+		if cred.QOP != "" {
+			c.QOP = []string{cred.QOP}
+		}
+		want, err := digest.Digest(&c, digest.Options{Method: "REGISTER", URI: cred.URI, Username: cred.Username, Password: pw, Cnonce: cred.Cnonce, Count: cred.Nc})
+		if err == nil && want.Response == cred.Response {
+			record("ok")
+			res := sip.NewResponseFromRequest(req, 200, "OK", nil)
+			if c := req.Contact(); c != nil {
+				res.AppendHeader(sip.HeaderClone(c))
+			}
+			res.AppendHeader(sip.NewHeader("Expires", "60"))
+			_ = tx.Respond(res)
+			return
+		}
+	}
+	record("wrong")
+	_ = tx.Respond(sip.NewResponseFromRequest(req, 403, "Forbidden", nil))
+}
+
+// offerAddr reads where the caller's SDP offer wants RTP.
+func offerAddr(sdp []byte) (netip.AddrPort, bool) {
+	var ip netip.Addr
+	port := 0
+	for _, l := range strings.Split(string(sdp), "\n") {
+		l = strings.TrimSpace(l)
+		if v, ok := strings.CutPrefix(l, "c=IN IP4 "); ok {
+			ip, _ = netip.ParseAddr(v)
+		}
+		if v, ok := strings.CutPrefix(l, "m=audio "); ok {
+			port, _ = strconv.Atoi(strings.Fields(v)[0])
+		}
+	}
+	if !ip.IsValid() || port == 0 {
+		return netip.AddrPort{}, false
+	}
+	if ip.IsUnspecified() {
+		ip = netip.MustParseAddr("127.0.0.1")
+	}
+	return netip.AddrPortFrom(ip, uint16(port)), true
+}
+
+func reasonFor(code int) string {
+	switch code {
+	case 401:
+		return "Unauthorized"
+	case 403:
+		return "Forbidden"
+	case 404:
+		return "Not Found"
+	case 480:
+		return "Temporarily Unavailable"
+	case 486:
+		return "Busy Here"
+	case 488:
+		return "Not Acceptable Here"
+	case 503:
+		return "Service Unavailable"
+	case 603:
+		return "Decline"
+	}
+	return "Refused"
+}
