@@ -46,30 +46,24 @@ func (s *Store) MailboxCounts(ctx context.Context) ([]MailboxCount, error) {
 // never nil.
 func (s *Store) ThreadCounts(ctx context.Context, threads []int64) (map[int64]int, error) {
 	out := map[int64]int{}
-	for start := 0; start < len(threads); start += 500 {
-		ids := threads[start:min(start+500, len(threads))]
-		args := make([]any, len(ids))
-		for i, id := range ids {
-			args[i] = id
-		}
-		rows, err := s.db.QueryContext(ctx, `SELECT id, message_count FROM threads WHERE id IN (`+placeholders(len(ids))+`)`, args...)
-		if err != nil {
+	if len(threads) == 0 {
+		return out, nil
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT id, message_count FROM threads WHERE id IN (SELECT value FROM json_each(?))`, idList(threads))
+	if err != nil {
+		return nil, fmt.Errorf("counting threads: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		var n int
+		if err := rows.Scan(&id, &n); err != nil {
 			return nil, fmt.Errorf("counting threads: %w", err)
 		}
-		for rows.Next() {
-			var id int64
-			var n int
-			if err := rows.Scan(&id, &n); err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("counting threads: %w", err)
-			}
-			out[id] = n
-		}
-		err = rows.Err()
-		rows.Close()
-		if err != nil {
-			return nil, fmt.Errorf("counting threads: %w", err)
-		}
+		out[id] = n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("counting threads: %w", err)
 	}
 	return out, nil
 }

@@ -69,12 +69,15 @@ func (s *Store) vectorCandidates(ctx context.Context, q Query, f *filter) ([]hit
 	for len(hits) > 0 && len(out) < vectorPool {
 		chunk := hits[:min(len(hits), vectorPool-len(out))]
 		hits = hits[len(chunk):]
-		args := make([]any, 0, len(chunk)+len(f.args))
-		for _, h := range chunk {
-			args = append(args, h.ID)
+		ids := make([]int64, len(chunk))
+		for i, h := range chunk {
+			ids[i] = h.ID
 		}
-		args = append(args, f.args...)
-		ok, err := s.hits(ctx, `SELECT m.id, coalesce(m.thread_id, 0) FROM messages m WHERE m.id IN (`+placeholders(len(chunk))+`) AND `+f.sql(), args...)
+		// One statement text for every chunk (the ids go as JSON), so
+		// the daemon prepares it once; NOT INDEXED keeps the lookup by
+		// id when the filter has a date range.
+		ok, err := s.hits(ctx, `SELECT m.id, coalesce(m.thread_id, 0) FROM messages m NOT INDEXED WHERE m.id IN (SELECT value FROM json_each(?)) AND `+f.sql(),
+			append([]any{idList(ids)}, f.args...)...)
 		if err != nil {
 			return nil, err.Error()
 		}

@@ -3,6 +3,10 @@ package mail
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,49 +14,166 @@ import (
 )
 
 // A word or phrase under a date range is ranked from its doclist and the
-// filters checked best match first (filteredTopHits); every page must be
-// FTS5's own order of the filtered join, ties by id.
+// filters applied by either plan (filteredTopHits: checks best match
+// first, or a scan of the date range); every page must be FTS5's own order
+// of the filtered join, ties by id. Some messages get ids far from their
+// dates' (old mail imported last), some in range are deleted, and the
+// ranges include open-ended, one-day and empty ones.
 func TestFilteredRankingIsFTS5s(t *testing.T) {
 	ctx := context.Background()
 	s, _, maildir := generatedStore(t, 1500, 3)
 	if _, err := s.Import(ctx, maildir, ImportOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// Old mail arriving last: high ids, dates all over the corpus's span.
+	var late []Item
+	for i := range 60 {
+		d := time.Date(2023, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(i*433) * time.Hour).Format(time.RFC1123Z)
+		id := fmt.Sprintf("late%d@x", i)
+		late = append(late, Item{Account: "personal", Mailbox: "INBOX", Path: id,
+			Raw: []byte(msg(id, "old@x.org", "me@home.org", "Old contract", d, "The contract and the water meter, again."))})
+	}
+	if _, err := s.Ingest(ctx, late); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.RefreshRankLengths(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Deleted messages never match, in range or not.
+	if _, err := s.DB().ExecContext(ctx, `UPDATE messages SET deleted_at = 1 WHERE id % 17 = 0`); err != nil {
+		t.Fatal(err)
+	}
 	s.wordRankMin = 1
-	after, before := time.Date(2023, 7, 1, 0, 0, 0, 0, time.UTC), time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
-	for _, text := range []string{"contract", "water"} {
-		q := Query{Text: text, After: after, Before: before, NoVectors: true, PerMessage: true, Limit: 7}
-		f, err := buildFilter(q)
-		if err != nil {
-			t.Fatal(err)
-		}
+	// A phrase of two words from a message in the middle of the range.
+	var body string
+	if err := s.DB().QueryRowContext(ctx, `SELECT t.body FROM messages_text t JOIN messages m ON m.id = t.id WHERE m.date >= ? ORDER BY m.date LIMIT 1`, time.Date(2023, 9, 1, 0, 0, 0, 0, time.UTC).Unix()).Scan(&body); err != nil {
+		t.Fatal(err)
+	}
+	words := strings.Fields(strings.Trim(strings.ToLower(body), "."))
+	phrase := `"` + strings.Trim(words[3], ".,") + " " + strings.Trim(words[4], ".,") + `"`
+	day := func(y int, m time.Month, d int) time.Time { return time.Date(y, m, d, 0, 0, 0, 0, time.UTC) }
+	ranges := []struct {
+		name          string
+		after, before time.Time
+		some          bool // the fixture must give matches
+	}{
+		{"half a year", day(2023, 7, 1), day(2024, 1, 1), true},
+		{"after", day(2025, 6, 1), time.Time{}, true},
+		{"before", time.Time{}, day(2023, 3, 1), true},
+		{"one day", day(2023, 9, 1), day(2023, 9, 2), false},
+		{"no mail", day(1990, 1, 1), day(1991, 1, 1), false},
+	}
+	for _, text := range []string{"contract", "water", phrase} {
 		all := search.MatchAll(text)
-		want, err := s.ids(ctx, `SELECT m.id FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid
-			WHERE messages_fts MATCH ? AND `+f.sql()+` ORDER BY messages_fts.rank, m.id`, append([]any{all}, f.args...)...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(want) < 10 {
-			t.Fatalf("%s: %d matches in range; the fixture should give more", text, len(want))
-		}
-		if _, ok, err := s.filteredTopHits(ctx, all, f, 5); !ok || err != nil {
-			t.Fatalf("%s: not ranked from the doclist: ok=%v, %v", text, ok, err)
-		}
-		var got []int64
-		for off := 0; ; off += q.Limit {
-			q.Offset = off
-			r, err := s.Search(ctx, q)
+		for _, r := range ranges {
+			q := Query{Text: text, After: r.after, Before: r.before, NoVectors: true, PerMessage: true, Limit: 7}
+			f, err := buildFilter(q)
 			if err != nil {
 				t.Fatal(err)
 			}
-			got = append(got, ids(r.Messages)...)
-			if r.Page.Next == 0 {
-				break
+			want, err := s.ids(ctx, `SELECT m.id FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid
+				WHERE messages_fts MATCH ? AND `+f.sql()+` ORDER BY messages_fts.rank, m.id`, append([]any{all}, f.args...)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.some && text != phrase && len(want) < 10 || text == phrase && r.name == "half a year" && len(want) == 0 {
+				t.Fatalf("%s %s: %d matches in range; the fixture should give more", text, r.name, len(want))
+			}
+			for _, plan := range []string{"", "scan", "checks"} {
+				s.filterPlan = plan
+				if _, ok, err := s.filteredTopHits(ctx, all, f, 5); !ok || err != nil {
+					t.Fatalf("%s %s, plan %q: not ranked from the doclist: ok=%v, %v", text, r.name, plan, ok, err)
+				}
+				var got []int64
+				for off := 0; ; off += q.Limit {
+					q.Offset = off
+					res, err := s.Search(ctx, q)
+					if err != nil {
+						t.Fatal(err)
+					}
+					got = append(got, ids(res.Messages)...)
+					if res.Page.Next == 0 {
+						break
+					}
+				}
+				if fmt.Sprint(got) != fmt.Sprint(want) {
+					t.Errorf("%s %s, plan %q:\n got %v\nwant %v", text, r.name, plan, got, want)
+				}
 			}
 		}
-		if fmt.Sprint(got) != fmt.Sprint(want) {
-			t.Errorf("%s in range:\n got %v\nwant %v", text, got, want)
+	}
+	s.filterPlan = ""
+}
+
+// message_weeks holds, for every week, bounds of the ids of the messages
+// dated in it, through inserts (its trigger) and hard deletes, so that
+// narrowing a range's matches to those ids never drops one; n counts
+// every message ever dated in the week.
+func TestMessageWeeksBoundEveryMessage(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := openStore(t, nil)
+	var items []Item
+	for i := range 40 {
+		// Dates out of id order, some before 1970 (negative weeks).
+		d := time.Date(1965+(i*7)%70, time.Month(1+i%12), 1+i%28, 0, 0, 0, 0, time.UTC).Format(time.RFC1123Z)
+		id := fmt.Sprintf("%d@w", i)
+		items = append(items, Item{Account: "personal", Mailbox: "INBOX", Path: id, Raw: []byte(msg(id, "a@x.org", "me@home.org", "Week", d, "text"))})
+	}
+	if _, err := s.Ingest(ctx, items); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.DB().ExecContext(ctx, `DELETE FROM messages WHERE id % 5 = 0`); err != nil {
+		t.Fatal(err)
+	}
+	var outside, counted int
+	err := s.DB().QueryRowContext(ctx, `SELECT
+		(SELECT count(*) FROM messages m LEFT JOIN message_weeks w ON w.week = m.date / 604800 WHERE w.week IS NULL OR m.id NOT BETWEEN w.lo AND w.hi),
+		(SELECT sum(n) FROM message_weeks)`).Scan(&outside, &counted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if outside != 0 || counted != len(items) {
+		t.Fatalf("%d messages outside their week's bounds; weeks count %d of %d", outside, counted, len(items))
+	}
+	// Go's division is SQLite's: the weeks a range reads are those filled.
+	for _, d := range []int64{-1, -604800, -604801, 0, 604799, 604800, 1700000000} {
+		var week int64
+		if err := s.DB().QueryRowContext(ctx, `SELECT ? / 604800`, d).Scan(&week); err != nil || week != d/weekSeconds {
+			t.Errorf("%d / 604800: SQLite %d, Go %d (%v)", d, week, d/weekSeconds, err)
 		}
+	}
+}
+
+// TestMessageDatesNeverChange: message_weeks is kept by an insert trigger
+// alone, which holds only while no statement of this package changes a
+// stored message's date or id.
+func TestMessageDatesNeverChange(t *testing.T) {
+	t.Parallel()
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	update := regexp.MustCompile(`(?is)UPDATE\s+messages\s+SET\s+(.*?)(\sWHERE\s|\x60|$)`)
+	assigns := regexp.MustCompile(`(?i)(^|[\s,])(date|id)\s*=`)
+	checked := 0
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range update.FindAllSubmatch(src, -1) {
+			checked++
+			if assigns.Match(m[1]) {
+				t.Errorf("%s: %q changes a message's date or id; message_weeks would no longer bound it (see Schema)", f, m[0])
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no UPDATE messages statement found: the pattern is stale")
 	}
 }
 

@@ -92,6 +92,9 @@ type Store struct {
 	// (minWordDocs; tests lower it).
 	docLengths  atomic.Pointer[docLengths]
 	wordRankMin int
+	// filterPlan forces filteredTopHits' plan for a date range ("scan"
+	// or "checks"; tests); "" chooses by cost.
+	filterPlan string
 	// pages reads word doclists from the index pages; nil when the
 	// linked FTS5 is not the build it was verified with (pagesCompat),
 	// and searches read fts5vocab instead.

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -134,6 +135,12 @@ var ErrBadQuery = errors.New("invalid mail search")
 type filter struct {
 	where []string
 	args  []any
+	// dated is set when the filter bounds the date; dateLo and dateHi are
+	// then the bounds in Unix seconds (lo inclusive, hi exclusive; the
+	// extremes of int64 where unbounded), for plans that start from the
+	// messages_date index (filteredTopHits).
+	dated          bool
+	dateLo, dateHi int64
 }
 
 func (f *filter) add(cond string, args ...any) {
@@ -226,11 +233,14 @@ func buildFilter(q Query) (*filter, error) {
 	if v := strings.TrimSpace(q.AttachmentName); v != "" {
 		f.add(`EXISTS (SELECT 1 FROM attachments a WHERE a.message_id = m.id AND a.filename LIKE ? ESCAPE '\')`, "%"+likeEscape(v)+"%")
 	}
+	f.dateLo, f.dateHi = math.MinInt64, math.MaxInt64
 	if !q.After.IsZero() {
 		f.add("m.date >= ?", q.After.Unix())
+		f.dated, f.dateLo = true, q.After.Unix()
 	}
 	if !q.Before.IsZero() {
 		f.add("m.date < ?", q.Before.Unix())
+		f.dated, f.dateHi = true, q.Before.Unix()
 	}
 	if !q.After.IsZero() && !q.Before.IsZero() && !q.Before.After(q.After) {
 		return nil, fmt.Errorf("%w: before %s is not after after %s", ErrBadQuery, q.Before.Format(time.DateOnly), q.After.Format(time.DateOnly))
@@ -379,13 +389,14 @@ func (s *Store) rank(ctx, asked context.Context, q Query, f *filter, text string
 		}()
 	}
 	var lr lexicalRanking
-	var lex []hit
+	top := topRanking{complete: true, matchingKnown: true}
 	if all != "" {
 		var err error
-		if lex, _, err = s.topHits(ctx, lexQ, all, f, firstN); err != nil {
+		if top, err = s.topHits(ctx, lexQ, all, f, firstN); err != nil {
 			return nil, lr, err
 		}
 	}
+	lex := top.hits
 	// Both lists carry each message's thread, so the fused head needs
 	// no further query.
 	thread := make(map[int64]int64, 2*lexicalPool)
@@ -405,7 +416,7 @@ func (s *Store) rank(ctx, asked context.Context, q Query, f *filter, text string
 		if len(r.hits) > 0 {
 			res.Mode = "hybrid"
 		}
-		hold, err := s.holding(ctx, all, r.hits)
+		hold, err := s.holding(ctx, all, r.hits, top)
 		if err != nil {
 			return nil, lr, err
 		}
@@ -427,7 +438,7 @@ func (s *Store) rank(ctx, asked context.Context, q Query, f *filter, text string
 	if len(lex) > lexicalPool {
 		src = src.then(hitStream(lex[lexicalPool:], seen))
 	}
-	if len(lex) == firstN {
+	if !top.complete {
 		src = src.then(s.sqlStream(lexQ, append([]any{all}, f.args...), false, seen).skip(firstN))
 	}
 	if len(search.Clauses(text)) > 1 {
@@ -490,6 +501,18 @@ func (s *Store) fillPage(ctx, asked context.Context, q Query, src *rankStream, r
 	return nil
 }
 
+// topRanking is the head of a word ranking, as topHits found it.
+type topRanking struct {
+	hits []hit // best first
+	// complete is set when no further message matches.
+	complete bool
+	// matching is every message holding the match expression (deleted
+	// ones too), in id order, when matchingKnown: the ranking read them
+	// all (a plain word or phrase ranked from its doclist).
+	matching      []int64
+	matchingKnown bool
+}
+
 // maxDeletedSlack bounds how many soft-deleted messages topHits ranks past.
 const maxDeletedSlack = 500
 
@@ -505,48 +528,48 @@ const maxDeletedSlack = 500
 // (TestSearchMatchesReference). Dropping the deleted ones afterwards keeps
 // that order; should fewer than n remain while more matches may follow,
 // the join runs instead.
-func (s *Store) topHits(ctx context.Context, lexQ, all string, f *filter, n int) (hits []hit, wordDocs []int64, err error) {
-	join := func() ([]hit, []int64, error) {
+func (s *Store) topHits(ctx context.Context, lexQ, all string, f *filter, n int) (topRanking, error) {
+	join := func() (topRanking, error) {
 		hits, err := s.hits(ctx, lexQ+` LIMIT ?`, append(append([]any{all}, f.args...), n)...)
-		return hits, nil, err
+		return topRanking{hits: hits, complete: len(hits) < n}, err
 	}
 	if !f.onlyLive() {
-		if hits, ok, err := s.filteredTopHits(ctx, all, f, n); err != nil || ok {
-			return hits, nil, err
+		if top, ok, err := s.filteredTopHits(ctx, all, f, n); err != nil || ok {
+			return top, err
 		}
 		return join()
 	}
 	var deleted int
 	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM messages INDEXED BY messages_deleted WHERE deleted_at IS NOT NULL`).Scan(&deleted); err != nil {
-		return nil, nil, fmt.Errorf("counting deleted mail: %w", err)
+		return topRanking{}, fmt.Errorf("counting deleted mail: %w", err)
 	}
 	if deleted > maxDeletedSlack {
 		return join()
 	}
-	var ids []int64
+	var ids, matching []int64
 	var ranked bool
+	var err error
 	if word, ok := plainWord(all); ok {
-		if ids, wordDocs, ranked, err = s.rankWord(ctx, word, n+deleted, s.wordRankMin); err != nil {
-			return nil, nil, err
+		if ids, matching, ranked, err = s.rankWord(ctx, word, n+deleted, s.wordRankMin); err != nil {
+			return topRanking{}, err
 		}
 	} else if words, ok := plainPhrase(all); ok {
-		if ids, wordDocs, ranked, err = s.rankPhrase(ctx, all, words, n+deleted); err != nil {
-			return nil, nil, err
+		if ids, matching, ranked, err = s.rankPhrase(ctx, all, words, n+deleted); err != nil {
+			return topRanking{}, err
 		}
 	}
 	if !ranked {
-		ids, err = s.ids(ctx, `SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? ORDER BY rank + 0, rowid LIMIT ?`, all, n+deleted)
+		matching = nil
+		if ids, err = s.ids(ctx, `SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? ORDER BY rank + 0, rowid LIMIT ?`, all, n+deleted); err != nil {
+			return topRanking{}, err
+		}
 	}
-	if err != nil || len(ids) == 0 {
-		return nil, nil, err
+	if len(ids) == 0 {
+		return topRanking{complete: true, matchingKnown: true}, nil
 	}
-	args := make([]any, len(ids))
-	for i, id := range ids {
-		args[i] = id
-	}
-	found, err := s.hits(ctx, `SELECT m.id, coalesce(m.thread_id, 0) FROM messages m WHERE m.id IN (`+placeholders(len(ids))+`) AND `+liveMessage, args...)
+	found, err := s.hits(ctx, `SELECT m.id, coalesce(m.thread_id, 0) FROM messages m WHERE m.id IN (SELECT value FROM json_each(?)) AND `+liveMessage, idList(ids))
 	if err != nil {
-		return nil, nil, err
+		return topRanking{}, err
 	}
 	if len(found) < n && len(ids) == n+deleted {
 		return join()
@@ -561,84 +584,28 @@ func (s *Store) topHits(ctx context.Context, lexQ, all string, f *filter, n int)
 			out = append(out, hit{id, t})
 		}
 	}
-	return out, wordDocs, nil
-}
-
-// maxFilterChecks bounds how many of a word's best matches
-// filteredTopHits checks against the filters before it leaves a very
-// selective filter (a sender, say) to the join, which can start from it.
-const maxFilterChecks = 4096
-
-// filteredTopHits is topHits for a plain word or phrase under filters
-// beyond liveness (a date range, a mailbox): the join ranks every match
-// through FTS5's bm25 (a docsize lookup each: 885 of 5,000 matches of a
-// word in six months of 100k messages still cost every 5,000) and reads
-// each match's row. Here the scores come from the word's doclist
-// (wordScores, phraseScores: the same order as "ORDER BY rank", ties by
-// id), and the matches are checked against the filters best first, a
-// chunk at a time by id, until n pass. ok is false when the matches cannot
-// be scored so, or more than maxFilterChecks were checked without finding
-// n: the caller joins instead.
-func (s *Store) filteredTopHits(ctx context.Context, all string, f *filter, n int) (hits []hit, ok bool, err error) {
-	var docs []int64
-	var scores []float64
-	if word, isWord := plainWord(all); isWord {
-		docs, scores, ok, err = s.wordScores(ctx, word, s.wordRankMin)
-	} else if words, isPhrase := plainPhrase(all); isPhrase {
-		docs, scores, ok, err = s.phraseScores(ctx, all, words)
-	}
-	if !ok || err != nil {
-		return nil, false, err
-	}
-	// Sorting only as far as the chunks read: with a filter that passes
-	// one match in six, the first few hundred of thousands.
-	sorted := topScored(docs, scores, min(len(docs), 4*n))
-	out := make([]hit, 0, n)
-	checked, chunk := 0, 2*n
-	for len(out) < n && checked < len(docs) {
-		if checked >= maxFilterChecks {
-			return nil, false, nil
-		}
-		if checked+chunk > len(sorted) && len(sorted) < len(docs) {
-			sorted = topScored(docs, scores, min(len(docs), max(2*len(sorted), checked+chunk)))
-		}
-		ids := sorted[checked:min(len(sorted), checked+chunk)]
-		checked += len(ids)
-		chunk = min(2*chunk, 1024)
-		args := make([]any, 0, len(ids)+len(f.args))
-		for _, id := range ids {
-			args = append(args, id)
-		}
-		pass, err := s.hits(ctx, `SELECT m.id, coalesce(m.thread_id, 0) FROM messages m WHERE m.id IN (`+placeholders(len(ids))+`) AND `+f.sql(), append(args, f.args...)...)
-		if err != nil {
-			return nil, false, err
-		}
-		thread := make(map[int64]int64, len(pass))
-		for _, h := range pass {
-			thread[h.id] = h.thread
-		}
-		for _, id := range ids {
-			if t, in := thread[id]; in && len(out) < n {
-				out = append(out, hit{id, t})
-			}
-		}
-	}
-	return out, true, nil
+	return topRanking{hits: out, complete: len(out) < n, matching: matching, matchingKnown: ranked}, nil
 }
 
 // holding returns which of hits hold the match expression expr (none
-// when it is empty): a doclist seek per hit, no row lookups.
-func (s *Store) holding(ctx context.Context, expr string, hits []hit) (map[int64]bool, error) {
+// when it is empty). When the ranking read every message holding it
+// (top.matchingKnown) that list answers; otherwise FTS5 seeks each hit's
+// doclist entry (one lookup per hit and index segment, and the statement
+// is prepared again each time: ~3 ms for 50 hits at 20,000 messages).
+func (s *Store) holding(ctx context.Context, expr string, hits []hit, top topRanking) (map[int64]bool, error) {
 	out := make(map[int64]bool, len(hits))
 	if expr == "" || len(hits) == 0 {
 		return out, nil
 	}
-	args := make([]any, 0, len(hits)+1)
-	args = append(args, expr)
-	for _, h := range hits {
-		args = append(args, h.id)
+	if top.matchingKnown {
+		for _, h := range hits {
+			if _, in := slices.BinarySearch(top.matching, h.id); in {
+				out[h.id] = true
+			}
+		}
+		return out, nil
 	}
-	ids, err := s.ids(ctx, `SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? AND rowid IN (`+placeholders(len(hits))+`)`, args...)
+	ids, err := s.ids(ctx, `SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? AND rowid IN (SELECT value FROM json_each(?))`, expr, idList(hitIDs(hits)))
 	if err != nil {
 		return nil, fmt.Errorf("checking vector hits for the words: %w", err)
 	}
@@ -646,6 +613,14 @@ func (s *Store) holding(ctx context.Context, expr string, hits []hit) (map[int64
 		out[id] = true
 	}
 	return out, nil
+}
+
+func hitIDs(hits []hit) []int64 {
+	ids := make([]int64, len(hits))
+	for i, h := range hits {
+		ids[i] = h.id
+	}
+	return ids
 }
 
 // related is the list of messages only the vectors found (cands, nearest
@@ -658,21 +633,21 @@ func (s *Store) related(ctx context.Context, q Query, f *filter, text string, ca
 	collapse := !q.PerMessage
 	members := cands
 	if collapse && anyWord != "" {
-		var threads []any
+		var threads []int64
 		for _, c := range cands {
 			if c.thread != 0 {
 				threads = append(threads, c.thread)
 			}
 		}
 		if len(threads) > 0 {
-			more, err := s.hits(ctx, `SELECT m.id, m.thread_id FROM messages m WHERE m.thread_id IN (`+placeholders(len(threads))+`) AND `+f.sql(), append(threads, f.args...)...)
+			more, err := s.hits(ctx, `SELECT m.id, m.thread_id FROM messages m WHERE m.thread_id IN (SELECT value FROM json_each(?)) AND `+f.sql(), append([]any{idList(threads)}, f.args...)...)
 			if err != nil {
 				return nil, err
 			}
 			members = append(slices.Clip(cands), more...)
 		}
 	}
-	hold, err := s.holding(ctx, anyWord, members)
+	hold, err := s.holding(ctx, anyWord, members, topRanking{})
 	if err != nil {
 		return nil, err
 	}
@@ -896,14 +871,10 @@ func (s *Store) summaries(ctx context.Context, ids []int64, withBody bool) ([]Su
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	args := make([]any, len(ids))
-	for i, id := range ids {
-		args[i] = id
-	}
 	rows, err := s.db.QueryContext(ctx, `SELECT m.id, coalesce(m.thread_id, 0), m.subject, m.from_addr, m.date, a.name, coalesce(b.name, ''),
 		CASE WHEN ? THEN m.body ELSE '' END, m.seen, m.has_attachments, m.size
 		FROM messages m JOIN accounts a ON a.id = m.account_id LEFT JOIN mailboxes b ON b.id = m.mailbox_id
-		WHERE m.id IN (`+placeholders(len(ids))+`)`, append([]any{withBody}, args...)...)
+		WHERE m.id IN (SELECT value FROM json_each(?))`, withBody, idList(ids))
 	if err != nil {
 		return nil, fmt.Errorf("loading results: %w", err)
 	}

@@ -269,5 +269,31 @@ END;`,
 	account    TEXT NOT NULL DEFAULT 'local',
 	added_at   INTEGER NOT NULL
 ) WITHOUT ROWID;`,
+		// The date index covers what searches read of a message found by
+		// date: its id (spelled out so that date order breaks ties by id,
+		// as browsing does) and thread. A word under a date range can scan
+		// the range without reading a row (filtered.go); browsing by date
+		// reads none either. message_weeks bounds the ids of the messages
+		// dated in each week (date / 604800, SQLite's integer division):
+		// a date range's matches are narrowed to those ids before any is
+		// checked. The bounds only ever widen, so a message deleted leaves
+		// them holding every message of the week; n counts the messages
+		// ever dated in the week (an estimate, for the plan). A message's
+		// id and date never change (TestMessageDatesNeverChange), so one
+		// trigger keeps the table: every connection parses the schema, and
+		// each trigger is parsed again by every CLI process.
+		`DROP INDEX messages_date;
+CREATE INDEX messages_date ON messages(date, id, thread_id);
+CREATE TABLE message_weeks (
+	week INTEGER PRIMARY KEY,
+	lo   INTEGER NOT NULL,
+	hi   INTEGER NOT NULL,
+	n    INTEGER NOT NULL
+);
+INSERT INTO message_weeks (week, lo, hi, n) SELECT date / 604800, min(id), max(id), count(*) FROM messages GROUP BY date / 604800;
+CREATE TRIGGER messages_weeks AFTER INSERT ON messages BEGIN
+	INSERT INTO message_weeks (week, lo, hi, n) VALUES (new.date / 604800, new.id, new.id, 1)
+		ON CONFLICT (week) DO UPDATE SET lo = min(lo, excluded.lo), hi = max(hi, excluded.hi), n = n + 1;
+END;`,
 	},
 }

@@ -63,8 +63,12 @@ func Check(ctx context.Context, q Querier) (Compat, error) {
 
 // Reader decodes the leaf pages of one FTS5 table.
 type Reader struct {
-	weights   []float64
-	pageSQL   string // the leaf page of a term in a segment
+	weights []float64
+	// firstSQL reads, for each segment, the leaf page where a term is
+	// (or would be), in one statement for all of them: per segment, a
+	// lookup of the term index and a page read, each a statement of its
+	// own, cost more than decoding a rare word's doclist.
+	firstSQL  string
 	blocksSQL string // a range of leaf pages
 }
 
@@ -75,8 +79,13 @@ type Reader struct {
 // user text.
 func NewReader(table string, weights []float64) *Reader {
 	return &Reader{
-		weights:   weights,
-		pageSQL:   `SELECT pgno FROM ` + table + `_idx WHERE segid = ? AND term <= ? ORDER BY term DESC LIMIT 1`,
+		weights: weights,
+		// ?1 is a JSON array of [segment id, first leaf page] pairs, ?2
+		// the term; a segment whose term index has no entry up to the
+		// term starts at its first page. The low bit of pgno flags a
+		// doclist index.
+		firstSQL: `SELECT s.key, d.id, d.block FROM json_each(?1) s JOIN ` + table + `_data d ON d.id = ((s.value ->> 0) << 37) +
+			coalesce((SELECT pgno >> 1 FROM ` + table + `_idx WHERE segid = s.value ->> 0 AND term <= ?2 ORDER BY term DESC LIMIT 1), s.value ->> 1)`,
 		blocksSQL: `SELECT id, block FROM ` + table + `_data WHERE id BETWEEN ? AND ? ORDER BY id`,
 	}
 }

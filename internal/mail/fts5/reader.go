@@ -118,22 +118,21 @@ func (r *Reader) Entries(ctx context.Context, q Querier, word string, structure 
 		return Doclist{}, false, nil
 	}
 	key := []byte("0" + word) // the main index's terms start with '0'
+	firsts, err := r.firstPages(ctx, q, segs, key)
+	if err != nil {
+		return Doclist{}, false, err
+	}
 	var lists []Doclist
-	for _, seg := range segs {
-		var page int64
-		err := q.QueryRowContext(ctx, r.pageSQL, seg.ID, key).Scan(&page)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-			page = seg.First
-		case err != nil:
-			return Doclist{}, false, fmt.Errorf("reading the word index: %w", err)
-		default:
-			page >>= 1 // the low bit flags a doclist index
+	for i, seg := range segs {
+		first := firsts[i]
+		if first.block == nil { // no such page
+			return Doclist{}, false, nil
 		}
+		page := first.page
 		if page < seg.First || page > seg.Last {
 			return Doclist{}, false, nil
 		}
-		list, err := r.readDoclist(ctx, q, seg, page, key, maxPages, counts)
+		list, err := r.readDoclist(ctx, q, seg, page, first.block, key, maxPages, counts)
 		if errors.Is(err, errNotUnderstood) || errors.Is(err, errTooLong) {
 			return Doclist{}, false, nil
 		}
@@ -206,17 +205,68 @@ type Doclist struct {
 	Count []int32
 }
 
-// readDoclist finds key on leaf page of seg and decodes its doclist, with
-// counts when counts is set; errTooLong when it runs over more than
+// firstPage is the leaf page of a segment where a term is or would be;
+// block is nil when the segment has no such page.
+type firstPage struct {
+	page  int64
+	block []byte
+}
+
+// firstPages reads, for each of segs, the leaf page where key is or would
+// be (by the term index), in one statement.
+func (r *Reader) firstPages(ctx context.Context, q Querier, segs []Segment, key []byte) ([]firstPage, error) {
+	list := make([]byte, 0, 24*len(segs))
+	list = append(list, '[')
+	for i, seg := range segs {
+		if i > 0 {
+			list = append(list, ',')
+		}
+		list = fmt.Appendf(list, "[%d,%d]", seg.ID, seg.First)
+	}
+	list = append(list, ']')
+	rows, err := q.QueryContext(ctx, r.firstSQL, string(list), key)
+	if err != nil {
+		return nil, fmt.Errorf("reading the word index: %w", err)
+	}
+	defer rows.Close()
+	out := make([]firstPage, len(segs))
+	for rows.Next() {
+		var i int
+		var id int64
+		var block []byte
+		if err := rows.Scan(&i, &id, &block); err != nil {
+			return nil, fmt.Errorf("reading the word index: %w", err)
+		}
+		if i < 0 || i >= len(segs) || block == nil {
+			return nil, fmt.Errorf("reading the word index: segment %d of %d", i, len(segs))
+		}
+		out[i] = firstPage{page: id - LeafRowid(segs[i].ID, 0), block: block}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("reading the word index: %w", err)
+	}
+	return out, nil
+}
+
+// readDoclist decodes key's doclist in seg, which starts on leaf page
+// page (first, already read) and may run on over the following pages,
+// with counts when counts is set; errTooLong when it runs over more than
 // maxPages pages (0: no limit).
-func (r *Reader) readDoclist(ctx context.Context, q Querier, seg Segment, page int64, key []byte, maxPages int64, counts bool) (Doclist, error) {
-	rows, err := q.QueryContext(ctx, r.blocksSQL, LeafRowid(seg.ID, page), LeafRowid(seg.ID, seg.Last))
+func (r *Reader) readDoclist(ctx context.Context, q Querier, seg Segment, page int64, first []byte, key []byte, maxPages int64, counts bool) (Doclist, error) {
+	d := doclistDecoder{counts: counts, weights: r.weights}
+	done, err := d.addPage(first, true, key)
+	if err != nil || done || page == seg.Last {
+		if err != nil {
+			return Doclist{}, err
+		}
+		return d.decode()
+	}
+	rows, err := q.QueryContext(ctx, r.blocksSQL, LeafRowid(seg.ID, page+1), LeafRowid(seg.ID, seg.Last))
 	if err != nil {
 		return Doclist{}, fmt.Errorf("reading the word index: %w", err)
 	}
 	defer rows.Close()
-	d := doclistDecoder{counts: counts, weights: r.weights}
-	for want := page; rows.Next(); want++ {
+	for want := page + 1; rows.Next(); want++ {
 		if maxPages > 0 && want-page >= maxPages {
 			return Doclist{}, errTooLong
 		}
@@ -228,51 +278,63 @@ func (r *Reader) readDoclist(ctx context.Context, q Querier, seg Segment, page i
 		if id != LeafRowid(seg.ID, want) { // a missing page
 			return Doclist{}, errNotUnderstood
 		}
-		leaf, err := parseLeaf(block)
-		if err != nil {
+		if done, err := d.addPage(block, false, key); err != nil {
 			return Doclist{}, err
-		}
-		var start, end int
-		if want == page {
-			// The page the term index names: find the term on it.
-			off, found, err := leaf.find(key)
-			if err != nil || !found {
-				return Doclist{}, err
-			}
-			start, end = off, leaf.termEnd(off)
-			d.startAbsolute(len(d.buf))
-		} else {
-			// A following page: the doclist runs on from its header up
-			// to its first term; a first id on the page is absolute.
-			start, end = 4, leaf.size
-			if len(leaf.terms) > 0 {
-				end = leaf.terms[0]
-			}
-			if leaf.firstRowid != 0 {
-				if leaf.firstRowid < start || leaf.firstRowid > end {
-					return Doclist{}, errNotUnderstood
-				}
-				d.startAbsolute(len(d.buf) + leaf.firstRowid - start)
-			}
-		}
-		if d.buf == nil {
-			// Room for a common word's doclist (~45 pages for one in
-			// 30,000 messages): each regrowth copies it all.
-			pages := int64(64)
-			if maxPages > 0 {
-				pages = min(pages, maxPages)
-			}
-			d.buf = make([]byte, 0, int(pages)*len(leaf.data))
-		}
-		d.buf = append(d.buf, leaf.data[start:end]...)
-		if want > page && len(leaf.terms) > 0 || want == page && end < leaf.size {
-			break // the next term begins: the doclist ended here
+		} else if done {
+			break
 		}
 	}
 	if err := rows.Err(); err != nil {
 		return Doclist{}, fmt.Errorf("reading the word index: %w", err)
 	}
 	return d.decode()
+}
+
+// addPage adds what block, a leaf page, holds of key's doclist: from key
+// on the page where it starts (first), else from the page's header up to
+// its first term. done reports that the doclist ended on this page (or,
+// on the first, that key is not there).
+func (d *doclistDecoder) addPage(block []byte, first bool, key []byte) (done bool, err error) {
+	leaf, err := parseLeaf(block)
+	if err != nil {
+		return false, err
+	}
+	var start, end int
+	if first {
+		// The page the term index names: find the term on it.
+		off, found, err := leaf.find(key)
+		if err != nil || !found {
+			return true, err
+		}
+		start, end = off, leaf.termEnd(off)
+		d.startAbsolute(len(d.buf))
+	} else {
+		// A following page: the doclist runs on from its header up
+		// to its first term; a first id on the page is absolute.
+		start, end = 4, leaf.size
+		if len(leaf.terms) > 0 {
+			end = leaf.terms[0]
+		}
+		if leaf.firstRowid != 0 {
+			if leaf.firstRowid < start || leaf.firstRowid > end {
+				return false, errNotUnderstood
+			}
+			d.startAbsolute(len(d.buf) + leaf.firstRowid - start)
+		}
+	}
+	if first && end < leaf.size {
+		// The next term begins on this page: the whole doclist is
+		// here, decoded in place (the caller's copy of the page).
+		d.buf = leaf.data[start:end]
+		return true, nil
+	}
+	if d.buf == nil {
+		// Room for a doclist of a few pages; a common word's (~45 pages
+		// for one in 30,000 messages) regrows a few times.
+		d.buf = make([]byte, 0, 8*len(leaf.data))
+	}
+	d.buf = append(d.buf, leaf.data[start:end]...)
+	return !first && len(leaf.terms) > 0, nil
 }
 
 // leaf is one leaf page: its data up to the footer, where its first id

@@ -54,6 +54,9 @@ type config struct {
 	added   int
 	tools   map[string]bool
 	genOnly bool
+	// baseline is a second hestia binary (an earlier build) measured in
+	// turn with the first as "hestia-base", each with its own home.
+	baseline string
 }
 
 func run(ctx context.Context, args []string) error {
@@ -67,6 +70,7 @@ func run(ctx context.Context, args []string) error {
 	fs.IntVar(&c.added, "add", 1000, "messages added for the incremental import")
 	only := fs.String("only", "hestia,notmuch,mu", "which tools to run")
 	fs.BoolVar(&c.genOnly, "gen-only", false, "only generate the corpus and print its path")
+	fs.StringVar(&c.baseline, "baseline", "", "another hestia binary to measure in turn with -hestia (as hestia-base), e.g. the build before a change")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -97,6 +101,11 @@ func run(ctx context.Context, args []string) error {
 		return err
 	}
 	c.hestia = hestia
+	if c.baseline != "" {
+		if c.baseline, err = filepath.Abs(c.baseline); err != nil {
+			return err
+		}
+	}
 	// The incremental batch is generated separately and moved in later; a
 	// previous run may have left it in the corpus.
 	addDir := filepath.Join(c.work, "added")
@@ -115,6 +124,11 @@ func run(ctx context.Context, args []string) error {
 	var tools []tool
 	if c.tools["hestia"] {
 		tools = append(tools, newHestia(c))
+		if c.baseline != "" {
+			b := newHestia(c)
+			b.label, b.bin, b.home = "hestia-base", c.baseline, filepath.Join(c.work, "hestia-base")
+			tools = append(tools, b)
+		}
 	}
 	for _, name := range []string{"notmuch", "mu"} {
 		if !c.tools[name] {
@@ -186,7 +200,7 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if h, ok := firstHestia(tools); ok {
+	for _, h := range hestias(tools) {
 		if err := h.resolve(ctx, qs); err != nil {
 			return err
 		}
@@ -226,27 +240,31 @@ func run(ctx context.Context, args []string) error {
 	// Last: the vectors the daemon would compute in the background, then
 	// the daemon itself, answering as it does once they exist (hybrid
 	// search); the steps above measure the mirror alone.
-	if h, ok := firstHestia(tools); ok {
-		fmt.Printf("hestia   vectors for every message…\n")
-		st, out, err := runCmd(ctx, h.env(), h.c.hestia, "mail", "embed")
+	for _, h := range hestias(tools) {
+		fmt.Printf("%-8s vectors for every message…\n", h.name())
+		st, out, err := runCmd(ctx, h.env(), h.bin, "mail", "embed")
 		if err != nil {
-			return fmt.Errorf("hestia mail embed: %w: %s", err, out)
+			return fmt.Errorf("%s mail embed: %w: %s", h.name(), err, out)
 		}
-		res["hestia"].embedWall, res["hestia"].sizeVectors = st.wall, h.size()
-		fmt.Printf("hestia   daemon HTTP search…\n")
+		res[h.name()].embedWall, res[h.name()].sizeVectors = st.wall, h.size()
+	}
+	for _, h := range hestias(tools) {
+		fmt.Printf("%-8s daemon HTTP search…\n", h.name())
 		var others []tool
 		for _, t := range tools {
-			if t != tool(h) {
+			if _, isHestia := t.(*hestiaTool); !isHestia {
 				others = append(others, t)
 			}
 		}
 		d, cli, alongside, err := h.daemonSearch(ctx, qs, c.reps, others)
 		if err != nil {
-			fmt.Printf("hestia daemon search failed: %v\n", err)
+			fmt.Printf("%s daemon search failed: %v\n", h.name(), err)
 		}
-		res["hestia"].http, res["hestia"].cliDaemon = d, cli
-		for name, a := range alongside {
-			res[name].alongside = a
+		res[h.name()].http, res[h.name()].cliDaemon = d, cli
+		if h.name() == "hestia" {
+			for name, a := range alongside {
+				res[name].alongside = a
+			}
 		}
 	}
 	printTable(os.Stdout, c, corpusBytes, tools, res, qs)
@@ -305,13 +323,15 @@ func rotated[T any](ts []T, i int) []T {
 	return append(append([]T(nil), ts[k:]...), ts[:k]...)
 }
 
-func firstHestia(ts []tool) (*hestiaTool, bool) {
+// hestias are the Hestia builds among ts.
+func hestias(ts []tool) []*hestiaTool {
+	var out []*hestiaTool
 	for _, t := range ts {
 		if h, ok := t.(*hestiaTool); ok {
-			return h, true
+			out = append(out, h)
 		}
 	}
-	return nil, false
+	return out
 }
 
 // runCmd runs a command to completion, returning its wall time and peak RSS.
@@ -347,21 +367,23 @@ func tail(s string, n int) string {
 // --- Hestia ---
 
 type hestiaTool struct {
-	c    config
-	home string
-	ids  map[string]int64 // Hestia's id of each shown Message-ID
+	c     config
+	label string // "hestia", or "hestia-base" for -baseline
+	bin   string
+	home  string
+	ids   map[string]int64 // Hestia's id of each shown Message-ID
 }
 
 func newHestia(c config) *hestiaTool {
-	return &hestiaTool{c: c, home: filepath.Join(c.work, "hestia")}
+	return &hestiaTool{c: c, label: "hestia", bin: c.hestia, home: filepath.Join(c.work, "hestia")}
 }
 
-func (h *hestiaTool) name() string { return "hestia" }
+func (h *hestiaTool) name() string { return h.label }
 
 func (h *hestiaTool) env() []string { return []string{"HESTIA_HOME=" + h.home} }
 
 func (h *hestiaTool) index(ctx context.Context) (stat, error) {
-	st, _, err := runCmd(ctx, h.env(), h.c.hestia, "mail", "import", "--quiet", h.c.corpus)
+	st, _, err := runCmd(ctx, h.env(), h.bin, "mail", "import", "--quiet", h.c.corpus)
 	return st, err
 }
 
@@ -423,7 +445,7 @@ func (h *hestiaTool) resolve(ctx context.Context, qs []query) error {
 }
 
 func (h *hestiaTool) search(ctx context.Context, q query) (stat, error) {
-	st, _, err := runCmd(ctx, h.env(), h.c.hestia, h.args(q)...)
+	st, _, err := runCmd(ctx, h.env(), h.bin, h.args(q)...)
 	return st, err
 }
 
@@ -469,7 +491,7 @@ func (h *hestiaTool) daemonSearch(ctx context.Context, qs []query, reps int, oth
 	addr := ln.Addr().String()
 	ln.Close()
 	ctx, cancel := context.WithCancel(ctx)
-	cmd := exec.CommandContext(ctx, h.c.hestia, "serve", "--addr", addr)
+	cmd := exec.CommandContext(ctx, h.bin, "serve", "--addr", addr)
 	cmd.Env = append(os.Environ(), h.env()...)
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 10 * time.Second
@@ -858,10 +880,14 @@ func printTable(w io.Writer, c config, corpusBytes int64, tools []tool, res map[
 		fmt.Fprintf(w, "\nHestia's vectors (`hestia mail embed`, local embedder, what the daemon does in the background): %s; mail.db with them %.0f MB (%.2f× the corpus). The daemon rows above and below search with them (hybrid).\n",
 			secs(h.embedWall), mb(h.sizeVectors), float64(h.sizeVectors)/float64(corpusBytes))
 	}
-	if hasH && h.http != nil {
-		fmt.Fprintf(w, "\nHestia daemon over HTTP (GET /api/mail/search, read and thread GET /api/mail/messages/{id}[/thread]; warm, p50):")
+	for _, name := range names {
+		r := res[name]
+		if r.http == nil {
+			continue
+		}
+		fmt.Fprintf(w, "\n%s daemon over HTTP (GET /api/mail/search, read and thread GET /api/mail/messages/{id}[/thread]; warm, p50):", name)
 		for _, q := range qs {
-			fmt.Fprintf(w, " %s %s;", q.name, msecs(h.http[q.name]))
+			fmt.Fprintf(w, " %s %s;", q.name, msecs(r.http[q.name]))
 		}
 		fmt.Fprintln(w)
 	}
