@@ -117,6 +117,9 @@ func (c *Collection) instances(ctx context.Context, master string, from, to time
 				continue
 			}
 			e := entry{Type: x.Type, Master: master, OriginalStart: x.OriginalStart, ChangeKey: x.ChangeKey}
+			if e.OriginalStart == "" {
+				e.Start = x.Start
+			}
 			if x.Type == "exception" {
 				e.Raw = raw
 			}
@@ -137,7 +140,7 @@ func (c *Collection) findInstance(ctx context.Context, master *Event, orig time.
 		return instance{}, err
 	}
 	for _, x := range insts {
-		if os, err := parseOffset(x.OriginalStart); err == nil && occurrenceKey(os, allDay, zone) == want {
+		if key, ok := memberKey(x.entry, allDay, zone); ok && key == want {
 			return x, nil
 		}
 	}

@@ -133,7 +133,15 @@ type entry struct {
 	Master        string `json:"master,omitempty"`
 	OriginalStart string `json:"original_start,omitempty"`
 	ChangeKey     string `json:"change_key,omitempty"`
-	File          string `json:"file,omitempty"`
+	// Start is an occurrence's start when the view gave no
+	// originalStart: Graph's delta lists occurrences with their id,
+	// series, type, start and end only, and an occurrence starts when it
+	// was meant to.
+	Start *DateTimeTimeZone `json:"start,omitempty"`
+	// Partial marks an exception listed without its own fields, to be
+	// read whole (GET /me/events/{id}) before its series is rebuilt.
+	Partial bool   `json:"partial,omitempty"`
+	File    string `json:"file,omitempty"`
 	// Raw keeps an exception's JSON, to rebuild its series' file when
 	// another member changes.
 	Raw json.RawMessage `json:"raw,omitempty"`
@@ -374,14 +382,21 @@ func (p *pass) apply(items []msgraph.Item) error {
 				p.st.warn("%s %s skipped: no seriesMasterId", ev.Type, shortID(it.ID))
 				continue
 			}
-			if _, err := parseOffset(ev.OriginalStart); err != nil {
+			e := entry{Type: ev.Type, Master: ev.SeriesMasterID, OriginalStart: ev.OriginalStart, ChangeKey: ev.ChangeKey}
+			if e.OriginalStart == "" && ev.Type == "occurrence" {
+				e.Start = ev.Start
+			}
+			if _, ok := memberKey(e, false, time.UTC); !ok && ev.Type == "occurrence" {
 				p.st.Skipped++
-				p.st.warn("%s %s skipped: %v", ev.Type, shortID(it.ID), err)
+				p.st.warn("%s %s skipped: neither originalStart nor start can be read", ev.Type, shortID(it.ID))
 				continue
 			}
-			e := entry{Type: ev.Type, Master: ev.SeriesMasterID, OriginalStart: ev.OriginalStart, ChangeKey: ev.ChangeKey}
 			if ev.Type == "exception" {
-				e.Raw = it.Raw
+				var probe struct {
+					Subject *string `json:"subject"`
+				}
+				json.Unmarshal(it.Raw, &probe)
+				e.Raw, e.Partial = it.Raw, probe.Subject == nil || e.OriginalStart == ""
 			}
 			if had && old.Master != "" && old.Master != e.Master {
 				p.dirty[old.Master] = true
@@ -423,10 +438,10 @@ func shortID(id string) string {
 // and saves the state.
 func (p *pass) materialize(ctx context.Context, prev *state, full bool) error {
 	c, next := p.c, p.next
-	members := map[string][]entry{}
-	for _, e := range next.Items {
+	members := map[string][]string{} // master → member ids
+	for id, e := range next.Items {
 		if e.Master != "" {
-			members[e.Master] = append(members[e.Master], e)
+			members[e.Master] = append(members[e.Master], id)
 		}
 	}
 	if full {
@@ -440,7 +455,10 @@ func (p *pass) materialize(ctx context.Context, prev *state, full bool) error {
 	}
 	sort.Strings(masters)
 	for _, id := range masters {
-		ms := members[id]
+		ms, err := c.complete(ctx, next, members[id])
+		if err != nil {
+			return err
+		}
 		if len(ms) == 0 {
 			delete(next.Series, id) // deleted, or out of the window
 			continue
@@ -535,6 +553,62 @@ func (p *pass) materialize(ctx context.Context, prev *state, full bool) error {
 	return c.save(next)
 }
 
+// complete returns the members of a series, reading whole the exceptions
+// the view listed without their fields (and dropping those gone since).
+func (c *Collection) complete(ctx context.Context, next *state, ids []string) ([]entry, error) {
+	sort.Strings(ids)
+	var out []entry
+	for _, id := range ids {
+		e := next.Items[id]
+		if e.Partial {
+			x, err := c.fetchEvent(ctx, id)
+			if errors.Is(err, msgraph.ErrNotFound) {
+				delete(next.Items, id)
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+			raw, err := json.Marshal(x)
+			if err != nil {
+				return nil, err
+			}
+			e.Raw, e.OriginalStart, e.Partial = raw, x.OriginalStart, false
+			next.Items[id] = e
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// memberKey is the key of the occurrence a member of a series stands for:
+// its original start (a date for an all-day series, read in the
+// series' zone; the start's own date when only the start is known).
+func memberKey(e entry, allDay bool, zone *time.Location) (string, bool) {
+	if e.OriginalStart != "" {
+		t, err := parseOffset(e.OriginalStart)
+		if err != nil {
+			return "", false
+		}
+		return occurrenceKey(t, allDay, zone), true
+	}
+	if e.Start == nil {
+		return "", false
+	}
+	if allDay {
+		d, err := civilDate(e.Start)
+		if err != nil {
+			return "", false
+		}
+		return d.Format("2006-01-02"), true
+	}
+	t, err := instant(e.Start)
+	if err != nil {
+		return "", false
+	}
+	return occurrenceKey(t, false, zone), true
+}
+
 // fetchEvent reads one event (GET /me/events/{id}).
 func (c *Collection) fetchEvent(ctx context.Context, id string) (*Event, error) {
 	var ev Event
@@ -556,11 +630,11 @@ func (c *Collection) seriesObject(master *Event, members []entry) ([]byte, []str
 	present := map[string]bool{}
 	zone, _ := eventZone(master)
 	for _, e := range members {
-		os, err := parseOffset(e.OriginalStart)
-		if err != nil {
+		key, ok := memberKey(e, master.IsAllDay, zone)
+		if !ok {
 			continue
 		}
-		present[occurrenceKey(os, master.IsAllDay, zone)] = true
+		present[key] = true
 		if e.Type != "exception" {
 			continue
 		}

@@ -220,7 +220,19 @@ func TestThrottlingHonoursRetryAfter(t *testing.T) {
 
 func TestRecurringSeriesMovedAndCancelled(t *testing.T) {
 	t.Parallel()
+	for _, partial := range []bool{false, true} {
+		t.Run(map[bool]string{false: "full", true: "partial"}[partial], func(t *testing.T) {
+			t.Parallel()
+			testMovedAndCancelled(t, partial)
+		})
+	}
+}
+
+// testMovedAndCancelled: with partial, the delta lists exceptions without
+// their fields, and the mirror reads them whole.
+func testMovedAndCancelled(t *testing.T, partial bool) {
 	e := newEnv(t)
+	e.fake.SetPartialExceptions(partial)
 	const zone = "W. Europe Standard Time"
 	first := time.Date(2026, 3, 16, 9, 30, 0, 0, berlin) // a Monday, before the switch to summer time
 	master := e.fake.AddEvent(e.calID, graphtest.Event{Subject: "Standup", Start: graphtest.At(first, zone), End: graphtest.At(first.Add(15*time.Minute), zone),
@@ -267,6 +279,15 @@ func TestRecurringSeriesMovedAndCancelled(t *testing.T) {
 	}
 	if !sawMoved {
 		t.Errorf("no moved instance in %v", summaries(ins))
+	}
+	fetched := 0
+	for _, r := range e.fake.Requests() {
+		if strings.HasPrefix(r, "GET /v1.0/me/events/") && strings.Contains(r, "-OCC-") {
+			fetched++
+		}
+	}
+	if want := map[bool]int{false: 0, true: 1}[partial]; fetched != want {
+		t.Errorf("exceptions read whole: %d, want %d", fetched, want)
 	}
 	// Free/busy sees the move too.
 	busy, err := e.idx.ConflictsWith(context.Background(), calendar.Interval{Start: moved.Add(5 * time.Hour), End: moved.Add(5*time.Hour + 10*time.Minute)}, nil)

@@ -70,6 +70,9 @@ type Server struct {
 	}
 	throttled int
 	log       []string
+	// partialExceptions lists exceptions in the delta as briefly as
+	// occurrences (SetPartialExceptions).
+	partialExceptions bool
 }
 
 type calendar struct {
@@ -135,6 +138,15 @@ func (s *Server) SetAuthorizer(ok func(token string) bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.authorize = ok
+}
+
+// SetPartialExceptions makes the calendar view's delta list exceptions
+// with their id, series, type, start and end only, as it lists
+// occurrences: a client must read them whole.
+func (s *Server) SetPartialExceptions(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.partialExceptions = on
 }
 
 // SetPageSize sets the page size used when a request asks for none.
@@ -460,6 +472,23 @@ func render(ev *Event, tz string) json.RawMessage {
 	return b
 }
 
+// renderDelta is an entry of the calendar view's delta: like Graph's, an
+// occurrence carries its id, series, type, start and end only.
+func (s *Server) renderDelta(ev *Event, tz string) json.RawMessage {
+	full := render(ev, tz)
+	if ev.Type != "occurrence" && (ev.Type != "exception" || !s.partialExceptions) {
+		return full
+	}
+	var all map[string]json.RawMessage
+	json.Unmarshal(full, &all)
+	short := map[string]json.RawMessage{}
+	for _, k := range []string{"@odata.etag", "id", "seriesMasterId", "type", "start", "end"} {
+		short[k] = all[k]
+	}
+	b, _ := json.Marshal(short)
+	return b
+}
+
 func renderContact(c *Contact) json.RawMessage {
 	x := *c
 	x.ETag = `W/"` + x.ChangeKey + `"`
@@ -708,7 +737,7 @@ func (s *Server) eventsDelta(w http.ResponseWriter, r *http.Request) {
 	tz, _ := s.prefer(r)
 	now, bodies := map[string]string{}, map[string]json.RawMessage{}
 	for _, ev := range s.view(cal, prev.from, prev.to) {
-		now[ev.ID], bodies[ev.ID] = ev.ChangeKey, render(ev, tz)
+		now[ev.ID], bodies[ev.ID] = ev.ChangeKey, s.renderDelta(ev, tz)
 	}
 	for _, e := range s.raw[cal] {
 		now[e.id], bodies[e.id] = "raw", json.RawMessage(e.data)
