@@ -11,7 +11,9 @@
 // Files are written only once a round was read whole. The view lists
 // single events and the occurrences and exceptions of series, not their
 // masters, so each series whose members changed has its master fetched
-// (GET /me/events/{id}) and its file rebuilt.
+// (GET /me/events/{id}) and its file rebuilt. The delta lists an
+// occurrence by its id, series, type, start and end only (its start is
+// its original start); an exception listed as briefly is read whole.
 //
 // Mapping (Object): a Graph event is one VEVENT: subject → SUMMARY; body
 // (HTML rendered to text) → DESCRIPTION; location → LOCATION; start/end →
