@@ -44,6 +44,7 @@ type Config struct {
 	// Channels: channels.go, one file per channel.
 	Channels ChannelsConfig `toml:"channels"`
 	OAuth    OAuthConfig    `toml:"oauth"` // oauth.go
+	Voice    VoiceConfig    `toml:"voice"` // voice_sip.go
 }
 
 // ServerConfig configures the daemon's HTTP listener.
@@ -83,6 +84,7 @@ func Default() Config {
 		Channels: defaultChannels(),
 		Watch:    defaultWatch(),
 		Docs:     defaultDocs(),
+		Voice:    defaultVoice(),
 	}
 }
 
@@ -185,6 +187,7 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.Web.validate()...)
 	errs = append(errs, c.Docs.validate()...)
 	errs = append(errs, c.OAuth.validate()...)
+	errs = append(errs, c.Voice.validate()...)
 	errs = append(errs, c.validateAccountAuth()...)
 	errs = append(errs, c.validateGraph()...)
 	return errors.Join(errs...)
