@@ -81,7 +81,9 @@ var sipNumberRe = lazyre.New(`^\+?[0-9*#]{2,20}$`)
 func (c SIPConfig) validate() []error {
 	const key = "voice.sip"
 	var errs []error
-	bad := func(k, v, allowed string) { errs = append(errs, &Error{Key: key + "." + k, Value: v, Allowed: allowed}) }
+	bad := func(k, v, allowed string) {
+		errs = append(errs, &Error{Key: key + "." + k, Value: v, Allowed: allowed})
+	}
 	switch c.Transport {
 	case "udp", "tcp", "tls":
 	default:
