@@ -37,6 +37,9 @@ type oauthState struct {
 	err  error
 	// kick wakes oauthReconnects when a refresh here found a dead grant.
 	kick chan struct{}
+	// attempts are the sign-ins the web app started (accounts_http.go);
+	// nil unless serving.
+	attempts *oauth.Attempts
 }
 
 func (a *App) buildOAuth() (*oauth.Manager, error) {
@@ -85,11 +88,16 @@ func oauthAccounts(c config.OAuthConfig) ([]oauth.Account, error) {
 	return out, nil
 }
 
-// initOAuth wires the accounts: the daemon notifies the user when a grant
-// is found dead (once per connection: the notification key carries the
-// connection's time). Doctor checks come from oauthChecks, so that
+// initOAuth wires the accounts: the web app's routes (accounts_http.go),
+// and the daemon notifies the user when a grant is found dead (once per
+// connection: the notification key carries the connection's time). Doctor checks come from oauthChecks, so that
 // `hestia doctor` shows them with or without a daemon.
 func (a *App) initOAuth(ctx context.Context) error {
+	if a.Server != nil {
+		if err := a.routeAccounts(); err != nil {
+			return err
+		}
+	}
 	if len(a.Config.OAuth.Accounts) == 0 {
 		return nil
 	}

@@ -52,7 +52,13 @@ func (a *App) initSettings(ctx context.Context) error {
 					out = append(out, settings.Account{Name: name, State: "error", Detail: err.Error()})
 					continue
 				}
-				out = append(out, settings.Account{Name: name, Provider: st.Provider, State: st.State, Detail: st.Detail, Expiry: st.Expiry})
+				acct := settings.Account{Name: name, Provider: st.Provider, State: st.State, Detail: st.Detail, Expiry: st.Expiry}
+				if _, at, err := a.oauthAttempts(); err == nil {
+					if c, ok := at.Attempt(name); ok {
+						acct.Connect = &c
+					}
+				}
+				out = append(out, acct)
 			}
 			return out, nil
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hestia-dev/hestia/internal/config"
+	"github.com/hestia-dev/hestia/internal/oauth"
 )
 
 // The read-only sections of the Settings page: what the connectors read
@@ -66,6 +67,9 @@ type Account struct {
 	State  string    `json:"state"`
 	Detail string    `json:"detail,omitempty"`
 	Expiry time.Time `json:"expiry,omitzero"`
+	// Connect is the sign-in the web app started for the account (POST
+	// /api/accounts/NAME/connect): waiting, connected or failed with why.
+	Connect *oauth.Attempt `json:"connect,omitempty"`
 }
 
 // MCPServer is one configured MCP server: a stdio program or an HTTP URL.

@@ -6,6 +6,9 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/hestia-dev/hestia/internal/oauth"
 )
 
 const sourcesSample = `
@@ -139,5 +142,28 @@ func TestPublicURL(t *testing.T) {
 		if got := publicURL(in); got != want {
 			t.Errorf("publicURL(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// A sign-in the web app started shows in the Accounts section with its
+// outcome, so a reloaded page knows it is waiting or why it failed.
+func TestViewAccountsCarryTheirSignIn(t *testing.T) {
+	s := newService(t, "")
+	start := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	s.Accounts = func(context.Context) ([]Account, error) {
+		return []Account{
+			{Name: "home", Provider: "google", State: "ok"},
+			{Name: "work", Provider: "custom", State: "not connected", Connect: &oauth.Attempt{Account: "work", State: oauth.AttemptFailed,
+				Error: "connecting work: the sign-in was denied: the provider refused: access_denied (the user said no)", StartedAt: start, Deadline: start.Add(5 * time.Minute), FinishedAt: start.Add(time.Minute)}},
+		}, nil
+	}
+	v, err := s.Get(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(v.Sources.Accounts)
+	const want = `[{"name":"home","provider":"google","state":"ok"},{"name":"work","provider":"custom","state":"not connected","connect":{"account":"work","state":"failed","error":"connecting work: the sign-in was denied: the provider refused: access_denied (the user said no)","started_at":"2030-01-02T03:04:05Z","deadline":"2030-01-02T03:09:05Z","finished_at":"2030-01-02T03:05:05Z"}}]`
+	if string(b) != want {
+		t.Errorf("accounts = %s\nwant       %s", b, want)
 	}
 }
