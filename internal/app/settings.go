@@ -21,6 +21,9 @@ func (a *App) initSettings(ctx context.Context) error {
 		return nil
 	}
 	s := &settings.Service{Paths: a.Paths, Env: a.env(), Running: a.Config, Live: a.applyLive}
+	if svc, err := a.speechService(); err == nil && svc.Local != nil {
+		s.LocalTTS = true
+	}
 	if st := a.mailStore; st != nil {
 		s.MailSources = func(ctx context.Context) ([]settings.MailSource, error) {
 			srcs, err := st.Sources(ctx)

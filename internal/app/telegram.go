@@ -167,6 +167,11 @@ func (a *App) speechService() (*speech.Service, error) {
 		return nil, err
 	}
 	svc := &speech.Service{STT: stt, TTS: tts, Now: a.Now}
+	if tts == nil {
+		// Zero-configuration local speech: espeak-ng where it is installed
+		// (Read aloud, voice mode, spoken channel replies).
+		svc.Local = speech.FindEspeak()
+	}
 	if a.Usage != nil {
 		svc.Usage = a.Usage
 	}

@@ -23,10 +23,6 @@ func (a *App) initVoice(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if svc.TTS == nil {
-		// Zero-configuration local speech: espeak-ng where it is installed.
-		svc.Local = speech.FindEspeak()
-	}
 	a.AddCheck(doctor.Check{Name: "speech", Run: func(context.Context) (doctor.Status, string) { return speechHealth(svc) }})
 	if a.Server == nil || a.core.agent == nil {
 		return nil

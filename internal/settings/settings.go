@@ -53,6 +53,8 @@ type Service struct {
 	// MailSources lists the folders the daemon rescans for mail (the mail
 	// store's registrations); nil leaves the list empty.
 	MailSources func(ctx context.Context) ([]MailSource, error)
+	// LocalTTS: the daemon speaks with espeak-ng when no tts tier is mapped.
+	LocalTTS bool
 	// Accounts lists the OAuth sign-ins and their state (nil: none wired).
 	Accounts func(ctx context.Context) ([]Account, error)
 	// OAuthTokens gives the running daemon's OAuth token sources, so a
@@ -248,7 +250,7 @@ func (s *Service) view(ctx context.Context, cfg config.Config, exists bool) View
 	v := View{File: s.Paths.ConfigFile(), FileExists: exists, ModelReady: ModelConfigured(s.Running), Tiers: map[string][]string{},
 		TierNames: config.LLMTierNames(), AgentTier: cfg.Agent.Tier, FileRoots: cfg.Agent.FileRoots, AutoApprove: cfg.Policy.AutoApprove,
 		Budget: cfg.Budget, EnvOverrides: config.EnvOverrides(s.Env), Mail: []MailAccount{}, Providers: []Provider{}}
-	v.Speech.STT, v.Speech.TTS = len(s.Running.LLM.Tiers["stt"]) > 0, len(s.Running.LLM.Tiers["tts"]) > 0
+	v.Speech.STT, v.Speech.TTS = len(s.Running.LLM.Tiers["stt"]) > 0, len(s.Running.LLM.Tiers["tts"]) > 0 || s.LocalTTS
 	v.FileRootsDefault = "~ (your home folder)"
 	if v.FileRoots == nil {
 		v.FileRoots = []string{}
