@@ -191,13 +191,15 @@ func TestTelegramDoctorAndConnectionTest(t *testing.T) {
 	tg := tgtest.New(t)
 	a := telegramApp(t, up, tg, t.TempDir())
 	base, stop := start(t, a)
-	defer stop()
 	r := doctorResult(t, a, "telegram")
 	if r.Status != doctor.OK || r.Detail != "connected as @"+tgtest.BotUsername+"; 2 allowed identit(ies); outbox: 0 waiting, 0 given up (of the last 0) (long polling)" {
 		t.Errorf("doctor: %+v", r)
 	}
 	if code, got, body := channelTest(t, base, a.Token.Value(), "telegram"); code != http.StatusOK || !got.OK || got.Who != "@"+tgtest.BotUsername {
 		t.Errorf("connection test: %d %s", code, body)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
 	}
 
 	down := testApp(t, t.TempDir())
