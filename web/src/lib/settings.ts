@@ -89,6 +89,16 @@ export interface ChannelView {
   contacts: string[];
 }
 
+/** A sign-in the web app started in the daemon (POST /api/accounts/NAME/connect). */
+export interface AccountAttempt {
+  account: string;
+  state: 'waiting' | 'connected' | 'failed';
+  error?: string;
+  started_at: string;
+  deadline: string;
+  finished_at?: string;
+}
+
 export interface AccountView {
   name: string;
   provider: string;
@@ -96,6 +106,36 @@ export interface AccountView {
   state: string;
   detail?: string;
   expiry?: string;
+  /** The sign-in started from this page, if any; absent from older daemons. */
+  connect?: AccountAttempt;
+}
+
+/** GET /api/accounts/NAME: the account's state without any token. */
+export interface AccountStatus {
+  account: string;
+  provider: string;
+  scopes: string[];
+  state: string;
+  detail?: string;
+  expiry?: string;
+  connected_at?: string;
+  refreshed_at?: string;
+  connect?: AccountAttempt;
+}
+
+/** POST /api/accounts/NAME/connect: the provider's page to open. */
+export interface AccountConnectAnswer {
+  auth_url: string;
+  account: AccountStatus;
+}
+
+/** POST /api/accounts/NAME/disconnect. */
+export interface AccountDisconnectAnswer {
+  revoked: boolean;
+  cancelled: boolean;
+  revoke_error?: string;
+  manage_url?: string;
+  account: AccountStatus;
 }
 
 export interface SourcesView {

@@ -1,7 +1,7 @@
 // The read-only Settings sections: calendars, contacts, Telegram, the
 // other messaging channels, MCP servers and mail folders as the daemon
-// reads them. The first four are
-// edited in setup (/setup) or config.toml; no secret is shown, only
+// reads them, and the OAuth accounts (Accounts.tsx, which connects them).
+// The first four are edited in setup (/setup) or config.toml; no secret is shown, only
 // whether a password or token is set. Each messaging channel that is on
 // has a connection test: the daemon proves its credentials with the
 // platform without sending anything.
@@ -11,6 +11,7 @@ import { useApp } from '../../context';
 import { errText } from '../../lib/errors';
 import type { DAVAccountView, FolderView, SettingsView, SourcesView } from '../../lib/settings';
 import { navigate } from '../../router';
+import { Accounts } from './Accounts';
 import { Section } from './parts';
 import '../../styles/settings-sources.css';
 
@@ -185,41 +186,6 @@ function Channels({ s }: { s: SourcesView }) {
               <span class="mono small">{c.owners.length > 0 ? c.owners.join(', ') : 'no owner: nobody can chat'}</span>
               {c.contacts.length > 0 && <span class="small muted">trusted: {c.contacts.join(', ')}</span>}
               <ChannelTest name={c.name} label={channelNames[c.name] ?? c.name} />
-            </li>
-          ))}
-        </ul>
-      )}
-    </Section>
-  );
-}
-
-function Accounts({ s }: { s: SourcesView }) {
-  const list = s.accounts ?? [];
-  return (
-    <Section
-      id="s-accounts"
-      title="Accounts"
-      hint="Google and Microsoft sign-ins (OAuth) that mail, calendars and contacts use. Tokens stay in files only you can read and are never shown."
-    >
-      {s.accounts_error && (
-        <p class="error small" role="alert">
-          {s.accounts_error}
-        </p>
-      )}
-      {list.length === 0 ? (
-        <Empty>
-          No accounts. Add an [[oauth.accounts]] entry to config.toml with your OAuth client id (docs/oauth.md shows the few clicks at
-          Google or Microsoft), then run hestia accounts connect NAME in a terminal.
-        </Empty>
-      ) : (
-        <ul class="source-list" aria-label="Accounts">
-          {list.map((a) => (
-            <li key={a.name}>
-              <strong>{a.name}</strong>
-              <span class="small muted">{a.provider}</span>
-              <span class={a.state === 'ok' ? 'tag' : 'tag warn'}>{a.state}</span>
-              {a.state !== 'ok' && <span class="mono small">hestia accounts connect {a.name}</span>}
-              {a.detail && <span class="small muted">{a.detail}</span>}
             </li>
           ))}
         </ul>
