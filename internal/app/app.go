@@ -38,6 +38,7 @@ import (
 	"github.com/hestia-dev/hestia/internal/server"
 	"github.com/hestia-dev/hestia/internal/store"
 	"github.com/hestia-dev/hestia/internal/usage"
+	"github.com/hestia-dev/hestia/internal/voice/sipcall"
 	"github.com/hestia-dev/hestia/internal/watch"
 	"github.com/hestia-dev/hestia/web"
 )
@@ -93,6 +94,9 @@ type App struct {
 	channelsDB    *channels.Store // channels.db, opened by the first channel
 	channelRuns   channelRuns     // configured channels by name (channels.go)
 	oauth         oauthState      // the [[oauth.accounts]] (oauth.go)
+
+	// sip places the [voice.sip] calls (sip.go); nil when calls are off.
+	sip *sipcall.Manager
 }
 
 type worker struct {
@@ -119,6 +123,7 @@ func (a *App) initializers() []initializer {
 		{"telegram", a.initTelegram},
 		{"channels", a.initChannels},
 		{"voice", a.initVoice},
+		{"sip", a.initSIP},
 		{"user-jobs", a.initUserJobs},
 		{"notify", a.initNotify},
 		{"watch", a.initWatch},

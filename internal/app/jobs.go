@@ -188,6 +188,11 @@ func (a *App) deliverResult(ctx context.Context, via []string, x notify.Notifica
 			a.Log.Warn("deliverNotify", "key", x.Key, "err", err)
 		}
 	}
+	if slices.Contains(via, notify.DeliverCall) {
+		if err := a.deliverCall(ctx, x); err != nil {
+			a.Log.Warn("deliverCall", "key", x.Key, "err", err)
+		}
+	}
 	if slices.Contains(via, notify.DeliverTelegram) {
 		if a.core.owner == nil {
 			a.Log.Warn("deliverTelegram", "key", x.Key, "err", "telegram is not configured ([telegram] token and owner_id)")

@@ -57,6 +57,7 @@ func commands() []command {
 		{"selftest", "run the adversarial security suite against this install's policy (selftest security)", runSelftest},
 		{"usage", "show model usage and estimated cost (--json, --period 7d|30d|all)", runUsage},
 		{"chat", "chat with the assistant (interactive, or --once TEXT)", runChat},
+		{"call", "ring your phone over SIP and talk with the assistant: call [TEXT] [--chat ID] [--wait], call --status", runCall},
 		{"policy", "test tool calls against the policy; list, add, remove trust rules", runPolicy},
 		{"audit", "show the audit trail; `audit verify` checks the hash chain", runAudit},
 		{"mail", "import, search and read mail; list send operations", runMail},

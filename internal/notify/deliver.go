@@ -13,7 +13,10 @@ const (
 	DeliverInbox    = "inbox"
 	DeliverPush     = "push"
 	DeliverTelegram = "telegram"
-	DeliverNone     = "none"
+	// DeliverCall rings the user's phone and reads the result out
+	// ([voice.sip]); the app places the call.
+	DeliverCall = "call"
+	DeliverNone = "none"
 )
 
 // DefaultDeliver is where a result goes when the user chose nothing.
@@ -34,15 +37,15 @@ func ParseDeliver(list []string) ([]string, error) {
 				return nil, &FieldError{"deliver", `"none" cannot be combined with other channels`}
 			}
 			return []string{DeliverNone}, nil
-		case DeliverInbox, DeliverPush, DeliverTelegram:
+		case DeliverInbox, DeliverPush, DeliverTelegram, DeliverCall:
 			if !slices.Contains(out, c) {
 				out = append(out, c)
 			}
 		default:
-			return nil, &FieldError{"deliver", fmt.Sprintf("%q is not a delivery channel (inbox, push, telegram or none)", c)}
+			return nil, &FieldError{"deliver", fmt.Sprintf("%q is not a delivery channel (inbox, push, telegram, call or none)", c)}
 		}
 	}
-	order := map[string]int{DeliverInbox: 0, DeliverPush: 1, DeliverTelegram: 2}
+	order := map[string]int{DeliverInbox: 0, DeliverPush: 1, DeliverTelegram: 2, DeliverCall: 3}
 	slices.SortFunc(out, func(a, b string) int { return order[a] - order[b] })
 	return out, nil
 }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -87,6 +88,10 @@ func (c *fakeChats) Create(ctx context.Context, title string) (string, error) {
 	defer c.mu.Unlock()
 	c.n++
 	return fmt.Sprintf("chat-%d", c.n), nil
+}
+
+func (c *fakeChats) Exists(ctx context.Context, id string) (bool, error) {
+	return strings.HasPrefix(id, "chat-"), nil
 }
 
 func (c *fakeChats) Note(ctx context.Context, chatID, text string) error {

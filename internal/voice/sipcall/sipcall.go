@@ -153,6 +153,7 @@ type Agent interface {
 // (the opening line, the outcome) as the assistant's.
 type Chats interface {
 	Create(ctx context.Context, title string) (string, error)
+	Exists(ctx context.Context, id string) (bool, error)
 	Note(ctx context.Context, chatID, text string) error
 }
 
