@@ -23,6 +23,7 @@ import (
 	"github.com/hestia-dev/hestia/internal/taint"
 	"github.com/hestia-dev/hestia/internal/tools"
 	"github.com/hestia-dev/hestia/internal/voice"
+	"github.com/hestia-dev/hestia/internal/voice/sipcall"
 	"github.com/hestia-dev/hestia/internal/watch"
 )
 
@@ -93,6 +94,11 @@ func matrixOrigins() []matrixOrigin {
 		// session submits with (the channel origin labelled Voice).
 		{kind: authority.Channel, build: func(sb *Sandbox, _ string) authority.Origin {
 			return agent.TurnOrigin(voice.TurnOptions(), sb.ChatID, "t1", nil)
+		}},
+		// The owner on a call Hestia placed (internal/voice/sipcall): what
+		// is said on the line starts channel turns labelled "SIP call".
+		{kind: authority.Channel, build: func(sb *Sandbox, _ string) authority.Origin {
+			return agent.TurnOrigin(sipcall.TurnOptions(), sb.ChatID, "t1", nil)
 		}},
 		{kind: authority.CLI, build: func(sb *Sandbox, _ string) authority.Origin {
 			return authority.CommandOrigin("hestia docs")
