@@ -62,7 +62,7 @@ describe('SettingsPage', () => {
     const { calls } = setup(() => json({ settings: { ...view, model_ready: true, pending_restart: ['llm.tiers.tier-5'] }, applied_live: [] }));
     await screen.findByText('No model is configured yet.');
     fireEvent.click(await screen.findByRole('button', { name: 'Use qwen3:4b' }));
-    await screen.findByText(/restart Hestia/);
+    await screen.findByText(/restart Hestia to apply them/);
     const patch = calls.find((c) => c.method === 'PATCH')!;
     expect((await patch.clone().json()).changes).toEqual([
       { key: 'llm.providers.ollama', value: { kind: 'openai', base_url: 'http://127.0.0.1:11434/v1' } },
