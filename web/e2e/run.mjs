@@ -23,6 +23,8 @@ try {
     const { runDaemon } = await import('./daemon.mjs');
     await runDaemon(b.browser);
   }
+  // Connecting an OAuth account against the fake provider's consent page.
+  if (!only || only === 'oauth') await (await import('./oauth.mjs')).runOAuth(b.browser);
   // Voice mode needs a browser whose fake microphone plays its own WAV.
   if (!only || only === 'voice') await (await import('./voice.mjs')).runVoice();
 } finally {
