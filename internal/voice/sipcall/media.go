@@ -33,6 +33,7 @@ type media struct {
 	mu       sync.Mutex // guards the fields below
 	remote   netip.AddrPort
 	latched  bool
+	dropped  bool // a stranger's packet was dropped (logged once)
 	queue    []int16       // 8 kHz samples waiting to be sent
 	marker   bool          // the next packet starts a talk spurt
 	drained  chan struct{} // closed when queue empties; nil when idle
@@ -260,9 +261,11 @@ func (m *media) receive() {
 		if err != nil {
 			continue // stray datagrams (STUN, RTCP on a muxed port) are not ours
 		}
+		if !m.accept(netip.AddrPortFrom(from.Addr().Unmap(), from.Port())) {
+			continue
+		}
 		switch {
 		case h.PayloadType == m.pt:
-			m.latch(from)
 			m.lastRecv.Store(time.Now().UnixNano())
 			m.recvd.Add(1)
 			pcm = m.codec.decode(pcm[:0], payload)
@@ -292,22 +295,35 @@ func (m *media) receive() {
 	}
 }
 
-// latch sends to where the phone's audio comes from when that differs
-// from its SDP address (symmetric RTP, RFC 4961: a phone behind NAT
-// announces an address nobody can reach). Only the first audio packet
-// decides, so a stray packet later cannot redirect the stream.
-func (m *media) latch(from netip.AddrPort) {
+// accept decides whether a packet from "from" is the phone's (strict
+// RTP). The first packet latches the stream to its source — symmetric RTP
+// (RFC 4961): a phone behind NAT announces an address nobody can reach,
+// so Hestia answers where its audio comes from — but only from the
+// address or the port the SDP named (a phone with several interfaces
+// sends from its announced port on another one), or from anywhere when
+// the named address is a private one (the NAT case). After that, packets
+// from any other source are dropped: a stranger who guesses Hestia's port
+// can neither speak into the conversation nor press 1 on an approval.
+func (m *media) accept(from netip.AddrPort) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.latched {
-		return
+		return from == m.remote
+	}
+	sdp := m.remote.Addr().Unmap()
+	if from.Addr() != sdp && from.Port() != m.remote.Port() && !(sdp.IsPrivate() || sdp.IsLoopback() || sdp.IsLinkLocalUnicast() || sdp.IsUnspecified()) {
+		if !m.dropped {
+			m.dropped = true
+			m.log.Warn("dropping RTP from an address the phone did not announce", "sdp", m.remote.String(), "from", from.String())
+		}
+		return false
 	}
 	m.latched = true
-	from = netip.AddrPortFrom(from.Addr().Unmap(), from.Port())
 	if from != m.remote {
 		m.log.Info("the phone's RTP comes from another address than its SDP named; answering there", "sdp", m.remote.String(), "from", from.String())
 		m.remote = from
 	}
+	return true
 }
 
 // watch returns errRTPTimeout once no RTP has arrived for timeout, or nil

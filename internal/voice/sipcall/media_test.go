@@ -2,11 +2,15 @@ package sipcall
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
+	"log/slog"
 	"math"
+	"net"
 	"net/netip"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -329,3 +333,69 @@ func TestNewRefusesBadAddresses(t *testing.T) {
 		}
 	}
 }
+
+// Strict RTP: audio and keys from a source the phone did not announce are
+// dropped, the first packet from the announced port latches the stream,
+// and after that only that source is heard.
+func TestMediaHearsOnlyThePhone(t *testing.T) {
+	t.Parallel()
+	m, err := openMedia(netip.MustParseAddr("127.0.0.1"), 0, 0, slogDiscard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.close()
+	phone, stranger := listenLoopback(t, 0), listenLoopback(t, 0)
+	// The SDP names a public address with the phone's port: the phone's
+	// packets come from 127.0.0.1 on that port (another interface).
+	announced := netip.AddrPortFrom(netip.MustParseAddr("203.0.113.5"), uint16(phone.LocalAddr().(*net.UDPAddr).Port))
+	var mu sync.Mutex
+	var audio int
+	var digits []rune
+	m.startMedia(answer{Addr: announced, Codec: PCMU, PT: 0, DTMF: 101},
+		func([]int16) { mu.Lock(); audio++; mu.Unlock() },
+		func(d rune) { mu.Lock(); digits = append(digits, d); mu.Unlock() })
+	to := net.UDPAddrFromAddrPort(netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(m.port())))
+	send := func(c *net.UDPConn, pt uint8, ts uint32, payload []byte) {
+		t.Helper()
+		if _, err := c.WriteToUDP(appendRTP(nil, rtpHeader{PayloadType: pt, Seq: uint16(ts), Timestamp: ts, SSRC: 9}, payload), to); err != nil {
+			t.Fatal(err)
+		}
+	}
+	count := func() (int, string) { mu.Lock(); defer mu.Unlock(); return audio, string(digits) }
+	send(stranger, 101, 100, []byte{1, 0x80, 0, 160})
+	send(stranger, 0, 160, make([]byte, 160))
+	time.Sleep(100 * time.Millisecond)
+	if a, d := count(); a != 0 || d != "" {
+		t.Fatalf("a stranger was heard: %d frames, keys %q", a, d)
+	}
+	send(phone, 0, 320, make([]byte, 160))
+	send(phone, 101, 480, []byte{2, 0x80, 0, 160})
+	send(phone, 101, 480, []byte{2, 0x80, 0, 160}) // the end packet, repeated
+	send(stranger, 101, 640, []byte{1, 0x80, 0, 160})
+	if !siptest.WaitFor(context.Background(), 2*time.Second, func() bool { a, d := count(); return a == 1 && d == "2" }) {
+		a, d := count()
+		t.Fatalf("heard %d frames and keys %q, want 1 and \"2\"", a, d)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if _, d := count(); d != "2" {
+		t.Fatalf("keys %q after the stream latched", d)
+	}
+	m.mu.Lock()
+	remote := m.remote
+	m.mu.Unlock()
+	if remote.Port() != announced.Port() || !remote.Addr().IsLoopback() {
+		t.Errorf("sending to %s, not where the phone's audio comes from", remote)
+	}
+}
+
+func listenLoopback(t *testing.T, port int) *net.UDPConn {
+	t.Helper()
+	c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func slogDiscard() *slog.Logger { return slog.New(slog.DiscardHandler) }

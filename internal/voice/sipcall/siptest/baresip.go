@@ -51,10 +51,14 @@ type Phone struct {
 	out *lockedBuffer
 }
 
-// NeedBaresip skips the test when baresip is not installed.
+// NeedBaresip skips the test when baresip is not installed, or fails it
+// when HESTIA_REQUIRE_SERVICES=1 (CI, where it must be there).
 func NeedBaresip(t testing.TB) {
 	t.Helper()
 	if _, err := exec.LookPath("baresip"); err != nil {
+		if os.Getenv("HESTIA_REQUIRE_SERVICES") == "1" {
+			t.Fatal("baresip is required (HESTIA_REQUIRE_SERVICES=1) but not installed: apt-get install baresip-core")
+		}
 		t.Skip("baresip is not installed (apt-get install baresip-core): the SIP call tests need it as the phone")
 	}
 }
