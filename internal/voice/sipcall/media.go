@@ -33,7 +33,7 @@ type media struct {
 	mu       sync.Mutex // guards the fields below
 	remote   netip.AddrPort
 	latched  bool
-	dropped  bool // a stranger's packet was dropped (logged once)
+	dropped  bool          // a stranger's packet was dropped (logged once)
 	queue    []int16       // 8 kHz samples waiting to be sent
 	marker   bool          // the next packet starts a talk spurt
 	drained  chan struct{} // closed when queue empties; nil when idle
