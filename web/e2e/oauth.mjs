@@ -137,8 +137,14 @@ export async function runOAuth(browser) {
           (await accounts.textContent()).includes('works only in a browser on the machine Hestia runs on'),
           'the section does not say the sign-in needs a browser on this machine',
         );
-        const [tab] = await Promise.all([ctx.waitForEvent('page'), row('work').getByRole('button', { name: 'Connect work' }).click()]);
+        const [first] = await Promise.all([ctx.waitForEvent('page'), row('work').getByRole('button', { name: 'Connect work' }).click()]);
+        await first.getByRole('heading', { name: 'Allow Hestia?' }).waitFor();
+        // A closed tab is not the end: the same sign-in opens again.
+        const firstURL = first.url();
+        await first.close();
+        const [tab] = await Promise.all([ctx.waitForEvent('page'), row('work').getByRole('button', { name: 'Open the sign-in page for work again' }).click()]);
         await tab.getByRole('heading', { name: 'Allow Hestia?' }).waitFor();
+        assert(tab.url() === firstURL, 'opening the sign-in again started another one');
         assert(tab.url().startsWith(fake.auth_url + '?'), `the tab went to ${tab.url()}`);
         assert((await tab.locator('#scope').textContent()) === 'mail calendar', 'the consent page asks for other scopes');
         assert((await tab.evaluate(() => window.opener)) === null, 'the provider tab can reach the Hestia page through window.opener');

@@ -78,7 +78,8 @@ describe('Settings accounts: connect from the web app', () => {
     await waitFor(() => expect(tab.location.href).toBe(AUTH));
     expect(tab.opener).toBeNull();
     await waitFor(() => expect(st.textContent).toContain('Waiting for you to sign in to work in the new tab'));
-    expect((within(sec).getByRole('button', { name: 'Connect work' }) as HTMLButtonElement).disabled).toBe(true);
+    expect(within(sec).queryByRole('button', { name: 'Connect work' })).toBeNull();
+    expect((within(sec).getByRole('button', { name: 'Open the sign-in page for work again' }) as HTMLButtonElement).disabled).toBe(false);
     expect(within(sec).getByRole('link', { name: 'Open the sign-in page' }).getAttribute('href')).toBe(AUTH);
     await waitFor(() => expect(st.textContent).toBe('Connected work.'));
     expect(st.closest('.account-connect')?.className).toContain('account-connect-ok');
@@ -155,6 +156,18 @@ describe('Settings accounts: connect from the web app', () => {
     expect(within(section()).getByRole('button', { name: 'Cancel the sign-in of work' })).toBeTruthy();
     reachable = true;
     await waitFor(() => expect(st.textContent).toBe('Connected work.'));
+  });
+
+  it('opens the page of a sign-in still waiting again (the daemon answers the same address)', async () => {
+    const tab = fakeTab();
+    open.mockReturnValue(tab);
+    const calls = show(sources([{ name: 'work', provider: 'custom', state: 'not connected', connect: attempt('waiting') }]), {
+      'POST /api/accounts/work/connect': () => json({ auth_url: AUTH, account: status('not connected', attempt('waiting')) }),
+      'GET /api/accounts/work': () => json(status('not connected', attempt('waiting'))),
+    });
+    fireEvent.click(within(section()).getByRole('button', { name: 'Open the sign-in page for work again' }));
+    await waitFor(() => expect(tab.location.href).toBe(AUTH));
+    expect(calls.filter((r) => r.method === 'POST')).toHaveLength(1);
   });
 
   it('disconnects after a confirmation and says what the provider did', async () => {

@@ -199,8 +199,17 @@ function AccountRow({ a, pollMs }: { a: AccountView; pollMs: number }) {
       {cur.detail && <span class="small muted">{cur.detail}</span>}
       <div class={`account-connect account-connect-${kind}`}>
         <div class="account-actions">
-          <button class="btn small primary" type="button" onClick={() => void connect()} disabled={busy || waiting} aria-label={`${verb} ${a.name}`}>
-            {waiting ? 'Waiting for sign-in…' : verb}
+          {/* While a sign-in waits, the button opens its page again (the
+              daemon answers the same address): the tab may have been closed,
+              or this page reloaded. */}
+          <button
+            class="btn small primary"
+            type="button"
+            onClick={() => void connect()}
+            disabled={busy}
+            aria-label={waiting ? `Open the sign-in page for ${a.name} again` : `${verb} ${a.name}`}
+          >
+            {waiting ? 'Open sign-in page' : verb}
           </button>
           {(connected || waiting) && (
             <button
