@@ -54,6 +54,14 @@ func TestCallConversationWithBaresip(t *testing.T) {
 	if got < want*8/10 || got > want*12/10+200*time.Millisecond {
 		t.Fatalf("the phone heard %s of audio (of %s recorded), want about %s", got, time.Duration(len(heard))*time.Second/8000, want)
 	}
+	// The turn-around the caller hears: from the end of their speech (in
+	// what the phone sent) to the first audio of the reply (in what it
+	// heard), with the detector's hangover, the fake speech servers and
+	// the line in it.
+	if ends, onsets := siptest.Ends(phone.Said(), 8000, 300*time.Millisecond), siptest.Onsets(heard, 8000, 300*time.Millisecond); len(ends) > 0 && len(onsets) > 1 {
+		t.Logf("end of speech at %s, reply audio at %s: %s to answer (VAD hangover %s included)",
+			ends[0], onsets[1], onsets[1]-ends[0], 400*time.Millisecond)
+	}
 	notes := r.chats.all()
 	if len(notes) != 2 || !strings.Contains(notes[0], "Hello from Hestia.") || !strings.Contains(notes[1], "answered") {
 		t.Fatalf("chat notes %q", notes)
@@ -118,5 +126,33 @@ func TestDTMFDecidesApprovals(t *testing.T) {
 				t.Errorf("result %+v", res)
 			}
 		})
+	}
+}
+
+// The same call over TCP: the INVITE and the BYE from the phone travel on
+// a stream transport; the opening line reaches the phone.
+func TestCallOverTCPWithBaresip(t *testing.T) {
+	siptest.NeedBaresip(t)
+	t.Parallel()
+	phone := siptest.StartPhone(t, siptest.PhoneOptions{AutoAnswer: true, Transport: "tcp"})
+	r := newRig(t, Config{To: phone.URI, Transport: "tcp"})
+	c, err := r.m.Call(context.Background(), CallRequest{Opening: "Hello over TCP, this is Hestia.", Origin: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if !siptest.WaitFor(ctx, 10*time.Second, func() bool { return c.State() == StateAnswered }) {
+		t.Fatalf("not answered: %s", c.State())
+	}
+	time.Sleep(r.speech.SpeechDuration("Hello over TCP, this is Hestia.") + 600*time.Millisecond)
+	if err := phone.Hangup(); err != nil {
+		t.Fatal(err)
+	}
+	res := waitResult(t, c, 10*time.Second)
+	if res.Outcome != Answered || res.HungUpBy != "phone" {
+		t.Fatalf("result %+v", res)
+	}
+	if got, want := siptest.Voiced(phone.Heard(), 8000), r.speech.SpeechDuration("Hello over TCP, this is Hestia."); got < want*8/10 {
+		t.Errorf("the phone heard %s, want about %s", got, want)
 	}
 }

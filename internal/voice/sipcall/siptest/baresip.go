@@ -211,8 +211,14 @@ func (p *Phone) Hangup() error {
 
 // Heard returns what the phone received in its last call (decoded, 8 kHz
 // mono), as baresip's sndfile module recorded it; empty before a call.
-func (p *Phone) Heard() []int16 {
-	m, _ := filepath.Glob(filepath.Join(p.rec, "dump-*-dec.wav"))
+func (p *Phone) Heard() []int16 { return p.dump("dec") }
+
+// Said returns what the phone sent in its last call, on the same time
+// line as Heard (both recordings start when the call is set up).
+func (p *Phone) Said() []int16 { return p.dump("enc") }
+
+func (p *Phone) dump(which string) []int16 {
+	m, _ := filepath.Glob(filepath.Join(p.rec, "dump-*-"+which+".wav"))
 	if len(m) == 0 {
 		return nil
 	}
@@ -228,6 +234,50 @@ func (p *Phone) Heard() []int16 {
 		out[i] = int16(binary.LittleEndian.Uint16(b[2*i:]))
 	}
 	return out
+}
+
+// Onsets lists when audio starts after a silence of at least gap: the
+// start of each stretch of 20 ms frames louder than -40 dBFS.
+func Onsets(pcm []int16, rate int, gap time.Duration) []time.Duration {
+	n := rate / 50
+	var out []time.Duration
+	quiet := gap
+	for i := 0; i+n <= len(pcm); i += n {
+		if loud(pcm[i : i+n]) {
+			if quiet >= gap {
+				out = append(out, time.Duration(i)*time.Second/time.Duration(rate))
+			}
+			quiet = 0
+		} else {
+			quiet += 20 * time.Millisecond
+		}
+	}
+	return out
+}
+
+// Ends lists when audio stops for at least gap.
+func Ends(pcm []int16, rate int, gap time.Duration) []time.Duration {
+	n := rate / 50
+	var out []time.Duration
+	var last time.Duration = -1
+	for i := 0; i+n <= len(pcm); i += n {
+		at := time.Duration(i) * time.Second / time.Duration(rate)
+		if loud(pcm[i : i+n]) {
+			last = at + 20*time.Millisecond
+		} else if last >= 0 && at-last >= gap {
+			out = append(out, last)
+			last = -1
+		}
+	}
+	return out
+}
+
+func loud(frame []int16) bool {
+	var sum float64
+	for _, s := range frame {
+		sum += float64(s) * float64(s)
+	}
+	return math.Sqrt(sum/float64(len(frame))) > 32768*0.01
 }
 
 // Voiced measures audio: the total time of 20 ms frames louder than
