@@ -14,8 +14,9 @@ import (
 var adminAlways = []string{"/api/devices", "/api/pair/"}
 
 // adminWrites are routes whose changes decide what the assistant may do:
-// policy rules, budgets, configuration, backups. Reading them is "read".
-var adminWrites = []string{"/api/policy", "/api/budget", "/api/config", "/api/settings", "/api/backup"}
+// policy rules, budgets, configuration, backups, account sign-ins.
+// Reading them is "read".
+var adminWrites = []string{"/api/policy", "/api/budget", "/api/config", "/api/settings", "/api/backup", "/api/accounts"}
 
 // RequiredScope is the scope a request needs. The mapping is code, not
 // configuration, so that a paired phone can never widen its own authority:
