@@ -156,3 +156,45 @@ func TestNoAnswerWithBaresip(t *testing.T) {
 		t.Errorf("the phone kept ringing:\n%s", phone.Output())
 	}
 }
+
+// Providers challenge the INVITE itself: the right password goes through
+// (here to a busy line), a wrong one is auth_failed; over TLS the same
+// call reaches a peer that trusts nothing but its own certificate.
+func TestInviteAuthenticationAndTLS(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		password string
+		tls      bool
+		want     Outcome
+		status   int
+	}{
+		{"right password", "right", false, Busy, 486},
+		{"wrong password", "wrong", false, AuthFailed, 403},
+		{"over tls", "right", true, Busy, 486},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			o := siptest.PeerOptions{Status: 486, ChallengeInvites: true, Users: map[string]string{"alice": "right"}}
+			cfg := Config{Username: "alice", Password: tc.password}
+			if tc.tls {
+				o.TLS, cfg.TLS = siptest.TLSPair(t)
+				cfg.Transport = "tls"
+			}
+			peer := siptest.StartPeer(t, o)
+			cfg.To = peer.URI
+			r := newRig(t, cfg)
+			c, err := r.m.Call(context.Background(), CallRequest{Origin: "test"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := waitResult(t, c, 8*time.Second)
+			if res.Outcome != tc.want || res.Status != tc.status {
+				t.Fatalf("outcome %s %d (%s)", res.Outcome, res.Status, res.Reason)
+			}
+			if inv, _, _ := peer.Counts(); inv != 2 {
+				t.Errorf("the peer saw %d INVITEs, want the first and the authenticated one", inv)
+			}
+		})
+	}
+}

@@ -2,8 +2,10 @@ package siptest
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -37,6 +39,11 @@ type PeerOptions struct {
 	// (401 re-challenges, 403 forbids) whatever the password.
 	Users          map[string]string
 	RefuseAuthWith int
+	// ChallengeInvites challenges INVITEs too (as providers do) against
+	// Users: the right password proceeds, a wrong one is 403.
+	ChallengeInvites bool
+	// TLS serves SIP over TLS with this configuration instead of UDP.
+	TLS *tls.Config
 }
 
 // Peer is an in-process SIP endpoint on loopback UDP.
@@ -48,7 +55,7 @@ type Peer struct {
 	o    PeerOptions
 	ua   *sipgo.UserAgent
 	srv  *sipgo.Server
-	conn net.PacketConn
+	conn io.Closer
 
 	mu        sync.Mutex
 	invites   int
@@ -71,15 +78,35 @@ func StartPeer(t testing.TB, o PeerOptions) *Peer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	conn, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	var (
+		conn    net.PacketConn
+		tlsLn   net.Listener
+		closer  io.Closer
+		addr    string
+		network = "udp"
+	)
+	if o.TLS != nil {
+		network = "tls"
+		tlsLn, err = tls.Listen("tcp", "127.0.0.1:0", o.TLS)
+		if err != nil {
+			t.Fatal(err)
+		}
+		closer, addr = tlsLn, tlsLn.Addr().String()
+	} else {
+		conn, err = net.ListenPacket("udp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		closer, addr = conn, conn.LocalAddr().String()
 	}
-	p := &Peer{o: o, ua: ua, srv: srv, conn: conn, Addr: conn.LocalAddr().String()}
+	p := &Peer{o: o, ua: ua, srv: srv, conn: closer, Addr: addr}
 	p.URI = "sip:peer@" + p.Addr
+	if network == "tls" {
+		p.URI += ";transport=tls"
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	if o.Mute {
+	if o.Mute && conn != nil {
 		// Read and drop everything.
 		wg.Add(1)
 		go func() {
@@ -92,9 +119,19 @@ func StartPeer(t testing.TB, o PeerOptions) *Peer {
 			}
 		}()
 	} else {
-		cl, _ := sipgo.NewClient(ua, sipgo.WithClientHostname("127.0.0.1"), sipgo.WithClientConnectionAddr(p.Addr))
-		port := conn.LocalAddr().(*net.UDPAddr).Port
-		dialogs := sipgo.NewDialogServerCache(cl, sip.ContactHeader{Address: sip.Uri{Scheme: "sip", User: "peer", Host: "127.0.0.1", Port: port}})
+		opts := []sipgo.ClientOption{sipgo.WithClientHostname("127.0.0.1")}
+		if conn != nil {
+			opts = append(opts, sipgo.WithClientConnectionAddr(p.Addr))
+		}
+		cl, _ := sipgo.NewClient(ua, opts...)
+		_, portText, _ := net.SplitHostPort(addr)
+		port, _ := strconv.Atoi(portText)
+		contact := sip.Uri{Scheme: "sip", User: "peer", Host: "127.0.0.1", Port: port}
+		if network == "tls" {
+			contact.UriParams = sip.NewParams()
+			contact.UriParams.Add("transport", "tls")
+		}
+		dialogs := sipgo.NewDialogServerCache(cl, sip.ContactHeader{Address: contact})
 		srv.OnInvite(func(req *sip.Request, tx sip.ServerTransaction) { p.invite(ctx, dialogs, req, tx) })
 		srv.OnAck(func(req *sip.Request, tx sip.ServerTransaction) { _ = dialogs.ReadAck(req, tx) })
 		srv.OnBye(func(req *sip.Request, tx sip.ServerTransaction) {
@@ -109,12 +146,16 @@ func StartPeer(t testing.TB, o PeerOptions) *Peer {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_ = srv.ServeUDP(conn)
+			if conn != nil {
+				_ = srv.ServeUDP(conn)
+			} else {
+				_ = srv.ServeTLS(tlsLn)
+			}
 		}()
 	}
 	t.Cleanup(func() {
 		cancel()
-		conn.Close()
+		closer.Close()
 		ua.Close()
 		wg.Wait()
 	})
@@ -139,6 +180,17 @@ func (p *Peer) invite(ctx context.Context, dialogs *sipgo.DialogServerCache, req
 	p.mu.Lock()
 	p.invites++
 	p.mu.Unlock()
+	if p.o.ChallengeInvites {
+		ok, res := p.authorize(req, "INVITE")
+		if res != nil {
+			_ = tx.Respond(res)
+			return
+		}
+		if !ok {
+			_ = tx.Respond(sip.NewResponseFromRequest(req, 403, "Forbidden", nil))
+			return
+		}
+	}
 	d, err := dialogs.ReadInvite(req, tx)
 	if err != nil {
 		return
@@ -239,27 +291,44 @@ func (p *Peer) register(req *sip.Request, tx sip.ServerTransaction) {
 		_ = tx.Respond(res)
 		return
 	}
-	cred, err := digest.ParseCredentials(h.Value())
-	pw, known := p.o.Users[cred.Username]
-	if err == nil && known {
-		c := digest.Challenge{Realm: cred.Realm, Nonce: cred.Nonce, Algorithm: cred.Algorithm, Opaque: cred.Opaque}
-		if cred.QOP != "" {
-			c.QOP = []string{cred.QOP}
+	if ok, _ := p.authorize(req, "REGISTER"); ok {
+		record("ok")
+		res := sip.NewResponseFromRequest(req, 200, "OK", nil)
+		if c := req.Contact(); c != nil {
+			res.AppendHeader(sip.HeaderClone(c))
 		}
-		want, err := digest.Digest(&c, digest.Options{Method: "REGISTER", URI: cred.URI, Username: cred.Username, Password: pw, Cnonce: cred.Cnonce, Count: cred.Nc})
-		if err == nil && want.Response == cred.Response {
-			record("ok")
-			res := sip.NewResponseFromRequest(req, 200, "OK", nil)
-			if c := req.Contact(); c != nil {
-				res.AppendHeader(sip.HeaderClone(c))
-			}
-			res.AppendHeader(sip.NewHeader("Expires", "60"))
-			_ = tx.Respond(res)
-			return
-		}
+		res.AppendHeader(sip.NewHeader("Expires", "60"))
+		_ = tx.Respond(res)
+		return
 	}
 	record("wrong")
 	_ = tx.Respond(sip.NewResponseFromRequest(req, 403, "Forbidden", nil))
+}
+
+// authorize checks a request's digest credentials against Users. A
+// request without them gets the challenge to send (res).
+func (p *Peer) authorize(req *sip.Request, method string) (ok bool, res *sip.Response) {
+	h := req.GetHeader("Authorization")
+	if h == nil {
+		chal := digest.Challenge{Realm: "siptest", Nonce: "n0nce" + strconv.Itoa(int(time.Now().UnixNano()%1e6)), Algorithm: "MD5"}
+		res = sip.NewResponseFromRequest(req, 401, "Unauthorized", nil)
+		res.AppendHeader(sip.NewHeader("WWW-Authenticate", chal.String()))
+		return false, res
+	}
+	cred, err := digest.ParseCredentials(h.Value())
+	if err != nil {
+		return false, nil
+	}
+	pw, known := p.o.Users[cred.Username]
+	if !known {
+		return false, nil
+	}
+	c := digest.Challenge{Realm: cred.Realm, Nonce: cred.Nonce, Algorithm: cred.Algorithm, Opaque: cred.Opaque}
+	if cred.QOP != "" {
+		c.QOP = []string{cred.QOP}
+	}
+	want, err := digest.Digest(&c, digest.Options{Method: method, URI: cred.URI, Username: cred.Username, Password: pw, Cnonce: cred.Cnonce, Count: cred.Nc})
+	return err == nil && want.Response == cred.Response, nil
 }
 
 // offerAddr reads where the caller's SDP offer wants RTP.
