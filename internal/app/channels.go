@@ -18,6 +18,7 @@ import (
 	"github.com/hestia-dev/hestia/internal/devices"
 	"github.com/hestia-dev/hestia/internal/doctor"
 	"github.com/hestia-dev/hestia/internal/httpjson"
+	"github.com/hestia-dev/hestia/internal/notify"
 	"github.com/hestia-dev/hestia/internal/store"
 )
 
@@ -98,6 +99,7 @@ type channelRuns struct {
 type channelRun struct {
 	label   string
 	checker channels.Checker // nil when the platform has no connection test
+	relay   *channels.Relay  // nil for a channel that did not start
 	err     error            // why the channel did not start; nil when running
 }
 
@@ -158,7 +160,7 @@ func (a *App) startChannel(ctx context.Context, b channelBuilder, p channels.Pla
 	}
 	a.AddWorker("channel "+p.Name(), relay.Run)
 	ck, _ := p.(channels.Checker)
-	a.channelRuns.add(p.Name(), channelRun{label: b.label, checker: ck})
+	a.channelRuns.add(p.Name(), channelRun{label: b.label, checker: ck, relay: relay})
 	a.AddCheck(doctor.Check{Name: "channel " + p.Name(), Run: func(ctx context.Context) (doctor.Status, string) {
 		return channelHealth(ctx, st, p.Name(), len(users), ck)
 	}})
@@ -342,4 +344,17 @@ type channelAgent struct{ ag *agent.Agent }
 func (c channelAgent) Submit(ctx context.Context, chatID, text string, o channels.Submit) error {
 	_, err := c.ag.Submit(ctx, chatID, text, agent.Options{Kind: authority.Channel, OriginLabel: o.Label, Provenance: o.Provenance})
 	return err
+}
+
+// deliverChannel posts a job's or watch's result in the owner's
+// conversation on a channel (deliver = ["slack"], …), through its outbox.
+func (a *App) deliverChannel(ctx context.Context, name string, x notify.Notification) error {
+	run, ok := a.channelRuns.get(name)
+	switch {
+	case !ok:
+		return fmt.Errorf("the %s channel is not configured ([channels.%s])", name, name)
+	case run.relay == nil:
+		return fmt.Errorf("the %s channel did not start: %v", name, run.err)
+	}
+	return run.relay.NotifyOwner(ctx, x.Key, x.Title, x.Body)
 }

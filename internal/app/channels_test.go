@@ -12,6 +12,7 @@ import (
 	"github.com/hestia-dev/hestia/internal/channels"
 	"github.com/hestia-dev/hestia/internal/channels/channeltest"
 	"github.com/hestia-dev/hestia/internal/llm/llmtest"
+	"github.com/hestia-dev/hestia/internal/notify"
 )
 
 // A whole turn from a channel on the shared relay, through the real agent
@@ -75,4 +76,24 @@ func TestChannelTurnWithApprovalByCode(t *testing.T) {
 	if !ran || !decided {
 		t.Errorf("audit: tool.run with the channel origin %v, channel.decision %v", ran, decided)
 	}
+}
+
+// A job's result with deliver = ["signal"] arrives in the owner's
+// conversation on that channel; one for a channel that is not configured
+// is logged, and the others still go.
+func TestResultDeliveredToAChannel(t *testing.T) {
+	t.Parallel()
+	up := llmtest.New(t, llmtest.Text("Hello!"))
+	p := channeltest.New()
+	p.ID = "signal"
+	a := testApp(t, t.TempDir())
+	a.Config.LLM.BaseURL, a.Config.LLM.Model = up.URL, "llama3"
+	a.extraChannels = []channelBuilder{{key: "channels.signal", label: "Signal", enabled: true, owners: []string{"U1"},
+		build: func(context.Context) (channels.Platform, error) { return p, nil }}}
+	_, stop := start(t, a)
+	defer stop()
+	p.Deliver(channels.Update{ID: "1", Conv: "D1", Sender: "U1", Private: true, Text: "hi"})
+	channeltest.WaitFor(t, "the reply", func() bool { _, ok := p.FindText("D1", "Hello!"); return ok })
+	a.deliverResult(context.Background(), []string{"slack", "signal"}, notify.Notification{Key: "job-run:7", Title: "Flight", Body: "Your flight is on time."})
+	channeltest.WaitFor(t, "the delivered result", func() bool { _, ok := p.FindText("D1", "**Flight**"); return ok })
 }

@@ -193,6 +193,13 @@ func (a *App) deliverResult(ctx context.Context, via []string, x notify.Notifica
 			a.Log.Warn("deliverCall", "key", x.Key, "err", err)
 		}
 	}
+	for _, c := range via {
+		if notify.IsChannel(c) {
+			if err := a.deliverChannel(ctx, c, x); err != nil {
+				a.Log.Warn("deliverChannel", "channel", c, "key", x.Key, "err", err)
+			}
+		}
+	}
 	if slices.Contains(via, notify.DeliverTelegram) {
 		if a.core.owner == nil {
 			a.Log.Warn("deliverTelegram", "key", x.Key, "err", "telegram is not configured ([telegram] token and owner_id)")

@@ -419,3 +419,35 @@ func SubmitFor(label, kind, sender string, owner bool, at time.Time) Submit {
 	}
 	return sub
 }
+
+// NotifyOwner posts a notice (a scheduled job's result, a watch's message)
+// to the owner's most recent conversation on this channel, through the
+// outbox, so it arrives even across restarts. key identifies the notice:
+// the same key posts once. It fails when the owner never wrote here:
+// platforms let a bot write only where it was spoken to.
+func (r *Relay) NotifyOwner(ctx context.Context, key, title, body string) error {
+	maps, err := r.d.Store.Mappings(ctx, r.name)
+	if err != nil {
+		return err
+	}
+	var conv string
+	for _, m := range maps { // oldest first: the last owner conversation wins
+		if r.owner(m.Sender) {
+			conv = m.Conv
+		}
+	}
+	if conv == "" {
+		return fmt.Errorf("%s: the owner has not written to the assistant here yet, so there is no conversation to post in", r.cfg.Label)
+	}
+	text := body
+	if title != "" {
+		text = "**" + title + "**\n\n" + body
+	}
+	for i, part := range Split(text, r.lim.MaxText) {
+		if err := r.d.Store.Enqueue(ctx, Item{Channel: r.name, Conv: conv, Key: fmt.Sprintf("%s:notify:%s:%d", r.name, key, i), Text: part}); err != nil {
+			return err
+		}
+	}
+	r.ob.wake()
+	return nil
+}

@@ -578,3 +578,35 @@ func TestSplitKeepsFencesBalanced(t *testing.T) {
 		}
 	}
 }
+
+func TestNotifyOwnerPostsInTheOwnersConversationOnce(t *testing.T) {
+	t.Parallel()
+	p := channeltest.New()
+	h := newHarness(t, dbPath(t), p, hopts{})
+	ctx := context.Background()
+	if err := h.relay.NotifyOwner(ctx, "job-run:1", "Daily brief", "Nothing today."); err == nil || !strings.Contains(err.Error(), "has not written") {
+		t.Fatalf("before the owner wrote: %v", err)
+	}
+	p.Deliver(msg(contact, "D2", "hi"))
+	p.Deliver(msg(owner, dm, "hello"))
+	channeltest.WaitFor(t, "the owner's chat", func() bool { _, ok := p.FindText(dm, "You said: hello"); return ok })
+	for range 2 { // the same notice twice posts once
+		if err := h.relay.NotifyOwner(ctx, "job-run:1", "Daily brief", "Nothing today."); err != nil {
+			t.Fatal(err)
+		}
+	}
+	channeltest.WaitFor(t, "the notice", func() bool { _, ok := p.FindText(dm, "**Daily brief**"); return ok })
+	time.Sleep(30 * time.Millisecond)
+	n := 0
+	for _, m := range p.Messages(dm) {
+		if strings.Contains(m.Text, "Daily brief") {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("the notice was posted %d times", n)
+	}
+	if _, ok := p.FindText("D2", "Daily brief"); ok {
+		t.Error("a contact's conversation got the owner's notice")
+	}
+}

@@ -237,7 +237,7 @@ func jobsAdd(ctx context.Context, env *Env, args []string) error {
 	fs.StringVar(&b.Prompt, "prompt", "", "what the assistant should do each run")
 	fs.StringVar(&b.Timeout, "timeout", "", "per-run timeout (default 10m)")
 	fs.StringVar(&b.Jitter, "jitter", "", "random delay up to this much, e.g. 2m")
-	deliver := fs.String("deliver", "", "where each run's result goes, comma-separated: inbox, push, telegram, or none (default inbox,push)")
+	deliver := fs.String("deliver", "", "where each run's result goes, comma-separated: inbox, push, telegram, call, a channel (slack, discord, whatsapp, matrix, signal, email), or none (default inbox,push)")
 	asJSON := fs.Bool("json", false, "print the job as JSON")
 	if err := parse(fs, args, 1); err != nil {
 		return err

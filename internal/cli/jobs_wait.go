@@ -41,7 +41,7 @@ func splitList(s string) []string {
 func jobsDeliver(ctx context.Context, env *Env, args []string) error {
 	args = nameFirst(args)
 	fs := env.flags("jobs deliver")
-	to := fs.String("to", "", "comma-separated: inbox, push, telegram, or none; empty restores the default (inbox,push for your jobs, failures only for built-ins)")
+	to := fs.String("to", "", "comma-separated: inbox, push, telegram, call, a channel (slack, discord, whatsapp, matrix, signal, email), or none; empty restores the default (inbox,push for your jobs, failures only for built-ins)")
 	asJSON := fs.Bool("json", false, "print the job as JSON")
 	if err := parse(fs, args, 1); err != nil {
 		return err

@@ -42,7 +42,7 @@ func watchAdd(ctx context.Context, env *Env, args []string) error {
 	instruction := fs.String("instruction", "", "your own words for what you want to hear about (required)")
 	event := fs.String("event", "", "the event to fire on (default: mail.received, url.changed or file.changed)")
 	expires := fs.String("expires", "", "when watching stops: a duration (90m, 48h, 7d) or an RFC 3339 time (default: the source's own, 30 days for mail)")
-	deliver := fs.String("deliver", "", "where each message goes besides the chat, comma-separated: inbox, push, telegram, or none (default inbox,push)")
+	deliver := fs.String("deliver", "", "where each message goes besides the chat, comma-separated: inbox, push, telegram, call, a channel (slack, discord, whatsapp, matrix, signal, email), or none (default inbox,push)")
 	dry := fs.Bool("dry-run", false, "save nothing; for a mail watch, list the messages the search matches now")
 	asJSON := fs.Bool("json", false, "print the watch (or the preview) as JSON")
 	fs.Usage = func() { fmt.Fprintln(fs.Output(), watchAddUsage); fs.PrintDefaults() }

@@ -19,6 +19,13 @@ const (
 	DeliverNone = "none"
 )
 
+// channelDeliveries are the messaging channels a result may go to; the app
+// posts it in the owner's conversation there through the channel's outbox.
+var channelDeliveries = []string{"slack", "discord", "whatsapp", "matrix", "signal", "email"}
+
+// IsChannel reports whether a delivery is a messaging channel.
+func IsChannel(c string) bool { return slices.Contains(channelDeliveries, c) }
+
 // DefaultDeliver is where a result goes when the user chose nothing.
 func DefaultDeliver() []string { return []string{DeliverInbox, DeliverPush} }
 
@@ -42,10 +49,19 @@ func ParseDeliver(list []string) ([]string, error) {
 				out = append(out, c)
 			}
 		default:
-			return nil, &FieldError{"deliver", fmt.Sprintf("%q is not a delivery channel (inbox, push, telegram, call or none)", c)}
+			if IsChannel(c) {
+				if !slices.Contains(out, c) {
+					out = append(out, c)
+				}
+				continue
+			}
+			return nil, &FieldError{"deliver", fmt.Sprintf("%q is not a delivery channel (inbox, push, telegram, call, %s or none)", c, strings.Join(channelDeliveries, ", "))}
 		}
 	}
 	order := map[string]int{DeliverInbox: 0, DeliverPush: 1, DeliverTelegram: 2, DeliverCall: 3}
+	for i, c := range channelDeliveries {
+		order[c] = 4 + i
+	}
 	slices.SortFunc(out, func(a, b string) int { return order[a] - order[b] })
 	return out, nil
 }

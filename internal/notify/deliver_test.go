@@ -20,7 +20,8 @@ func TestParseDeliver(t *testing.T) {
 		{[]string{"telegram", "inbox", "Inbox", " push "}, []string{"inbox", "push", "telegram"}, ""},
 		{[]string{"none"}, []string{"none"}, ""},
 		{[]string{"none", "inbox"}, nil, `deliver: "none" cannot be combined`},
-		{[]string{"email"}, nil, `deliver: "email" is not a delivery channel`},
+		{[]string{"Signal", "slack", "inbox", "slack"}, []string{"inbox", "slack", "signal"}, ""},
+		{[]string{"sms"}, nil, `deliver: "sms" is not a delivery channel`},
 	} {
 		got, err := ParseDeliver(tc.in)
 		if tc.err != "" {

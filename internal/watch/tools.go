@@ -29,7 +29,7 @@ func createSchema(grants bool) json.RawMessage {
 "ref":{"type":"string","description":"the resource: train originId/number/serviceDayMs, a URL, an absolute file path, a mail search: plain words or JSON {\"from\",\"subject\",\"query\",\"role\",…}; mail watches fire mail.received once per newly arrived match"},
 "instruction":{"type":"string","description":"the user's own words"},
 "expires_at":{"type":"string","description":"RFC 3339; required unless the source has a natural end (trains)"},
-"deliver":{"type":"array","items":{"type":"string","enum":["inbox","push","telegram","call","none"]},"description":"where the user gets each event's message besides the chat; only when the user asked (default inbox and push); call rings the user's phone and reads it out"},
+"deliver":{"type":"array","items":{"type":"string","enum":["inbox","push","telegram","call","slack","discord","whatsapp","matrix","signal","email","none"]},"description":"where the user gets each event's message besides the chat; only when the user asked (default inbox and push); call rings the user's phone and reads it out; a channel name posts it in the user's conversation there"},
 "rules":{"type":"array","minItems":1,"maxItems":20,"description":"` + desc + `","items":` + ruleSchema + `}}}`)
 }
 

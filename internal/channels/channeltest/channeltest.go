@@ -29,6 +29,8 @@ type Msg struct {
 // Platform is the fake. Set Lim before the relay starts.
 type Platform struct {
 	Lim channels.Limits
+	// ID is the channel's name (default "fake").
+	ID string
 
 	mu      sync.Mutex
 	msgs    []*Msg
@@ -52,7 +54,12 @@ func New() *Platform {
 	}
 }
 
-func (p *Platform) Name() string            { return "fake" }
+func (p *Platform) Name() string {
+	if p.ID != "" {
+		return p.ID
+	}
+	return "fake"
+}
 func (p *Platform) Kind() string            { return "fake" }
 func (p *Platform) Limits() channels.Limits { return p.Lim }
 
