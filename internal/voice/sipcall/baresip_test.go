@@ -40,7 +40,8 @@ func TestCallConversationWithBaresip(t *testing.T) {
 		t.Fatalf("turns submitted: %q", got)
 	}
 	// Let the reply play out, then hang up from the phone.
-	time.Sleep(r.speech.SpeechDuration(text) + 800*time.Millisecond)
+	want := r.speech.SpeechDuration("Hello from Hestia.") + r.speech.SpeechDuration(text)
+	heardAll(t, phone, want)
 	if err := phone.Hangup(); err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +50,6 @@ func TestCallConversationWithBaresip(t *testing.T) {
 		t.Fatalf("result %+v", res)
 	}
 	heard := phone.Heard()
-	want := r.speech.SpeechDuration("Hello from Hestia.") + r.speech.SpeechDuration(text)
 	got := siptest.Voiced(heard, 8000)
 	if got < want*8/10 || got > want*12/10+200*time.Millisecond {
 		t.Fatalf("the phone heard %s of audio (of %s recorded), want about %s", got, time.Duration(len(heard))*time.Second/8000, want)
@@ -144,7 +144,7 @@ func TestCallOverTCPWithBaresip(t *testing.T) {
 	if !siptest.WaitFor(ctx, 10*time.Second, func() bool { return c.State() == StateAnswered }) {
 		t.Fatalf("not answered: %s", c.State())
 	}
-	time.Sleep(r.speech.SpeechDuration("Hello over TCP, this is Hestia.") + 600*time.Millisecond)
+	heardAll(t, phone, r.speech.SpeechDuration("Hello over TCP, this is Hestia."))
 	if err := phone.Hangup(); err != nil {
 		t.Fatal(err)
 	}
@@ -155,4 +155,44 @@ func TestCallOverTCPWithBaresip(t *testing.T) {
 	if got, want := siptest.Voiced(phone.Heard(), 8000), r.speech.SpeechDuration("Hello over TCP, this is Hestia."); got < want*8/10 {
 		t.Errorf("the phone heard %s, want about %s", got, want)
 	}
+}
+
+// A question card is read out and answered by speaking: the next
+// utterance is the answer, not a new turn.
+func TestSpokenAnswerToAQuestion(t *testing.T) {
+	siptest.NeedBaresip(t)
+	t.Parallel()
+	voice := append(siptest.Silence(2*time.Second, 8000), siptest.Speechlike(time.Second, 8000)...)
+	voice = append(voice, siptest.Silence(6*time.Second, 8000)...)
+	voice = append(voice, siptest.Speechlike(800*time.Millisecond, 8000)...)
+	phone := siptest.StartPhone(t, siptest.PhoneOptions{AutoAnswer: true, Voice: voice})
+	r := newRig(t, Config{To: phone.URI}, "paint the shed", "green")
+	r.agent.replies = []reply{{question: "Which colour?", text: "Noted."}}
+	c, err := r.m.Call(context.Background(), CallRequest{Opening: "Hi.", Origin: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !siptest.WaitFor(context.Background(), 20*time.Second, func() bool {
+		return strings.Contains(strings.Join(r.speech.Spoken(), " "), "You said: green.")
+	}) {
+		t.Fatalf("spoken %q, submitted %q", r.speech.Spoken(), r.agent.submitted())
+	}
+	if !strings.Contains(strings.Join(r.speech.Spoken(), " "), "A question for you: Which colour?") {
+		t.Errorf("the question was not read out: %q", r.speech.Spoken())
+	}
+	if got := r.agent.submitted(); !slices.Equal(got, []string{"paint the shed"}) {
+		t.Errorf("the answer became a turn: %q", got)
+	}
+	c.Hangup()
+	if res := waitResult(t, c, 10*time.Second); res.Turns != 1 {
+		t.Errorf("result %+v", res)
+	}
+}
+
+// heardAll waits (a bounded time) until the phone has heard about want of
+// audio, so a loaded machine's late playout is not cut by the hang-up.
+func heardAll(t *testing.T, phone *siptest.Phone, want time.Duration) {
+	t.Helper()
+	siptest.WaitFor(context.Background(), 10*time.Second, func() bool { return siptest.Voiced(phone.Heard(), 8000) >= want*9/10 })
+	time.Sleep(300 * time.Millisecond)
 }

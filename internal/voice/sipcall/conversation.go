@@ -46,6 +46,7 @@ type conversation struct {
 	question    string             // a pending question card
 	decidedHere map[string]bool
 	turns       int
+	keys        bool // the phone sends telephone-events
 }
 
 type speechItem struct {
@@ -103,8 +104,9 @@ func (cv *conversation) run(ctx context.Context, hungUp context.Context, a answe
 	defer cv.work.Wait()
 	defer cancel()
 
+	cv.keys = a.DTMF >= 0
 	cv.say(cv.opening)
-	if a.DTMF < 0 {
+	if !cv.keys {
 		cv.log.Info("the phone accepted no telephone-events; approvals cannot be answered by keypad on this call")
 	}
 	if m.d.STT == nil {
@@ -384,7 +386,11 @@ func (cv *conversation) requested(r approval.Request) {
 		if len(r.Choices) > 0 {
 			q += " The choices are: " + strings.Join(r.Choices, ", ") + "."
 		}
-		cv.say("A question for you: " + q + " Say your answer, or press 2 to skip it.")
+		skip := " Say your answer, or press 2 to skip it."
+		if !cv.keys {
+			skip = " Say your answer."
+		}
+		cv.say("A question for you: " + q + skip)
 		return
 	}
 	cv.pending = append(cv.pending, r)
@@ -398,6 +404,11 @@ func (cv *conversation) requested(r approval.Request) {
 	text := fmt.Sprintf("Approval needed for %s: %s.", strings.ReplaceAll(r.Tool, "_", " "), what)
 	if len(r.TaintedBy) > 0 {
 		text += " Careful: this was proposed after reading outside content."
+	}
+	if !cv.keys {
+		// The phone accepted no telephone-events: no key would reach us.
+		cv.say(text + " Approve or deny it in the app.")
+		return
 	}
 	cv.say(text + " Press 1 to approve, 2 to deny.")
 }

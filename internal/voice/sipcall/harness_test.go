@@ -32,8 +32,9 @@ type fakeAgent struct {
 }
 
 type reply struct {
-	gated string // a preview: ask for approval first
-	text  string
+	gated    string // a preview: ask for approval first
+	question string // ask the user first; the answer ends the reply
+	text     string
 }
 
 func (a *fakeAgent) Submit(ctx context.Context, chatID, text string) error {
@@ -47,6 +48,10 @@ func (a *fakeAgent) Submit(ctx context.Context, chatID, text string) error {
 	turn := fmt.Sprintf("t%d", a.n)
 	a.mu.Unlock()
 	go func() {
+		if r.question != "" {
+			_, d := a.broker.Ask(context.Background(), approval.Request{Kind: approval.KindQuestion, ChatID: chatID, TurnID: turn, Question: r.question}, false)
+			r.text += " You said: " + d.Answer + "."
+		}
 		if r.gated != "" {
 			_, d := a.broker.Ask(context.Background(), approval.Request{ChatID: chatID, TurnID: turn, Tool: "write_file", Preview: r.gated}, false)
 			if d.Runs() {

@@ -29,7 +29,7 @@ func (s *sentencer) push(text string) []string {
 		switch r {
 		case '\n':
 			end = true
-		case '.', '!', '?', '…', ';', ':':
+		case '.', '!', '?', '…', ';':
 			// A sentence ends at punctuation followed by white space; a
 			// decimal point or "e.g." mid-word does not end one.
 			if i < len(all) {

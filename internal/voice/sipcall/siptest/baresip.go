@@ -141,10 +141,10 @@ ctrl_tcp_listen 127.0.0.1:%d
 			t.Logf("baresip output:\n%s", out.String())
 		}
 	})
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for !strings.Contains(out.String(), "baresip is ready") {
 		if time.Now().After(deadline) {
-			t.Fatalf("baresip did not start:\n%s", out.String())
+			t.Fatalf("baresip did not start within 30 s:\n%s", out.String())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
