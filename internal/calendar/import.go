@@ -345,12 +345,18 @@ func readBounded(path string) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// Warnings lists the components skipped or repaired in indexed files, by
-// calendar and file, at most limit (all when limit <= 0), and how many
-// there are in all.
+// Warnings lists the components skipped or repaired in indexed files, and
+// the versions of events hidden by a newer one in another file (see
+// versions.go), by calendar and file, at most limit (all when limit <= 0),
+// and how many there are in all.
 func (s *Store) Warnings(ctx context.Context, limit int) ([]FileWarning, int, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT c.name, f.name, f.warnings FROM files f JOIN calendars c ON c.id = f.calendar_id
-		WHERE f.warnings != '' ORDER BY c.name, f.name`)
+	hidden, err := s.hiddenProblems(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT f.id, c.name, f.name, f.warnings FROM files f JOIN calendars c ON c.id = f.calendar_id
+		WHERE f.warnings != '' OR EXISTS (SELECT 1 FROM events e WHERE e.file_id = f.id AND e.superseded = 1)
+		ORDER BY c.name, f.name`)
 	if err != nil {
 		return nil, 0, fmt.Errorf("listing calendar warnings: %w", err)
 	}
@@ -358,15 +364,18 @@ func (s *Store) Warnings(ctx context.Context, limit int) ([]FileWarning, int, er
 	var out []FileWarning
 	total := 0
 	for rows.Next() {
+		var id int64
 		var cal, file, js string
-		if err := rows.Scan(&cal, &file, &js); err != nil {
+		if err := rows.Scan(&id, &cal, &file, &js); err != nil {
 			return nil, 0, fmt.Errorf("listing calendar warnings: %w", err)
 		}
 		var probs []Problem
-		if err := json.Unmarshal([]byte(js), &probs); err != nil {
-			return nil, 0, fmt.Errorf("reading warnings of %s/%s: %w", cal, file, err)
+		if js != "" {
+			if err := json.Unmarshal([]byte(js), &probs); err != nil {
+				return nil, 0, fmt.Errorf("reading warnings of %s/%s: %w", cal, file, err)
+			}
 		}
-		for _, p := range probs {
+		for _, p := range append(probs, hidden[id]...) {
 			total++
 			if limit <= 0 || len(out) < limit {
 				out = append(out, FileWarning{Calendar: cal, File: file, Problem: p})

@@ -33,7 +33,8 @@
 // X-WR-TIMEZONE anchors floating times; the highest SEQUENCE (then DTSTAMP) of a UID and
 // RECURRENCE-ID wins, within a file at parse time and across the files of a collection at index
 // time (versions.go: ties go to the file modified last; the losers stay indexed, marked
-// superseded and left out of every query, and come back when the winning file goes). Known
+// superseded and left out of every query, named among their files' warnings while hidden, and
+// come back when the winning file goes). Known
 // departure: a RANGE=THISANDFUTURE override changes its own instance only (splitting the series
 // needs a per-series time shift in the schema). To-dos (VTODO) are read from the same files in the
 // same pass (ParseObjects, todo.go) into the `todos` table with FTS5 over summary, description and
@@ -206,6 +207,10 @@ CREATE TRIGGER todos_ad AFTER DELETE ON todos BEGIN
 	INSERT INTO todos_fts(todos_fts, rowid, summary, description, categories) VALUES ('delete', old.id, old.summary, old.description, old.categories);
 END;
 UPDATE files SET mtime = -1 WHERE id NOT IN (SELECT DISTINCT file_id FROM events);`,
+	// The hidden versions are warnings of their files (Store.Warnings,
+	// read from the superseded mark each time, so they go when it does):
+	// found by index, not by a scan of every event per agenda.
+	`CREATE INDEX events_superseded ON events(file_id) WHERE superseded = 1;`,
 }}
 
 // Options configure a Store.

@@ -142,8 +142,38 @@ func (h *hiddenVersion) problem() Problem {
 	if h.recID.Valid {
 		comp += " (RECURRENCE-ID " + time.Unix(h.recID.Int64, 0).UTC().Format(time.RFC3339) + ")"
 	}
+	if h.winner == "" { // a mark left without a shown version: never written so
+		return Problem{Component: comp, Reason: fmt.Sprintf("older version (SEQUENCE %d) hidden", h.sequence)}
+	}
 	return Problem{Component: comp,
 		Reason: fmt.Sprintf("older version (SEQUENCE %d) hidden for the newer one in %s", h.sequence, h.winner)}
+}
+
+// hiddenProblems names every superseded version as a problem of its file,
+// by files row, with the file whose version is shown now. They are read
+// from the mark each time rather than stored beside a file's parse
+// warnings: the mark is the one record of which version hides which, so
+// a warning can never outlive it or name a winner that has since changed.
+func (s *Store) hiddenProblems(ctx context.Context) (map[int64][]Problem, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT e.file_id, e.uid, e.recurrence_id, e.sequence,
+		coalesce((SELECT f.name FROM events w JOIN files f ON f.id = w.file_id
+			WHERE w.calendar_id = e.calendar_id AND w.uid = e.uid AND w.recurrence_id IS e.recurrence_id AND w.superseded = 0
+			ORDER BY f.name LIMIT 1), '')
+		FROM events e WHERE e.superseded = 1 ORDER BY e.file_id, e.uid, e.recurrence_id`)
+	if err != nil {
+		return nil, fmt.Errorf("listing hidden event versions: %w", err)
+	}
+	defer rows.Close()
+	out := map[int64][]Problem{}
+	for rows.Next() {
+		var fileID int64
+		var h hiddenVersion
+		if err := rows.Scan(&fileID, &h.uid, &h.recID, &h.sequence, &h.winner); err != nil {
+			return nil, fmt.Errorf("listing hidden event versions: %w", err)
+		}
+		out[fileID] = append(out[fileID], h.problem())
+	}
+	return out, rows.Err()
 }
 
 // addFileUIDs adds the UIDs of the events indexed from a file to uids.

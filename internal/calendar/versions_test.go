@@ -278,3 +278,112 @@ func TestMigrationRereadsSharedUIDs(t *testing.T) {
 		t.Errorf("search planning = %q", got)
 	}
 }
+
+// storedWarnings lists the warnings Store.Warnings holds (what doctor, the
+// agenda API and the Agenda page show) as "file component: reason".
+func storedWarnings(t *testing.T, s *Store) []string {
+	t.Helper()
+	ws, total, err := s.Warnings(context.Background(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if total != len(ws) {
+		t.Errorf("total %d for %d warnings", total, len(ws))
+	}
+	var out []string
+	for _, w := range ws {
+		if w.Calendar != "work" || (w.Skipped != strings.Contains(w.Component, "broken")) {
+			t.Errorf("warning %+v", w)
+		}
+		out = append(out, w.File+" "+w.Component+": "+w.Reason)
+	}
+	return out
+}
+
+// TestHiddenVersionsAreFileWarnings: a version hidden by a newer one in
+// another file is a warning of its own file wherever file warnings are
+// read, not only in the output of the sync that hid it; it names the file
+// that wins now, sits beside the file's own parse warnings and goes when
+// the version shows again.
+func TestHiddenVersionsAreFileWarnings(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := openTestStore(t, time.UTC)
+	dir := versionsFixture(t)
+	// The losing planning file also has a repaired component of its own.
+	writeICS(t, dir, "planning-old.ics", `
+BEGIN:VEVENT
+UID:planning
+SEQUENCE:0
+DTSTAMP:20260301T080000Z
+DTSTART:20260324T100000Z
+DTEND:20260324T110000Z
+SUMMARY:Planning (first time)
+END:VEVENT
+BEGIN:VEVENT
+UID:broken
+DTSTART:nonsense
+SUMMARY:Broken
+END:VEVENT`)
+	src := Source{Name: "work", Path: dir}
+	st, err := s.Sync(ctx, src)
+	if err != nil || st.Superseded != 3 {
+		t.Fatalf("sync %+v %v", st, err)
+	}
+	got := storedWarnings(t, s)
+	want := []string{
+		"call-b.ics VEVENT call: older version (SEQUENCE 1) hidden for the newer one in call-a.ics",
+		"planning-old.ics VEVENT planning: older version (SEQUENCE 0) hidden for the newer one in planning-new.ics",
+		"standup.ics VEVENT standup (RECURRENCE-ID 2026-03-16T09:00:00Z): older version (SEQUENCE 0) hidden for the newer one in standup-moved.ics",
+	}
+	// The parse warning of planning-old.ics comes first in its file.
+	if len(got) != 4 || !strings.HasPrefix(got[1], "planning-old.ics VEVENT broken") ||
+		!slices.Equal([]string{got[0], got[2], got[3]}, want) {
+		t.Fatalf("stored warnings:\n%s\nwant the parse warning and:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// A re-sync that reads nothing still holds them.
+	if st, err = s.Sync(ctx, src); err != nil || st.Unchanged != 6 {
+		t.Fatalf("re-sync %+v %v", st, err)
+	}
+	if again := storedWarnings(t, s); !slices.Equal(again, got) {
+		t.Errorf("after a re-sync:\n%s", strings.Join(again, "\n"))
+	}
+	// A limit counts them with the rest.
+	if ws, total, err := s.Warnings(ctx, 2); err != nil || len(ws) != 2 || total != 4 {
+		t.Errorf("limited: %d of %d, %v", len(ws), total, err)
+	}
+
+	// planning-old.ics raised above planning-new.ics (its broken component
+	// fixed): the warning moves to the other file and names this one.
+	writeICS(t, dir, "planning-old.ics", `
+BEGIN:VEVENT
+UID:planning
+SEQUENCE:3
+DTSTART:20260324T100000Z
+DTEND:20260324T110000Z
+SUMMARY:Planning (third time)
+END:VEVENT`)
+	// The winning overrides and call go.
+	for _, f := range []string{"standup-moved.ics", "call-a.ics"} {
+		if err := os.Remove(filepath.Join(dir, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st, err = s.Sync(ctx, src); err != nil || st.Superseded != 1 {
+		t.Fatalf("sync after changes %+v %v", st, err)
+	}
+	want = []string{"planning-new.ics VEVENT planning: older version (SEQUENCE 1) hidden for the newer one in planning-old.ics"}
+	if got := storedWarnings(t, s); !slices.Equal(got, want) {
+		t.Errorf("after the changes:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// The last winner goes too: nothing is hidden, nothing is named.
+	if err := os.Remove(filepath.Join(dir, "planning-old.ics")); err != nil {
+		t.Fatal(err)
+	}
+	if st, err = s.Sync(ctx, src); err != nil || st.Superseded != 0 {
+		t.Fatalf("sync after removal %+v %v", st, err)
+	}
+	if got := storedWarnings(t, s); len(got) != 0 {
+		t.Errorf("warnings left: %q", got)
+	}
+}
