@@ -2,11 +2,14 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"strings"
 	"time"
 
+	"github.com/hestia-dev/hestia/internal/cli/daemonclient"
 	"github.com/hestia-dev/hestia/internal/voice/sipcall"
 )
 
@@ -36,13 +39,21 @@ func runCall(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	// Without [voice.sip] the daemon has no call routes at all.
+	notConfigured := func(err error) error {
+		var ae *daemonclient.APIError
+		if errors.As(err, &ae) && ae.Status == http.StatusNotFound && ae.Code == "not_found" && strings.Contains(ae.Message, "no such endpoint") {
+			return errors.New("calls are not configured: set [voice.sip] number (and the account) in config.toml and restart the daemon")
+		}
+		return err
+	}
 	if *status {
 		if text != "" || *wait || *chatID != "" {
 			return usagef("--status takes no text, --chat or --wait\n%s", callUsage)
 		}
 		var st sipcall.Status
 		if err := c.Do(ctx, "GET", "/api/voice/call", nil, &st); err != nil {
-			return err
+			return notConfigured(err)
 		}
 		if *asJSON {
 			return printJSON(env.Stdout, st)
@@ -60,7 +71,7 @@ func runCall(ctx context.Context, env *Env, args []string) error {
 		err = c.Do(ctx, "POST", "/api/voice/call", map[string]string{"text": text, "chat_id": *chatID}, &snap)
 	}
 	if err != nil {
-		return err
+		return notConfigured(err)
 	}
 	if !*wait {
 		if *asJSON {

@@ -92,3 +92,13 @@ func TestCallCommand(t *testing.T) {
 		t.Errorf("the phone rang %d times", inv)
 	}
 }
+
+// Without [voice.sip] the command says what to configure.
+func TestCallNotConfigured(t *testing.T) {
+	home, env, _ := daemonEnvWith(t, false)
+	for _, args := range [][]string{{"call", "--status"}, {"call", "hello"}} {
+		if r := run(t, home, env, args...); r.code != 1 || !strings.Contains(r.stderr, "[voice.sip] number") {
+			t.Errorf("%v: %+v", args, r)
+		}
+	}
+}
