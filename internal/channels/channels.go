@@ -17,6 +17,15 @@
 //     idempotency key where the platform honours one, looked up where the
 //     platform can search its history, and resent otherwise (a possible
 //     duplicate is preferred to a lost reply, and logged);
+//   - voice notes transcribed through the stt tier, and every other file
+//     (a photo, a PDF, a document) checked against the size limits,
+//     fetched, sniffed and saved owner-only in the channel's inbox
+//     (DATA/inbox/CHANNEL/YYYY-MM-DD/NNN-name.ext), named in the turn as
+//     "[attached: PATH — TYPE, SIZE]" for the assistant's read tools; the
+//     inbox is readable to those tools and refused to every write
+//     (internal/pathpolicy), so a received file is never a place where
+//     written files run code. Received files are the user's data: kept,
+//     and their total reported by hestia doctor;
 //   - streaming by edits where the platform allows them;
 //   - approvals: native buttons or reactions where the platform has them,
 //     and on every platform a short request code answered as
@@ -145,10 +154,16 @@ type Update struct {
 	// Private says nobody but the sender and the bot can read the
 	// conversation; the relay answers elsewhere only with a refusal.
 	Private bool
-	// Text is the message text (empty for a pure action or voice note).
+	// Text is the message text (empty for a pure action or voice note;
+	// a file's caption).
 	Text string
 	// Voice is a voice note or audio attachment, transcribed by the relay.
 	Voice *Voice
+	// Attachments are the other files of the message (photos, PDFs,
+	// documents, videos): the relay saves each in the channel's inbox
+	// and names it in the turn, so the assistant reads it with its file
+	// and document tools.
+	Attachments []Attachment
 	// Action is a button press or reaction on a message the relay sent.
 	Action *Action
 	// ReplyTo carries platform data the reply needs (an e-mail's

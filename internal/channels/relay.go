@@ -66,6 +66,15 @@ type Config struct {
 	PublicURL string
 	// MaxVoiceBytes refuses larger voice notes before fetching them.
 	MaxVoiceBytes int64
+	// InboxDir is where received files are saved (DATA/inbox), one folder
+	// per channel and day; empty refuses files as not set up.
+	InboxDir string
+	// MaxFileBytes refuses a larger file (default DefaultMaxFileBytes);
+	// MaxMessageBytes bounds the files of one message together (default
+	// DefaultMaxMessageBytes), MaxFiles their number (DefaultMaxFiles).
+	MaxFileBytes    int64
+	MaxMessageBytes int64
+	MaxFiles        int
 	// VoiceReplies says when a reply is also spoken (VoiceWhenVoice,
 	// VoiceAlways, VoiceOff), on platforms that post audio.
 	VoiceReplies string
@@ -114,6 +123,15 @@ func New(cfg Config, d Deps) *Relay {
 	}
 	if cfg.MaxAttempts <= 0 {
 		cfg.MaxAttempts = 50
+	}
+	if cfg.MaxFileBytes <= 0 {
+		cfg.MaxFileBytes = DefaultMaxFileBytes
+	}
+	if cfg.MaxMessageBytes <= 0 {
+		cfg.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if cfg.MaxFiles <= 0 {
+		cfg.MaxFiles = DefaultMaxFiles
 	}
 	if d.Log == nil {
 		d.Log = slog.New(slog.DiscardHandler)
@@ -253,15 +271,21 @@ func (r *Relay) handleMessage(ctx context.Context, u Update) {
 		return
 	}
 	text := strings.TrimSpace(u.Text)
+	files := len(u.Attachments) > 0
 	switch {
 	case u.Voice != nil:
 		t, ok := r.transcribe(ctx, u)
-		if !ok {
+		if !ok && !files {
 			return
 		}
-		text = t
+		if ok {
+			text = t
+		}
+	case files:
+		// A caption is never a command or a request code: the files come
+		// with it to the turn.
 	case text == "/start" || strings.EqualFold(text, "/help"):
-		r.reply(ctx, u, "Hello! Write to me here like in the Hestia app. Actions that need your approval come as prompts: answer with the buttons, or reply with the request code and approve or deny. /new starts a new conversation.")
+		r.reply(ctx, u, "Hello! Write to me here like in the Hestia app. Send files (a PDF, a photo, a document) and I can read them. Actions that need your approval come as prompts: answer with the buttons, or reply with the request code and approve or deny. /new starts a new conversation.")
 		return
 	case text == "/new":
 		if _, err := r.newChat(ctx, u); err == nil {
@@ -269,10 +293,23 @@ func (r *Relay) handleMessage(ctx context.Context, u Update) {
 		}
 		return
 	case text == "":
-		r.reply(ctx, u, "I can read text and voice notes only.")
+		r.reply(ctx, u, "I can read text, voice notes and files, but this message had none of them.")
 		return
 	}
-	if r.decideByCode(ctx, u, text) {
+	if files {
+		saved := r.receiveFiles(ctx, u)
+		if len(saved) == 0 && text == "" {
+			return // every file was refused, and each refusal answered
+		}
+		lines := make([]string, 0, len(saved)+1)
+		if text != "" {
+			lines = append(lines, text, "")
+		}
+		for _, f := range saved {
+			lines = append(lines, f.line())
+		}
+		text = strings.Join(lines, "\n")
+	} else if r.decideByCode(ctx, u, text) {
 		return
 	}
 	m, err := r.chatFor(ctx, u)

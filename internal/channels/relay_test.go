@@ -100,12 +100,28 @@ func (n notifier) Resolved(r approval.Request, d approval.Decision) {
 type auditLog struct {
 	mu    sync.Mutex
 	types []string
+	data  []any
 }
 
 func (a *auditLog) record(ctx context.Context, typ, chatID, summary string, data any) {
 	a.mu.Lock()
 	a.types = append(a.types, typ)
+	a.data = append(a.data, data)
 	a.mu.Unlock()
+}
+
+// of returns the data of the events of one type, in order.
+func (a *auditLog) of(typ string) []map[string]any {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out []map[string]any
+	for i, t := range a.types {
+		if t == typ {
+			m, _ := a.data[i].(map[string]any)
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 func (a *auditLog) count(typ string) int {
@@ -136,6 +152,10 @@ type hopts struct {
 	stt      channels.Transcriber
 	tts      channels.Speaker
 	agent    channels.Agent // default: the fake agent
+	// inbox, when set, receives files; the limits are the relay's.
+	inbox               string
+	maxFile, maxMessage int64
+	clock               func() time.Time
 }
 
 func newHarness(t *testing.T, dbPath string, p *channeltest.Platform, o hopts) *harness {
@@ -159,9 +179,9 @@ func newHarness(t *testing.T, dbPath string, p *channeltest.Platform, o hopts) *
 	h.relay = channels.New(channels.Config{
 		Label:  "Fake",
 		Users:  map[string][]devices.Scope{owner: {devices.Chat, devices.Approve, devices.Read}, contact: {devices.Chat, devices.Read}},
-		Owners: []string{owner},
+		Owners: []string{owner}, InboxDir: o.inbox, MaxFileBytes: o.maxFile, MaxMessageBytes: o.maxMessage,
 	}, channels.Deps{Platform: plat, Store: h.store, Agent: ag, Chats: &fakeChats{}, Approvals: broker, Bus: bus,
-		Audit: h.audit.record, Transcriber: o.stt, Speaker: o.tts})
+		Audit: h.audit.record, Transcriber: o.stt, Speaker: o.tts, Clock: o.clock})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- h.relay.Run(ctx) }()

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -238,4 +239,19 @@ func (p *Platform) Voices() []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return append([]string(nil), p.voices...)
+}
+
+// File is an attachment serving data the way a platform would: at most
+// limit+1 bytes, so the relay sees an oversized file without holding it.
+// Each fetch adds one to fetched when it is not nil.
+func File(name, mime string, data []byte, fetched *atomic.Int32) channels.Attachment {
+	return channels.Attachment{Name: name, Mime: mime, Size: int64(len(data)), Fetch: func(ctx context.Context, limit int64) ([]byte, error) {
+		if fetched != nil {
+			fetched.Add(1)
+		}
+		if int64(len(data)) > limit {
+			return data[:limit+1], nil
+		}
+		return data, nil
+	}}
 }
