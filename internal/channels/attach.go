@@ -262,7 +262,7 @@ var extTypes = map[string]fileType{
 	".epub": {"application/epub+zip", true, true},
 	".html": {"text/html", true, false}, ".htm": {"text/html", true, false},
 	".rtf": {"text/rtf", true, false},
-	".txt":  {"text/plain", false, false}, ".text": {"text/plain", false, false}, ".log": {"text/plain", false, false},
+	".txt": {"text/plain", false, false}, ".text": {"text/plain", false, false}, ".log": {"text/plain", false, false},
 	".md": {"text/markdown", false, false}, ".markdown": {"text/markdown", false, false},
 	".csv": {"text/csv", false, false}, ".tsv": {"text/tab-separated-values", false, false},
 	".json": {"application/json", false, false}, ".xml": {"text/xml", false, false},

@@ -154,7 +154,10 @@ func TestAttachmentRefusals(t *testing.T) {
 		channeltest.File("b.txt", "text/plain", []byte(strings.Repeat("b", 900)), nil),
 	}
 	p.Deliver(u)
-	channeltest.WaitFor(t, "the message-size refusal", func() bool { _, ok := p.FindText(dm, "“b.txt”: the files of one message may weigh 1 KB together"); return ok })
+	channeltest.WaitFor(t, "the message-size refusal", func() bool {
+		_, ok := p.FindText(dm, "“b.txt”: the files of one message may weigh 1 KB together")
+		return ok
+	})
 	texts := waitTurns(t, h, 1)
 	if files := attached(texts[0]); !strings.HasPrefix(texts[0], "two files\n\n") || len(files) != 1 || filepath.Base(files[0][0]) != "001-a.txt" {
 		t.Errorf("turn %q", texts[0])
