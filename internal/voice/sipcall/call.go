@@ -297,6 +297,7 @@ func (m *Manager) place(ctx context.Context, c *Call, req CallRequest) Result {
 
 	var sid [8]byte
 	_, _ = rand.Read(sid[:])
+	sessID := binary.BigEndian.Uint64(sid[:]) >> 2 // room to count versions up
 	invite := sip.NewRequest(sip.INVITE, m.target)
 	invite.SetTransport(m.transport())
 	from := &sip.FromHeader{DisplayName: "Hestia", Address: m.from, Params: sip.NewParams()}
@@ -304,7 +305,7 @@ func (m *Manager) place(ctx context.Context, c *Call, req CallRequest) Result {
 	for _, h := range []sip.Header{from, &sip.ToHeader{Address: m.target}, &contact, sip.NewHeader("Content-Type", "application/sdp")} {
 		invite.AppendHeader(h)
 	}
-	invite.SetBody(buildOffer(ip, med.port(), binary.BigEndian.Uint64(sid[:])>>2))
+	invite.SetBody(buildOffer(ip, med.port(), sessID))
 
 	// The ring timeout bounds the whole wait; the response timeout ends
 	// it early when the provider says nothing at all.
@@ -378,6 +379,14 @@ func (m *Manager) place(ctx context.Context, c *Call, req CallRequest) Result {
 		return fail(MediaError, 0, perr.Error())
 	}
 
+	m.mu.Lock()
+	m.active = &activeMedia{med: med, ans: ans, ip: ip, contact: contact, id: sessID, version: sessID}
+	m.mu.Unlock()
+	defer func() {
+		m.mu.Lock()
+		m.active = nil
+		m.mu.Unlock()
+	}()
 	convCtx, cancelConv := context.WithTimeoutCause(ctx, m.cfg.MaxDuration, fmt.Errorf("the call reached its longest allowed duration (%s)", m.cfg.MaxDuration))
 	defer cancelConv()
 	cv := newConversation(m, c, med, req.Opening)

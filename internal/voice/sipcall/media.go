@@ -30,15 +30,16 @@ type media struct {
 	onAudio func([]int16)
 	onDigit func(rune)
 
-	mu       sync.Mutex // guards the fields below
-	remote   netip.AddrPort
-	latched  bool
-	dropped  bool          // a stranger's packet was dropped (logged once)
-	queue    []int16       // 8 kHz samples waiting to be sent
-	marker   bool          // the next packet starts a talk spurt
-	drained  chan struct{} // closed when queue empties; nil when idle
-	lastDTMF uint32        // timestamp of the last digit reported
-	haveDTMF bool
+	mu        sync.Mutex     // guards the fields below
+	remote    netip.AddrPort // where packets go
+	announced netip.AddrPort // where the phone's SDP said it is
+	latched   bool
+	dropped   bool          // a stranger's packet was dropped (logged once)
+	queue     []int16       // 8 kHz samples waiting to be sent
+	marker    bool          // the next packet starts a talk spurt
+	drained   chan struct{} // closed when queue empties; nil when idle
+	lastDTMF  uint32        // timestamp of the last digit reported
+	haveDTMF  bool
 
 	lastRecv atomic.Int64 // unix nanos of the last RTP packet in
 	recvd    atomic.Int64 // packets in
@@ -105,12 +106,23 @@ func (m *media) port() int { return m.conn.LocalAddr().(*net.UDPAddr).Port }
 func (m *media) startMedia(a answer, onAudio func([]int16), onDigit func(rune)) {
 	m.codec, m.pt, m.dtmfPT = a.Codec, a.PT, a.DTMF
 	m.onAudio, m.onDigit = onAudio, onDigit
-	m.remote = a.Addr
+	m.remote, m.announced = a.Addr, a.Addr
 	m.start = time.Now()
 	m.lastRecv.Store(m.start.UnixNano())
 	m.wg.Add(2)
 	go m.send()
 	go m.receive()
+}
+
+// retarget follows the phone to a new address named in a re-INVITE; the
+// stream latches again from there.
+func (m *media) retarget(to netip.AddrPort) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if to == m.announced {
+		return
+	}
+	m.announced, m.remote, m.latched = to, to, false
 }
 
 // close stops the stream and releases the port.
@@ -310,8 +322,8 @@ func (m *media) accept(from netip.AddrPort) bool {
 	if m.latched {
 		return from == m.remote
 	}
-	sdp := m.remote.Addr().Unmap()
-	if from.Addr() != sdp && from.Port() != m.remote.Port() && !(sdp.IsPrivate() || sdp.IsLoopback() || sdp.IsLinkLocalUnicast() || sdp.IsUnspecified()) {
+	sdp := m.announced.Addr().Unmap()
+	if from.Addr() != sdp && from.Port() != m.announced.Port() && !(sdp.IsPrivate() || sdp.IsLoopback() || sdp.IsLinkLocalUnicast() || sdp.IsUnspecified()) {
 		if !m.dropped {
 			m.dropped = true
 			m.log.Warn("dropping RTP from an address the phone did not announce", "sdp", m.remote.String(), "from", from.String())

@@ -103,6 +103,14 @@ func TestSDPOfferAndAnswers(t *testing.T) {
 	if v6 := string(buildOffer(netip.MustParseAddr("2001:db8::1"), 1, 1)); !strings.Contains(v6, "c=IN IP6 2001:db8::1") {
 		t.Errorf("IPv6 offer:\n%s", v6)
 	}
+	for _, a := range []answer{{Codec: PCMA, PT: 8, DTMF: 96}, {Codec: PCMU, PT: 0, DTMF: -1}} {
+		ans := buildAnswer(netip.MustParseAddr("192.0.2.7"), 40000, 42, 43, a)
+		got, err := parseAnswer(ans)
+		a.Addr = netip.MustParseAddrPort("192.0.2.7:40000")
+		if err != nil || got != a || !strings.Contains(string(ans), "o=hestia 42 43 IN IP4") {
+			t.Errorf("answer %+v round trip: %+v %v\n%s", a, got, err, ans)
+		}
+	}
 	ok := []struct {
 		name, sdp string
 		want      answer

@@ -198,3 +198,42 @@ func TestInviteAuthenticationAndTLS(t *testing.T) {
 		})
 	}
 }
+
+// A re-INVITE within the call (a provider's session refresh) is answered
+// with the format in use and the call goes on; one that changes the codec
+// is refused with 488 and the call still goes on.
+func TestReInviteKeepsTheCall(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		sdp  string
+		want int
+	}{
+		{"refresh", "", 200},
+		{"codec change", "v=0\r\no=peer 1 2 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=audio 4000 RTP/AVP 8\r\na=rtpmap:8 PCMA/8000\r\n", 488},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			peer := siptest.StartPeer(t, siptest.PeerOptions{RTPFor: time.Minute, ReInviteAfter: 500 * time.Millisecond, ReInviteSDP: tc.sdp})
+			r := newRig(t, Config{To: peer.URI})
+			c, err := r.m.Call(context.Background(), CallRequest{Origin: "test"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !siptest.WaitFor(context.Background(), 5*time.Second, func() bool { return len(peer.ReInvites()) == 1 }) {
+				t.Fatal("no answer to the re-INVITE")
+			}
+			if got := peer.ReInvites(); got[0] != tc.want {
+				t.Errorf("re-INVITE answered %d, want %d", got[0], tc.want)
+			}
+			time.Sleep(300 * time.Millisecond)
+			if c.State() != StateAnswered {
+				t.Fatalf("the call ended: %+v", c.Result())
+			}
+			c.Hangup()
+			if res := waitResult(t, c, 5*time.Second); res.Outcome != Answered {
+				t.Errorf("result %+v", res)
+			}
+		})
+	}
+}

@@ -41,6 +41,40 @@ func buildOffer(addr netip.Addr, port int, id uint64) []byte {
 	return []byte(b.String())
 }
 
+// buildAnswer is Hestia's SDP answer to an offer made within the call (a
+// re-INVITE: a session refresh, a changed address): the audio format and
+// telephone-event type already in use, at addr:port. version is the o=
+// line's session version, higher than the offer's (RFC 3264 §8).
+func buildAnswer(addr netip.Addr, port int, id, version uint64, a answer) []byte {
+	ipv := "IP4"
+	if addr.Is6() && !addr.Is4In6() {
+		ipv = "IP6"
+	}
+	ip := addr.Unmap().String()
+	name := "PCMU"
+	if a.Codec == PCMA {
+		name = "PCMA"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "v=0\r\n")
+	fmt.Fprintf(&b, "o=hestia %d %d IN %s %s\r\n", id, version, ipv, ip)
+	fmt.Fprintf(&b, "s=Hestia\r\n")
+	fmt.Fprintf(&b, "c=IN %s %s\r\n", ipv, ip)
+	fmt.Fprintf(&b, "t=0 0\r\n")
+	if a.DTMF >= 0 {
+		fmt.Fprintf(&b, "m=audio %d RTP/AVP %d %d\r\n", port, a.PT, a.DTMF)
+		fmt.Fprintf(&b, "a=rtpmap:%d %s/8000\r\n", a.PT, name)
+		fmt.Fprintf(&b, "a=rtpmap:%d telephone-event/8000\r\n", a.DTMF)
+		fmt.Fprintf(&b, "a=fmtp:%d 0-15\r\n", a.DTMF)
+	} else {
+		fmt.Fprintf(&b, "m=audio %d RTP/AVP %d\r\n", port, a.PT)
+		fmt.Fprintf(&b, "a=rtpmap:%d %s/8000\r\n", a.PT, name)
+	}
+	fmt.Fprintf(&b, "a=ptime:20\r\n")
+	fmt.Fprintf(&b, "a=sendrecv\r\n")
+	return []byte(b.String())
+}
+
 // answer is what the phone's SDP answer settles.
 type answer struct {
 	Addr  netip.AddrPort // where to send RTP

@@ -224,6 +224,7 @@ type Manager struct {
 	mu      sync.Mutex // guards the fields below
 	current *Call
 	dialogs *sipgo.DialogClientCache // the current call's dialogs
+	active  *activeMedia             // the current call's stream, once answered
 	regSt   RegState
 	calls   map[string]*Call // recent calls by id, for status queries
 	order   []string
@@ -276,6 +277,7 @@ func New(cfg Config, d Deps) (*Manager, error) {
 	m.ua, m.srv = ua, srv
 	srv.OnBye(m.onBye)
 	srv.OnInvite(m.onInvite)
+	srv.OnAck(func(*sip.Request, sip.ServerTransaction) {}) // of a re-INVITE's 200: nothing to do
 	srv.OnOptions(func(req *sip.Request, tx sip.ServerTransaction) {
 		_ = tx.Respond(sip.NewResponseFromRequest(req, sip.StatusOK, "OK", nil))
 	})
@@ -493,10 +495,61 @@ func (m *Manager) Close() {
 	m.lnWG.Wait()
 }
 
-// onInvite declines calls to Hestia: only outbound calls are placed.
+// activeMedia is what a re-INVITE of the call in progress is answered
+// from.
+type activeMedia struct {
+	med     *media
+	ans     answer
+	ip      netip.Addr
+	contact sip.ContactHeader
+	id      uint64
+	version uint64 // the o= line's last session version; guarded by Manager.mu
+}
+
+// onInvite answers a re-INVITE within the call in progress (a session
+// refresh, the phone moving its audio) and declines new calls to Hestia:
+// only outbound calls are placed.
 func (m *Manager) onInvite(req *sip.Request, tx sip.ServerTransaction) {
+	if to := req.To(); to != nil && to.Params.Has("tag") {
+		m.reinvite(req, tx)
+		return
+	}
 	m.log.Info("declined an incoming SIP call (Hestia only calls out)", "from", req.From().Address.String())
 	_ = tx.Respond(sip.NewResponseFromRequest(req, sip.StatusGlobalDecline, "Decline", nil))
+}
+
+// reinvite answers an offer within the call (RFC 3261 §14.2): the same
+// format, at the address the new offer names. A changed codec is refused
+// with 488 and the call goes on as it was (§14.2: the session is
+// unchanged after a failed re-INVITE).
+func (m *Manager) reinvite(req *sip.Request, tx sip.ServerTransaction) {
+	m.mu.Lock()
+	dc, am := m.dialogs, m.active
+	m.mu.Unlock()
+	if dc == nil || am == nil {
+		_ = tx.Respond(sip.NewResponseFromRequest(req, sip.StatusCallTransactionDoesNotExists, "Call/Transaction Does Not Exist", nil))
+		return
+	}
+	if _, err := dc.MatchRequestDialog(req); err != nil {
+		_ = tx.Respond(sip.NewResponseFromRequest(req, sip.StatusCallTransactionDoesNotExists, "Call/Transaction Does Not Exist", nil))
+		return
+	}
+	if body := req.Body(); len(body) > 0 {
+		offer, err := parseAnswer(body)
+		if err != nil || offer.Codec != am.ans.Codec {
+			_ = tx.Respond(sip.NewResponseFromRequest(req, 488, "Not Acceptable Here", nil))
+			return
+		}
+		am.med.retarget(offer.Addr)
+	}
+	m.mu.Lock()
+	am.version++
+	sdp := buildAnswer(am.ip, am.med.port(), am.id, am.version, am.ans)
+	m.mu.Unlock()
+	res := sip.NewResponseFromRequest(req, sip.StatusOK, "OK", sdp)
+	res.AppendHeader(sip.NewHeader("Content-Type", "application/sdp"))
+	res.AppendHeader(sip.HeaderClone(&am.contact))
+	_ = tx.Respond(res)
 }
 
 // onBye ends the current call when the phone hangs up.

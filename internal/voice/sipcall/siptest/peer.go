@@ -44,6 +44,10 @@ type PeerOptions struct {
 	ChallengeInvites bool
 	// TLS serves SIP over TLS with this configuration instead of UDP.
 	TLS *tls.Config
+	// ReInviteAfter sends a re-INVITE (a session refresh with the same
+	// SDP, or ReInviteSDP) this long after answering.
+	ReInviteAfter time.Duration
+	ReInviteSDP   string
 }
 
 // Peer is an in-process SIP endpoint on loopback UDP.
@@ -62,6 +66,14 @@ type Peer struct {
 	cancels   int
 	registers []string // "user:result"
 	byes      int
+	reinvites []int // the final status of each re-INVITE sent
+}
+
+// ReInvites lists the answers to the re-INVITEs the peer sent.
+func (p *Peer) ReInvites() []int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]int(nil), p.reinvites...)
 }
 
 // StartPeer runs a peer until the test ends.
@@ -235,6 +247,9 @@ func (p *Peer) invite(ctx context.Context, dialogs *sipgo.DialogServerCache, req
 			}
 		}
 	}()
+	if p.o.ReInviteAfter > 0 {
+		go p.reinvite(ctx, d, req, sdp)
+	}
 	end := time.Now().Add(p.o.RTPFor)
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
@@ -262,6 +277,40 @@ func (p *Peer) invite(ctx context.Context, dialogs *sipgo.DialogServerCache, req
 			seq++
 			ts += 160
 		}
+	}
+}
+
+// reinvite refreshes the session within the dialog (RFC 3261 §14.1)
+// and acknowledges a 2xx.
+func (p *Peer) reinvite(ctx context.Context, d *sipgo.DialogServerSession, invite *sip.Request, sdp string) {
+	select {
+	case <-time.After(p.o.ReInviteAfter):
+	case <-d.Context().Done():
+		return
+	case <-ctx.Done():
+		return
+	}
+	if p.o.ReInviteSDP != "" {
+		sdp = p.o.ReInviteSDP
+	}
+	target := invite.Contact().Address
+	req := sip.NewRequest(sip.INVITE, target)
+	req.SetBody([]byte(sdp))
+	req.AppendHeader(sip.NewHeader("Content-Type", "application/sdp"))
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	res, err := d.Do(rctx, req)
+	code := 0
+	if err == nil {
+		code = res.StatusCode
+	}
+	p.mu.Lock()
+	p.reinvites = append(p.reinvites, code)
+	p.mu.Unlock()
+	if err == nil && res.IsSuccess() {
+		ack := sip.NewRequest(sip.ACK, target)
+		ack.AppendHeader(&sip.CSeqHeader{SeqNo: req.CSeq().SeqNo, MethodName: sip.ACK})
+		_ = d.WriteRequest(ack)
 	}
 }
 
