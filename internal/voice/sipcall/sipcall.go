@@ -278,6 +278,7 @@ func New(cfg Config, d Deps) (*Manager, error) {
 	srv.OnBye(m.onBye)
 	srv.OnInvite(m.onInvite)
 	srv.OnAck(func(*sip.Request, sip.ServerTransaction) {}) // of a re-INVITE's 200: nothing to do
+	srv.OnUpdate(m.reinvite)                                // RFC 3311: session timers refresh with UPDATE too
 	srv.OnOptions(func(req *sip.Request, tx sip.ServerTransaction) {
 		_ = tx.Respond(sip.NewResponseFromRequest(req, sip.StatusOK, "OK", nil))
 	})
@@ -518,7 +519,8 @@ func (m *Manager) onInvite(req *sip.Request, tx sip.ServerTransaction) {
 	_ = tx.Respond(sip.NewResponseFromRequest(req, sip.StatusGlobalDecline, "Decline", nil))
 }
 
-// reinvite answers an offer within the call (RFC 3261 §14.2): the same
+// reinvite answers an offer within the call (a re-INVITE, RFC 3261 §14.2,
+// or an UPDATE, RFC 3311): the same
 // format, at the address the new offer names. A changed codec is refused
 // with 488 and the call goes on as it was (§14.2: the session is
 // unchanged after a failed re-INVITE).
@@ -534,13 +536,18 @@ func (m *Manager) reinvite(req *sip.Request, tx sip.ServerTransaction) {
 		_ = tx.Respond(sip.NewResponseFromRequest(req, sip.StatusCallTransactionDoesNotExists, "Call/Transaction Does Not Exist", nil))
 		return
 	}
-	if body := req.Body(); len(body) > 0 {
+	body := req.Body()
+	if len(body) > 0 {
 		offer, err := parseAnswer(body)
 		if err != nil || offer.Codec != am.ans.Codec {
 			_ = tx.Respond(sip.NewResponseFromRequest(req, 488, "Not Acceptable Here", nil))
 			return
 		}
 		am.med.retarget(offer.Addr)
+	} else if req.Method == sip.UPDATE {
+		// A refresh without an offer (RFC 4028 §10): only the 200.
+		_ = tx.Respond(sip.NewResponseFromRequest(req, sip.StatusOK, "OK", nil))
+		return
 	}
 	m.mu.Lock()
 	am.version++
