@@ -18,6 +18,21 @@ func (execErr) Error() string {
 }
 func (execErr) Is(target error) bool { return target == ErrSensitive }
 
+// ErrReadOnly is wrapped by write refusals in a read-only folder
+// (Options.ReadOnly: the channel inbox). It belongs to the same class as
+// ErrExecutes — refused for writing, readable — and matches both
+// ErrExecutes and ErrSensitive: the policy's check refuses a write there
+// before anyone is asked, and falls back to the read check for a
+// read-only tool, exactly as for a place where written files run code.
+var ErrReadOnly error = readOnlyErr{}
+
+type readOnlyErr struct{}
+
+func (readOnlyErr) Error() string { return "the folder is read-only to tools" }
+func (readOnlyErr) Is(target error) bool {
+	return target == ErrSensitive || target == ErrExecutes
+}
+
 // ruleKind says how an ExecRule's pattern is matched.
 type ruleKind int
 

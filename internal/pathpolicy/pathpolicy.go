@@ -23,6 +23,17 @@
 // .mailcap, mimeapps.list and desktop entries. Reading them stays allowed
 // unless a rule above refuses it.
 //
+// Read-only folders (Options.ReadOnly) are the one exception to "Hestia's
+// own folders are refused": the channel inbox (DATA/inbox), where files
+// people send on a messaging channel are saved for the assistant to read.
+// Inside one, the read check skips the protected-folder rule and the file
+// roots (the inbox is readable wherever the roots point), and every other
+// rule still applies (a received "server.key" stays unreadable, a symlink
+// out of the inbox is judged where it lands). Every write there is refused
+// with ErrReadOnly, whatever the roots say: a received file stays as it
+// arrived, and the inbox can never become a place where a file the
+// assistant writes runs or is picked up as code or configuration.
+//
 // Design notes (the package map in ARCHITECTURE.md points here); they cover `files` too:
 //
 // symlink-resolving path policy refusing sensitive paths, and for writes (`ResolveForWrite`, which
@@ -62,6 +73,9 @@ type Policy struct {
 	// protected are absolute directories refused with everything under
 	// them (Hestia's data and config dirs, plus extras).
 	protected []string
+	// readOnly are directories readable despite protected and roots, and
+	// refused to every write (as written and resolved).
+	readOnly []string
 }
 
 // Options configure a Policy.
@@ -75,6 +89,10 @@ type Options struct {
 	// Protected directories are refused entirely (Hestia's own data and
 	// config directories belong here).
 	Protected []string
+	// ReadOnly directories may be read even inside a protected directory
+	// or outside the roots, and are never written (the channel inbox,
+	// DATA/inbox). Every other rule still applies inside them.
+	ReadOnly []string
 }
 
 // New builds a policy.
@@ -112,6 +130,25 @@ func New(o Options) (*Policy, error) {
 		p.protected = append(p.protected, abs)
 		if res, err := filepath.EvalSymlinks(abs); err == nil && res != abs {
 			p.protected = append(p.protected, res)
+		}
+	}
+	for _, d := range o.ReadOnly {
+		if d == "" {
+			continue
+		}
+		abs, err := p.expand(d)
+		if err != nil {
+			return nil, fmt.Errorf("path policy read-only dir %q: %w", d, err)
+		}
+		if abs == string(filepath.Separator) || abs == p.home {
+			return nil, fmt.Errorf("path policy read-only dir %q: the whole disk or home cannot be read-only", d)
+		}
+		p.readOnly = append(p.readOnly, abs)
+		// The folder may not exist yet (the inbox is made by the first
+		// file): its nearest existing ancestor is resolved, so a data
+		// folder behind a symlink still matches.
+		if res := resolveAncestor(abs); res != abs {
+			p.readOnly = append(p.readOnly, res)
 		}
 	}
 	return p, nil
@@ -203,6 +240,18 @@ func (p *Policy) ResolveForWrite(path string) (string, error) {
 // changes the user's environment (execpaths.go). Those come first so the
 // refusal gives the specific reason.
 func (p *Policy) checkWrite(abs, asked string) error {
+	labs := strings.ToLower(abs)
+	for _, d := range p.readOnly {
+		// Compared without case, like the protected folders: on a
+		// case-insensitive disk DATA/Inbox is the inbox.
+		if within(labs, strings.ToLower(d)) {
+			shown := asked
+			if shown != abs {
+				shown = fmt.Sprintf("%s (%s)", asked, abs)
+			}
+			return fmt.Errorf("%s is refused for writing: files received on channels are kept as they arrived: %w", shown, ErrReadOnly)
+		}
+	}
 	if why := p.executes(abs); why != "" {
 		shown := asked
 		if shown != abs {
@@ -229,7 +278,7 @@ func (p *Policy) check(abs, asked string) error {
 		}
 		return fmt.Errorf("%s is refused: %s: %w", shown, why, ErrSensitive)
 	}
-	if len(p.roots) > 0 {
+	if len(p.roots) > 0 && !p.inReadOnly(abs) {
 		for _, r := range p.roots {
 			if within(abs, r) {
 				return nil
@@ -238,6 +287,40 @@ func (p *Policy) check(abs, asked string) error {
 		return fmt.Errorf("%s is refused: allowed folders are %s: %w", abs, strings.Join(p.roots, ", "), ErrOutsideRoots)
 	}
 	return nil
+}
+
+// resolveAncestor resolves the symlinks of abs's nearest existing
+// ancestor and appends the rest; abs itself when nothing resolves.
+func resolveAncestor(abs string) string {
+	dir, rest := abs, ""
+	for {
+		if _, err := os.Lstat(dir); err == nil {
+			break
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return abs
+		}
+		rest = filepath.Join(filepath.Base(dir), rest)
+		dir = parent
+	}
+	res, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return abs
+	}
+	return filepath.Join(res, rest)
+}
+
+// inReadOnly reports whether abs lies in a read-only folder. The
+// comparison keeps case: a path that only matches without it is judged by
+// the other rules (and refused as Hestia's own when it is).
+func (p *Policy) inReadOnly(abs string) bool {
+	for _, d := range p.readOnly {
+		if within(abs, d) {
+			return true
+		}
+	}
+	return false
 }
 
 func within(path, dir string) bool {
@@ -253,8 +336,12 @@ func within(path, dir string) bool {
 // systemDirs are refused wholesale.
 var systemDirs = []string{"/etc", "/boot", "/sys", "/proc", "/dev", "/usr/lib/systemd", "/System", "/private/etc", "/var/run/docker.sock", "/run/docker.sock"}
 
+// ownHomeDirs are Hestia's default folders under the home, refused like
+// the protected ones (and, like them, not inside a read-only folder).
+var ownHomeDirs = []string{".config/hestia", ".local/share/hestia"}
+
 // homeDirs are refused under the user's home.
-var homeDirs = []string{".ssh", ".gnupg", ".aws", ".azure", ".kube", ".docker", ".config/gh", ".config/gcloud", ".config/hestia", ".local/share/hestia", ".password-store", "Library/LaunchAgents", "Library/LaunchDaemons", "Library/Keychains", ".mozilla", ".config/google-chrome", ".config/chromium", "Library/Application Support/Google/Chrome"}
+var homeDirs = []string{".ssh", ".gnupg", ".aws", ".azure", ".kube", ".docker", ".config/gh", ".config/gcloud", ".password-store", "Library/LaunchAgents", "Library/LaunchDaemons", "Library/Keychains", ".mozilla", ".config/google-chrome", ".config/chromium", "Library/Application Support/Google/Chrome"}
 
 // sensitiveNames are refused in any directory.
 var sensitiveNames = map[string]bool{
@@ -276,9 +363,16 @@ func (p *Policy) sensitive(abs string) string {
 	// case-sensitive disk this refuses a little more, never less.
 	fold := strings.ToLower
 	labs := fold(abs)
-	for _, d := range p.protected {
-		if within(labs, fold(d)) {
-			return "it belongs to Hestia's own data or configuration"
+	if !p.inReadOnly(abs) {
+		for _, d := range p.protected {
+			if within(labs, fold(d)) {
+				return "it belongs to Hestia's own data or configuration"
+			}
+		}
+		for _, d := range ownHomeDirs {
+			if within(labs, fold(filepath.Join(p.home, d))) {
+				return "it belongs to Hestia's own data or configuration"
+			}
 		}
 	}
 	for _, d := range systemDirs {
@@ -327,6 +421,9 @@ func (p *Policy) sensitive(abs string) string {
 // Roots returns the resolved allowed roots (empty: anywhere not sensitive).
 func (p *Policy) Roots() []string { return append([]string(nil), p.roots...) }
 
+// ReadOnly returns the read-only folders, as configured and resolved.
+func (p *Policy) ReadOnly() []string { return append([]string(nil), p.readOnly...) }
+
 // Home returns the user's home directory the policy was built with.
 func (p *Policy) Home() string { return p.home }
 
@@ -337,7 +434,7 @@ func (p *Policy) Home() string { return p.home }
 // stay with the per-argument checks.
 func (p *Policy) Hidden() []string {
 	out := append([]string(nil), p.protected...)
-	for _, d := range homeDirs {
+	for _, d := range append(slices.Clone(ownHomeDirs), homeDirs...) {
 		out = append(out, filepath.Join(p.home, d))
 	}
 	entries, _ := os.ReadDir(p.home)
