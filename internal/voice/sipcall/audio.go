@@ -144,6 +144,11 @@ const resampleTaps = 16
 // so that 24 kHz speech taken down to the 8 kHz line does not fold its
 // upper band into the voice, and 8 kHz line audio taken up to 16 kHz has
 // no images above 4 kHz.
+//
+// The output positions fall on a few fractional offsets of the input
+// that repeat (one for 24→8 kHz, two for 8→16 kHz, 160 for 22.05→8 kHz),
+// so the filter is computed once per offset rather than per sample: a
+// sentence of speech costs a dot product per output sample.
 func resample(in []int16, from, to int) []int16 {
 	if from == to || len(in) == 0 {
 		return append([]int16(nil), in...)
@@ -151,17 +156,52 @@ func resample(in []int16, from, to int) []int16 {
 	ratio := float64(to) / float64(from)
 	n := int(float64(len(in)) * ratio)
 	out := make([]int16, n)
-	// The cutoff as a fraction of the input rate.
-	fc := 0.45 * math.Min(1, ratio)
+	fc := 0.45 * math.Min(1, ratio)                    // the cutoff as a fraction of the input rate
 	half := float64(resampleTaps) / math.Min(1, ratio) // in input samples
+	kernel := func(frac float64) (int, []float64) {
+		lo := int(math.Ceil(frac - half))
+		hi := int(math.Floor(frac + half))
+		w := make([]float64, 0, hi-lo+1)
+		for k := lo; k <= hi; k++ {
+			x := float64(k) - frac
+			w = append(w, 2*fc*sinc(2*fc*x)*blackman(x/half))
+		}
+		return lo, w
+	}
+	g := gcd(from, to)
+	phases, step := to/g, from/g // every phases outputs, the input advances step samples
+	type phase struct {
+		lo int
+		w  []float64
+	}
+	var table []phase
+	if phases <= 1024 {
+		table = make([]phase, phases)
+		for p := range table {
+			num := p * step // the offset is p*from/to = num/phases input samples
+			lo, w := kernel(float64(num%phases) / float64(phases))
+			table[p] = phase{lo + num/phases, w}
+		}
+	}
 	for i := range out {
-		t := float64(i) / ratio // position in input samples
-		lo := int(math.Ceil(t - half))
-		hi := int(math.Floor(t + half))
+		var (
+			base int
+			ph   phase
+		)
+		if table != nil {
+			base = (i / phases) * step
+			ph = table[i%phases]
+		} else {
+			t := float64(i) / ratio
+			base = int(math.Floor(t))
+			ph.lo, ph.w = kernel(t - float64(base))
+		}
 		var acc, wsum float64
-		for k := max(lo, 0); k <= hi && k < len(in); k++ {
-			x := float64(k) - t
-			w := 2 * fc * sinc(2*fc*x) * blackman(x/half)
+		for j, w := range ph.w {
+			k := base + ph.lo + j
+			if k < 0 || k >= len(in) {
+				continue
+			}
 			acc += w * float64(in[k])
 			wsum += w
 		}
@@ -171,6 +211,13 @@ func resample(in []int16, from, to int) []int16 {
 		out[i] = clip16(acc)
 	}
 	return out
+}
+
+func gcd(a, b int) int {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
 }
 
 func sinc(x float64) float64 {

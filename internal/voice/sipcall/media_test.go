@@ -226,6 +226,13 @@ func TestResample(t *testing.T) {
 	if len(up) != 16000 || math.Abs(level(up[800:15200])-level(in)) > 0.5 {
 		t.Errorf("8→16 kHz: %d samples, %.2f dB", len(up), level(up[800:15200])-level(in))
 	}
+	for _, from := range []int{22050, 44100, 7919} { // 160 and 80 filter phases, and a rate with none to share
+		in := siptest.Tone(1000, 16000, time.Second, from)
+		out := resample(in, from, 8000)
+		if len(out) != 8000 || math.Abs(level(out[400:7600])-level(in)) > 0.5 {
+			t.Errorf("%d → 8000 Hz: %d samples, %.2f dB", from, len(out), level(out[400:7600])-level(in))
+		}
+	}
 	if got := resample(nil, 24000, 8000); len(got) != 0 {
 		t.Errorf("empty: %v", got)
 	}
