@@ -40,6 +40,17 @@ type Attachment struct {
 // the file is over the limit before sending it.
 var ErrTooLarge = errors.New("file is over the size limit")
 
+// RefusedError is returned by Attachment.Fetch when the platform will not
+// hand the file over for a reason the sender can act on ("Telegram lets
+// bots download files up to 20 MB"); its Reason is shown to them.
+type RefusedError struct {
+	Reason string
+	Err    error
+}
+
+func (e *RefusedError) Error() string { return e.Reason + ": " + e.Err.Error() }
+func (e *RefusedError) Unwrap() error { return e.Err }
+
 // Attachment defaults (Config.MaxFileBytes, MaxMessageBytes, MaxFiles).
 const (
 	DefaultMaxFileBytes    = 25 << 20
@@ -113,6 +124,10 @@ func (r *Relay) receiveFile(ctx context.Context, u Update, a Attachment, budget 
 		return savedFile{}, fmt.Sprintf("it is larger than %s, the most accepted per file.", humanSize(r.cfg.MaxFileBytes))
 	case err != nil:
 		r.d.Log.Warn("fetching an attachment", "channel", r.name, "err", err)
+		var re *RefusedError
+		if errors.As(err, &re) && re.Reason != "" {
+			return savedFile{}, strings.TrimSuffix(re.Reason, ".") + "."
+		}
 		return savedFile{}, "fetching it failed."
 	case len(data) == 0:
 		return savedFile{}, "it is empty."

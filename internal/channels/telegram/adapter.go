@@ -210,8 +210,12 @@ func (a *Adapter) deliver(ctx context.Context, h channels.Handler, u Update) {
 		if name == "" {
 			name = m.From.Username
 		}
+		text := m.Text
+		if text == "" {
+			text = m.Caption
+		}
 		up := channels.Update{ID: id, Conv: strconv.FormatInt(m.Chat.ID, 10), Sender: strconv.FormatInt(m.From.ID, 10), SenderName: name,
-			Private: m.Chat.Type == "" || m.Chat.Type == "private", Text: m.Text}
+			Private: m.Chat.Type == "" || m.Chat.Type == "private", Text: text, Attachments: a.attachments(m)}
 		if media := m.Voice; media != nil || m.Audio != nil {
 			if media == nil {
 				media = m.Audio
@@ -224,6 +228,79 @@ func (a *Adapter) deliver(ctx context.Context, h channels.Handler, u Update) {
 			up.Voice = &channels.Voice{Size: media.FileSize, Mime: mime, Filename: "voice." + ext, Fetch: a.fetcher(media.FileID)}
 		}
 		h(ctx, up)
+	}
+}
+
+// attachments maps a message's files onto the relay's: a document, the
+// largest size of a photo, a video, an animation (not again as the
+// document Telegram also sends for it), a round video note.
+func (a *Adapter) attachments(m *Message) []channels.Attachment {
+	var out []channels.Attachment
+	add := func(f *Media, name, mime string) {
+		if f == nil || f.FileID == "" {
+			return
+		}
+		if f.FileName != "" {
+			name = f.FileName
+		}
+		if f.MimeType != "" {
+			mime = f.MimeType
+		}
+		out = append(out, channels.Attachment{Name: name, Mime: mime, Size: f.FileSize, Fetch: a.fileFetcher(f.FileID)})
+	}
+	if m.Animation != nil {
+		add(m.Animation, "animation", "video/mp4")
+	} else {
+		add(m.Document, "", "")
+	}
+	if best := largestPhoto(m.Photo); best != nil {
+		add(&Media{FileID: best.FileID, FileSize: best.FileSize}, "photo", "image/jpeg")
+	}
+	add(m.Video, "video", "video/mp4")
+	add(m.VideoNote, "video-note", "video/mp4")
+	return out
+}
+
+// largestPhoto picks the biggest of a photo's sizes (Telegram lists them
+// smallest first, but the order is not promised).
+func largestPhoto(sizes []PhotoSize) *PhotoSize {
+	var best *PhotoSize
+	for i := range sizes {
+		s := &sizes[i]
+		if s.FileID == "" {
+			continue
+		}
+		if best == nil || s.Width*s.Height > best.Width*best.Height ||
+			(s.Width*s.Height == best.Width*best.Height && s.FileSize > best.FileSize) {
+			best = s
+		}
+	}
+	return best
+}
+
+// botDownloadLimit is the most the Bot API lets a bot download.
+const botDownloadLimit = 20 << 20
+
+// fileFetcher downloads an attachment with getFile, within the relay's
+// limit.
+func (a *Adapter) fileFetcher(fileID string) func(context.Context, int64) ([]byte, error) {
+	return func(ctx context.Context, limit int64) ([]byte, error) {
+		f, err := a.api.GetFile(ctx, fileID)
+		if err != nil {
+			var ae *APIError
+			if errors.As(err, &ae) && strings.Contains(strings.ToLower(ae.Description), "too big") {
+				return nil, &channels.RefusedError{Reason: fmt.Sprintf("Telegram lets bots download files up to %d MB; share a link to it instead", botDownloadLimit>>20), Err: err}
+			}
+			return nil, err
+		}
+		if f.FileSize > limit {
+			return nil, fmt.Errorf("%w: %d bytes", channels.ErrTooLarge, f.FileSize)
+		}
+		data, err := a.api.Download(ctx, f.FilePath, limit)
+		if errors.Is(err, ErrTooLarge) {
+			return nil, fmt.Errorf("%w: %w", channels.ErrTooLarge, err)
+		}
+		return data, err
 	}
 }
 

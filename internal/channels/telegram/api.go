@@ -48,15 +48,33 @@ type Message struct {
 	Text      string `json:"text,omitempty"`
 	Voice     *Media `json:"voice,omitempty"`
 	Audio     *Media `json:"audio,omitempty"`
+	// Caption is the text sent with a file.
+	Caption string `json:"caption,omitempty"`
+	// Files: a document, a photo (one entry per size), a video, an
+	// animation (which Telegram sends as a document too), a round video.
+	Document  *Media      `json:"document,omitempty"`
+	Photo     []PhotoSize `json:"photo,omitempty"`
+	Video     *Media      `json:"video,omitempty"`
+	Animation *Media      `json:"animation,omitempty"`
+	VideoNote *Media      `json:"video_note,omitempty"`
 	// ReplyMarkup is what the fake server records of sent messages.
 	ReplyMarkup *InlineKeyboard `json:"reply_markup,omitempty"`
 }
 
-// Media is a voice note or audio file.
+// Media is a voice note, audio file, document, video or animation.
 type Media struct {
 	FileID   string `json:"file_id"`
+	FileName string `json:"file_name,omitempty"`
 	Duration int    `json:"duration,omitempty"`
 	MimeType string `json:"mime_type,omitempty"`
+	FileSize int64  `json:"file_size,omitempty"`
+}
+
+// PhotoSize is one size of a photo.
+type PhotoSize struct {
+	FileID   string `json:"file_id"`
+	Width    int    `json:"width"`
+	Height   int    `json:"height"`
 	FileSize int64  `json:"file_size,omitempty"`
 }
 

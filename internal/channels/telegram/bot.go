@@ -1,7 +1,10 @@
 // Package telegram is the Telegram channel: an adapter of the channel
 // relay (internal/channels) over the plain Bot API. It receives by long
 // polling or a webhook, renders Markdown as Telegram's HTML subset, sends
-// approval prompts with inline buttons and spoken replies as voice notes;
+// approval prompts with inline buttons and spoken replies as voice notes,
+// and hands documents, photos (the largest size), videos and animations
+// to the relay as attachments (fetched with getFile, which the Bot API
+// allows up to 20 MB);
 // the relay does the rest as for every channel (allow-list, one Hestia
 // chat per Telegram chat, updates handled once, the durable outbox,
 // streaming by rate-bounded edits, approvals decided through the one
@@ -45,6 +48,12 @@ type Config struct {
 	PublicURL string
 	// MaxVoiceBytes refuses larger voice notes before downloading them.
 	MaxVoiceBytes int64
+	// InboxDir is where received files are saved (DATA/inbox; empty
+	// refuses them); MaxFileBytes and MaxMessageBytes are the relay's
+	// limits (channels.Config).
+	InboxDir        string
+	MaxFileBytes    int64
+	MaxMessageBytes int64
 	// WebhookURL, when set, switches from long polling to a webhook.
 	WebhookURL string
 	// VoiceReplies says when a reply is also spoken: VoiceWhenVoice
@@ -105,6 +114,7 @@ func New(cfg Config, d Deps) *Bot {
 	r := channels.New(channels.Config{
 		Label: "Telegram", Users: users, Owners: []string{strconv.FormatInt(cfg.Owner, 10)}, PublicURL: cfg.PublicURL,
 		MaxVoiceBytes: cfg.MaxVoiceBytes, VoiceReplies: cfg.VoiceReplies,
+		InboxDir: cfg.InboxDir, MaxFileBytes: cfg.MaxFileBytes, MaxMessageBytes: cfg.MaxMessageBytes,
 	}, channels.Deps{
 		Platform: a, Store: d.Channels, Agent: d.Agent, Chats: d.Chats, Approvals: d.Approvals, Bus: d.Bus, Audit: d.Audit,
 		Transcriber: d.Transcriber, Speaker: d.Speaker, Log: d.Log, Clock: d.Clock,

@@ -2,7 +2,9 @@
 // long-polled getUpdates fed by the test, sendMessage/editMessageText that
 // record what a user would see (and reject what Telegram rejects: broken
 // HTML, over-long text, over-long callback data, unchanged edits),
-// answerCallbackQuery, getMe, getFile and file downloads, sendVoice/sendAudio
+// answerCallbackQuery, getMe, getFile (refusing files over the Bot API's
+// 20 MB like Telegram) and file downloads, messages with a document, a
+// photo, a video or an animation, sendVoice/sendAudio
 // uploads, setWebhook/deleteWebhook with deliveries POSTed to a target the
 // test names, and flood control (429 with retry_after) on demand. No
 // network beyond loopback is used.
@@ -61,6 +63,7 @@ type Server struct {
 	messages []*Sent
 	answers  map[string]string
 	files    map[string][]byte
+	tooBig   map[string]bool // getFile answers "file is too big"
 	wake     chan struct{}
 	calls    map[string]int
 	throttle map[string][]int // per method: retry_after of the next 429s
@@ -87,7 +90,7 @@ type Voice struct {
 
 // New starts a fake server closed with the test.
 func New(t testing.TB) *Server {
-	s := &Server{t: t, nextID: 1, nextMsg: 100, answers: map[string]string{}, files: map[string][]byte{}, wake: make(chan struct{}), calls: map[string]int{},
+	s := &Server{t: t, nextID: 1, nextMsg: 100, answers: map[string]string{}, files: map[string][]byte{}, tooBig: map[string]bool{}, wake: make(chan struct{}), calls: map[string]int{},
 		throttle: map[string][]int{}, hookKick: make(chan struct{}, 1)}
 	ts := httptest.NewServer(http.HandlerFunc(s.serve))
 	stop := make(chan struct{})
@@ -383,7 +386,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		json.Unmarshal(p["file_id"], &id)
 		s.mu.Lock()
 		data, found := s.files["voice/"+id]
+		big := s.tooBig[id]
 		s.mu.Unlock()
+		if big {
+			fail(w, 400, "Bad Request: file is too big")
+			return
+		}
 		if !found {
 			fail(w, 400, "Bad Request: invalid file_id")
 			return
@@ -618,6 +626,59 @@ func (s *Server) AddFile(id string, data []byte) {
 	s.mu.Lock()
 	s.files["voice/"+id] = data
 	s.mu.Unlock()
+}
+
+// MarkTooBig makes getFile refuse a file as over the Bot API's download
+// limit, as Telegram does for anything over 20 MB.
+func (s *Server) MarkTooBig(id string) {
+	s.mu.Lock()
+	s.tooBig[id] = true
+	s.mu.Unlock()
+}
+
+// fileMessage is user id sending a message with media fields.
+func (s *Server) fileMessage(userID int64, caption string, fields map[string]any) int64 {
+	m := map[string]any{"message_id": 1, "from": user(userID, "F"), "chat": map[string]any{"id": userID, "type": "private"}, "date": 1}
+	if caption != "" {
+		m["caption"] = caption
+	}
+	for k, v := range fields {
+		m[k] = v
+	}
+	return s.push(map[string]any{"message": m})
+}
+
+// SendDocument is user id sending a file as a document, with a caption.
+func (s *Server) SendDocument(userID int64, fileID, name, mime string, size int64, caption string) int64 {
+	return s.fileMessage(userID, caption, map[string]any{"document": map[string]any{"file_id": fileID, "file_unique_id": "u" + fileID,
+		"file_name": name, "mime_type": mime, "file_size": size}})
+}
+
+// SendPhoto is user id sending a photo: Telegram lists its sizes
+// smallest first, each a file of its own (ids in that order).
+func (s *Server) SendPhoto(userID int64, caption string, fileIDs ...string) int64 {
+	var sizes []any
+	for i, id := range fileIDs {
+		s.mu.Lock()
+		n := len(s.files["voice/"+id])
+		s.mu.Unlock()
+		w := 90 << (2 * i)
+		sizes = append(sizes, map[string]any{"file_id": id, "file_unique_id": "u" + id, "width": w, "height": w * 3 / 4, "file_size": n})
+	}
+	return s.fileMessage(userID, caption, map[string]any{"photo": sizes})
+}
+
+// SendVideo is user id sending a video.
+func (s *Server) SendVideo(userID int64, fileID, mime string, size int64, caption string) int64 {
+	return s.fileMessage(userID, caption, map[string]any{"video": map[string]any{"file_id": fileID, "file_unique_id": "u" + fileID,
+		"width": 640, "height": 480, "duration": 3, "mime_type": mime, "file_size": size}})
+}
+
+// SendAnimation is user id sending a GIF: Telegram sends it as an
+// animation and, for older clients, as a document of the same file.
+func (s *Server) SendAnimation(userID int64, fileID, name string, size int64) int64 {
+	f := map[string]any{"file_id": fileID, "file_unique_id": "u" + fileID, "file_name": name, "mime_type": "video/mp4", "file_size": size}
+	return s.fileMessage(userID, "", map[string]any{"animation": f, "document": f})
 }
 
 // SendVoice is user id sending a voice note (size as Telegram reports it).
