@@ -267,7 +267,9 @@ func (m *Manager) place(ctx context.Context, c *Call, req CallRequest) Result {
 			m.log.Info("calling without a registration", "err", err)
 		}
 	}
-	ip, err := m.localIP(ctx, m.target)
+	lctx, cancel := context.WithTimeout(ctx, m.cfg.ResponseTimeout)
+	ip, err := m.localIP(lctx, m.target)
+	cancel()
 	if err != nil {
 		return fail(NetworkError, 0, err.Error())
 	}

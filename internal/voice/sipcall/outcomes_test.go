@@ -30,6 +30,7 @@ func TestCallOutcomesAgainstPeers(t *testing.T) {
 		{name: "codec refused", peer: siptest.PeerOptions{Status: 488}, want: MediaError, status: 488, invites: 1, within: 3 * time.Second},
 		{name: "never answers", peer: siptest.PeerOptions{NeverAnswer: true}, cfg: Config{RingTimeout: 1500 * time.Millisecond}, want: NoAnswer, invites: 1, within: 6 * time.Second},
 		{name: "host silent", peer: siptest.PeerOptions{Mute: true}, cfg: Config{ResponseTimeout: time.Second}, want: NetworkError, invites: -1, within: 4 * time.Second},
+		{name: "unknown host", cfg: Config{ResponseTimeout: 2 * time.Second}, want: NetworkError, invites: 0, within: 4 * time.Second},
 		{name: "rtp stops", peer: siptest.PeerOptions{RTPFor: 800 * time.Millisecond}, cfg: Config{RTPTimeout: time.Second}, want: MediaError, invites: 1, within: 6 * time.Second},
 		{name: "no rtp at all", peer: siptest.PeerOptions{}, cfg: Config{RTPTimeout: time.Second}, want: MediaError, invites: 1, within: 5 * time.Second},
 	}
@@ -39,6 +40,9 @@ func TestCallOutcomesAgainstPeers(t *testing.T) {
 			peer := siptest.StartPeer(t, tc.peer)
 			cfg := tc.cfg
 			cfg.To = peer.URI
+			if tc.name == "unknown host" {
+				cfg.To = "sip:phone@no-such-host.invalid"
+			}
 			r := newRig(t, cfg)
 			start := time.Now()
 			c, err := r.m.Call(context.Background(), CallRequest{Opening: "Hello.", Origin: "test"})

@@ -402,11 +402,29 @@ func (m *Manager) localIP(ctx context.Context, dest sip.Uri) (netip.Addr, error)
 		return m.cfg.LocalIP, nil
 	}
 	host := dest.Host
-	ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip4", host)
-	if err != nil || len(ips) == 0 {
-		ips, err = net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+	lookup := func(h string) ([]netip.Addr, error) {
+		ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip4", h)
+		if err != nil || len(ips) == 0 {
+			ips, err = net.DefaultResolver.LookupNetIP(ctx, "ip", h)
+		}
+		if err == nil && len(ips) == 0 {
+			err = errors.New("no address")
+		}
+		return ips, err
 	}
-	if err != nil || len(ips) == 0 {
+	ips, err := lookup(host)
+	if err != nil {
+		// A provider's domain may have only SRV records (RFC 3263 §4.2),
+		// as sipgo's own resolution falls back to.
+		proto := "udp"
+		if m.cfg.Transport != "udp" {
+			proto = m.cfg.Transport
+		}
+		if _, srvs, serr := net.DefaultResolver.LookupSRV(ctx, "sip", proto, host); serr == nil && len(srvs) > 0 {
+			ips, err = lookup(strings.TrimSuffix(srvs[0].Target, "."))
+		}
+	}
+	if err != nil {
 		return netip.Addr{}, fmt.Errorf("resolving %s: %w", host, err)
 	}
 	// A UDP "connection" sends nothing: it only asks the kernel which
