@@ -265,13 +265,17 @@ func (c *client) userName(ctx context.Context, token, user string) (string, erro
 	return "", nil
 }
 
-// ErrTooLarge is returned when a file is over the size asked for.
-var ErrTooLarge = errors.New("file is too large")
+// ErrTooLarge is returned when a file is over the size asked for; it is
+// the relay's own, so an attachment's refusal names the limit.
+var ErrTooLarge = channels.ErrTooLarge
 
 // download fetches a private file with the bot token (files:read).
 // Without the token Slack answers 200 with its HTML sign-in page, so an
 // HTML answer is an error rather than audio.
-func (c *client) download(ctx context.Context, token, rawURL string, max int64) ([]byte, error) {
+//
+// A web page in answer is Slack's sign-in page (a token without the
+// files:read scope) unless the file is a web page itself (html).
+func (c *client) download(ctx context.Context, token, rawURL string, max int64, html bool) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
 	if err != nil {
 		return nil, fmt.Errorf("slack file download: %w", redact(err))
@@ -285,7 +289,7 @@ func (c *client) download(ctx context.Context, token, rawURL string, max int64) 
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("slack file download: HTTP %d", resp.StatusCode)
 	}
-	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "text/html" {
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "text/html" && !html {
 		return nil, errors.New("slack file download: Slack answered with a web page, not the file (does the app have the files:read scope?)")
 	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, max+1))

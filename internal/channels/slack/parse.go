@@ -84,6 +84,7 @@ type interaction struct {
 type inbound struct {
 	u     channels.Update
 	audio *file
+	files []file // every other file: attachments
 	// press: where and to whom the press is acknowledged.
 	press               bool
 	ackChannel, ackUser string
@@ -174,12 +175,18 @@ func parseEvent(me identity, cb callback) (inbound, bool, error) {
 		Text:    PlainText(ev.Text, me.UserID),
 	}}
 	for i := range ev.Files {
-		if f := &ev.Files[i]; isAudio(f) {
+		f := &ev.Files[i]
+		switch {
+		case f.URLPrivateDownload == "" && f.URLPrivate == "":
+			// A file Slack will not let the bot download (an external
+			// link, a tombstone): nothing to fetch.
+		case isAudio(f) && in.audio == nil:
 			in.audio = f
-			break
+		default:
+			in.files = append(in.files, *f)
 		}
 	}
-	if in.u.Text == "" && in.audio == nil {
+	if in.u.Text == "" && in.audio == nil && len(in.files) == 0 {
 		return inbound{}, false, nil
 	}
 	return in, true, nil

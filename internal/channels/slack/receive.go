@@ -274,11 +274,17 @@ func (a *Adapter) complete(ctx context.Context, in inbound) channels.Update {
 			mt = "audio/webm"
 		}
 		u.Voice = &channels.Voice{Size: f.Size, Mime: mt, Filename: f.Name, Fetch: func(ctx context.Context) ([]byte, error) {
-			if !a.fileHostAllowed(src) {
-				return nil, fmt.Errorf("slack file download: %q is not a Slack file address; the bot token is only sent to files.slack.com", hostOf(src))
-			}
-			return a.api.download(ctx, a.cfg.BotToken, src, a.cfg.MaxVoiceBytes)
+			return a.downloadFile(ctx, src, a.cfg.MaxVoiceBytes, false)
 		}}
+	}
+	for _, f := range in.files {
+		src := f.URLPrivateDownload
+		if src == "" {
+			src = f.URLPrivate
+		}
+		html := strings.HasPrefix(f.Mimetype, "text/html")
+		u.Attachments = append(u.Attachments, channels.Attachment{Name: f.Name, Mime: f.Mimetype, Size: f.Size,
+			Fetch: func(ctx context.Context, limit int64) ([]byte, error) { return a.downloadFile(ctx, src, limit, html) }})
 	}
 	if in.press {
 		channel, user, thread := in.ackChannel, in.ackUser, in.ackThread
@@ -293,6 +299,15 @@ func (a *Adapter) complete(ctx context.Context, in inbound) channels.Update {
 		}
 	}
 	return u
+}
+
+// downloadFile fetches a shared file with the bot token, which is only
+// ever sent to Slack's file host.
+func (a *Adapter) downloadFile(ctx context.Context, src string, max int64, html bool) ([]byte, error) {
+	if !a.fileHostAllowed(src) {
+		return nil, fmt.Errorf("slack file download: %q is not a Slack file address; the bot token is only sent to files.slack.com", hostOf(src))
+	}
+	return a.api.download(ctx, a.cfg.BotToken, src, max, html)
 }
 
 // fileHostAllowed says whether the bot token may go to a file URL: Slack's

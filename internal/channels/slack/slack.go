@@ -21,9 +21,11 @@
 //     one message deduplicate to one turn.
 //   - Skipped: messages from any bot (this one included), message
 //     subtypes other than file_share and thread_broadcast (edits,
-//     deletions, joins), messages with neither text nor audio.
+//     deletions, joins), messages with neither text nor a file.
 //   - Voice: an audio file (or Slack voice clip) on a message is
 //     Update.Voice, fetched with the bot token only from files.slack.com.
+//   - Files: every other file with a url_private is an attachment
+//     (Update.Attachments), fetched the same way within the relay's limit.
 //   - Sending: Markdown rendered as mrkdwn (chat.postMessage), editing
 //     (chat.update), approval prompts as Block Kit buttons (action_id
 //     approve / deny / allow_10m, value = the approval id); a press
@@ -38,12 +40,11 @@
 //
 // Not supported: slash commands and other interactive payloads (shortcuts,
 // modals) are acknowledged and ignored; channel messages that neither
-// mention the bot nor reply in its thread; attachments other than audio;
-// sending voice (no VoiceSender); Enterprise Grid org-wide installs.
+// mention the bot nor reply in its thread; sending voice (no VoiceSender); Enterprise Grid org-wide installs.
 //
 // Scopes the bot token needs: chat:write, im:history, app_mentions:read,
 // channels:history and groups:history (for channel threads and Find),
-// users:read (display names; optional), files:read (voice notes). Socket
+// users:read (display names; optional), files:read (voice notes and files). Socket
 // Mode needs an app-level token with connections:write.
 package slack
 

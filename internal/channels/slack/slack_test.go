@@ -661,9 +661,7 @@ func TestVoiceNotes(t *testing.T) {
 	if err != nil || !bytes.Equal(got, audio) {
 		t.Errorf("Fetch = %q %v", got, err)
 	}
-	// An image alone is no update; a file on a foreign host is never
-	// fetched with the token.
-	f.s.Say(dm, owner, "", "", slacktest.File{ID: "F2", Name: "cat.png", Mimetype: "image/png", Data: []byte("png")})
+	// A file on a foreign host is never fetched with the token.
 	f.s.Say(dm, owner, "listen", "", slacktest.File{ID: "F3", Name: "x.mp3", Mimetype: "audio/mpeg", URL: "https://evil.example/steal", Data: audio})
 	u = r.next(t)
 	if u.Text != "listen" || u.Voice == nil {
@@ -684,7 +682,7 @@ func TestDownloadRefusesSignInPage(t *testing.T) {
 	t.Parallel()
 	s := slacktest.New(t)
 	c := client{base: s.APIURL, http: http.DefaultClient}
-	_, err := c.download(context.Background(), "xoxb-not-the-token", s.URL+"/files-pri/T0TEST-F1/download/a.webm", 1<<20)
+	_, err := c.download(context.Background(), "xoxb-not-the-token", s.URL+"/files-pri/T0TEST-F1/download/a.webm", 1<<20, false)
 	if err == nil || !strings.Contains(err.Error(), "files:read") {
 		t.Errorf("download without a valid token = %v", err)
 	}

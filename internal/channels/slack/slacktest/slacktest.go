@@ -134,6 +134,8 @@ type Server struct {
 	failures   map[string][]string // per method: error codes of the next answers
 	ephemerals []Ephemeral
 	files      map[string][]byte // path → content
+	fileTypes  map[string]string // path → the content type it is served with
+	downloads  int               // authenticated file downloads served
 	tickets    map[string]bool   // issued and not yet used
 	connects   int
 	conn       *websocket.Conn
@@ -176,7 +178,7 @@ type delivery struct {
 // New starts a fake Slack closed with the test.
 func New(t testing.TB) *Server {
 	s := &Server{t: t, convs: map[string]*conv{}, users: map[string]string{}, clock: 1700000000, calls: map[string]int{},
-		throttle: map[string][]int{}, failures: map[string][]string{}, files: map[string][]byte{}, tickets: map[string]bool{},
+		throttle: map[string][]int{}, failures: map[string][]string{}, files: map[string][]byte{}, fileTypes: map[string]string{}, tickets: map[string]bool{},
 		kick: make(chan struct{}, 1), ackTimeout: 2 * time.Second}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/api/{method}", s.serveAPI)
@@ -783,6 +785,7 @@ func (s *Server) Say(channel, user, text, threadTS string, files ...File) string
 	m := &Message{Channel: channel, TS: s.nextTS(), ThreadTS: threadTS, User: user, Text: text, Files: files}
 	for _, f := range files {
 		s.files["/files-pri/"+TeamID+"-"+f.ID+"/download/"+f.Name] = f.Data
+		s.fileTypes["/files-pri/"+TeamID+"-"+f.ID+"/download/"+f.Name] = f.Mimetype
 	}
 	c.msgs = append(c.msgs, m)
 	events := [][]byte{s.messageEvent(c, m, "")}
@@ -876,6 +879,7 @@ func (s *Server) Press(channel, ts, user, actionID string) {
 func (s *Server) serveFile(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	data, ok := s.files[r.URL.Path]
+	ct := s.fileTypes[r.URL.Path]
 	s.mu.Unlock()
 	if r.Header.Get("Authorization") != "Bearer "+BotToken {
 		// Slack answers an unauthenticated file request with its sign-in
@@ -888,8 +892,22 @@ func (s *Server) serveFile(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	w.Header().Set("Content-Type", "application/octet-stream")
+	s.mu.Lock()
+	s.downloads++
+	s.mu.Unlock()
+	// Slack serves a file with its own type (a web page as text/html).
+	if ct == "" {
+		ct = "application/octet-stream"
+	}
+	w.Header().Set("Content-Type", ct)
 	w.Write(data)
+}
+
+// Downloads counts the authenticated file downloads served.
+func (s *Server) Downloads() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.downloads
 }
 
 // Deliveries.
