@@ -16,9 +16,10 @@
 //     a DM, type 1) and guild messages that mention the bot or reply to
 //     it (Private false: the relay answers those only with a refusal);
 //     messages from bots and webhooks, the bot's own included, and
-//     system messages are skipped; audio attachments (voice messages)
-//     become Update.Voice, fetched on demand from the CDN without the bot
-//     token;
+//     system messages are skipped; the first audio attachment (a voice
+//     message) becomes Update.Voice and every other attachment an
+//     Update.Attachments entry, fetched on demand from the CDN without
+//     the bot token (CDN URLs are signed);
 //   - sending and editing through the REST API with the message's
 //     Outgoing.Key as an enforced nonce (Discord returns the first
 //     message instead of posting a second), Markdown rendered to Discord's
@@ -366,29 +367,36 @@ func audioExt(mime string) string {
 // maxVoice bounds a fetched audio attachment.
 const maxVoice = 25 << 20
 
-// voice turns the first audio attachment into an Update.Voice.
-func (a *Adapter) voice(atts []attachment) *channels.Voice {
+// files turns the first audio attachment into an Update.Voice and the
+// others into attachments.
+func (a *Adapter) files(atts []attachment) (*channels.Voice, []channels.Attachment) {
+	var voice *channels.Voice
+	var rest []channels.Attachment
 	for _, at := range atts {
-		if !strings.HasPrefix(strings.ToLower(at.ContentType), "audio/") {
+		if at.URL == "" {
 			continue
 		}
-		at := at
-		return &channels.Voice{Size: at.Size, Mime: at.ContentType, Filename: clip(at.Filename, 100),
-			Fetch: func(ctx context.Context) ([]byte, error) { return a.fetch(ctx, at) }}
+		if voice == nil && strings.HasPrefix(strings.ToLower(at.ContentType), "audio/") {
+			voice = &channels.Voice{Size: at.Size, Mime: at.ContentType, Filename: clip(at.Filename, 100),
+				Fetch: func(ctx context.Context) ([]byte, error) { return a.fetch(ctx, at, maxVoice) }}
+			continue
+		}
+		rest = append(rest, channels.Attachment{Name: at.Filename, Mime: at.ContentType, Size: at.Size,
+			Fetch: func(ctx context.Context, limit int64) ([]byte, error) { return a.fetch(ctx, at, limit) }})
 	}
-	return nil
+	return voice, rest
 }
 
 // fetch downloads an attachment from the CDN. The bot token is not sent
 // (CDN URLs are signed), and only https URLs, or the test fake's own
 // host, are fetched: the URL comes from a payload.
-func (a *Adapter) fetch(ctx context.Context, at attachment) ([]byte, error) {
+func (a *Adapter) fetch(ctx context.Context, at attachment, max int64) ([]byte, error) {
 	u, err := url.Parse(at.URL)
 	if err != nil || u.Host == "" || !(u.Scheme == "https" || u.Scheme == a.apiURL.Scheme && u.Host == a.apiURL.Host) || u.User != nil {
 		return nil, fmt.Errorf("discord attachment %s: refusing to fetch %q", at.ID, clip(at.URL, 80))
 	}
-	if at.Size > maxVoice {
-		return nil, fmt.Errorf("discord attachment %s: %d bytes is over the %d-byte limit", at.ID, at.Size, maxVoice)
+	if at.Size > max {
+		return nil, fmt.Errorf("discord attachment %s: %w (%d bytes, at most %d)", at.ID, channels.ErrTooLarge, at.Size, max)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
@@ -403,12 +411,12 @@ func (a *Adapter) fetch(ctx context.Context, at attachment) ([]byte, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("discord attachment %s: HTTP %d", at.ID, resp.StatusCode)
 	}
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxVoice+1))
+	data, err := io.ReadAll(io.LimitReader(resp.Body, max+1))
 	if err != nil {
 		return nil, fmt.Errorf("discord attachment %s: %w", at.ID, redact(err))
 	}
-	if len(data) > maxVoice {
-		return nil, fmt.Errorf("discord attachment %s: over the %d-byte limit", at.ID, maxVoice)
+	if int64(len(data)) > max {
+		return nil, fmt.Errorf("discord attachment %s: %w (over %d bytes)", at.ID, channels.ErrTooLarge, max)
 	}
 	return data, nil
 }
@@ -496,7 +504,8 @@ func (a *Adapter) messageUpdate(ctx context.Context, m message) (channels.Update
 	if m.Type != messageDefault && m.Type != messageReply {
 		return channels.Update{}, false
 	}
-	u := channels.Update{ID: m.ID, Conv: m.ChannelID, Sender: m.Author.ID, SenderName: m.Author.name(), Text: m.Content, Voice: a.voice(m.Attachments)}
+	u := channels.Update{ID: m.ID, Conv: m.ChannelID, Sender: m.Author.ID, SenderName: m.Author.name(), Text: m.Content}
+	u.Voice, u.Attachments = a.files(m.Attachments)
 	if m.GuildID != "" {
 		if !addressed(m, botID) {
 			return channels.Update{}, false
@@ -510,7 +519,7 @@ func (a *Adapter) messageUpdate(ctx context.Context, m message) (channels.Update
 	} else {
 		u.Private = a.isDM(ctx, m.ChannelID)
 	}
-	if strings.TrimSpace(u.Text) == "" && u.Voice == nil {
+	if strings.TrimSpace(u.Text) == "" && u.Voice == nil && len(u.Attachments) == 0 {
 		return channels.Update{}, false
 	}
 	return u, true

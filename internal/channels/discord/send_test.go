@@ -229,7 +229,7 @@ func TestAttachmentFetchRefusesForeignURLs(t *testing.T) {
 	t.Parallel()
 	_, a, _ := sender(t)
 	for _, u := range []string{"http://169.254.169.254/latest", "file:///etc/passwd", "ftp://cdn/x", "https://user:pw@cdn.example/x", "::"} {
-		if _, err := a.fetch(context.Background(), attachment{ID: "1", URL: u}); err == nil || !strings.Contains(err.Error(), "refusing") {
+		if _, err := a.fetch(context.Background(), attachment{ID: "1", URL: u}, 1<<20); err == nil || !strings.Contains(err.Error(), "refusing") {
 			t.Errorf("%s: %v", u, err)
 		}
 	}

@@ -1076,6 +1076,35 @@ func (s *Server) VoiceDM(u User, audio []byte) string {
 	return m.ID
 }
 
+// Upload is a file a user attaches to a message.
+type Upload struct {
+	Name, ContentType string
+	Data              []byte
+}
+
+// FilesDM has user send a DM with text and attachments (served from the
+// fake's CDN path with a signed query, like Discord's); it returns the
+// message id.
+func (s *Server) FilesDM(u User, text string, files ...Upload) string {
+	s.mu.Lock()
+	m := &Message{ID: s.id(), ChannelID: s.dm(u), Author: u, Content: text}
+	var atts []any
+	for _, f := range files {
+		aid := s.id()
+		s.blobs[aid] = f.Data
+		url := fmt.Sprintf("%s/attachments/%s/%s/%s?ex=1&is=2&hm=abc", s.URL, m.ChannelID, aid, f.Name)
+		a := map[string]any{"id": aid, "filename": f.Name, "size": len(f.Data), "url": url, "proxy_url": url}
+		if f.ContentType != "" {
+			a["content_type"] = f.ContentType
+		}
+		atts = append(atts, a)
+	}
+	s.messages[m.ID] = m
+	s.mu.Unlock()
+	s.dispatchMessage(m, map[string]any{"attachments": atts})
+	return m.ID
+}
+
 // Dispatch sends an arbitrary event in the current session (for
 // malformed-payload tests).
 func (s *Server) Dispatch(event string, d any) {
