@@ -192,3 +192,42 @@ func (ix *indexer) addFileUIDs(ctx context.Context, fileID int64, uids map[strin
 	}
 	return rows.Err()
 }
+
+// EventCopy is one indexed version of an event in a file of a calendar:
+// its master or one override.
+type EventCopy struct {
+	File string
+	// RecurrenceID is the original start of the instance an override
+	// replaces; zero for the master.
+	RecurrenceID time.Time
+	AllDay       bool
+	// Superseded is true when a newer version in another file hides it.
+	Superseded bool
+}
+
+// CopiesOf lists every version of the event uid indexed in a calendar,
+// hidden ones included, with the files holding them: the shown master
+// first (its file is FileOf's answer), then by file and instance. A
+// delete must reach all of them, or a hidden older version comes back.
+func (s *Store) CopiesOf(ctx context.Context, calendarName, uid string) ([]EventCopy, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT f.name, e.recurrence_id, e.all_day, e.superseded
+		FROM events e JOIN files f ON f.id = e.file_id JOIN calendars c ON c.id = e.calendar_id
+		WHERE c.name = ? AND e.uid = ? ORDER BY e.superseded, e.recurrence_id IS NOT NULL, f.name, e.recurrence_id`, calendarName, uid)
+	if err != nil {
+		return nil, fmt.Errorf("listing copies of event %q: %w", uid, err)
+	}
+	defer rows.Close()
+	var out []EventCopy
+	for rows.Next() {
+		var c EventCopy
+		var rec sql.NullInt64
+		if err := rows.Scan(&c.File, &rec, &c.AllDay, &c.Superseded); err != nil {
+			return nil, fmt.Errorf("listing copies of event %q: %w", uid, err)
+		}
+		if rec.Valid {
+			c.RecurrenceID = time.Unix(rec.Int64, 0).In(s.floating)
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}

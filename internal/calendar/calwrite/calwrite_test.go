@@ -21,16 +21,28 @@ type env struct {
 	ro   string
 	loc  *time.Location
 	tool map[string]tools.Tool
+	// clock is the writer's and the index's now (one test goroutine
+	// moves it).
+	clock *time.Time
+	srcs  []calendar.Source
 }
 
 func setup(t *testing.T) *env {
+	t.Helper()
+	return setupWith(t, nil)
+}
+
+// setupWith is setup with each calendar's backend wrapped by wrap (when
+// not nil).
+func setupWith(t *testing.T, wrap func(Backend) Backend) *env {
 	t.Helper()
 	ctx := context.Background()
 	loc, err := time.LoadLocation("Europe/Rome")
 	if err != nil {
 		t.Skip(err)
 	}
-	now := func() time.Time { return time.Date(2026, 3, 20, 9, 0, 0, 0, loc) }
+	clock := time.Date(2026, 3, 20, 9, 0, 0, 0, loc)
+	now := func() time.Time { return clock }
 	dir, ro := filepath.Join(t.TempDir(), "work"), filepath.Join(t.TempDir(), "shared")
 	os.MkdirAll(dir, 0o755)
 	os.MkdirAll(ro, 0o755)
@@ -62,7 +74,11 @@ END:VCALENDAR
 	targets := func(ctx context.Context) (map[string]Target, error) {
 		m := map[string]Target{}
 		for _, s := range srcs {
-			m[s.Name] = Target{Name: s.Name, ReadOnly: s.ReadOnly, Backend: Vdir{Dir: s.Path}, Resync: func(ctx context.Context) error { _, err := idx.Sync(ctx, s); return err }}
+			var be Backend = Vdir{Dir: s.Path}
+			if wrap != nil {
+				be = wrap(be)
+			}
+			m[s.Name] = Target{Name: s.Name, ReadOnly: s.ReadOnly, Backend: be, Resync: func(ctx context.Context) error { _, err := idx.Sync(ctx, s); return err }}
 		}
 		return m, nil
 	}
@@ -71,7 +87,7 @@ END:VCALENDAR
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { w.Close() })
-	e := &env{w: w, idx: idx, dir: dir, ro: ro, loc: loc, tool: map[string]tools.Tool{}}
+	e := &env{w: w, idx: idx, dir: dir, ro: ro, loc: loc, tool: map[string]tools.Tool{}, clock: &clock, srcs: srcs}
 	for _, tl := range Tools(w) {
 		e.tool[tl.Spec().Name] = tl
 	}

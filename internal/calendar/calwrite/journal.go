@@ -12,7 +12,10 @@
 // (started → done/failed/unknown): UID assigned before the write, conditional writes (create never
 // replaces, update/delete compare the ETag), confirmation by reading the object back, the same
 // call never run twice, one-occurrence changes as RECURRENCE-ID overrides and EXDATEs; the card
-// previews the time and any conflicts. Task writes (`tasks.go`: task_create, task_complete for
+// previews the time and any conflicts. A delete reaches every file of the calendar holding a
+// version of the event (older ones hidden by the index included, `Op.Copies`), hidden copies
+// first and the shown one last; deleting one occurrence also removes its overrides from the
+// other files, and the card counts the copies. Task writes (`tasks.go`: task_create, task_complete for
 // package tasks' tools) use the same journal, targets and backends; a recurring task's occurrence
 // is completed by a RECURRENCE-ID override.
 package calwrite
@@ -20,6 +23,7 @@ package calwrite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -48,7 +52,12 @@ CREATE TABLE ops (
 	updated_at INTEGER NOT NULL
 );
 CREATE INDEX ops_state ON ops(state);
-`}}
+`,
+	// The other files a delete reached (a JSON list of hrefs, '' when
+	// none): a collection may hold older versions of an event in other
+	// files, and a delete removes them all.
+	`ALTER TABLE ops ADD COLUMN copies TEXT NOT NULL DEFAULT '';`,
+}}
 
 // Operation kinds and states.
 const (
@@ -67,13 +76,18 @@ const (
 
 // Op is one journaled write.
 type Op struct {
-	ID        int64     `json:"id"`
-	Kind      string    `json:"kind"`
-	Calendar  string    `json:"calendar"`
-	UID       string    `json:"uid"`
-	Href      string    `json:"href,omitempty"`
-	Instance  string    `json:"instance,omitempty"`
-	Summary   string    `json:"summary,omitempty"`
+	ID       int64  `json:"id"`
+	Kind     string `json:"kind"`
+	Calendar string `json:"calendar"`
+	UID      string `json:"uid"`
+	Href     string `json:"href,omitempty"`
+	Instance string `json:"instance,omitempty"`
+	Summary  string `json:"summary,omitempty"`
+	// Copies are the other files of the calendar holding versions of the
+	// event that a delete removed too (for one occurrence: removed or
+	// rewrote without that occurrence's override), so that no older
+	// version hidden behind the one shown comes back.
+	Copies    []string  `json:"copies,omitempty"`
 	State     string    `json:"state"`
 	ETag      string    `json:"etag,omitempty"`
 	Error     string    `json:"error,omitempty"`
@@ -133,13 +147,19 @@ func Open(ctx context.Context, o Options) (*Writer, error) {
 // Close closes the journal.
 func (w *Writer) Close() error { return w.db.Close() }
 
-const opCols = `id, kind, calendar, uid, href, instance, summary, state, etag, error, checks, created_at, updated_at`
+const opCols = `id, kind, calendar, uid, href, instance, summary, copies, state, etag, error, checks, created_at, updated_at`
 
 func scanOp(row interface{ Scan(...any) error }) (Op, error) {
 	var o Op
 	var c, u int64
-	err := row.Scan(&o.ID, &o.Kind, &o.Calendar, &o.UID, &o.Href, &o.Instance, &o.Summary, &o.State, &o.ETag, &o.Error, &o.Checks, &c, &u)
+	var copies string
+	err := row.Scan(&o.ID, &o.Kind, &o.Calendar, &o.UID, &o.Href, &o.Instance, &o.Summary, &copies, &o.State, &o.ETag, &o.Error, &o.Checks, &c, &u)
 	o.CreatedAt, o.UpdatedAt = time.Unix(c, 0).UTC(), time.Unix(u, 0).UTC()
+	if err == nil && copies != "" {
+		if jerr := json.Unmarshal([]byte(copies), &o.Copies); jerr != nil {
+			err = fmt.Errorf("reading the copies of calendar op %d: %w", o.ID, jerr)
+		}
+	}
 	return o, err
 }
 
@@ -162,8 +182,13 @@ func (w *Writer) begin(ctx context.Context, key string, o Op) (Op, bool, error) 
 		return prev, ok, err
 	}
 	now := w.now().Unix()
-	err := w.db.QueryRowContext(ctx, `INSERT INTO ops(key, kind, calendar, uid, href, instance, summary, state, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`, key, o.Kind, o.Calendar, o.UID, o.Href, o.Instance, o.Summary, StateStarted, now, now).Scan(&o.ID)
+	copies := ""
+	if len(o.Copies) > 0 {
+		b, _ := json.Marshal(o.Copies)
+		copies = string(b)
+	}
+	err := w.db.QueryRowContext(ctx, `INSERT INTO ops(key, kind, calendar, uid, href, instance, summary, copies, state, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`, key, o.Kind, o.Calendar, o.UID, o.Href, o.Instance, o.Summary, copies, StateStarted, now, now).Scan(&o.ID)
 	if err != nil {
 		return Op{}, false, fmt.Errorf("journaling calendar %s: %w", o.Kind, err)
 	}

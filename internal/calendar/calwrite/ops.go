@@ -2,10 +2,12 @@ package calwrite
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"net/mail"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -277,10 +279,16 @@ func (w *Writer) confirm(ctx context.Context, t Target, op *Op, etag string, che
 		return
 	}
 	w.finish(ctx, op, StateDone, obj.ETag, nil)
-	if t.Resync != nil {
-		if err := t.Resync(ctx); err != nil {
-			w.log.Warn("calendarResync", "calendar", t.Name, "err", err)
-		}
+	w.resync(ctx, t)
+}
+
+// resync refreshes the target's index after a write, when it can.
+func (w *Writer) resync(ctx context.Context, t Target) {
+	if t.Resync == nil {
+		return
+	}
+	if err := t.Resync(ctx); err != nil {
+		w.log.Warn("calendarResync", "calendar", t.Name, "err", err)
 	}
 }
 
@@ -330,6 +338,11 @@ func (w *Writer) load(ctx context.Context, t Target, uid string) (Object, *ical.
 	if err != nil {
 		return Object{}, nil, fmt.Errorf("no event with uid %q in calendar %q: %w", uid, t.Name, err)
 	}
+	return w.read(ctx, t, href)
+}
+
+// read reads one object and parses it.
+func (w *Writer) read(ctx context.Context, t Target, href string) (Object, *ical.Calendar, error) {
 	obj, err := t.Backend.Get(ctx, href)
 	if err != nil {
 		return obj, nil, err
@@ -530,6 +543,10 @@ func masterDuration(m *ical.Component, cal *ical.Calendar, loc *time.Location) t
 
 // Delete runs calendar_delete: the whole event, or with instance one
 // occurrence (an EXDATE on the master; an override of it is removed).
+// Every file of the calendar holding a version of the event is reached: a
+// collection may hold older versions in other files, which the index
+// hides behind the newest (calendar/versions.go), and deleting only the
+// shown one would bring the older one back in its place.
 func (w *Writer) Delete(ctx context.Context, key string, a DeleteArgs) (Op, error) {
 	if strings.TrimSpace(a.UID) == "" {
 		return Op{}, errors.New("uid is required")
@@ -547,42 +564,98 @@ func (w *Writer) Delete(ctx context.Context, key string, a DeleteArgs) (Op, erro
 		return Op{}, err
 	}
 	summary, _ := master.Props.Text(ical.PropSummary)
+	copies, err := w.cal.CopiesOf(ctx, t.Name, a.UID)
+	if err != nil {
+		return Op{}, err
+	}
 	if a.Instance == "" {
-		others := 0
-		for _, c := range cal.Children {
-			if p := c.Props.Get(ical.PropUID); c.Name == ical.CompEvent && (p == nil || p.Value != a.UID) {
-				others++
-			}
-		}
-		if others > 0 {
-			return Op{}, fmt.Errorf("the file %s holds other events too; refusing to delete it", obj.Href)
-		}
-		op, dup, err := w.begin(ctx, key, Op{Kind: KindDelete, Calendar: t.Name, UID: a.UID, Href: obj.Href, Summary: summary})
-		if err != nil || dup {
-			return op, err
-		}
-		if err := t.Backend.Delete(ctx, obj.Href, obj.ETag); err != nil {
-			w.finish(ctx, &op, classify(err), "", err)
-			return op, fmt.Errorf("deleting the event: %w", err)
-		}
-		op.Checks++
-		if _, err := t.Backend.Get(ctx, obj.Href); !errors.Is(err, ErrNotFound) {
-			w.finish(ctx, &op, StateUnknown, "", fmt.Errorf("confirmation: the object is still there (%v)", err))
-			return op, nil
-		}
-		w.finish(ctx, &op, StateDone, "", nil)
-		if t.Resync != nil {
-			if err := t.Resync(ctx); err != nil {
-				w.log.Warn("calendarResync", "calendar", t.Name, "err", err)
-			}
-		}
-		return op, nil
+		return w.deleteEvent(ctx, key, t, a.UID, summary, obj, cal, copies)
 	}
 	inst, err := w.instanceTime(a.Instance, master, cal)
 	if err != nil {
 		return Op{}, err
 	}
-	_, ov, _ := events(cal, a.UID, inst, w.loc)
+	return w.deleteOccurrence(ctx, key, t, a.UID, summary, obj, cal, master, inst, copies)
+}
+
+// deleteEvent deletes every file of the calendar holding a version of
+// uid; obj (cal) is the one holding the shown master.
+func (w *Writer) deleteEvent(ctx context.Context, key string, t Target, uid, summary string, obj Object, cal *ical.Calendar, copies []calendar.EventCopy) (Op, error) {
+	if holdsOthers(cal, uid) {
+		return Op{}, fmt.Errorf("the file %s holds other events too; refusing to delete it", obj.Href)
+	}
+	var others []Object
+	for _, href := range otherFiles(copies, obj.Href, nil) {
+		o, c, err := w.read(ctx, t, href)
+		if errors.Is(err, ErrNotFound) {
+			continue // gone since the last sync
+		}
+		if err != nil {
+			return Op{}, fmt.Errorf("reading %s, which holds another version of the event: %w", href, err)
+		}
+		if !holdsUID(c, uid) {
+			continue // changed since the last sync: nothing of the event left
+		}
+		if holdsOthers(c, uid) {
+			return Op{}, fmt.Errorf("the file %s, which holds another version of the event, holds other events too; refusing to delete it", href)
+		}
+		others = append(others, o)
+	}
+	// The files holding only hidden versions go first, then those holding
+	// a shown override, and the shown master's last: a failure part way
+	// leaves the event as the user sees it, never an older version in its
+	// place.
+	shows := map[string]bool{}
+	for _, c := range copies {
+		shows[c.File] = shows[c.File] || !c.Superseded
+	}
+	slices.SortStableFunc(others, func(a, b Object) int { return cmp.Compare(b2i(shows[a.Href]), b2i(shows[b.Href])) })
+	op := Op{Kind: KindDelete, Calendar: t.Name, UID: uid, Href: obj.Href, Summary: summary}
+	for _, o := range others {
+		op.Copies = append(op.Copies, o.Href)
+	}
+	op, dup, err := w.begin(ctx, key, op)
+	if err != nil || dup {
+		return op, err
+	}
+	for i, o := range append(others, obj) {
+		if err := t.Backend.Delete(ctx, o.Href, o.ETag); err != nil {
+			if i > 0 {
+				err = fmt.Errorf("%w (%d of the %d copies of the event were removed before)", err, i, len(others)+1)
+			}
+			w.finish(ctx, &op, classify(err), "", err)
+			if i > 0 {
+				w.resync(ctx, t)
+			}
+			return op, fmt.Errorf("deleting the event: %w", err)
+		}
+	}
+	op.Checks++
+	for _, href := range append([]string{op.Href}, op.Copies...) {
+		if _, err := t.Backend.Get(ctx, href); !errors.Is(err, ErrNotFound) {
+			w.finish(ctx, &op, StateUnknown, "", fmt.Errorf("confirmation: %s is still there (%v)", href, err))
+			return op, nil
+		}
+	}
+	w.finish(ctx, &op, StateDone, "", nil)
+	w.resync(ctx, t)
+	return op, nil
+}
+
+// copyChange is one other file a delete of an occurrence changes: data is
+// the file without the occurrence's override, nil when nothing else was
+// left in it and the file is deleted.
+type copyChange struct {
+	obj  Object
+	data []byte
+}
+
+// deleteOccurrence excludes the occurrence inst from the series (EXDATE
+// on the shown master in obj, its override there removed) and removes the
+// overrides of inst from the other files of the calendar: one left in
+// another file would still show the occurrence, moved or not.
+func (w *Writer) deleteOccurrence(ctx context.Context, key string, t Target, uid, summary string, obj Object, cal *ical.Calendar, master *ical.Component, inst time.Time, copies []calendar.EventCopy) (Op, error) {
+	_, ov, _ := events(cal, uid, inst, w.loc)
 	if ov != nil {
 		kept := cal.Children[:0]
 		for _, c := range cal.Children {
@@ -602,14 +675,116 @@ func (w *Writer) Delete(ctx context.Context, key string, a DeleteArgs) (Op, erro
 	if err != nil {
 		return Op{}, err
 	}
-	op, dup, err := w.begin(ctx, key, Op{Kind: KindDelete, Calendar: t.Name, UID: a.UID, Href: obj.Href, Instance: timeString(inst), Summary: summary})
+	var changes []copyChange
+	for _, href := range otherFiles(copies, obj.Href, func(c calendar.EventCopy) bool { return !c.RecurrenceID.IsZero() }) {
+		o, c, err := w.read(ctx, t, href)
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return Op{}, fmt.Errorf("reading %s, which holds another version of the event: %w", href, err)
+		}
+		removed := 0
+		var kept []*ical.Component
+		for _, ch := range c.Children {
+			if isOverride(ch, c, uid, inst, w.loc) {
+				removed++
+				continue
+			}
+			kept = append(kept, ch)
+		}
+		if removed == 0 {
+			continue // another occurrence's override
+		}
+		c.Children = kept
+		if !holdsUID(c, "") {
+			changes = append(changes, copyChange{obj: o})
+			continue
+		}
+		b, err := encode(c)
+		if err != nil {
+			return Op{}, err
+		}
+		changes = append(changes, copyChange{obj: o, data: b})
+	}
+	// Hidden overrides go first, then the series' EXDATE (with the
+	// override in its file), and the override shown, when another file
+	// holds it, last: a failure part way leaves the occurrence as the
+	// user sees it, never an older override in its place.
+	shown := map[string]bool{}
+	for _, c := range copies {
+		if !c.Superseded && !c.RecurrenceID.IsZero() && sameStart(c.RecurrenceID, inst, c.AllDay) {
+			shown[c.File] = true
+		}
+	}
+	op := Op{Kind: KindDelete, Calendar: t.Name, UID: uid, Href: obj.Href, Instance: timeString(inst), Summary: summary}
+	for _, ch := range changes {
+		op.Copies = append(op.Copies, ch.obj.Href)
+	}
+	op, dup, err := w.begin(ctx, key, op)
 	if err != nil || dup {
 		return op, err
 	}
+	written := 0
+	// fail records a write refused or lost; the backends' errors name the
+	// object.
+	fail := func(err error) (Op, error) {
+		if written > 0 {
+			err = fmt.Errorf("%w (%d of the %d files to change were changed before)", err, written, len(changes)+1)
+		}
+		w.finish(ctx, &op, classify(err), "", err)
+		if written > 0 {
+			w.resync(ctx, t)
+		}
+		return op, fmt.Errorf("deleting the occurrence: %w", err)
+	}
+	copiesShown := func(want bool) error {
+		for _, ch := range changes {
+			if shown[ch.obj.Href] != want {
+				continue
+			}
+			var err error
+			if ch.data == nil {
+				err = t.Backend.Delete(ctx, ch.obj.Href, ch.obj.ETag)
+			} else {
+				_, err = t.Backend.Update(ctx, ch.obj.Href, ch.data, ch.obj.ETag)
+			}
+			if err != nil {
+				return err
+			}
+			written++
+		}
+		return nil
+	}
+	if err := copiesShown(false); err != nil {
+		return fail(err)
+	}
 	etag, err := t.Backend.Update(ctx, obj.Href, data, obj.ETag)
 	if err != nil {
-		w.finish(ctx, &op, classify(err), "", err)
-		return op, fmt.Errorf("deleting the occurrence: %w", err)
+		return fail(err)
+	}
+	written++
+	if err := copiesShown(true); err != nil {
+		return fail(err)
+	}
+	// Read back: the other files first, then the series (confirm, which
+	// counts the check and finishes the op).
+	for _, ch := range changes {
+		o, c, err := w.read(ctx, t, ch.obj.Href)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			continue // the override is gone, with its file
+		case ch.data == nil:
+			err = fmt.Errorf("%s is still there (%v)", ch.obj.Href, err)
+		case err == nil && overrideIn(c, uid, inst, w.loc):
+			err = fmt.Errorf("%s still holds the occurrence", o.Href)
+		}
+		if err != nil {
+			op.Checks++
+			w.finish(ctx, &op, StateUnknown, "", fmt.Errorf("confirmation: %w", err))
+			w.resync(ctx, t)
+			return op, nil
+		}
 	}
 	w.confirm(ctx, t, &op, etag, func(c *ical.Calendar) error {
 		evs, err := calendar.ParseICS(bytes.NewReader(mustEncode(c)), w.loc)
@@ -617,7 +792,7 @@ func (w *Writer) Delete(ctx context.Context, key string, a DeleteArgs) (Op, erro
 			return err
 		}
 		for _, e := range evs {
-			if e.UID == a.UID && e.RecurrenceID.IsZero() {
+			if e.UID == uid && e.RecurrenceID.IsZero() {
 				occ, _, err := calendar.Series{Start: e.Start, Duration: e.End.Sub(e.Start), AllDay: e.AllDay, Rule: e.RRule, RDates: e.RDates, ExDates: e.ExDates}.
 					Expand(inst.Add(-time.Second), inst.Add(time.Second), 2)
 				if err == nil && len(occ) == 0 {
@@ -628,6 +803,91 @@ func (w *Writer) Delete(ctx context.Context, key string, a DeleteArgs) (Op, erro
 		return errors.New("the occurrence is still there")
 	})
 	return op, nil
+}
+
+// otherFiles lists, once each and by name, the files of copies (those
+// keep accepts, all when nil) other than main.
+func otherFiles(copies []calendar.EventCopy, main string, keep func(calendar.EventCopy) bool) []string {
+	var out []string
+	for _, c := range copies {
+		if c.File != main && (keep == nil || keep(c)) && !slices.Contains(out, c.File) {
+			out = append(out, c.File)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// holdsOthers reports whether cal holds a component (event, to-do,
+// journal) other than uid's; time zones belong to whatever uses them.
+func holdsOthers(cal *ical.Calendar, uid string) bool {
+	for _, c := range cal.Children {
+		if c.Name == ical.CompTimezone {
+			continue
+		}
+		if p := c.Props.Get(ical.PropUID); p == nil || p.Value != uid {
+			return true
+		}
+	}
+	return false
+}
+
+// holdsUID reports whether cal holds a component of uid, or any
+// component but a time zone when uid is empty.
+func holdsUID(cal *ical.Calendar, uid string) bool {
+	for _, c := range cal.Children {
+		if c.Name == ical.CompTimezone {
+			continue
+		}
+		if p := c.Props.Get(ical.PropUID); uid == "" || (p != nil && p.Value == uid) {
+			return true
+		}
+	}
+	return false
+}
+
+// isOverride reports whether c is uid's override of the occurrence inst
+// (RFC 5545 §3.8.4.4; a DATE RECURRENCE-ID names the day).
+func isOverride(c *ical.Component, cal *ical.Calendar, uid string, inst time.Time, loc *time.Location) bool {
+	if c.Name != ical.CompEvent {
+		return false
+	}
+	if p := c.Props.Get(ical.PropUID); p == nil || p.Value != uid {
+		return false
+	}
+	rid := c.Props.Get(ical.PropRecurrenceID)
+	if rid == nil {
+		return false
+	}
+	t, ok := propTime(rid, loc, cal.Component)
+	return ok && sameStart(t, inst, len(strings.TrimSpace(rid.Value)) == 8)
+}
+
+// overrideIn reports whether cal holds uid's override of inst.
+func overrideIn(cal *ical.Calendar, uid string, inst time.Time, loc *time.Location) bool {
+	for _, c := range cal.Children {
+		if isOverride(c, cal, uid, inst, loc) {
+			return true
+		}
+	}
+	return false
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// allGone reports whether none of hrefs is stored any more.
+func allGone(ctx context.Context, t Target, hrefs []string) bool {
+	for _, h := range hrefs {
+		if _, err := t.Backend.Get(ctx, h); !errors.Is(err, ErrNotFound) {
+			return false
+		}
+	}
+	return true
 }
 
 // creates reports whether an op kind makes a new object (an event or a
@@ -663,7 +923,7 @@ func (w *Writer) ConfirmPending(ctx context.Context, maxChecks int) (int, error)
 		switch {
 		case creates(op.Kind) && gerr == nil && bytes.Contains(obj.Data, []byte(op.UID)):
 			w.finish(ctx, &op, StateDone, obj.ETag, nil)
-		case op.Kind == KindDelete && op.Instance == "" && errors.Is(gerr, ErrNotFound):
+		case op.Kind == KindDelete && op.Instance == "" && errors.Is(gerr, ErrNotFound) && allGone(ctx, t, op.Copies):
 			w.finish(ctx, &op, StateDone, "", nil)
 		case creates(op.Kind) && errors.Is(gerr, ErrNotFound):
 			w.finish(ctx, &op, StateFailed, "", errors.New("confirmation: the event was never stored"))

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -203,9 +204,57 @@ func (w *Writer) previewDelete(ctx context.Context, raw json.RawMessage) string 
 		return ""
 	}
 	if a.Instance != "" {
-		return fmt.Sprintf("delete the occurrence %s of %s", a.Instance, w.describe(ctx, a.UID, a.Calendar))
+		return fmt.Sprintf("delete the occurrence %s of %s", a.Instance, w.describe(ctx, a.UID, a.Calendar)) + w.copiesNote(ctx, a)
 	}
-	return "delete " + w.describe(ctx, a.UID, a.Calendar) + " (all occurrences)"
+	return "delete " + w.describe(ctx, a.UID, a.Calendar) + " (all occurrences)" + w.copiesNote(ctx, a)
+}
+
+// copiesNote tells the card what else a delete removes: the other files
+// of the calendar holding versions of the event (for one occurrence, its
+// overrides there), which the agenda hides behind the newest version. It
+// is empty when there are none.
+func (w *Writer) copiesNote(ctx context.Context, a DeleteArgs) string {
+	cal := a.Calendar
+	if cal == "" {
+		cals, err := w.cal.CalendarsOf(ctx, a.UID)
+		if err != nil || len(cals) != 1 {
+			return ""
+		}
+		cal = cals[0]
+	}
+	copies, err := w.cal.CopiesOf(ctx, cal, a.UID)
+	if err != nil || len(copies) == 0 {
+		return ""
+	}
+	if a.Instance == "" {
+		files := otherFiles(copies, "", nil)
+		if len(files) < 2 {
+			return ""
+		}
+		return fmt.Sprintf("; removes all %d copies of it in calendar %q: %s", len(files), cal, fileList(files))
+	}
+	inst, err := w.when("instance", a.Instance)
+	if err != nil {
+		return ""
+	}
+	files := otherFiles(copies, copies[0].File, func(c calendar.EventCopy) bool {
+		return !c.RecurrenceID.IsZero() && sameStart(c.RecurrenceID, inst, c.AllDay)
+	})
+	switch len(files) {
+	case 0:
+		return ""
+	case 1:
+		return "; its other copy in calendar " + strconv.Quote(cal) + " is removed too: " + files[0]
+	}
+	return fmt.Sprintf("; its %d other copies in calendar %q are removed too: %s", len(files), cal, fileList(files))
+}
+
+// fileList names files for a card, the first few.
+func fileList(files []string) string {
+	if len(files) > 5 {
+		return strings.Join(files[:5], ", ") + fmt.Sprintf(" and %d more", len(files)-5)
+	}
+	return strings.Join(files, ", ")
 }
 
 const createSchema = `{"type":"object","additionalProperties":false,"required":["summary","start"],"properties":{
