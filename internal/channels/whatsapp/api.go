@@ -17,6 +17,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/hestia-dev/hestia/internal/channels"
 )
 
 // The subset of the Cloud API (Graph API) Hestia uses, over plain HTTP:
@@ -267,14 +269,14 @@ type mediaInfo struct {
 	ID       string `json:"id"`
 }
 
-// ErrTooLarge is returned when a voice note is over the configured limit.
-var ErrTooLarge = errors.New("the file is too large")
+// ErrTooLarge is returned when a file is over the limit asked for; it is
+// the relay's own, so an attachment's refusal names the limit.
+var ErrTooLarge = channels.ErrTooLarge
 
 // fetchMedia resolves a media id to its short-lived URL and downloads it
 // (both with the bearer token), refusing more than max bytes and content
 // whose SHA-256 differs from the one Meta names.
-func (c *api) fetchMedia(ctx context.Context, id string, max int64) ([]byte, error) {
-	const op = "fetching a voice note"
+func (c *api) fetchMedia(ctx context.Context, op, id string, max int64) ([]byte, error) {
 	req, err := c.request(ctx, http.MethodGet, "/"+url.PathEscape(id)+"?phone_number_id="+url.QueryEscape(c.phoneID), nil, "")
 	if err != nil {
 		return nil, fmt.Errorf("whatsapp: %s: %w", op, err)

@@ -219,9 +219,16 @@ func (a *Adapter) update(m inbound) channels.Update {
 			Mime:     mime,
 			Filename: "voice." + audioExt(mime),
 			Fetch: func(ctx context.Context) ([]byte, error) {
-				return a.api.fetchMedia(ctx, id, a.cfg.MaxVoiceBytes)
+				return a.api.fetchMedia(ctx, "fetching a voice note", id, a.cfg.MaxVoiceBytes)
 			},
 		}
+	}
+	if f := m.file; f != nil {
+		// Images and videos come without a name; the relay names them by
+		// their content.
+		id, op := f.ID, "fetching a"+map[bool]string{true: "n", false: ""}[m.fileKind == "image"]+" "+m.fileKind
+		u.Attachments = []channels.Attachment{{Name: f.Filename, Mime: f.MimeType, Size: f.FileSize,
+			Fetch: func(ctx context.Context, limit int64) ([]byte, error) { return a.api.fetchMedia(ctx, op, id, limit) }}}
 	}
 	if m.action != nil {
 		act := *m.action
@@ -400,6 +407,8 @@ type inbound struct {
 	at             time.Time // Meta's timestamp; zero when absent
 	text           string
 	voice          *media
+	file           *media // an image, video or document
+	fileKind       string // its message type, to name a file without a name
 	action         *pressed
 	// opensWindow: the message (re)opens the 24-hour window.
 	opensWindow bool
@@ -569,15 +578,16 @@ func parseMessage(m message, own string) (inbound, string) {
 			return inbound{}, "an audio message without a media id " + m.ID
 		}
 		in.voice = m.Audio
-	case "image", "video", "document", "sticker", "location", "contacts":
-		// Not supported: say so in the turn rather than drop it, so the
-		// assistant can answer that it cannot see it.
-		in.text = "[" + m.Type + " attachment: not supported on WhatsApp]"
-		for _, md := range []*media{m.Image, m.Video, m.Document} {
-			if md != nil && strings.TrimSpace(md.Caption) != "" {
-				in.text += "\n" + md.Caption
-			}
+	case "image", "video", "document":
+		md := map[string]*media{"image": m.Image, "video": m.Video, "document": m.Document}[m.Type]
+		if md == nil || md.ID == "" || len(md.ID) > maxID {
+			return inbound{}, "a" + map[bool]string{true: "n", false: ""}[m.Type == "image"] + " " + m.Type + " message without a media id " + m.ID
 		}
+		in.file, in.fileKind, in.text = md, m.Type, md.Caption
+	case "sticker", "location", "contacts":
+		// Not files the assistant can read: say so in the turn rather
+		// than drop it, so the assistant can answer that it cannot see it.
+		in.text = "[" + m.Type + " attachment: not supported on WhatsApp]"
 	default:
 		// "unsupported", "unknown", "system" (a number change) and
 		// request_welcome carry no text for a turn.

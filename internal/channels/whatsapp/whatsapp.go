@@ -7,9 +7,11 @@
 //     X-Hub-Signature-256 HMAC of the raw body, keyed by the app secret, is
 //     checked in constant time before anything is parsed; unsigned or
 //     forged deliveries get 401 and never reach the relay;
-//   - text messages, voice notes and audio (fetched lazily: GET /{media-id}
-//     and then the short-lived URL, both with the bearer token, size-capped
-//     and checked against Meta's SHA-256), approval buttons pressed
+//   - text messages, voice notes and audio, and images, videos and
+//     documents as attachments with their caption as the text (all
+//     fetched lazily: GET /{media-id} and then the short-lived URL, both
+//     with the bearer token and only to Meta's hosts, size-capped and
+//     checked against Meta's SHA-256), approval buttons pressed
 //     (interactive button_reply, payload "a:<approval id>:<verb>") and 👍/👎
 //     reactions to a prompt sent since start (a 👍 elsewhere is only a
 //     thank-you), all as one-to-one conversations: the Cloud API
@@ -33,8 +35,8 @@
 //
 // Not supported: editing (the Cloud API cannot edit a sent message, so
 // nothing streams and a decided prompt keeps its buttons; a late press is
-// answered by the relay as already decided), images, documents and other
-// media (they arrive as a placeholder line with their caption), groups,
+// answered by the relay as already decided), stickers, locations and
+// contacts (they arrive as a placeholder line), groups,
 // and idempotent sends: the Cloud API takes no idempotency key and its
 // history cannot be searched, so a send cut off between Meta's acceptance
 // and the relay's record of it is sent again (a possible duplicate rather

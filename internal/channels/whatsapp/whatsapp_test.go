@@ -725,12 +725,53 @@ func TestMediaURLMustBeMeta(t *testing.T) {
 	}
 }
 
-func TestOtherAttachmentsBecomeText(t *testing.T) {
+func TestFilesBecomeAttachments(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil)
-	h.deliver(t, h.fake.Image(anna, "Anna", "the receipt"))
-	if u := h.next(t); u.Text != "[image attachment: not supported on WhatsApp]\nthe receipt" {
-		t.Errorf("image became %q", u.Text)
+	ctx := context.Background()
+	jpeg := []byte("\xff\xd8\xff\xe0\x00\x10JFIF receipt")
+	pdf := []byte("%PDF-1.4\n%%EOF\n")
+	img := h.fake.AddMedia(jpeg, "image/jpeg")
+	doc := h.fake.AddMedia(pdf, "application/pdf")
+	vid := h.fake.AddMedia([]byte("\x00\x00\x00\x18ftypmp42"), "video/mp4")
+
+	h.deliver(t, h.fake.Image(anna, "Anna", img, "the receipt"))
+	u := h.next(t)
+	if u.Text != "the receipt" || len(u.Attachments) != 1 || u.Attachments[0].Mime != "image/jpeg" || u.Attachments[0].Name != "" {
+		t.Fatalf("image became %+v", u)
+	}
+	if h.fake.Calls("media") != 0 {
+		t.Error("the image was fetched before the relay asked")
+	}
+	if data, err := u.Attachments[0].Fetch(ctx, 1<<20); err != nil || !bytes.Equal(data, jpeg) {
+		t.Errorf("fetch: %q %v", data, err)
+	}
+	if _, err := u.Attachments[0].Fetch(ctx, 4); !errors.Is(err, channels.ErrTooLarge) {
+		t.Errorf("over the limit: %v", err)
+	}
+
+	h.deliver(t, h.fake.Document(anna, "Anna", doc, "Q3 report.pdf", ""))
+	u = h.next(t)
+	if u.Text != "" || len(u.Attachments) != 1 || u.Attachments[0].Name != "Q3 report.pdf" {
+		t.Fatalf("document became %+v", u)
+	}
+	if data, err := u.Attachments[0].Fetch(ctx, 1<<20); err != nil || !bytes.Equal(data, pdf) {
+		t.Errorf("fetch: %q %v", data, err)
+	}
+	h.deliver(t, h.fake.Video(anna, "Anna", vid, ""))
+	if u := h.next(t); len(u.Attachments) != 1 || u.Attachments[0].Mime != "video/mp4" {
+		t.Errorf("video became %+v", u)
+	}
+	// A file whose bytes were swapped on the way is refused.
+	h.fake.CorruptMedia(doc)
+	h.deliver(t, h.fake.Document(anna, "Anna", doc, "again.pdf", ""))
+	if _, err := h.next(t).Attachments[0].Fetch(ctx, 1<<20); err == nil || !strings.Contains(err.Error(), "SHA-256") {
+		t.Errorf("corrupt file: %v", err)
+	}
+	// A sticker is no file: the turn says what it was.
+	h.deliver(t, h.fake.Sticker(anna, "Anna"))
+	if u := h.next(t); u.Text != "[sticker attachment: not supported on WhatsApp]" || len(u.Attachments) != 0 {
+		t.Errorf("sticker became %+v", u)
 	}
 }
 

@@ -323,9 +323,43 @@ func (s *Server) Voice(from, name, mediaID string) Msg {
 	return s.inbound(from, name, map[string]any{"type": "audio", "audio": obj})
 }
 
-// Image is a picture with a caption.
-func (s *Server) Image(from, name, caption string) Msg {
-	return s.inbound(from, name, map[string]any{"type": "image", "image": map[string]any{"id": "9990001", "mime_type": "image/jpeg", "caption": caption}})
+// file is an image, video or document message whose bytes were stored
+// with AddMedia (Meta names no size in the webhook; GET /{media-id} does).
+func (s *Server) file(kind, from, name, mediaID, filename, caption string) Msg {
+	s.mu.Lock()
+	m := s.media[mediaID]
+	s.mu.Unlock()
+	obj := map[string]any{"id": mediaID}
+	if m != nil {
+		obj["mime_type"], obj["sha256"] = m.mime, m.sum
+	}
+	if caption != "" {
+		obj["caption"] = caption
+	}
+	if filename != "" {
+		obj["filename"] = filename
+	}
+	return s.inbound(from, name, map[string]any{"type": kind, kind: obj})
+}
+
+// Image is a picture (stored with AddMedia) with a caption.
+func (s *Server) Image(from, name, mediaID, caption string) Msg {
+	return s.file("image", from, name, mediaID, "", caption)
+}
+
+// Video is a video (stored with AddMedia) with a caption.
+func (s *Server) Video(from, name, mediaID, caption string) Msg {
+	return s.file("video", from, name, mediaID, "", caption)
+}
+
+// Document is a file (stored with AddMedia) with its name and a caption.
+func (s *Server) Document(from, name, mediaID, filename, caption string) Msg {
+	return s.file("document", from, name, mediaID, filename, caption)
+}
+
+// Sticker is a sticker, which is no file for the assistant.
+func (s *Server) Sticker(from, name string) Msg {
+	return s.inbound(from, name, map[string]any{"type": "sticker", "sticker": map[string]any{"id": "9990002", "mime_type": "image/webp", "animated": false}})
 }
 
 // Payload wraps messages in a delivery of the "messages" field.
