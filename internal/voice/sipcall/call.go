@@ -349,10 +349,12 @@ func (m *Manager) place(ctx context.Context, c *Call, req CallRequest) Result {
 				return fail(NoAnswer, 0, fmt.Sprintf("nobody answered within %s", m.cfg.RingTimeout))
 			}
 			return fail(o, dr.Res.StatusCode, dr.Res.Reason)
+		case ctx.Err() != nil:
+			// Hung up on request (or the daemon stopping) before anyone
+			// picked up, whatever the provider had said by then.
+			return fail(NoAnswer, 0, "cancelled before the phone was answered: "+causeText(ctx))
 		case !responded.Load():
 			return fail(NetworkError, 0, fmt.Sprintf("%s did not answer the INVITE within %s", m.target.HostPort(), m.cfg.ResponseTimeout))
-		case ctx.Err() != nil:
-			return fail(NoAnswer, 0, "cancelled before the phone was answered: "+causeText(ctx))
 		case ringCtx.Err() != nil:
 			return fail(NoAnswer, 0, fmt.Sprintf("nobody answered within %s", m.cfg.RingTimeout))
 		}
