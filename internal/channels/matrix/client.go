@@ -102,7 +102,7 @@ func (a *Adapter) call(ctx context.Context, r request) ([]byte, http.Header, err
 	}
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		if int64(len(data)) > limit {
-			return nil, nil, fmt.Errorf("matrix: %s: the response is larger than %d bytes", r.op, limit)
+			return nil, nil, fmt.Errorf("matrix: %s: the response is %w (over %d bytes)", r.op, channels.ErrTooLarge, limit)
 		}
 		return data, resp.Header, nil
 	}

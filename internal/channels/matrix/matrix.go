@@ -23,8 +23,10 @@
 //     bot and the sender (from /rooms/{roomId}/joined_members, cached until
 //     a membership changes) is Private; any other room is not.
 //   - Text (m.text, m.emote; reply quotes stripped), voice notes and audio
-//     (m.audio, audio m.file) fetched through the authenticated media API
-//     (/_matrix/client/v1/media/download, spec v1.11); other message types
+//     (m.audio, audio m.file), and files (m.file, m.image, m.video, with
+//     their caption) as attachments, all fetched through the authenticated
+//     media API (/_matrix/client/v1/media/download, spec v1.11) within
+//     the relay's limit; other message types
 //     arrive without text so the relay says what it can read. Notices
 //     (m.notice) and edits of earlier messages are not answered, nor the
 //     bot's own events. Threads: a message in a thread is answered in it.

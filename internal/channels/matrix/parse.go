@@ -119,12 +119,14 @@ type messageContent struct {
 type message struct {
 	Text   string
 	Audio  *audio // a voice note or audio file
+	File   *audio // an image, a video or any other file
 	Thread string // the thread root when the message is in a thread
 	// Skip: not something to answer (an edit of an earlier message, a
 	// notice, which bots send and must not answer, an empty redaction).
 	Skip bool
 }
 
+// audio is a file in the media repository (a voice note, or any file).
 type audio struct {
 	URL      string // mxc://server/media
 	Mime     string
@@ -132,9 +134,11 @@ type audio struct {
 	Filename string
 }
 
-// decodeMessage reads an m.room.message's content. Unknown message types
-// (images, files, locations) come back with no text and no audio: the
-// relay says what it can read.
+// decodeMessage reads an m.room.message's content. Audio is a voice note;
+// images, videos and other files are attachments, with their caption as
+// the text (spec v1.10: a body that differs from the filename is a
+// caption). Unknown message types (locations) and encrypted files come
+// back with nothing: the relay says what it can read.
 func decodeMessage(content json.RawMessage) (message, error) {
 	if len(content) == 0 || string(content) == "{}" || string(content) == "null" {
 		return message{Skip: true}, nil // redacted
@@ -162,10 +166,7 @@ func decodeMessage(content json.RawMessage) (message, error) {
 		}
 	case "m.notice", "":
 		m.Skip = true
-	case "m.audio", "m.file":
-		if c.MsgType == "m.file" && !strings.HasPrefix(strings.ToLower(c.Info.MimeType), "audio/") {
-			break
-		}
+	case "m.audio", "m.file", "m.image", "m.video":
 		if _, _, err := parseMXC(c.URL); err != nil {
 			break // an encrypted file or a broken url: not something to fetch
 		}
@@ -173,7 +174,15 @@ func decodeMessage(content json.RawMessage) (message, error) {
 		if name == "" {
 			name = c.Body
 		}
-		m.Audio = &audio{URL: c.URL, Mime: c.Info.MimeType, Size: max(c.Info.Size, 0), Filename: name}
+		f := &audio{URL: c.URL, Mime: c.Info.MimeType, Size: max(c.Info.Size, 0), Filename: name}
+		if c.MsgType == "m.audio" || (c.MsgType == "m.file" && strings.HasPrefix(strings.ToLower(c.Info.MimeType), "audio/")) {
+			m.Audio = f
+			break
+		}
+		m.File = f
+		if c.Filename != "" && c.Body != c.Filename {
+			m.Text = c.Body
+		}
 	}
 	return m, nil
 }

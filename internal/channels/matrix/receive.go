@@ -255,7 +255,11 @@ func (a *Adapter) handleEvent(ctx context.Context, room string, ev event, cut in
 		u.Text, u.ReplyTo = m.Text, m.Thread
 		if au := m.Audio; au != nil {
 			u.Voice = &channels.Voice{Size: au.Size, Mime: au.Mime, Filename: au.Filename,
-				Fetch: func(ctx context.Context) ([]byte, error) { return a.download(ctx, au.URL) }}
+				Fetch: func(ctx context.Context) ([]byte, error) { return a.download(ctx, "downloading a voice note", au.URL, maxMedia) }}
+		}
+		if f := m.File; f != nil {
+			u.Attachments = []channels.Attachment{{Name: f.Filename, Mime: f.Mime, Size: f.Size,
+				Fetch: func(ctx context.Context, limit int64) ([]byte, error) { return a.download(ctx, "downloading a file", f.URL, limit) }}}
 		}
 	case "m.reaction":
 		target, verb, ok := decodeReaction(ev.Content)
@@ -403,15 +407,16 @@ func (a *Adapter) noticeEncrypted(ctx context.Context, room string) {
 	}
 }
 
-// download fetches an mxc:// URI through the authenticated media API.
-func (a *Adapter) download(ctx context.Context, mxc string) ([]byte, error) {
+// download fetches an mxc:// URI through the authenticated media API
+// (the bot's token, to its own homeserver only), at most max bytes.
+func (a *Adapter) download(ctx context.Context, op, mxc string, max int64) ([]byte, error) {
 	server, media, err := parseMXC(mxc)
 	if err != nil {
 		return nil, err
 	}
-	data, _, err := a.call(ctx, request{op: "downloading a voice note", method: http.MethodGet,
+	data, _, err := a.call(ctx, request{op: op, method: http.MethodGet,
 		path:  "/_matrix/client/v1/media/download/" + pathSeg(server) + "/" + pathSeg(media),
-		query: url.Values{"allow_redirect": {"false"}}, maxBytes: maxMedia, timeout: 2 * time.Minute})
+		query: url.Values{"allow_redirect": {"false"}}, maxBytes: max, timeout: 2 * time.Minute})
 	return data, err
 }
 

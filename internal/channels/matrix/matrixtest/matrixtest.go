@@ -365,6 +365,19 @@ func (s *Server) React(roomID, sender, target, key string) string {
 	return s.Post(roomID, sender, "m.reaction", map[string]any{"m.relates_to": map[string]any{"rel_type": "m.annotation", "event_id": target, "key": key}})
 }
 
+// SendFile stores data in the media repository and posts it as sender's
+// message of msgtype (m.file, m.image, m.video): the body is the caption
+// when there is one, else the file name (spec v1.10). It returns the
+// event id.
+func (s *Server) SendFile(roomID, sender, msgtype string, data []byte, ctype, filename, caption string) string {
+	mxc := s.AddMedia(data, ctype)
+	c := map[string]any{"msgtype": msgtype, "body": filename, "url": mxc, "info": map[string]any{"mimetype": ctype, "size": len(data)}}
+	if caption != "" {
+		c["body"], c["filename"] = caption, filename
+	}
+	return s.Post(roomID, sender, "m.room.message", c)
+}
+
 // AddMedia stores a file in the media repository and returns its mxc URI.
 func (s *Server) AddMedia(data []byte, ctype string) string {
 	s.mu.Lock()
