@@ -255,11 +255,15 @@ func (a *Adapter) handleEvent(ctx context.Context, room string, ev event, cut in
 		u.Text, u.ReplyTo = m.Text, m.Thread
 		if au := m.Audio; au != nil {
 			u.Voice = &channels.Voice{Size: au.Size, Mime: au.Mime, Filename: au.Filename,
-				Fetch: func(ctx context.Context) ([]byte, error) { return a.download(ctx, "downloading a voice note", au.URL, maxMedia) }}
+				Fetch: func(ctx context.Context) ([]byte, error) {
+					return a.download(ctx, "downloading a voice note", au.URL, maxMedia)
+				}}
 		}
 		if f := m.File; f != nil {
 			u.Attachments = []channels.Attachment{{Name: f.Filename, Mime: f.Mime, Size: f.Size,
-				Fetch: func(ctx context.Context, limit int64) ([]byte, error) { return a.download(ctx, "downloading a file", f.URL, limit) }}}
+				Fetch: func(ctx context.Context, limit int64) ([]byte, error) {
+					return a.download(ctx, "downloading a file", f.URL, limit)
+				}}}
 		}
 	case "m.reaction":
 		target, verb, ok := decodeReaction(ev.Content)
