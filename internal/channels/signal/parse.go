@@ -84,6 +84,9 @@ type event struct {
 	// added by the adapter); GroupID is the group it was posted in.
 	Voice   *attachment
 	GroupID string
+	// Files are the other attachments, in the order of
+	// Update.Attachments (whose Fetch the adapter adds too).
+	Files []attachment
 	// Target is the reacted-to message's timestamp for an Action.
 	Target int64
 }
@@ -222,13 +225,19 @@ func parseNotification(params []byte, self string, ids identities) (event, error
 	}
 	for i := range dm.Attachments {
 		a := dm.Attachments[i]
-		if strings.HasPrefix(strings.ToLower(strings.TrimSpace(a.ContentType)), "audio/") {
-			if a.ID == "" {
-				return ev, errors.New("an audio attachment has no id")
-			}
+		audio := strings.HasPrefix(strings.ToLower(strings.TrimSpace(a.ContentType)), "audio/")
+		switch {
+		case audio && a.ID == "":
+			return ev, errors.New("an audio attachment has no id")
+		case a.ID == "":
+			// Nothing signal-cli could hand over (a download that failed
+			// on its side): the relay cannot fetch it either.
+		case audio && ev.Voice == nil:
 			ev.Voice = &a
 			u.Voice = &channels.Voice{Size: max(a.Size, 0), Mime: strings.TrimSpace(a.ContentType), Filename: a.Filename}
-			break
+		default:
+			ev.Files = append(ev.Files, a)
+			u.Attachments = append(u.Attachments, channels.Attachment{Name: a.Filename, Mime: strings.TrimSpace(a.ContentType), Size: max(a.Size, 0)})
 		}
 	}
 	hasSticker := len(dm.Sticker) > 0 && string(dm.Sticker) != "null"

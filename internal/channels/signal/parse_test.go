@@ -130,14 +130,20 @@ func TestParseVoiceAndAttachments(t *testing.T) {
 	if v == nil || v.Mime != "audio/aac" || v.Size != 2048 || v.Filename != "note.aac" || ev.Voice == nil || ev.Voice.ID != "v1.aac" {
 		t.Fatalf("voice = %+v / %+v", v, ev.Voice)
 	}
-	// An image alone is still a message (the relay says it reads text
-	// and voice only); a sticker too.
-	for _, p := range []string{
-		`{"envelope":{"sourceNumber":"+393471234567","timestamp":3,"dataMessage":{"timestamp":3,"attachments":[{"contentType":"image/jpeg","id":"i"}]}}}`,
-		`{"envelope":{"sourceNumber":"+393471234567","timestamp":3,"dataMessage":{"timestamp":3,"sticker":{"packId":"ab","stickerId":1}}}}`,
+	// The image beside it is an attachment.
+	if a := ev.Update.Attachments; len(a) != 1 || a[0].Mime != "image/jpeg" || a[0].Size != 10 || len(ev.Files) != 1 || ev.Files[0].ID != "img1.jpg" {
+		t.Errorf("attachments = %+v / %+v", a, ev.Files)
+	}
+	// An image alone is a message with an attachment; a sticker is a
+	// message with nothing the relay reads (it says so); an attachment
+	// signal-cli has no id for is left out.
+	for p, files := range map[string]int{
+		`{"envelope":{"sourceNumber":"+393471234567","timestamp":3,"dataMessage":{"timestamp":3,"attachments":[{"contentType":"image/jpeg","id":"i"}]}}}`:                   1,
+		`{"envelope":{"sourceNumber":"+393471234567","timestamp":3,"dataMessage":{"timestamp":3,"sticker":{"packId":"ab","stickerId":1}}}}`:                                 0,
+		`{"envelope":{"sourceNumber":"+393471234567","timestamp":3,"dataMessage":{"timestamp":3,"message":"x","attachments":[{"contentType":"application/pdf","id":""}]}}}`: 0,
 	} {
 		ev, err := parseNotification([]byte(p), self, nil)
-		if err != nil || ev.Skip != "" || ev.Update.Text != "" || ev.Update.Voice != nil {
+		if err != nil || ev.Skip != "" || ev.Update.Voice != nil || len(ev.Update.Attachments) != files || len(ev.Files) != files {
 			t.Errorf("%s: %+v, %v", p, ev, err)
 		}
 	}
@@ -177,6 +183,14 @@ func FuzzParseNotification(f *testing.F) {
 		}
 		if u.Voice != nil && (ev.Voice == nil || ev.Voice.ID == "") {
 			t.Fatalf("voice without an attachment id")
+		}
+		if len(u.Attachments) != len(ev.Files) {
+			t.Fatalf("%d attachments for %d files", len(u.Attachments), len(ev.Files))
+		}
+		for _, f := range ev.Files {
+			if f.ID == "" {
+				t.Fatalf("an attachment without an id: %+v", f)
+			}
 		}
 		if !u.Private && !strings.HasPrefix(u.Conv, groupPrefix) {
 			t.Fatalf("group message outside a group conversation: %+v", u)

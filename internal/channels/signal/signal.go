@@ -12,7 +12,9 @@
 //     messages from Signal only while Hestia is connected and nothing is
 //     consumed while it is away; in the daemon's automatic mode messages
 //     arriving while Hestia is disconnected are lost to it. Text, voice
-//     notes (any audio attachment) and reactions arrive as updates; sync
+//     notes (the first audio attachment), other attachments (photos,
+//     documents, videos: Update.Attachments) and reactions arrive as
+//     updates; sync
 //     messages from linked devices, the assistant's own messages, receipts,
 //     typing, calls, stories, edits, deletes and body-less updates
 //     (profile keys, group changes) are ignored. In a daemon serving
@@ -47,9 +49,12 @@
 //     approve, 👎 ❌ deny, any skin tone) on the prompt arrives as an
 //     Action whose Ref is the prompt's timestamp. Removing a reaction is
 //     not a decision.
-//   - Voice: audio attachments are fetched with signal-cli's getAttachment
-//     method (0.11.5 and later); with an older daemon, from signal-cli's
-//     attachments folder when configured (attachments_dir). SendVoice
+//   - Voice and files: attachments are fetched with signal-cli's
+//     getAttachment method (0.11.5 and later; files up to what one line of
+//     its answer holds, about 36 MB); with an older daemon, or for a
+//     larger file, from signal-cli's attachments folder when configured
+//     (attachments_dir). A file the envelope says is over the relay's
+//     limit is not asked for. SendVoice
 //     posts audio as an attachment (a data URI).
 //   - Errors: signal-cli's error objects become errors naming the method;
 //     rate limits (RateLimitException, RATE_LIMIT_FAILURE, a captcha
@@ -66,9 +71,8 @@
 // impersonate the daemon there: prefer the socket. Message content is
 // never logged.
 //
-// Not supported: typing indicators, quotes and mentions, reading
-// attachments other than audio, stickers, polls, and Signal usernames as
-// identities.
+// Not supported: typing indicators, quotes and mentions, stickers, polls,
+// and Signal usernames as identities.
 package signal
 
 import (
@@ -106,8 +110,8 @@ type Config struct {
 	// Identities are the ids listed in owners and contacts, so a sender
 	// listed by UUID is reported by UUID.
 	Identities []string
-	// AttachmentsDir is signal-cli's attachments folder, read for voice
-	// notes only when the daemon lacks getAttachment.
+	// AttachmentsDir is signal-cli's attachments folder, read only when
+	// the daemon lacks getAttachment or a file is too large for it.
 	AttachmentsDir string
 	// Dial replaces dialing Socket or Address (tests).
 	Dial func(ctx context.Context) (net.Conn, error)
@@ -463,7 +467,15 @@ func (a *Adapter) dispatch(ctx context.Context, params []byte, sub *int, h chann
 	u := ev.Update
 	if ev.Voice != nil {
 		att, sender, group := *ev.Voice, u.Sender, ev.GroupID
-		u.Voice.Fetch = func(ctx context.Context) ([]byte, error) { return a.fetchAttachment(ctx, att, sender, group) }
+		u.Voice.Fetch = func(ctx context.Context) ([]byte, error) {
+			return a.fetchAttachment(ctx, "fetching a voice note", att, sender, group, maxAttachment)
+		}
+	}
+	for i, att := range ev.Files {
+		sender, group := u.Sender, ev.GroupID
+		u.Attachments[i].Fetch = func(ctx context.Context, limit int64) ([]byte, error) {
+			return a.fetchAttachment(ctx, "fetching an attachment", att, sender, group, limit)
+		}
 	}
 	if u.Action != nil {
 		// A reaction to a revision of a message counts for the message.
@@ -483,9 +495,26 @@ var attachmentIDRe = lazyre.New(`^[A-Za-z0-9_-][A-Za-z0-9._-]{0,199}$`)
 // maxAttachment bounds a voice note read from disk.
 const maxAttachment = 32 << 20
 
-func (a *Adapter) fetchAttachment(ctx context.Context, att attachment, sender, group string) ([]byte, error) {
+// maxRPCAttachment is the largest file getAttachment can hand over: its
+// base64 must fit in one line from signal-cli (maxLine).
+const maxRPCAttachment = (maxLine - 4096) / 4 * 3
+
+// fetchAttachment gets an attachment's bytes from signal-cli (or its
+// attachments folder, from a daemon too old for getAttachment), at most
+// max bytes: a file the envelope says is larger is not asked for.
+func (a *Adapter) fetchAttachment(ctx context.Context, op string, att attachment, sender, group string, max int64) ([]byte, error) {
 	if !attachmentIDRe.MatchString(att.ID) || strings.Contains(att.ID, "..") {
 		return nil, fmt.Errorf("signal: refusing attachment id %.60q", att.ID)
+	}
+	if att.Size > max {
+		return nil, fmt.Errorf("signal: %s: %w (%d bytes, at most %d)", op, channels.ErrTooLarge, att.Size, max)
+	}
+	if att.Size > maxRPCAttachment && a.cfg.AttachmentsDir != "" {
+		return readAttachmentFile(a.cfg.AttachmentsDir, att.ID, max)
+	}
+	if att.Size > maxRPCAttachment {
+		return nil, &channels.RefusedError{Reason: fmt.Sprintf("signal-cli hands over files up to %d MB here (set channels.signal.attachments_dir for larger ones)", maxRPCAttachment>>20),
+			Err: fmt.Errorf("signal: %s: %d bytes", op, att.Size)}
 	}
 	params := map[string]any{"account": a.cfg.Account, "id": att.ID}
 	if group != "" {
@@ -499,38 +528,44 @@ func (a *Adapter) fetchAttachment(ctx context.Context, att attachment, sender, g
 	err := a.call(ctx, "getAttachment", params, &res)
 	var re *RPCError
 	if errors.As(err, &re) && re.Code == codeMethodNotFound && a.cfg.AttachmentsDir != "" {
-		return readAttachmentFile(a.cfg.AttachmentsDir, att.ID)
+		return readAttachmentFile(a.cfg.AttachmentsDir, att.ID, max)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("fetching a voice note: %w", err)
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	if int64(base64.StdEncoding.DecodedLen(len(res.Data))) > max+3 {
+		return nil, fmt.Errorf("signal: %s: %w (over %d bytes)", op, channels.ErrTooLarge, max)
 	}
 	b, err := base64.StdEncoding.DecodeString(res.Data)
 	if err != nil {
 		return nil, fmt.Errorf("signal-cli getAttachment: the data is not base64: %w", err)
+	}
+	if int64(len(b)) > max {
+		return nil, fmt.Errorf("signal: %s: %w (over %d bytes)", op, channels.ErrTooLarge, max)
 	}
 	return b, nil
 }
 
 // readAttachmentFile reads a stored attachment, refusing anything but a
 // regular file inside dir.
-func readAttachmentFile(dir, id string) ([]byte, error) {
+func readAttachmentFile(dir, id string, max int64) ([]byte, error) {
 	path := filepath.Join(dir, id)
 	info, err := os.Lstat(path)
 	if err != nil {
-		return nil, fmt.Errorf("reading a voice note from signal-cli's attachments: %w", err)
+		return nil, fmt.Errorf("reading an attachment from signal-cli's attachments folder: %w", err)
 	}
 	if !info.Mode().IsRegular() {
 		return nil, fmt.Errorf("signal: the attachment %s is not a regular file", path)
 	}
-	if info.Size() > maxAttachment {
-		return nil, fmt.Errorf("signal: the attachment %s is %d bytes, over %d", path, info.Size(), maxAttachment)
+	if info.Size() > max {
+		return nil, fmt.Errorf("signal: the attachment %s is %w (%d bytes, over %d)", path, channels.ErrTooLarge, info.Size(), max)
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("reading a voice note from signal-cli's attachments: %w", err)
+		return nil, fmt.Errorf("reading an attachment from signal-cli's attachments folder: %w", err)
 	}
 	defer f.Close()
-	return io.ReadAll(io.LimitReader(f, maxAttachment+1))
+	return io.ReadAll(io.LimitReader(f, max+1))
 }
 
 // target adds a conversation's recipient to send params.

@@ -650,7 +650,7 @@ func TestVoiceNotes(t *testing.T) {
 		t.Parallel()
 		a := &Adapter{cfg: Config{AttachmentsDir: t.TempDir()}}
 		for _, id := range []string{"../../etc/passwd", "..", ".hidden", "a/b", "", strings.Repeat("a", 300)} {
-			if _, err := a.fetchAttachment(context.Background(), attachment{ID: id}, anna.Number, ""); err == nil || !strings.Contains(err.Error(), "refusing") {
+			if _, err := a.fetchAttachment(context.Background(), "fetching", attachment{ID: id}, anna.Number, "", 1<<20); err == nil || !strings.Contains(err.Error(), "refusing") {
 				t.Errorf("id %q: %v", id, err)
 			}
 		}

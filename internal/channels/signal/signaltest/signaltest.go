@@ -412,6 +412,37 @@ func (s *Server) Voice(p Person, mime string, audio []byte) int64 {
 	return ts
 }
 
+// File is an attachment a person sends.
+type File struct {
+	Name, ContentType string // Name may be empty (a photo)
+	Data              []byte
+}
+
+// Files delivers a message from p with text (may be empty) and files;
+// getAttachment serves their bytes. It returns the message's timestamp.
+func (s *Server) Files(p Person, text string, files ...File) int64 {
+	s.mu.Lock()
+	ts := s.timestamp()
+	env := s.envelope(p, ts)
+	dm := dataMessage(ts, text)
+	var atts []any
+	for i, f := range files {
+		id := "F" + strconv.FormatInt(ts, 36) + strconv.Itoa(i) + ".bin"
+		s.attachments[id] = f.Data
+		var name any
+		if f.Name != "" {
+			name = f.Name
+		}
+		atts = append(atts, map[string]any{"contentType": f.ContentType, "filename": name, "id": id, "size": len(f.Data),
+			"width": nil, "height": nil, "caption": nil, "uploadTimestamp": ts - 100})
+	}
+	dm["attachments"] = atts
+	env["dataMessage"] = dm
+	s.deliver(env)
+	s.mu.Unlock()
+	return ts
+}
+
 // Envelope delivers a raw envelope (sync messages, receipts, anything).
 func (s *Server) Envelope(env map[string]any) {
 	s.mu.Lock()
