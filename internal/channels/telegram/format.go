@@ -5,6 +5,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/hestia-dev/hestia/internal/channels"
 	"github.com/hestia-dev/hestia/internal/lazyre"
 )
 
@@ -104,47 +105,9 @@ func inline(s string) string {
 // Escape makes plain text safe for an HTML-mode message.
 func Escape(s string) string { return html.EscapeString(s) }
 
-// Split cuts Markdown into pieces of at most chunkRunes characters, at a
-// paragraph or line break where there is one, never inside a character. A
-// code fence cut in two is closed at the end of one piece and reopened at
-// the start of the next, so each piece renders on its own.
-func Split(md string) []string {
-	md = strings.ReplaceAll(md, "\r\n", "\n")
-	var out []string
-	for utf8.RuneCountInString(md) > chunkRunes {
-		cut := cutPoint(md, chunkRunes)
-		piece, rest := md[:cut], strings.TrimLeft(md[cut:], "\n")
-		if strings.Count(piece, "```")%2 == 1 {
-			piece += "\n```"
-			rest = "```\n" + rest
-		}
-		out = append(out, piece)
-		md = rest
-	}
-	if strings.TrimSpace(md) != "" || len(out) == 0 {
-		out = append(out, md)
-	}
-	return out
-}
-
-// cutPoint returns a byte offset at most limit runes (minus room for a
-// closing fence) into s: the last paragraph break, else line break, else
-// space, else the rune boundary itself.
-func cutPoint(s string, limit int) int {
-	limit -= 8 // room for a fence closed at the cut
-	end := 0
-	for i := 0; i < limit && end < len(s); i++ {
-		_, size := utf8.DecodeRuneInString(s[end:])
-		end += size
-	}
-	window := s[:end]
-	for _, sep := range []string{"\n\n", "\n", " "} {
-		if i := strings.LastIndex(window, sep); i > end/2 {
-			return i + len(sep)
-		}
-	}
-	return end
-}
+// Split cuts Markdown into messages that fit (channels.Split at
+// Telegram's limit).
+func Split(md string) []string { return channels.Split(md, chunkRunes) }
 
 // Truncate shortens rendered-to-be Markdown for a streaming preview.
 func Truncate(md string, n int) string {
