@@ -27,8 +27,11 @@
 // are marked handled without reaching the relay. An audio attachment on
 // a message without text is offered as a voice note, fetched (on a
 // connection of its own) only if the relay wants it, while the handler
-// runs: after it, the message may have moved to done_mailbox. A new
-// message with an empty body is read by its subject.
+// runs: after it, the message may have moved to done_mailbox. Every other
+// attachment (attach.go: the parts of its BODYSTRUCTURE that are not its
+// text, an image its HTML embeds or a signature) is offered as a file,
+// each part fetched and decoded the same way within the relay's limit. A
+// new message with an empty body is read by its subject.
 //
 // Sending (send.go): SMTP submission (RFC 6409) of a text/plain message
 // (Markdown is readable as it is) with a Message-ID derived from

@@ -295,7 +295,7 @@ func (s *scanner) fetchAndHandle(ctx context.Context, uids []imap.UID) error {
 	// Up to fetchBatch × maxFetchBytes: more time than one command.
 	err := guard(s.c, 5*s.a.cfg.Timeout, func() (err error) {
 		msgs, err = s.c.Fetch(imap.UIDSetNum(uids...), &imap.FetchOptions{
-			UID: true, InternalDate: true, RFC822Size: true,
+			UID: true, InternalDate: true, RFC822Size: true, BodyStructure: &imap.FetchItemBodyStructure{Extended: true},
 			BodySection: []*imap.FetchItemBodySection{{Peek: true, Partial: &imap.SectionPartial{Size: maxFetchBytes}}},
 		}).Collect()
 		return err
@@ -351,6 +351,9 @@ func (s *scanner) handle(ctx context.Context, m *imapclient.FetchMessageBuffer) 
 			}
 			v.Fetch = s.voiceFetcher(m.UID, in.audioIndex)
 			u.Voice = &v
+		}
+		for _, f := range filesOf(m.BodyStructure, in.voice != nil) {
+			u.Attachments = append(u.Attachments, channels.Attachment{Name: f.name, Mime: f.mime, Size: f.size, Fetch: s.partFetcher(m.UID, f)})
 		}
 		if !strings.HasPrefix(u.Sender, unverifiedPrefix) {
 			log.Info("email message received", "id", u.ID, "sender", u.Sender, "proof", in.why)
