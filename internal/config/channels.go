@@ -4,14 +4,22 @@ import (
 	"fmt"
 	"net/url"
 	"path/filepath"
+	"strconv"
 	"strings"
 )
 
 // ChannelsConfig holds the messaging channels beside Telegram
 // ([channels.slack], [channels.discord], …). Each is off until its
 // credentials are set; each lists the owner's identities on that platform
-// and optional trusted contacts (internal/channels).
+// and optional trusted contacts (internal/channels). The file limits are
+// shared by every channel, Telegram included.
 type ChannelsConfig struct {
+	// MaxFileMB refuses a larger file sent on a channel; MaxMessageMB
+	// bounds the files of one message together. Accepted files are saved
+	// in DATA/inbox for the assistant to read.
+	MaxFileMB    int `toml:"max_file_mb"`
+	MaxMessageMB int `toml:"max_message_mb"`
+
 	Slack    SlackChannel    `toml:"slack"`
 	Discord  DiscordChannel  `toml:"discord"`
 	WhatsApp WhatsAppChannel `toml:"whatsapp"`
@@ -22,17 +30,25 @@ type ChannelsConfig struct {
 
 func defaultChannels() ChannelsConfig {
 	return ChannelsConfig{
-		Slack:    defaultSlack(),
-		Discord:  defaultDiscord(),
-		WhatsApp: defaultWhatsApp(),
-		Matrix:   defaultMatrix(),
-		Signal:   defaultSignal(),
-		Email:    defaultEmail(),
+		MaxFileMB:    25,
+		MaxMessageMB: 100,
+		Slack:        defaultSlack(),
+		Discord:      defaultDiscord(),
+		WhatsApp:     defaultWhatsApp(),
+		Matrix:       defaultMatrix(),
+		Signal:       defaultSignal(),
+		Email:        defaultEmail(),
 	}
 }
 
 func (c ChannelsConfig) validate() []error {
 	var errs []error
+	if c.MaxFileMB < 1 || c.MaxFileMB > 1024 {
+		errs = append(errs, &Error{Key: "channels.max_file_mb", Value: strconv.Itoa(c.MaxFileMB), Allowed: "an integer from 1 to 1024"})
+	}
+	if c.MaxMessageMB < c.MaxFileMB || c.MaxMessageMB > 4096 {
+		errs = append(errs, &Error{Key: "channels.max_message_mb", Value: strconv.Itoa(c.MaxMessageMB), Allowed: "an integer from max_file_mb to 4096"})
+	}
 	errs = append(errs, c.Slack.validate()...)
 	errs = append(errs, c.Discord.validate()...)
 	errs = append(errs, c.WhatsApp.validate()...)

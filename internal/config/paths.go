@@ -44,6 +44,11 @@ func (p Paths) LockFile() string { return filepath.Join(p.Data, "hestia.lock") }
 // SecretsFile holds credentials kept out of config.toml (mode 0600).
 func (p Paths) SecretsFile() string { return filepath.Join(p.Config, "secrets.toml") }
 
+// InboxDir holds the files received on messaging channels, one folder
+// per channel and day (internal/channels): the user's data, kept, and
+// readable but never writable by the assistant's tools (pathpolicy).
+func (p Paths) InboxDir() string { return filepath.Join(p.Data, "inbox") }
+
 // DBDir holds every domain database; backup and doctor walk it.
 func (p Paths) DBDir() string { return filepath.Join(p.Data, "db") }
 
