@@ -60,14 +60,31 @@ func (s *Store) vectorCandidates(ctx context.Context, q Query, f *filter) ([]hit
 	if err != nil {
 		return nil, err.Error()
 	}
+	if f.dated {
+		// Only ids within the range's weeks' bounds can pass (see
+		// message_weeks): with mail given ids in date order, a date
+		// range leaves few of the pool to check.
+		w, err := s.weekSpan(ctx, f)
+		if err != nil {
+			return nil, err.Error()
+		}
+		hits = slices.DeleteFunc(hits, func(h search.Hit) bool { return h.ID < w.lo || h.ID > w.hi })
+	}
 	if len(hits) == 0 {
 		return nil, ""
 	}
 	// The nearest are checked first, as many as are wanted: with no
 	// filter but liveness nearly all pass, and each check is a row lookup.
+	// Under other filters (a date range passing one in six) the whole
+	// pool goes at once: a statement for every few that pass cost more
+	// than the checks.
 	var out []hit
 	for len(hits) > 0 && len(out) < vectorPool {
-		chunk := hits[:min(len(hits), vectorPool-len(out))]
+		n := vectorPool - len(out)
+		if !f.onlyLive() {
+			n = len(hits)
+		}
+		chunk := hits[:min(len(hits), n)]
 		hits = hits[len(chunk):]
 		ids := make([]int64, len(chunk))
 		for i, h := range chunk {
@@ -86,8 +103,8 @@ func (s *Store) vectorCandidates(ctx context.Context, q Query, f *filter) ([]hit
 			thread[h.id] = h.thread
 		}
 		for _, h := range chunk {
-			if t, pass := thread[h.ID]; pass {
-				out = append(out, hit{h.ID, t})
+			if t, pass := thread[h.ID]; pass && len(out) < vectorPool {
+				out = append(out, hit{id: h.ID, thread: t})
 			}
 		}
 	}

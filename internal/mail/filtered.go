@@ -3,6 +3,7 @@ package mail
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -53,31 +54,27 @@ const (
 	costListed    = 0.1 // one match handed over in the JSON list
 )
 
-// filteredTopHits is topHits for a plain word or phrase under filters
-// beyond liveness. It returns the best n matches that pass f (more when
-// the date scan found them all at once), best first, and every message
-// holding the word or phrase. ok is false when the matches cannot be
-// scored from the doclist, or the checks plan tested maxFilterChecks
-// without finding n: the caller joins instead.
-func (s *Store) filteredTopHits(ctx context.Context, all string, f *filter, n int) (top topRanking, ok bool, err error) {
-	var docs []int64
-	var scores []float64
-	if word, isWord := plainWord(all); isWord {
-		docs, scores, ok, err = s.wordScores(ctx, word, s.wordRankMin)
-	} else if words, isPhrase := plainPhrase(all); isPhrase {
-		docs, scores, ok, err = s.phraseScores(ctx, all, words)
-	}
-	if !ok || err != nil {
-		return topRanking{}, false, err
-	}
+// scoredTopHits is topHits for a plain word or phrase whose matches were
+// scored from the doclist (docs in id order, with their scores): the best
+// want.need of them that pass f, and a stream that goes on checking where
+// they stopped (more), or every match passing f (complete) when the date
+// scan found them all at once. The checks read each match's row anyway,
+// so they read its listing too when want.rows asks. ok is false when the
+// checks tested Store.maxChecks without finding need: the caller joins
+// instead.
+func (s *Store) scoredTopHits(ctx context.Context, f *filter, docs []int64, scores []float64, want rankWant) (top topRanking, ok bool, err error) {
+	need := want.need
 	top = topRanking{matching: docs, matchingKnown: true}
-	if len(docs) == 0 || n <= 0 {
+	if len(docs) == 0 || need <= 0 {
 		top.complete = len(docs) == 0
 		return top, true, nil
 	}
 	// The fraction of matches expected to pass, for sizing the first
-	// chunk of checks; 0 when unknown.
-	var pass float64
+	// chunk of checks: nearly all when only deleted messages fail.
+	pass := 0.5
+	if f.onlyLive() {
+		pass = 1
+	}
 	if f.dated {
 		w, err := s.weekSpan(ctx, f)
 		if err != nil {
@@ -98,7 +95,7 @@ func (s *Store) filteredTopHits(ctx context.Context, all string, f *filter, n in
 		// the range holds.
 		pass = min(1, float64(w.count)/float64(max(1, w.hi-w.lo+1)))
 		d := float64(len(docs))
-		checks := min(d, float64(n)/pass)
+		checks := min(d, float64(need)/pass)
 		scan := float64(w.count)*costDateEntry+d*costListed < checks*costRowCheck
 		if s.filterPlan != "" {
 			scan = s.filterPlan == "scan"
@@ -109,55 +106,146 @@ func (s *Store) filteredTopHits(ctx context.Context, all string, f *filter, n in
 			return top, err == nil, err
 		}
 	}
-	top.hits, top.complete, ok, err = s.checkBestFirst(ctx, f, docs, scores, n, pass)
-	return top, ok, err
+	b := &bestFirst{s: s, f: f, docs: docs, scores: scores, rate: pass, rows: want.rows}
+	top.hits, err = b.next(ctx, need)
+	if errors.Is(err, errTooManyChecks) {
+		return topRanking{}, false, nil
+	}
+	if err != nil {
+		return topRanking{}, false, err
+	}
+	top.complete = b.checked == len(docs)
+	if !top.complete {
+		top.more = b
+	}
+	return top, true, nil
 }
 
-// checkBestFirst is the checks plan: the matches best first, a chunk at a
-// time, until n pass. pass is the fraction expected to pass (0: unknown);
-// each later chunk is sized from the fraction seen so far.
-func (s *Store) checkBestFirst(ctx context.Context, f *filter, docs []int64, scores []float64, n int, pass float64) (hits []hit, complete, ok bool, err error) {
-	out := make([]hit, 0, n)
-	rate := pass
-	if rate <= 0 {
-		rate = 0.5
-	}
-	var sorted []int64
-	checked := 0
-	for len(out) < n && checked < len(docs) {
-		if checked >= maxFilterChecks {
-			return nil, false, false, nil
+// errTooManyChecks: the checks tested Store.maxChecks matches.
+var errTooManyChecks = errors.New("too many matches checked against the filters")
+
+// bestFirst is the checks plan: the matches best first, a chunk at a
+// time, each looked up by id and tested against the filters.
+type bestFirst struct {
+	s      *Store
+	f      *filter
+	docs   []int64   // id order
+	scores []float64 // of docs
+	sorted []int64   // docs best first, as far as the chunks read
+	// checked counts the matches of sorted tested, passed those that
+	// passed, rate is the fraction expected to pass before any was.
+	checked, passed int
+	rate            float64
+	rows            bool // read each passing match's listing row (hit.sum)
+}
+
+// next tests matches until want more pass or none is left to test. Past
+// the bound it returns those that passed with errTooManyChecks.
+func (b *bestFirst) next(ctx context.Context, want int) ([]hit, error) {
+	out := make([]hit, 0, want)
+	for len(out) < want && b.checked < len(b.docs) {
+		if b.checked >= b.s.maxChecks {
+			return out, errTooManyChecks
 		}
-		if checked > 0 {
-			rate = max(float64(len(out))/float64(checked), 1.0/128)
+		rate := b.rate
+		if b.checked > 0 {
+			rate = max(float64(b.passed)/float64(b.checked), 1.0/128)
 		}
 		// A fifth more than the rate says, so that one chunk usually
 		// does; never more than the bound leaves.
-		chunk := int(float64(n-len(out))/rate*1.2) + 8
-		chunk = min(chunk, len(docs)-checked, maxFilterChecks-checked)
-		if checked+chunk > len(sorted) {
+		chunk := int(float64(want-len(out))/rate*1.2) + 8
+		chunk = min(chunk, len(b.docs)-b.checked, b.s.maxChecks-b.checked)
+		if b.checked+chunk > len(b.sorted) {
 			// Sorting only as far as the chunks read: with a filter
 			// that passes one match in six, the first few hundred.
-			sorted = topScored(docs, scores, min(len(docs), max(2*len(sorted), checked+chunk)))
+			b.sorted = topScored(b.docs, b.scores, min(len(b.docs), max(2*len(b.sorted), b.checked+chunk)))
 		}
-		ids := sorted[checked : checked+chunk]
-		checked += chunk
-		pass, err := s.hits(ctx, `SELECT m.id, coalesce(m.thread_id, 0) FROM messages m NOT INDEXED
-			WHERE m.id IN (SELECT value FROM json_each(?)) AND `+f.sql(), append([]any{idList(ids)}, f.args...)...)
+		ids := b.sorted[b.checked : b.checked+chunk]
+		b.checked += chunk
+		pass, err := b.check(ctx, ids)
 		if err != nil {
-			return nil, false, false, err
+			return nil, err
 		}
-		thread := make(map[int64]int64, len(pass))
-		for _, h := range pass {
-			thread[h.id] = h.thread
-		}
+		// Every match of the chunk is tested, so all that pass are
+		// kept, past want too: the next call starts after the chunk.
 		for _, id := range ids {
-			if t, in := thread[id]; in && len(out) < n {
-				out = append(out, hit{id, t})
+			if h, in := pass[id]; in {
+				out = append(out, h)
+			}
+		}
+		b.passed += len(pass)
+	}
+	return out, nil
+}
+
+// check tests ids against the filters; NOT INDEXED keeps the lookup by
+// id when the filter has a date range (or a sender an index would serve).
+func (b *bestFirst) check(ctx context.Context, ids []int64) (map[int64]hit, error) {
+	pass := make(map[int64]hit, len(ids))
+	if !b.rows {
+		hits, err := b.s.hits(ctx, `SELECT m.id, coalesce(m.thread_id, 0) FROM messages m NOT INDEXED
+			WHERE m.id IN (SELECT value FROM json_each(?)) AND `+b.f.sql(), append([]any{idList(ids)}, b.f.args...)...)
+		for _, h := range hits {
+			pass[h.id] = h
+		}
+		return pass, err
+	}
+	// CROSS JOIN keeps messages the outer loop: each id is looked up once
+	// whatever the number of accounts.
+	rows, err := b.s.db.QueryContext(ctx, `SELECT `+summaryColumns+`
+		FROM messages m NOT INDEXED CROSS JOIN accounts a ON a.id = m.account_id LEFT JOIN mailboxes b ON b.id = m.mailbox_id
+		WHERE m.id IN (SELECT value FROM json_each(?)) AND `+b.f.sql(), append([]any{false, idList(ids)}, b.f.args...)...)
+	if err != nil {
+		return nil, fmt.Errorf("searching mail: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		m, err := b.s.scanSummary(rows)
+		if err != nil {
+			return nil, err
+		}
+		pass[m.ID] = hit{id: m.ID, thread: m.ThreadID, sum: &m}
+	}
+	return pass, rows.Err()
+}
+
+// stream goes on from where next stopped, a few hits at a time (a page
+// whose threads collapse needs a few more), skipping those in seen. Past
+// the bound on checks it continues with the join lexQ (args), whose order
+// is the same, after the hits that passed so far.
+func (b *bestFirst) stream(lexQ string, args []any, seen map[int64]bool) *rankStream {
+	r := &rankStream{}
+	var join *rankStream
+	r.next = func(ctx context.Context) ([]rankedHit, error) {
+		for {
+			if join != nil {
+				return join.next(ctx)
+			}
+			hits, err := b.next(ctx, 32)
+			if errors.Is(err, errTooManyChecks) {
+				// The hits that passed so far (these included) are the
+				// join's first rows.
+				join, err = b.s.sqlStream(lexQ, args, false, seen).skip(b.passed), nil
+			}
+			if err != nil {
+				return nil, err
+			}
+			if len(hits) == 0 && join == nil {
+				return nil, nil
+			}
+			out := make([]rankedHit, 0, len(hits))
+			for _, h := range hits {
+				if !seen[h.id] {
+					seen[h.id] = true
+					out = append(out, rankedHit{id: h.id, thread: h.thread, sum: h.sum})
+				}
+			}
+			if len(out) > 0 {
+				return out, nil
 			}
 		}
 	}
-	return out, len(out) < n, true, nil
+	return r
 }
 
 // scanDateRange is the date scan plan: every match (docs, in id order,
@@ -183,7 +271,7 @@ func (s *Store) scanDateRange(ctx context.Context, f *filter, docs []int64, scor
 	}
 	out := make([]hit, 0, len(ids))
 	for _, id := range topScored(ids, sc, len(ids)) {
-		out = append(out, hit{id, thread[id]})
+		out = append(out, hit{id: id, thread: thread[id]})
 	}
 	return out, nil
 }

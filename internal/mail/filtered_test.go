@@ -66,43 +66,66 @@ func TestFilteredRankingIsFTS5s(t *testing.T) {
 	for _, text := range []string{"contract", "water", phrase} {
 		all := search.MatchAll(text)
 		for _, r := range ranges {
-			q := Query{Text: text, After: r.after, Before: r.before, NoVectors: true, PerMessage: true, Limit: 7}
+			q := Query{Text: text, After: r.after, Before: r.before, NoVectors: true, NoSnippets: true, PerMessage: true, Limit: 7}
 			f, err := buildFilter(q)
 			if err != nil {
 				t.Fatal(err)
 			}
-			want, err := s.ids(ctx, `SELECT m.id FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid
+			ranked, err := s.hits(ctx, `SELECT m.id, coalesce(m.thread_id, 0) FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid
 				WHERE messages_fts MATCH ? AND `+f.sql()+` ORDER BY messages_fts.rank, m.id`, append([]any{all}, f.args...)...)
 			if err != nil {
 				t.Fatal(err)
 			}
+			// Per message, and one row per conversation (its best).
+			var want, wantThreads []int64
+			listed := map[int64]bool{}
+			for _, h := range ranked {
+				want = append(want, h.id)
+				if h.thread == 0 || !listed[h.thread] {
+					listed[h.thread] = h.thread != 0
+					wantThreads = append(wantThreads, h.id)
+				}
+			}
 			if r.some && text != phrase && len(want) < 10 || text == phrase && r.name == "half a year" && len(want) == 0 {
 				t.Fatalf("%s %s: %d matches in range; the fixture should give more", text, r.name, len(want))
 			}
-			for _, plan := range []string{"", "scan", "checks"} {
-				s.filterPlan = plan
-				if _, ok, err := s.filteredTopHits(ctx, all, f, 5); !ok || err != nil {
-					t.Fatalf("%s %s, plan %q: not ranked from the doclist: ok=%v, %v", text, r.name, plan, ok, err)
+			// The plans, and the checks cut short (the join takes over,
+			// at once or after some pages).
+			for _, plan := range []struct {
+				name      string
+				maxChecks int
+			}{{"", maxFilterChecks}, {"scan", maxFilterChecks}, {"checks", maxFilterChecks}, {"checks", 3}, {"checks", 40}} {
+				s.filterPlan, s.maxChecks = plan.name, plan.maxChecks
+				if top, err := s.topHits(ctx, lexQuery(f), all, f, rankWant{need: 5, ample: 5}); plan.maxChecks == maxFilterChecks && !top.matchingKnown || err != nil {
+					t.Fatalf("%s %s, plan %q: not ranked from the doclist: %v", text, r.name, plan.name, err)
 				}
-				var got []int64
-				for off := 0; ; off += q.Limit {
-					q.Offset = off
-					res, err := s.Search(ctx, q)
-					if err != nil {
-						t.Fatal(err)
+				for _, perMessage := range []bool{true, false} {
+					q.PerMessage = perMessage
+					var got []int64
+					for off := 0; ; off += q.Limit {
+						q.Offset = off
+						res, err := s.Search(ctx, q)
+						if err != nil {
+							t.Fatal(err)
+						}
+						got = append(got, ids(res.Messages)...)
+						sameRows(t, s, res.Messages)
+						if res.Page.Next == 0 {
+							break
+						}
 					}
-					got = append(got, ids(res.Messages)...)
-					if res.Page.Next == 0 {
-						break
+					w := want
+					if !perMessage {
+						w = wantThreads
 					}
-				}
-				if fmt.Sprint(got) != fmt.Sprint(want) {
-					t.Errorf("%s %s, plan %q:\n got %v\nwant %v", text, r.name, plan, got, want)
+					if fmt.Sprint(got) != fmt.Sprint(w) {
+						t.Errorf("%s %s, plan %+v, per message %v:\n got %v\nwant %v", text, r.name, plan, perMessage, got, w)
+					}
 				}
 			}
 		}
 	}
-	s.filterPlan = ""
+	s.filterPlan, s.maxChecks = "", maxFilterChecks
 }
 
 // message_weeks holds, for every week, bounds of the ids of the messages
@@ -255,5 +278,103 @@ func TestVectorsNeverAddMatches(t *testing.T) {
 				t.Errorf("%s: related %s holds the phrase %v, flag %v", c.name, msgID[m.ID], phrase[msgID[m.ID]], m.Related)
 			}
 		}
+	}
+}
+
+// A collapsed listing whose best matches fold into a few conversations
+// reads on past the first checks (bestFirst.stream), and past the checks'
+// bound through the join; every page is still the join's order, one row
+// per conversation.
+func TestCollapsedPagesReadOn(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := openStore(t, nil)
+	var items []Item
+	add := func(id, subject, date, body string, extra ...string) {
+		items = append(items, Item{Account: "personal", Mailbox: "INBOX", Path: id, Raw: []byte(msg(id, "a@x.org", "me@home.org", subject, date, body, extra...))})
+	}
+	day := func(i int) string { return time.Date(2025, 3, 1+i%28, 9, i, 0, 0, time.UTC).Format(time.RFC1123Z) }
+	// Two long conversations whose every message says the word often,
+	// then single messages that say it once.
+	for c, times := range []int{6, 4} {
+		root := fmt.Sprintf("root%d@x", c)
+		add(root, fmt.Sprintf("Plan %d", c), day(c), strings.Repeat("budget ", times))
+		for i := range 25 {
+			add(fmt.Sprintf("r%d-%d@x", c, i), fmt.Sprintf("Re: Plan %d", c), day(i+1), strings.Repeat("budget ", times)+fmt.Sprint(i), "In-Reply-To: <"+root+">")
+		}
+	}
+	for i := range 40 {
+		add(fmt.Sprintf("one%d@x", i), fmt.Sprintf("Note %d", i), day(i), fmt.Sprintf("the budget, note %d, and more words to make it longer", i))
+	}
+	if _, err := s.Ingest(ctx, items); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.RefreshRankLengths(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s.wordRankMin = 1
+	for _, c := range []struct {
+		name      string
+		q         Query
+		maxChecks int
+	}{
+		{"no filter", Query{Text: "budget"}, maxFilterChecks},
+		{"date range", Query{Text: "budget", After: time.Date(2025, 3, 2, 0, 0, 0, 0, time.UTC), Before: time.Date(2025, 3, 26, 0, 0, 0, 0, time.UTC)}, maxFilterChecks},
+		{"checks cut short", Query{Text: "budget", After: time.Date(2025, 3, 2, 0, 0, 0, 0, time.UTC)}, 30},
+	} {
+		s.maxChecks = c.maxChecks
+		f, err := buildFilter(c.q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ranked, err := s.hits(ctx, lexQuery(f), append([]any{search.MatchAll(c.q.Text)}, f.args...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []int64
+		listed := map[int64]bool{}
+		for _, h := range ranked {
+			if !listed[h.thread] {
+				listed[h.thread] = true
+				want = append(want, h.id)
+			}
+		}
+		if len(want) < 20 || len(ranked) < 2*len(want) {
+			t.Fatalf("%s: %d rows for %d matches; the fixture should fold more", c.name, len(want), len(ranked))
+		}
+		q := c.q
+		q.NoVectors, q.NoSnippets, q.Limit = true, true, 5
+		var got []int64
+		for off := 0; ; off += q.Limit {
+			q.Offset = off
+			res, err := s.Search(ctx, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, ids(res.Messages)...)
+			sameRows(t, s, res.Messages)
+			if res.Page.Next == 0 {
+				break
+			}
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s:\n got %v\nwant %v", c.name, got, want)
+		}
+	}
+}
+
+// sameRows: a page's rows, however the search read them (with the checks
+// or after), are what summaries reads for their ids.
+func sameRows(t *testing.T, s *Store, page []Summary) {
+	t.Helper()
+	want, err := s.summaries(context.Background(), ids(page), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range page {
+		page[i].Partial = false // the ranking's mark, not the row's
+	}
+	if fmt.Sprint(page) != fmt.Sprint(want) {
+		t.Errorf("page rows differ from the messages':\n got %+v\nwant %+v", page, want)
 	}
 }

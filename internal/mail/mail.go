@@ -92,9 +92,12 @@ type Store struct {
 	// (minWordDocs; tests lower it).
 	docLengths  atomic.Pointer[docLengths]
 	wordRankMin int
-	// filterPlan forces filteredTopHits' plan for a date range ("scan"
-	// or "checks"; tests); "" chooses by cost.
+	// filterPlan forces scoredTopHits' plan for a date range ("scan" or
+	// "checks"; tests); "" chooses by cost. maxChecks is how many
+	// matches the checks test before the join takes over
+	// (maxFilterChecks; tests lower it).
 	filterPlan string
+	maxChecks  int
 	// pages reads word doclists from the index pages; nil when the
 	// linked FTS5 is not the build it was verified with (pagesCompat),
 	// and searches read fts5vocab instead.
@@ -155,7 +158,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	return &Store{
 		pages: pages, pagesCompat: compat,
 		db: db, blobs: &blobStore{dir: opts.BlobDir}, bodies: codec, log: opts.Logger, now: opts.Now, opts: opts,
-		accounts: map[string]int64{}, mailboxes: map[mailboxKey]mailboxInfo{}, wordRankMin: minWordDocs,
+		accounts: map[string]int64{}, mailboxes: map[mailboxKey]mailboxInfo{}, wordRankMin: minWordDocs, maxChecks: maxFilterChecks,
 		importLimits: ingest.Limits{BatchBytes: maxBatchBytes, QueueBytes: queueBytes},
 	}, nil
 }

@@ -367,11 +367,17 @@ type lexicalRanking struct {
 // matches, then messages holding only some of the words.
 func (s *Store) rank(ctx, asked context.Context, q Query, f *filter, text string, res *Result) (*rankStream, lexicalRanking, error) {
 	all := search.MatchAll(text)
-	lexQ := `SELECT m.id, coalesce(m.thread_id, 0) FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid
-			WHERE messages_fts MATCH ? AND ` + f.sql() + ` ORDER BY messages_fts.rank`
-	// One ranking query serves the fused head and, for most pages, the
-	// whole tail: re-running it with an OFFSET would rank every match again.
-	firstN := max(lexicalPool, 2*(q.Offset+q.Limit)+16)
+	lexQ := lexQuery(f)
+	// The page, one more to know that another follows, and a few for
+	// rows that fold into a thread already listed; with vectors, at
+	// least the head they are fused with. A ranking the doclist scored
+	// reads more cheaply as paging asks; any other is read amply at
+	// once: re-running its query with an OFFSET would rank every match
+	// again.
+	want := rankWant{need: q.Offset + q.Limit + 8, ample: max(lexicalPool, 2*(q.Offset+q.Limit)+16), rows: q.NoSnippets}
+	if !q.NoVectors {
+		want.need = max(lexicalPool, want.need)
+	}
 	// The nearest vectors are found while FTS5 ranks: the two are
 	// independent, and each takes milliseconds at 100k messages.
 	type vecResult struct {
@@ -392,7 +398,7 @@ func (s *Store) rank(ctx, asked context.Context, q Query, f *filter, text string
 	top := topRanking{complete: true, matchingKnown: true}
 	if all != "" {
 		var err error
-		if top, err = s.topHits(ctx, lexQ, all, f, firstN); err != nil {
+		if top, err = s.topHits(ctx, lexQ, all, f, want); err != nil {
 			return nil, lr, err
 		}
 	}
@@ -400,10 +406,14 @@ func (s *Store) rank(ctx, asked context.Context, q Query, f *filter, text string
 	// Both lists carry each message's thread, so the fused head needs
 	// no further query.
 	thread := make(map[int64]int64, 2*lexicalPool)
+	sums := make(map[int64]*Summary, lexicalPool)
 	head := make([]int64, 0, lexicalPool)
 	for _, h := range lex[:min(len(lex), lexicalPool)] {
 		head = append(head, h.id)
 		thread[h.id] = h.thread
+		if h.sum != nil {
+			sums[h.id] = h.sum
+		}
 	}
 	res.Mode = "lexical"
 	// Only vector hits that hold every word join the ranking (they are
@@ -431,15 +441,18 @@ func (s *Store) rank(ctx, asked context.Context, q Query, f *filter, text string
 	}
 	var fused []hit
 	for _, h := range search.RRF(search.K, head, vec) {
-		fused = append(fused, hit{h.ID, thread[h.ID]})
+		fused = append(fused, hit{id: h.ID, thread: thread[h.ID], sum: sums[h.ID]})
 	}
 	seen := map[int64]bool{}
 	src := hitStream(fused, seen)
 	if len(lex) > lexicalPool {
 		src = src.then(hitStream(lex[lexicalPool:], seen))
 	}
-	if !top.complete {
-		src = src.then(s.sqlStream(lexQ, append([]any{all}, f.args...), false, seen).skip(firstN))
+	switch {
+	case top.more != nil:
+		src = src.then(top.more.stream(lexQ, append([]any{all}, f.args...), seen))
+	case !top.complete:
+		src = src.then(s.sqlStream(lexQ, append([]any{all}, f.args...), false, seen).skip(len(lex)))
 	}
 	if len(search.Clauses(text)) > 1 {
 		src = src.then(s.sqlStream(lexQ, append([]any{search.MatchAny(text)}, f.args...), true, seen))
@@ -455,6 +468,14 @@ func (s *Store) rank(ctx, asked context.Context, q Query, f *filter, text string
 	return src, lr, nil
 }
 
+// lexQuery is the join that ranks the matches of a match expression (its
+// first argument) that pass f by FTS5's bm25, ties by id: the order every
+// faster ranking reproduces.
+func lexQuery(f *filter) string {
+	return `SELECT m.id, coalesce(m.thread_id, 0) FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid
+			WHERE messages_fts MATCH ? AND ` + f.sql() + ` ORDER BY messages_fts.rank`
+}
+
 // fillPage takes the page from the ranked stream and reads its rows (and
 // bodies for snippets) only.
 func (s *Store) fillPage(ctx, asked context.Context, q Query, src *rankStream, res *Result) error {
@@ -466,23 +487,19 @@ func (s *Store) fillPage(ctx, asked context.Context, q Query, src *rankStream, r
 		return err
 	}
 	res.Truncated = truncated
-	var page []int64
-	partial := map[int64]bool{}
+	var page []rankedHit
 	if q.Offset < len(ranked) {
-		for _, h := range ranked[q.Offset:] {
-			page = append(page, h.id)
-			partial[h.id] = h.partial
-		}
+		page = ranked[q.Offset:]
 	}
 	if more {
 		res.Page.Next = q.Offset + q.Limit
 	}
-	res.Messages, err = s.summaries(ctx, page, !q.NoSnippets)
-	if err != nil {
+	if res.Messages, err = s.pageRows(ctx, page, !q.NoSnippets); err != nil {
 		return err
 	}
-	if res.Messages == nil {
-		res.Messages = []Summary{}
+	partial := map[int64]bool{}
+	for _, h := range page {
+		partial[h.id] = h.partial
 	}
 	terms := search.Terms(q.Text + " " + q.Body)
 	for i := range res.Messages {
@@ -504,8 +521,10 @@ func (s *Store) fillPage(ctx, asked context.Context, q Query, src *rankStream, r
 // topRanking is the head of a word ranking, as topHits found it.
 type topRanking struct {
 	hits []hit // best first
-	// complete is set when no further message matches.
+	// complete is set when no further message matches; otherwise more,
+	// when set, goes on from the last of hits (else the join does).
 	complete bool
+	more     *bestFirst
 	// matching is every message holding the match expression (deleted
 	// ones too), in id order, when matchingKnown: the ranking read them
 	// all (a plain word or phrase ranked from its doclist).
@@ -513,30 +532,55 @@ type topRanking struct {
 	matchingKnown bool
 }
 
+// rankWant is how much of a ranking topHits reads at first: need hits
+// when going on is cheap, ample when it means the join; rows asks for the
+// listing rows (no snippet) of the hits, when reading them costs little.
+type rankWant struct {
+	need, ample int
+	rows        bool
+}
+
 // maxDeletedSlack bounds how many soft-deleted messages topHits ranks past.
 const maxDeletedSlack = 500
 
-// topHits returns the first n rows of the ranking query lexQ for the match
-// expression all. When the only filter is liveness (a plain CLI search),
-// it ranks the matches alone and keeps only the best n plus the number of
-// soft-deleted messages: "ORDER BY rank" makes FTS5 sort every match
-// (30,000 for a common word in 100k messages) before the LIMIT applies,
-// while "rank + 0" hides the order from FTS5 so that SQLite keeps a
-// bounded top-k instead, and the messages rows are read for those k only.
-// The order is the same: the same rank function, and FTS5's sort leaves
-// equal ranks in rowid order, which the rowid term spells out
-// (TestSearchMatchesReference). Dropping the deleted ones afterwards keeps
-// that order; should fewer than n remain while more matches may follow,
-// the join runs instead.
-func (s *Store) topHits(ctx context.Context, lexQ, all string, f *filter, n int) (topRanking, error) {
+// topHits returns the best matches of the match expression all that pass
+// f, best first, in the order of the ranking query lexQ. A plain word or
+// phrase is scored from its doclist (wordScores, phraseScores: FTS5's
+// bm25, bit for bit) and its matches checked against f best first
+// (scoredTopHits): need of them, the rest read as paging asks. Otherwise
+// ample are read, since going on means the join: "ORDER BY rank" makes
+// FTS5 sort every match (30,000 for a common word in 100k messages)
+// before the LIMIT applies. When the only filter is liveness, "rank + 0"
+// hides the order from FTS5 so that SQLite keeps a bounded top-k instead,
+// and the messages rows are read for those k only (plus the number of
+// soft-deleted messages, dropped afterwards). The order is the same: the
+// same rank function, and FTS5's sort leaves equal ranks in rowid order,
+// which the rowid term spells out (TestSearchMatchesReference).
+func (s *Store) topHits(ctx context.Context, lexQ, all string, f *filter, want rankWant) (topRanking, error) {
+	ample := want.ample
 	join := func() (topRanking, error) {
-		hits, err := s.hits(ctx, lexQ+` LIMIT ?`, append(append([]any{all}, f.args...), n)...)
-		return topRanking{hits: hits, complete: len(hits) < n}, err
+		hits, err := s.hits(ctx, lexQ+` LIMIT ?`, append(append([]any{all}, f.args...), ample)...)
+		return topRanking{hits: hits, complete: len(hits) < ample}, err
 	}
-	if !f.onlyLive() {
-		if top, ok, err := s.filteredTopHits(ctx, all, f, n); err != nil || ok {
+	var docs []int64
+	var scores []float64
+	var ok bool
+	var err error
+	if word, isWord := plainWord(all); isWord {
+		docs, scores, ok, err = s.wordScores(ctx, word, s.wordRankMin)
+	} else if words, isPhrase := plainPhrase(all); isPhrase {
+		docs, scores, ok, err = s.phraseScores(ctx, all, words)
+	}
+	if err != nil {
+		return topRanking{}, err
+	}
+	if ok {
+		if top, ok, err := s.scoredTopHits(ctx, f, docs, scores, want); err != nil || ok {
 			return top, err
 		}
+		return join()
+	}
+	if !f.onlyLive() {
 		return join()
 	}
 	var deleted int
@@ -546,45 +590,31 @@ func (s *Store) topHits(ctx context.Context, lexQ, all string, f *filter, n int)
 	if deleted > maxDeletedSlack {
 		return join()
 	}
-	var ids, matching []int64
-	var ranked bool
-	var err error
-	if word, ok := plainWord(all); ok {
-		if ids, matching, ranked, err = s.rankWord(ctx, word, n+deleted, s.wordRankMin); err != nil {
-			return topRanking{}, err
-		}
-	} else if words, ok := plainPhrase(all); ok {
-		if ids, matching, ranked, err = s.rankPhrase(ctx, all, words, n+deleted); err != nil {
-			return topRanking{}, err
-		}
+	ids, err := s.ids(ctx, `SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? ORDER BY rank + 0, rowid LIMIT ?`, all, ample+deleted)
+	if err != nil {
+		return topRanking{}, err
 	}
-	if !ranked {
-		matching = nil
-		if ids, err = s.ids(ctx, `SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? ORDER BY rank + 0, rowid LIMIT ?`, all, n+deleted); err != nil {
-			return topRanking{}, err
-		}
-	}
-	if len(ids) == 0 {
+	if len(ids) == 0 { // nothing holds it, deleted or not
 		return topRanking{complete: true, matchingKnown: true}, nil
 	}
 	found, err := s.hits(ctx, `SELECT m.id, coalesce(m.thread_id, 0) FROM messages m WHERE m.id IN (SELECT value FROM json_each(?)) AND `+liveMessage, idList(ids))
 	if err != nil {
 		return topRanking{}, err
 	}
-	if len(found) < n && len(ids) == n+deleted {
+	if len(found) < ample && len(ids) == ample+deleted {
 		return join()
 	}
 	thread := make(map[int64]int64, len(found))
 	for _, h := range found {
 		thread[h.id] = h.thread
 	}
-	out := make([]hit, 0, min(n, len(found)))
+	out := make([]hit, 0, min(ample, len(found)))
 	for _, id := range ids {
-		if t, ok := thread[id]; ok && len(out) < n {
-			out = append(out, hit{id, t})
+		if t, ok := thread[id]; ok && len(out) < ample {
+			out = append(out, hit{id: id, thread: t})
 		}
 	}
-	return topRanking{hits: out, complete: len(out) < n, matching: matching, matchingKnown: ranked}, nil
+	return topRanking{hits: out, complete: len(out) < ample}, nil
 }
 
 // holding returns which of hits hold the match expression expr (none
@@ -691,11 +721,12 @@ func (s *Store) related(ctx context.Context, q Query, f *filter, text string, ca
 	return out, nil
 }
 
-// rankedHit is one entry of a ranking: a message, its thread, and whether
-// it matched only part of the query.
+// rankedHit is one entry of a ranking: a message, its thread, whether it
+// matched only part of the query, and its listing row when already read.
 type rankedHit struct {
 	id, thread int64
 	partial    bool
+	sum        *Summary
 }
 
 // rankStream yields a ranking lazily, a chunk at a time.
@@ -790,7 +821,7 @@ func hitStream(hits []hit, seen map[int64]bool) *rankStream {
 		for _, h := range hits {
 			if !seen[h.id] {
 				seen[h.id] = true
-				out = append(out, rankedHit{id: h.id, thread: h.thread})
+				out = append(out, rankedHit{id: h.id, thread: h.thread, sum: h.sum})
 			}
 		}
 		hits = nil
@@ -829,7 +860,12 @@ func collect(ctx context.Context, src *rankStream, want int, collapse bool) (out
 }
 
 // hit is a ranked message with its thread, for collapsing.
-type hit struct{ id, thread int64 }
+type hit struct {
+	id, thread int64
+	// sum is the message's listing row (no snippet) when the query that
+	// found it read it too, so that a page of such hits is not read again.
+	sum *Summary
+}
 
 func (s *Store) hits(ctx context.Context, query string, args ...any) ([]hit, error) {
 	rows, err := s.db.QueryContext(ctx, query, args...)
@@ -865,14 +901,70 @@ func (s *Store) ids(ctx context.Context, query string, args ...any) ([]int64, er
 	return out, rows.Err()
 }
 
+// pageRows is the listing of page, in its order: the rows the ranking
+// already read, the others (all of them when snippets are wanted, which
+// need the bodies) read now. Never nil.
+func (s *Store) pageRows(ctx context.Context, page []rankedHit, withBody bool) ([]Summary, error) {
+	var missing []int64
+	for _, h := range page {
+		if h.sum == nil || withBody {
+			missing = append(missing, h.id)
+		}
+	}
+	read, err := s.summaries(ctx, missing, withBody)
+	if err != nil {
+		return nil, err
+	}
+	byID := make(map[int64]Summary, len(read))
+	for _, m := range read {
+		byID[m.ID] = m
+	}
+	out := make([]Summary, 0, len(page))
+	for _, h := range page {
+		if m, ok := byID[h.id]; ok {
+			out = append(out, m)
+		} else if h.sum != nil && !withBody {
+			out = append(out, *h.sum)
+		}
+	}
+	return out, nil
+}
+
+// summaryColumns are the columns of a listing row (scanSummary), over
+// messages m, accounts a and mailboxes b (LEFT JOIN); with the body for
+// snippets only when the first argument is true.
+const summaryColumns = `m.id, coalesce(m.thread_id, 0), m.subject, m.from_addr, m.date, a.name, coalesce(b.name, ''),
+		CASE WHEN ? THEN m.body ELSE '' END, m.seen, m.has_attachments, m.size`
+
+// scanSummary reads a row of summaryColumns; Snippet holds the start of
+// the body (unpacked) for snippet().
+func (s *Store) scanSummary(rows *sql.Rows) (Summary, error) {
+	var m Summary
+	var date int64
+	var seen bool
+	var body any
+	if err := rows.Scan(&m.ID, &m.ThreadID, &m.Subject, &m.From, &date, &m.Account, &m.Mailbox, &body, &seen, &m.Attach, &m.Size); err != nil {
+		return m, fmt.Errorf("loading results: %w", err)
+	}
+	// Unpacked here rather than by hestia_body in the query: the text
+	// then crosses into SQLite and back once less per row.
+	text, err := s.bodies.unpack(body)
+	if err != nil {
+		return m, fmt.Errorf("loading message %d: %w", m.ID, err)
+	}
+	m.Snippet = firstChars(text, snippetSource)
+	m.Unread = !seen
+	m.Date = time.Unix(date, 0).UTC()
+	return m, nil
+}
+
 // summaries loads rows for ids, preserving their order. With withBody the
 // snippet field carries the start of the body for snippet().
 func (s *Store) summaries(ctx context.Context, ids []int64, withBody bool) ([]Summary, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT m.id, coalesce(m.thread_id, 0), m.subject, m.from_addr, m.date, a.name, coalesce(b.name, ''),
-		CASE WHEN ? THEN m.body ELSE '' END, m.seen, m.has_attachments, m.size
+	rows, err := s.db.QueryContext(ctx, `SELECT `+summaryColumns+`
 		FROM messages m JOIN accounts a ON a.id = m.account_id LEFT JOIN mailboxes b ON b.id = m.mailbox_id
 		WHERE m.id IN (SELECT value FROM json_each(?))`, withBody, idList(ids))
 	if err != nil {
@@ -881,22 +973,10 @@ func (s *Store) summaries(ctx context.Context, ids []int64, withBody bool) ([]Su
 	defer rows.Close()
 	byID := make(map[int64]Summary, len(ids))
 	for rows.Next() {
-		var m Summary
-		var date int64
-		var seen bool
-		var body any
-		if err := rows.Scan(&m.ID, &m.ThreadID, &m.Subject, &m.From, &date, &m.Account, &m.Mailbox, &body, &seen, &m.Attach, &m.Size); err != nil {
-			return nil, fmt.Errorf("loading results: %w", err)
-		}
-		// Unpacked here rather than by hestia_body in the query: the text
-		// then crosses into SQLite and back once less per row.
-		text, err := s.bodies.unpack(body)
+		m, err := s.scanSummary(rows)
 		if err != nil {
-			return nil, fmt.Errorf("loading message %d: %w", m.ID, err)
+			return nil, err
 		}
-		m.Snippet = firstChars(text, snippetSource)
-		m.Unread = !seen
-		m.Date = time.Unix(date, 0).UTC()
 		byID[m.ID] = m
 	}
 	if err := rows.Err(); err != nil {

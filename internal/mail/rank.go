@@ -372,9 +372,12 @@ func (s *Store) wordScores(ctx context.Context, word string, minDocs int) (docs 
 			return nil, nil, false, fmt.Errorf("ranking %q: %w", word, err)
 		}
 	}
+	if len(docs) == 0 {
+		return nil, nil, true, nil // no message holds it: nothing to score
+	}
 	dl := s.docLengths.Load()
 	warm := dl.current(averages, structure)
-	if len(docs) == 0 || len(docs) < minDocs && !warm {
+	if len(docs) < minDocs && !warm {
 		return nil, nil, false, nil
 	}
 	if !warm {

@@ -524,6 +524,11 @@ func TestRelatedApartAcrossRankingCut(t *testing.T) {
 			if len(r.Related) == 0 {
 				t.Errorf("%s (fast %v): no related: the fixture should give some", c.name, fast)
 			}
+			for _, m := range append(r.Messages, r.Related...) {
+				if m.Date.Before(c.q.After) {
+					t.Errorf("%s (fast %v): %s dated %s, before the range", c.name, fast, msgID[m.ID], m.Date)
+				}
+			}
 			for _, m := range r.Related {
 				word := hasWord[msgID[m.ID]] || (!c.q.PerMessage && m.ThreadID != 0 && threadHasWord[m.ThreadID])
 				if word || !m.Related {
