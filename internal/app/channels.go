@@ -59,6 +59,13 @@ func (a *App) initChannels(ctx context.Context) error {
 	if a.core.agent == nil {
 		return nil
 	}
+	inbox := a.Config.Telegram.Enabled()
+	for _, b := range a.channelBuilders() {
+		inbox = inbox || b.enabled
+	}
+	if inbox {
+		a.AddCheck(a.inboxCheck())
+	}
 	for _, b := range a.channelBuilders() {
 		if !b.enabled {
 			continue
@@ -143,6 +150,7 @@ func (a *App) startChannel(ctx context.Context, b channelBuilder, p channels.Pla
 	}
 	relay := channels.New(channels.Config{
 		Label: b.label, Users: users, Owners: b.owners, PublicURL: a.Config.Telegram.PublicURL,
+		InboxDir: a.Paths.InboxDir(), MaxFileBytes: a.channelFileLimit(), MaxMessageBytes: int64(a.Config.Channels.MaxMessageMB) << 20,
 	}, channels.Deps{
 		Platform: p, Store: st, Agent: channelAgent{core.agent}, Chats: tgChats{core}, Approvals: core.approvals, Bus: core.bus,
 		Audit: func(ctx context.Context, typ, chatID, summary string, data any) {
@@ -165,6 +173,27 @@ func (a *App) startChannel(ctx context.Context, b channelBuilder, p channels.Pla
 		return channelHealth(ctx, st, p.Name(), len(users), ck)
 	}})
 	return nil
+}
+
+// channelFileLimit is the most one file sent on a channel may weigh.
+func (a *App) channelFileLimit() int64 { return int64(a.Config.Channels.MaxFileMB) << 20 }
+
+// inboxCheck reports how much the files received on channels take: they
+// are the user's and never deleted by Hestia, so the doctor is where a
+// growing inbox shows. It warns past a gigabyte.
+func (a *App) inboxCheck() doctor.Check {
+	dir := a.Paths.InboxDir()
+	return doctor.Check{Name: "channels.inbox", Run: func(ctx context.Context) (doctor.Status, string) {
+		files, size, err := channels.InboxUsage(dir)
+		if err != nil {
+			return doctor.Warn, err.Error()
+		}
+		msg := fmt.Sprintf("%d file(s), %s received on channels in %s (kept; delete what you no longer need)", files, channels.HumanSize(size), dir)
+		if size > 1<<30 {
+			return doctor.Warn, msg
+		}
+		return doctor.OK, msg
+	}}
 }
 
 // channelStore opens channels.db once for every channel.

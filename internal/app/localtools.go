@@ -93,7 +93,9 @@ func shellRunner(paths *pathpolicy.Policy, home, exe string) *shell.Runner {
 }
 
 // pathPolicy is the file tools' path policy: the configured file roots
-// (the home without any), Hestia's own folders protected.
+// (the home without any), Hestia's own folders protected except the
+// channel inbox, which the read tools may read (a file sent on a channel
+// is named in the turn by its path there) and no tool may write.
 func (a *App) pathPolicy() (*pathpolicy.Policy, string, error) {
 	home, err := os.UserHomeDir()
 	if err != nil {
@@ -103,7 +105,8 @@ func (a *App) pathPolicy() (*pathpolicy.Policy, string, error) {
 	if len(roots) == 0 {
 		roots = []string{home}
 	}
-	paths, err := pathpolicy.New(pathpolicy.Options{Home: home, Roots: roots, Protected: []string{a.Paths.Data, a.Paths.Config, a.Paths.Logs}})
+	paths, err := pathpolicy.New(pathpolicy.Options{Home: home, Roots: roots, Protected: []string{a.Paths.Data, a.Paths.Config, a.Paths.Logs},
+		ReadOnly: []string{a.Paths.InboxDir()}})
 	return paths, home, err
 }
 

@@ -64,6 +64,7 @@ func (a *App) initTelegram(ctx context.Context) error {
 		Owner: cfg.OwnerID, Users: users, PollTimeout: cfg.PollTimeout.D(), EditInterval: cfg.EditInterval.D(),
 		PublicURL: cfg.PublicURL, MaxVoiceBytes: int64(cfg.MaxVoiceMB) << 20,
 		WebhookURL: cfg.WebhookURL, VoiceReplies: cfg.VoiceReplies,
+		InboxDir: a.Paths.InboxDir(), MaxFileBytes: a.channelFileLimit(), MaxMessageBytes: int64(a.Config.Channels.MaxMessageMB) << 20,
 	}, telegram.Deps{
 		API: api, Store: tgStore, Channels: chst,
 		Agent: channelAgent{core.agent}, Chats: tgChats{core}, Approvals: core.approvals, Bus: core.bus,
