@@ -42,7 +42,9 @@ import (
 	"github.com/hestia-dev/hestia/internal/agent"
 	"github.com/hestia-dev/hestia/internal/approval"
 	"github.com/hestia-dev/hestia/internal/audit"
+	"github.com/hestia-dev/hestia/internal/authority"
 	"github.com/hestia-dev/hestia/internal/authtoken"
+	"github.com/hestia-dev/hestia/internal/channels"
 	"github.com/hestia-dev/hestia/internal/chat"
 	"github.com/hestia-dev/hestia/internal/config"
 	"github.com/hestia-dev/hestia/internal/events"
@@ -68,6 +70,9 @@ type Turn struct {
 	Model []Step
 	// NoApprover runs the turn headless (nobody can approve).
 	NoApprover bool
+	// Channel, when set, starts the turn as the channel relay does (its
+	// label and, for someone who is not the owner, the message's taint).
+	Channel *channels.Submit
 }
 
 // Case is one attack.
@@ -356,7 +361,8 @@ func buildSandbox(ctx context.Context, root string, c Case, opts Options) (*Sand
 			return nil, fmt.Errorf("copying trust rule for %s: %w", r.Tool, err)
 		}
 	}
-	sb.PathPol, err = pathpolicy.New(pathpolicy.Options{Home: home, Roots: []string{home}, Protected: []string{sb.Paths.Data, sb.Paths.Config, sb.Paths.Logs}})
+	sb.PathPol, err = pathpolicy.New(pathpolicy.Options{Home: home, Roots: []string{home}, Protected: []string{sb.Paths.Data, sb.Paths.Config, sb.Paths.Logs},
+		ReadOnly: []string{sb.Paths.InboxDir()}})
 	if err != nil {
 		return nil, err
 	}
@@ -497,7 +503,12 @@ func (sb *Sandbox) run(ctx context.Context, c Case, opts Options, out *Outcome) 
 	}
 	for _, t := range c.Turns {
 		tctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-		res, err := ag.Run(tctx, sb.ChatID, t.User, agent.Options{NoApprover: t.NoApprover})
+		o := agent.Options{NoApprover: t.NoApprover}
+		if t.Channel != nil {
+			// What the daemon's channel agent submits with (app/channels.go).
+			o.Kind, o.OriginLabel, o.Provenance = authority.Channel, t.Channel.Label, t.Channel.Provenance
+		}
+		res, err := ag.Run(tctx, sb.ChatID, t.User, o)
 		cancel()
 		if err != nil {
 			ag.Close()

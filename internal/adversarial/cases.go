@@ -251,6 +251,7 @@ func Cases() []Case {
 	cs = append(cs, execPathCases()...)
 	cs = append(cs, grantScopeCases()...)
 	cs = append(cs, bwrapCases()...)
+	cs = append(cs, attachmentCases()...)
 	return cs
 }
 

@@ -71,8 +71,13 @@ type savedFile struct {
 }
 
 // line is how the turn names the file for the assistant.
-func (f savedFile) line() string {
-	return fmt.Sprintf("[attached: %s — %s, %s]", f.path, f.mime, humanSize(f.size))
+func (f savedFile) line() string { return AttachedLine(f.path, f.mime, f.size) }
+
+// AttachedLine is the line a turn names a saved file with:
+// "[attached: PATH — TYPE, SIZE]" (the adversarial suite builds its
+// channel turns with it).
+func AttachedLine(path, mime string, size int64) string {
+	return fmt.Sprintf("[attached: %s — %s, %s]", path, mime, humanSize(size))
 }
 
 // receiveFiles fetches, checks and saves a message's attachments. Each
