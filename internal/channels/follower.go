@@ -2,7 +2,6 @@ package channels
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -160,7 +159,7 @@ func (f *follower) enqueue(in *inbox, ev *events.Event) {
 			return // no streaming where messages cannot be edited
 		}
 		var d delta
-		if decodeData(ev, &d) != nil {
+		if events.Decode(ev, &d) != nil {
 			return
 		}
 		it.delta = &d
@@ -238,7 +237,7 @@ func (f *follower) event(ctx context.Context, it item) time.Duration {
 				} `json:"error"`
 			} `json:"result"`
 		}
-		if decodeData(ev, &d) != nil {
+		if events.Decode(ev, &d) != nil {
 			return 0
 		}
 		res := d.Result
@@ -251,7 +250,7 @@ func (f *follower) event(ctx context.Context, it item) time.Duration {
 		var d struct {
 			Approval approval.Request `json:"approval"`
 		}
-		if decodeData(ev, &d) == nil && f.r.allowed(f.m.Sender, devices.Approve) {
+		if events.Decode(ev, &d) == nil && f.r.allowed(f.m.Sender, devices.Approve) {
 			if d.Approval.Kind == approval.KindQuestion {
 				f.mu.Lock()
 				f.question = d.Approval.ID
@@ -264,7 +263,7 @@ func (f *follower) event(ctx context.Context, it item) time.Duration {
 			ID       string           `json:"id"`
 			Decision approval.Outcome `json:"decision"`
 		}
-		if decodeData(ev, &d) == nil {
+		if events.Decode(ev, &d) == nil {
 			f.mu.Lock()
 			if f.question == d.ID {
 				f.question = ""
@@ -356,15 +355,4 @@ func (f *follower) finish(ctx context.Context, turnID string, ok bool, text stri
 	if ok && f.r.speaks(f.wantsVoice()) {
 		f.r.speakReply(ctx, f.m.Conv, text, replyTo)
 	}
-}
-
-// decodeData unmarshals an event's data into v.
-func decodeData(ev *events.Event, v any) error {
-	var env struct {
-		Data json.RawMessage `json:"data"`
-	}
-	if err := json.Unmarshal(ev.JSON(), &env); err != nil {
-		return err
-	}
-	return json.Unmarshal(env.Data, v)
 }

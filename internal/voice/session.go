@@ -451,7 +451,7 @@ func (ss *session) event(ev *events.Event) {
 			Step   int    `json:"step"`
 			Text   string `json:"text"`
 		}
-		if decode(ev, &dl) != nil || dl.TurnID != ss.turnID || !ss.turnOpen {
+		if events.Decode(ev, &dl) != nil || dl.TurnID != ss.turnID || !ss.turnOpen {
 			return
 		}
 		if ss.timing != nil && ss.timing.firstDelta.IsZero() {
@@ -477,7 +477,7 @@ func (ss *session) event(ev *events.Event) {
 				} `json:"error"`
 			} `json:"result"`
 		}
-		if decode(ev, &f) != nil || f.Result.TurnID != ss.turnID || !ss.turnOpen {
+		if events.Decode(ev, &f) != nil || f.Result.TurnID != ss.turnID || !ss.turnOpen {
 			return
 		}
 		res := f.Result
@@ -499,7 +499,7 @@ func (ss *session) event(ev *events.Event) {
 		var a struct {
 			Approval approval.Request `json:"approval"`
 		}
-		if decode(ev, &a) != nil {
+		if events.Decode(ev, &a) != nil {
 			return
 		}
 		req := a.Approval
@@ -525,7 +525,7 @@ func (ss *session) event(ev *events.Event) {
 			ID       string           `json:"id"`
 			Decision approval.Outcome `json:"decision"`
 		}
-		if decode(ev, &r) != nil {
+		if events.Decode(ev, &r) != nil {
 			return
 		}
 		if r.ID == ss.approvalID || r.ID == ss.questionID {
@@ -680,14 +680,4 @@ func (ss *session) reportTiming(t *timing) {
 		"send_ms":        ms(t.ttsEnd, t.audioOut),
 		"total_ms":       ms(t.speechEnd, t.audioOut),
 	})
-}
-
-func decode(ev *events.Event, v any) error {
-	var env struct {
-		Data json.RawMessage `json:"data"`
-	}
-	if err := json.Unmarshal(ev.JSON(), &env); err != nil {
-		return err
-	}
-	return json.Unmarshal(env.Data, v)
 }
