@@ -23,6 +23,11 @@ import (
 type Splitter struct {
 	// MaxLen bounds a piece without a sentence end (default 240 runes).
 	MaxLen int
+	// MinLen keeps a sentence shorter than this many runes (white space
+	// aside) with the next one, so that each speech request carries
+	// enough to sound natural ("Ok." alone is a request of its own); a
+	// line break still ends a piece. Zero cuts at every sentence end.
+	MinLen int
 	buf    string
 }
 
@@ -112,6 +117,9 @@ func (s *Splitter) cut() int {
 			if end >= len(b) {
 				return 0 // more white space may follow
 			}
+			if s.MinLen > 0 && utf8.RuneCountInString(strings.TrimSpace(b[:end])) < s.MinLen {
+				continue // too short alone: it goes with the next sentence
+			}
 			return end
 		}
 	}
@@ -155,6 +163,9 @@ var (
 	mdListItem = lazyre.New(`^\s*(?:[-*+]|\d{1,2}[.)])\s+`)
 	mdTable    = lazyre.New(`^\s*\|.*\|\s*$`)
 	mdMarks    = strings.NewReplacer("**", "", "__", "", "`", "", "~~", "", "> ", "")
+	// Single emphasis: *word* anywhere, _word_ only outside a word, so
+	// snake_case and "2 * 3" stay as written.
+	mdEmphasis = lazyre.New(`\*([^*\s](?:[^*]*[^*\s])?)\*|\b_([^_\s](?:[^_]*[^_\s])?)_\b`)
 )
 
 // Speakable turns one piece into what is read aloud: Markdown marks,
@@ -171,6 +182,7 @@ func Speakable(piece string) string {
 	p = mdHeading.ReplaceAllString(p, "")
 	p = mdListItem.ReplaceAllString(p, "")
 	p = mdMarks.Replace(p)
+	p = mdEmphasis.ReplaceAllString(p, "$1$2")
 	p = strings.Join(strings.Fields(p), " ")
 	if !strings.ContainsFunc(p, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) {
 		return ""

@@ -45,6 +45,25 @@ func TestSplitter(t *testing.T) {
 	}
 }
 
+// MinLen keeps short sentences with the next one; a line break still
+// cuts, and where the cuts fall does not depend on the deltas.
+func TestSplitterMinLen(t *testing.T) {
+	t.Parallel()
+	in := "Ok. Sure, I can do that. Yes!\nNo.\nIt is noon. Done."
+	want := []string{"Ok. Sure, I can do that. ", "Yes!\n", "No.\n", "It is noon. Done."}
+	for _, chunk := range []int{1, 4, 1000} {
+		s := Splitter{MinLen: 12}
+		var got []string
+		for i := 0; i < len(in); i += chunk {
+			got = append(got, s.Push(in[i:min(len(in), i+chunk)])...)
+		}
+		got = append(got, s.Flush())
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("chunks of %d: %q, want %q", chunk, got, want)
+		}
+	}
+}
+
 func TestSplitterLongRun(t *testing.T) {
 	t.Parallel()
 	in := strings.Repeat("word ", 100) + "end"
@@ -71,6 +90,7 @@ func TestSpeakable(t *testing.T) {
 		"| a | b |\n":                    "",
 		"---\n":                          "",
 		"> quoted words":                 "quoted words",
+		"*really* _now_, snake_case_name and 2 * 3": "really now, snake_case_name and 2 * 3",
 	}
 	for in, want := range cases {
 		if got := Speakable(in); got != want {

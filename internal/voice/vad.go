@@ -129,6 +129,14 @@ func (v *VAD) SetStrict(on bool) { v.strict = on }
 // Active reports whether an utterance is under way.
 func (v *VAD) Active() bool { return v.active }
 
+// Reset forgets an utterance under way and the audio before it, keeping
+// the noise floor learnt so far: a half-duplex line (a phone call) stops
+// listening while the assistant speaks and starts afresh after.
+func (v *VAD) Reset() {
+	v.active, v.run, v.silent, v.speech, v.frames, v.tailLen = false, 0, 0, 0, 0, 0
+	v.pending, v.utt, v.pre = v.pending[:0], v.utt[:0], v.pre[:0]
+}
+
 const (
 	preRollFrames = 10  // 200 ms
 	floorFrames   = 100 // 2 s

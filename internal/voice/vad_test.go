@@ -165,6 +165,35 @@ func TestVADStrictOnsetAndLimits(t *testing.T) {
 	}
 }
 
+// Reset drops an utterance under way and the pre-roll, so what follows
+// starts a new one with none of the audio before the reset in it.
+func TestVADReset(t *testing.T) {
+	t.Parallel()
+	t0 := time.Unix(0, 0)
+	v := NewVAD(VADConfig{EndSilence: 200 * time.Millisecond})
+	evs, t1 := feed(v, t0, append(silence(500*time.Millisecond), tone(300*time.Millisecond, 8000)...))
+	if len(evs) != 1 || evs[0].Kind != VADStart || !v.Active() {
+		t.Fatalf("before the reset: %v", kinds(evs))
+	}
+	v.Reset()
+	if v.Active() {
+		t.Fatal("still active after Reset")
+	}
+	// Silence alone after the reset ends nothing: the utterance is gone.
+	evs, t1 = feed(v, t1, silence(time.Second))
+	if len(evs) != 0 {
+		t.Fatalf("after the reset, silence made %v", kinds(evs))
+	}
+	evs, _ = feed(v, t1, append(tone(400*time.Millisecond, 8000), silence(time.Second)...))
+	if len(evs) != 2 || evs[1].Kind != VADEnd {
+		t.Fatalf("a new utterance after the reset: %v", kinds(evs))
+	}
+	// 200 ms pre-roll (silence) + 400 ms + 200 ms: nothing from before.
+	if got := time.Duration(len(evs[1].PCM)/2) * time.Second / SampleRate; got > 900*time.Millisecond {
+		t.Errorf("utterance of %s carries audio from before the reset", got)
+	}
+}
+
 func TestWAV(t *testing.T) {
 	t.Parallel()
 	w := WAV([]byte{1, 2, 3, 4})

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/hestia-dev/hestia/internal/voice"
 )
 
 // Audio plumbing between the phone line (8 kHz) and the speech tiers:
@@ -14,9 +16,9 @@ import (
 
 // Rates.
 const (
-	lineRate   = 8000  // G.711
-	speechRate = 16000 // what the stt tier is sent
-	frameLen   = 160   // samples in one 20 ms packet at lineRate
+	lineRate   = 8000             // G.711
+	speechRate = voice.SampleRate // what the detector and the stt tier take
+	frameLen   = 160              // samples in one 20 ms packet at lineRate
 	// ttsPCMRate is the rate of raw "pcm" speech (OpenAI's documented
 	// format: 24 kHz, 16-bit little-endian, mono).
 	ttsPCMRate = 24000
@@ -111,22 +113,9 @@ func pcmMono(b []byte, channels int) []int16 {
 	return out
 }
 
-// encodeWAV writes mono 16-bit PCM as a WAV file.
-func encodeWAV(pcm []int16, rate int) []byte {
-	n := 2 * len(pcm)
-	b := make([]byte, 0, 44+n)
-	b = append(b, "RIFF"...)
-	b = binary.LittleEndian.AppendUint32(b, uint32(36+n))
-	b = append(b, "WAVEfmt "...)
-	b = binary.LittleEndian.AppendUint32(b, 16)
-	b = binary.LittleEndian.AppendUint16(b, 1) // PCM
-	b = binary.LittleEndian.AppendUint16(b, 1) // mono
-	b = binary.LittleEndian.AppendUint32(b, uint32(rate))
-	b = binary.LittleEndian.AppendUint32(b, uint32(rate*2))
-	b = binary.LittleEndian.AppendUint16(b, 2)
-	b = binary.LittleEndian.AppendUint16(b, 16)
-	b = append(b, "data"...)
-	b = binary.LittleEndian.AppendUint32(b, uint32(n))
+// appendPCM appends samples as 16-bit little-endian PCM, the detector's
+// and the stt tier's format.
+func appendPCM(b []byte, pcm []int16) []byte {
 	for _, s := range pcm {
 		b = binary.LittleEndian.AppendUint16(b, uint16(s))
 	}
@@ -244,21 +233,4 @@ func clip16(v float64) int16 {
 		return math.MinInt16
 	}
 	return int16(math.Round(v))
-}
-
-// rmsDBFS is the level of a frame in dB below full scale (-100 for
-// digital silence).
-func rmsDBFS(pcm []int16) float64 {
-	if len(pcm) == 0 {
-		return -100
-	}
-	var sum float64
-	for _, s := range pcm {
-		sum += float64(s) * float64(s)
-	}
-	rms := math.Sqrt(sum / float64(len(pcm)))
-	if rms < 1 {
-		return -100
-	}
-	return 20 * math.Log10(rms/32768)
 }

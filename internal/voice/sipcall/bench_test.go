@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hestia-dev/hestia/internal/voice"
 	"github.com/hestia-dev/hestia/internal/voice/sipcall/siptest"
 )
 
@@ -21,12 +22,17 @@ func BenchmarkResampleSpeech(b *testing.B) {
 // G.711 decoding, the 16 kHz upsampler and the detector.
 func BenchmarkLineFrame(b *testing.B) {
 	payload := PCMU.encode(nil, siptest.Speechlike(20*time.Millisecond, lineRate))
-	v := newVAD(VADConfig{})
+	cfg := Config{}
+	cfg.defaults()
+	v := voice.NewVAD(cfg.VAD)
 	var u upsampler
 	pcm := make([]int16, 0, frameLen)
+	var wide []byte
+	now := time.Now()
 	for b.Loop() {
 		pcm = PCMU.decode(pcm[:0], payload)
-		wide := u.up(pcm)
-		v.push(wide)
+		wide = appendPCM(wide[:0], u.up(pcm))
+		now = now.Add(20 * time.Millisecond)
+		v.Push(now, wide)
 	}
 }

@@ -2,7 +2,6 @@ package sipcall
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -11,8 +10,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hestia-dev/hestia/internal/agent"
 	"github.com/hestia-dev/hestia/internal/approval"
 	"github.com/hestia-dev/hestia/internal/events"
+	"github.com/hestia-dev/hestia/internal/voice"
 )
 
 // conversation runs one answered call: the caller's utterances become
@@ -27,10 +28,11 @@ type conversation struct {
 
 	// Touched only by the media receive goroutine.
 	up        upsampler
-	vad       *vad
+	wide      []byte // the upsampled packet as the detector takes it
+	vad       *voice.VAD
 	deafUntil time.Time
 
-	utter       chan []int16 // finished utterances, 16 kHz
+	utter       chan []byte // finished utterances, 16 kHz PCM
 	digits      chan rune
 	transcripts chan string
 	speech      chan speechItem
@@ -38,7 +40,7 @@ type conversation struct {
 	work        sync.WaitGroup
 
 	// Touched only by run.
-	sent        sentencer
+	sent        voice.Splitter
 	curTurn     string
 	curStep     int
 	streamed    map[string]bool
@@ -69,8 +71,9 @@ const listenTail = 300 * time.Millisecond
 func newConversation(m *Manager, c *Call, med *media, opening string) *conversation {
 	return &conversation{
 		m: m, c: c, med: med, opening: opening, log: m.log.With("call", c.ID),
-		vad:         newVAD(m.cfg.VAD),
-		utter:       make(chan []int16, 4),
+		vad:         voice.NewVAD(m.cfg.VAD),
+		sent:        voice.Splitter{MinLen: minSentence},
+		utter:       make(chan []byte, 4),
 		digits:      make(chan rune, 16),
 		transcripts: make(chan string, 4),
 		speech:      make(chan speechItem, 64),
@@ -161,25 +164,25 @@ func (cv *conversation) onAudio(pcm []int16) {
 	}
 	now := time.Now()
 	if cv.med.playing() {
+		// Half duplex: what the caller said while the assistant spoke is
+		// not the start of a turn.
 		cv.deafUntil = now.Add(listenTail)
-		if cv.vad.active() {
-			cv.vad.reset()
-		}
+		cv.vad.Reset()
 		return
 	}
 	if now.Before(cv.deafUntil) {
 		return
 	}
-	wide := cv.up.up(pcm)
-	for len(wide) >= vadFrame {
-		if u := cv.vad.push(wide[:vadFrame]); u != nil {
-			select {
-			case cv.utter <- u:
-			default:
-				cv.log.Warn("an utterance was dropped: transcriptions are falling behind")
-			}
+	cv.wide = appendPCM(cv.wide[:0], cv.up.up(pcm))
+	for _, ev := range cv.vad.Push(now, cv.wide) {
+		if ev.Kind != voice.VADEnd {
+			continue
 		}
-		wide = wide[vadFrame:]
+		select {
+		case cv.utter <- ev.PCM:
+		default:
+			cv.log.Warn("an utterance was dropped: transcriptions are falling behind")
+		}
 	}
 }
 
@@ -192,8 +195,8 @@ func (cv *conversation) onDigit(d rune) {
 }
 
 // transcribe sends an utterance to the stt tier.
-func (cv *conversation) transcribe(ctx context.Context, pcm []int16) {
-	text, err := cv.m.d.STT.Transcribe(ctx, encodeWAV(pcm, speechRate), "call.wav", "audio/wav")
+func (cv *conversation) transcribe(ctx context.Context, pcm []byte) {
+	text, err := cv.m.d.STT.Transcribe(ctx, voice.WAV(pcm), "call.wav", "audio/wav")
 	if err != nil {
 		if ctx.Err() == nil {
 			cv.log.Warn("transcribing the caller failed", "err", err)
@@ -304,33 +307,25 @@ func (cv *conversation) event(ev *events.Event) {
 			Step   int    `json:"step"`
 			Text   string `json:"text"`
 		}
-		if decodeData(ev, &d) != nil {
+		if events.Decode(ev, &d) != nil {
 			return
 		}
 		if d.TurnID != cv.curTurn || d.Step != cv.curStep {
-			cv.sayAll(cv.sent.flush())
+			cv.sayAll(cv.sent.Flush())
 			cv.curTurn, cv.curStep = d.TurnID, d.Step
 		}
 		cv.streamed[d.TurnID] = true
-		cv.sayAll(cv.sent.push(d.Text))
+		cv.sayAll(cv.sent.Push(d.Text)...)
 	case "turn.finished":
 		var d struct {
-			Result struct {
-				TurnID  string `json:"turn_id"`
-				OK      bool   `json:"ok"`
-				Text    string `json:"text"`
-				Aborted bool   `json:"aborted"`
-				Error   *struct {
-					Message string `json:"message"`
-				} `json:"error"`
-			} `json:"result"`
+			Result agent.Result `json:"result"`
 		}
-		if decodeData(ev, &d) != nil {
+		if events.Decode(ev, &d) != nil {
 			return
 		}
 		r := d.Result
 		if r.TurnID == cv.curTurn {
-			cv.sayAll(cv.sent.flush())
+			cv.sayAll(cv.sent.Flush())
 		}
 		switch {
 		case r.OK && !cv.streamed[r.TurnID]:
@@ -343,7 +338,7 @@ func (cv *conversation) event(ev *events.Event) {
 		var d struct {
 			Approval approval.Request `json:"approval"`
 		}
-		if decodeData(ev, &d) == nil {
+		if events.Decode(ev, &d) == nil {
 			cv.requested(d.Approval)
 		}
 	case "approval.resolved":
@@ -351,7 +346,7 @@ func (cv *conversation) event(ev *events.Event) {
 			ID       string           `json:"id"`
 			Decision approval.Outcome `json:"decision"`
 		}
-		if decodeData(ev, &d) != nil {
+		if events.Decode(ev, &d) != nil {
 			return
 		}
 		was := cv.question == d.ID
@@ -413,17 +408,22 @@ func (cv *conversation) requested(r approval.Request) {
 	cv.say(text + " Press 1 to approve, 2 to deny.")
 }
 
+// minSentence keeps very short sentences ("Ok.", "1.") with what
+// follows, so each speech request carries enough to sound natural.
+const minSentence = 12
+
 // say queues text to be spoken, sentence by sentence.
 func (cv *conversation) say(text string) {
-	var s sentencer
-	parts := s.push(text)
-	parts = append(parts, s.flush()...)
-	cv.sayAll(parts)
+	s := voice.Splitter{MinLen: minSentence}
+	cv.sayAll(append(s.Push(text), s.Flush())...)
 }
 
-func (cv *conversation) sayAll(parts []string) {
+// sayAll queues pieces of a reply, each as voice.Speakable reads it
+// (Markdown marks, links and code left out); a piece with nothing to say
+// is skipped.
+func (cv *conversation) sayAll(pieces ...string) {
 	g := cv.gen.Load()
-	for _, p := range parts {
+	for _, p := range spoken(pieces) {
 		select {
 		case cv.speech <- speechItem{text: p, gen: g}:
 		default:
@@ -489,15 +489,16 @@ func lineAudio(audio []byte, contentType string) ([]int16, error) {
 	return nil, fmt.Errorf("the speech endpoint answered %q audio; calls need wav (or pcm)", contentType)
 }
 
-// decodeData unmarshals an event's data into v.
-func decodeData(ev *events.Event, v any) error {
-	var env struct {
-		Data json.RawMessage `json:"data"`
+// spoken is what is said of each piece, the pieces with nothing to say
+// left out.
+func spoken(pieces []string) []string {
+	var out []string
+	for _, p := range pieces {
+		if t := voice.Speakable(p); t != "" {
+			out = append(out, t)
+		}
 	}
-	if err := json.Unmarshal(ev.JSON(), &env); err != nil {
-		return err
-	}
-	return json.Unmarshal(env.Data, v)
+	return out
 }
 
 // upsampler doubles the rate of a continuous stream by linear

@@ -2,6 +2,8 @@ package sipcall
 
 import (
 	"testing"
+
+	"github.com/hestia-dev/hestia/internal/voice/sipcall/siptest"
 )
 
 // The parsers read what the network and the speech endpoint send; none
@@ -40,7 +42,7 @@ func FuzzParseAnswer(f *testing.F) {
 }
 
 func FuzzParseWAV(f *testing.F) {
-	f.Add(encodeWAV([]int16{1, -1, 300}, 24000))
+	f.Add(siptest.WAV([]int16{1, -1, 300}, 24000))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		pcm, info, err := parseWAV(b)
 		if err != nil {

@@ -150,7 +150,7 @@ func newRig(t *testing.T, cfg Config, transcripts ...string) *rig {
 	if cfg.RTPTimeout == 0 {
 		cfg.RTPTimeout = 5 * time.Second
 	}
-	cfg.VAD.Hangover = 400 * time.Millisecond
+	cfg.VAD.EndSilence = 400 * time.Millisecond
 	cl := func() *speech.Client {
 		return &speech.Client{BaseURL: r.speech.URL, Model: "m", HTTP: &http.Client{Timeout: 10 * time.Second}}
 	}

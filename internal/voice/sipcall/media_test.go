@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hestia-dev/hestia/internal/voice"
 	"github.com/hestia-dev/hestia/internal/voice/sipcall/siptest"
 )
 
@@ -152,7 +153,7 @@ func TestSDPOfferAndAnswers(t *testing.T) {
 func TestWAV(t *testing.T) {
 	t.Parallel()
 	pcm := []int16{0, 1000, -1000, 32767, -32768}
-	got, info, err := parseWAV(encodeWAV(pcm, 16000))
+	got, info, err := parseWAV(siptest.WAV(pcm, 16000))
 	if err != nil || info.Rate != 16000 || info.Channels != 1 || !equal16(got, pcm) {
 		t.Fatalf("%v %+v %v", got, info, err)
 	}
@@ -177,10 +178,10 @@ func TestWAV(t *testing.T) {
 	}
 	for name, data := range map[string][]byte{
 		"not riff":  []byte("OggS\x00\x02"),
-		"no data":   encodeWAV(nil, 8000)[:36],
-		"float":     bytes.Replace(encodeWAV(pcm, 8000), []byte{1, 0, 1, 0}, []byte{3, 0, 1, 0}, 1),
-		"8-bit":     bytes.Replace(encodeWAV(pcm, 8000), []byte{2, 0, 16, 0}, []byte{1, 0, 8, 0}, 1),
-		"zero rate": bytes.Replace(encodeWAV(pcm, 8000), []byte{0x40, 0x1F, 0, 0}, []byte{0, 0, 0, 0}, 1),
+		"no data":   siptest.WAV(nil, 8000)[:36],
+		"float":     bytes.Replace(siptest.WAV(pcm, 8000), []byte{1, 0, 1, 0}, []byte{3, 0, 1, 0}, 1),
+		"8-bit":     bytes.Replace(siptest.WAV(pcm, 8000), []byte{2, 0, 16, 0}, []byte{1, 0, 8, 0}, 1),
+		"zero rate": bytes.Replace(siptest.WAV(pcm, 8000), []byte{0x40, 0x1F, 0, 0}, []byte{0, 0, 0, 0}, 1),
 	} {
 		if _, _, err := parseWAV(data); !errors.Is(err, errNotWAV) {
 			t.Errorf("%s: %v", name, err)
@@ -202,7 +203,7 @@ func equal16(a, b []int16) bool {
 
 // level is the RMS of pcm relative to a full-scale sine, in dB.
 func level(pcm []int16) float64 {
-	return rmsDBFS(pcm) + 3.01
+	return voice.Level(appendPCM(nil, pcm)) + 3.01
 }
 
 // Resampling keeps the voice band and removes what would alias: a 1 kHz
@@ -245,15 +246,23 @@ func TestResample(t *testing.T) {
 	}
 }
 
-// The detector finds a spoken phrase between silences (with its start
-// kept), ignores a click and quiet noise, and closes a phrase that never
-// stops at the maximum length.
+// The detector as a call configures it finds a spoken phrase between
+// quiet stretches of line noise (with its start kept), ignores a click
+// and a short blip, and closes a phrase that goes on without a long
+// enough pause at the maximum length.
 func TestVAD(t *testing.T) {
 	t.Parallel()
-	run := func(v *vad, pcm []int16) (utts [][]int16) {
-		for i := 0; i+vadFrame <= len(pcm); i += vadFrame {
-			if u := v.push(pcm[i : i+vadFrame]); u != nil {
-				utts = append(utts, u)
+	run := func(cfg voice.VADConfig, pcm []int16) (utts [][]byte) {
+		c := Config{VAD: cfg}
+		c.defaults()
+		v := voice.NewVAD(c.VAD)
+		now := time.Unix(0, 0)
+		for i := 0; i+2*frameLen <= len(pcm); i += 2 * frameLen { // 20 ms at 16 kHz
+			now = now.Add(20 * time.Millisecond)
+			for _, ev := range v.Push(now, appendPCM(nil, pcm[i:i+2*frameLen])) {
+				if ev.Kind == voice.VADEnd {
+					utts = append(utts, ev.PCM)
+				}
 			}
 		}
 		return utts
@@ -265,44 +274,48 @@ func TestVAD(t *testing.T) {
 		return out
 	}
 	noise := func(d time.Duration) []int16 {
-		n := siptest.Tone(3000, 40, d, speechRate) // -58 dBFS hum
-		return n
+		return siptest.Tone(3000, 40, d, speechRate) // -58 dBFS hum
 	}
 	phrase := siptest.Speechlike(1200*time.Millisecond, speechRate)
-	utts := run(newVAD(VADConfig{}), cat(noise(time.Second), phrase, noise(1500*time.Millisecond)))
+	utts := run(voice.VADConfig{}, cat(noise(time.Second), phrase, noise(1500*time.Millisecond)))
 	if len(utts) != 1 {
 		t.Fatalf("%d utterances", len(utts))
 	}
-	if d := time.Duration(len(utts[0])) * time.Second / speechRate; d < 1200*time.Millisecond || d > 2200*time.Millisecond {
+	if d := time.Duration(len(utts[0])/2) * time.Second / speechRate; d < 1200*time.Millisecond || d > 2200*time.Millisecond {
 		t.Errorf("utterance of %s for a 1.2 s phrase", d)
 	}
 	click := siptest.Speechlike(40*time.Millisecond, speechRate)
-	if utts := run(newVAD(VADConfig{}), cat(noise(time.Second), click, noise(time.Second), siptest.Speechlike(200*time.Millisecond, speechRate), noise(time.Second))); len(utts) != 0 {
+	if utts := run(voice.VADConfig{}, cat(noise(time.Second), click, noise(time.Second), siptest.Speechlike(200*time.Millisecond, speechRate), noise(time.Second))); len(utts) != 0 {
 		t.Errorf("a click and a short blip made %d utterances", len(utts))
 	}
-	long := run(newVAD(VADConfig{MaxUtterance: 2 * time.Second}), cat(noise(500*time.Millisecond), siptest.Speechlike(5*time.Second, speechRate)))
+	// Five seconds of phrases with short pauses between them (shorter
+	// than the end of speech) make utterances of two seconds at most.
+	var talk []int16
+	for range 5 {
+		talk = cat(talk, siptest.Speechlike(900*time.Millisecond, speechRate), noise(100*time.Millisecond))
+	}
+	long := run(voice.VADConfig{MaxUtterance: 2 * time.Second}, cat(noise(500*time.Millisecond), talk))
 	if len(long) != 2 {
 		t.Errorf("5 s of speech with a 2 s maximum made %d utterances", len(long))
 	}
 }
 
+// Replies are spoken sentence by sentence as they stream, short ones kept
+// with the next, Markdown read as words.
 func TestSentences(t *testing.T) {
 	t.Parallel()
-	var s sentencer
+	s := voice.Splitter{MinLen: minSentence}
 	var got []string
-	for _, d := range []string{"It costs 3.50 eur", "os. The **train** leaves at 9", ":15.\nNext, see [the page](https://x.y/z) and `snake_case`", " ok"} {
-		got = append(got, s.push(d)...)
+	for _, d := range []string{"Ok. It costs 3.50 eur", "os. The **train** leaves at 9", ":15.\nNext, see [the page](https://x.y/z) and `snake_case`", " *ok*"} {
+		got = append(got, spoken(s.Push(d))...)
 	}
-	got = append(got, s.flush()...)
-	want := []string{"It costs 3.50 euros.", "The train leaves at 9:15.", "Next, see the page and snake_case ok"}
+	got = append(got, spoken([]string{s.Flush()})...)
+	want := []string{"Ok. It costs 3.50 euros.", "The train leaves at 9:15.", "Next, see the page and snake_case ok"}
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Fatalf("%q", got)
 	}
-	if got := s.flush(); len(got) != 0 {
+	if got := spoken([]string{s.Flush()}); len(got) != 0 {
 		t.Errorf("flushed twice: %q", got)
-	}
-	if got := speakable("# Title\n| a | b |\n> quote ~~x~~"); got != "Title a b quote x" {
-		t.Errorf("%q", got)
 	}
 }
 

@@ -9,8 +9,8 @@
 // from the web app or Telegram; the reply streams back as events and is
 // spoken sentence by sentence. The loop per utterance:
 //
-//	RTP in → G.711 → PCM 8 kHz → 16 kHz → energy VAD → stt tier → turn
-//	turn events → sentences → tts tier → 8 kHz → G.711 → RTP out
+//	RTP in → G.711 → PCM 8 kHz → 16 kHz → voice.VAD → stt tier → turn
+//	turn events → voice.Splitter → tts tier → 8 kHz → G.711 → RTP out
 //
 // Approvals: while an approval card of the call's chat is pending, it is
 // read out with "press 1 to approve, 2 to deny", and the digits (RFC 4733
@@ -55,6 +55,7 @@ import (
 	"github.com/hestia-dev/hestia/internal/approval"
 	"github.com/hestia-dev/hestia/internal/authority"
 	"github.com/hestia-dev/hestia/internal/events"
+	"github.com/hestia-dev/hestia/internal/voice"
 )
 
 // Label names the call's origin on approval cards and in the audit trail.
@@ -110,8 +111,12 @@ type Config struct {
 	Voice string
 	// Greeting is spoken when a call was placed without an opening line.
 	Greeting string
-	// VAD tunes the end-of-speech detection.
-	VAD VADConfig
+	// VAD tunes the detection of the caller's utterances (the voice
+	// socket's detector). On a call the end of speech waits 700 ms by
+	// default, so a breath between phrases does not end a turn, and
+	// speech may be as quiet as -50 dBFS: a phone line carries little
+	// noise, and a caller away from the handset is quiet.
+	VAD voice.VADConfig
 	// TLS configures the tls transport (nil: system roots, TLS 1.2+).
 	TLS *tls.Config
 }
@@ -143,6 +148,12 @@ func (c *Config) defaults() {
 	}
 	if c.TLS == nil {
 		c.TLS = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	if c.VAD.EndSilence <= 0 {
+		c.VAD.EndSilence = 700 * time.Millisecond
+	}
+	if c.VAD.MinLevel == 0 {
+		c.VAD.MinLevel = -50
 	}
 }
 
