@@ -334,42 +334,61 @@ func decodeSafe(dec *ical.Decoder) (cal *ical.Calendar, err error) {
 	return dec.Decode()
 }
 
+// textProp reads a TEXT property ("" when absent). TEXT is one value
+// (RFC 5545 §3.3.11): an unescaped comma, as in "Via Roma 12, Milano", is
+// part of it (go-ical's Text cuts there, reading it as a list).
+func textProp(c *ical.Component, name string) string {
+	p := c.Props.Get(name)
+	if p == nil {
+		return ""
+	}
+	return textUnescaper.Replace(p.Value)
+}
+
+// common is what VEVENT and VTODO read alike.
+type common struct {
+	uid        string
+	derivedUID bool // the component had no UID: uid is syntheticUID's
+	stamp      time.Time
+	sequence   int
+	summary    string
+	desc       string
+}
+
+// readCommon reads UID, DTSTAMP, SEQUENCE, SUMMARY and DESCRIPTION. RFC
+// 5545 requires UID; a stable one derived from the content keeps a
+// component without it (and the same UID on every re-import). A DTSTAMP
+// or SEQUENCE that cannot be read counts as absent.
+func readCommon(c *ical.Component, z *zones) common {
+	cm := common{uid: strings.TrimSpace(textProp(c, ical.PropUID)), summary: textProp(c, ical.PropSummary), desc: textProp(c, ical.PropDescription)}
+	if cm.uid == "" {
+		cm.uid, cm.derivedUID = syntheticUID(c), true
+	}
+	if p := c.Props.Get(ical.PropDateTimeStamp); p != nil {
+		if st, err := parseDateTime(p, z); err == nil {
+			cm.stamp = st.t
+		}
+	}
+	if p := c.Props.Get(ical.PropSequence); p != nil {
+		cm.sequence, _ = strconv.Atoi(strings.TrimSpace(p.Value))
+	}
+	return cm
+}
+
 func parseEvent(c *ical.Component, z *zones) (Event, error) {
 	var ev Event
 	repair := func(w string) {
 		ev.Warnings = append(ev.Warnings, w)
 		ev.repairs = append(ev.repairs, w)
 	}
-	text := func(name string) string {
-		p := c.Props.Get(name)
-		if p == nil {
-			return ""
-		}
-		// TEXT is one value (RFC 5545 §3.3.11): an unescaped comma, as
-		// in "Via Roma 12, Milano", is part of it (go-ical's Text cuts
-		// there, reading it as a list).
-		return textUnescaper.Replace(p.Value)
-	}
-	ev.UID = strings.TrimSpace(text(ical.PropUID))
-	if ev.UID == "" {
-		// RFC 5545 requires UID; a stable one derived from the content
-		// keeps the event (and the same UID on every re-import).
-		ev.UID = syntheticUID(c)
+	cm := readCommon(c, z)
+	ev.UID, ev.Stamp, ev.Sequence, ev.Summary, ev.Description = cm.uid, cm.stamp, cm.sequence, cm.summary, cm.desc
+	if cm.derivedUID {
 		repair("VEVENT without UID; using " + ev.UID)
 	}
-	if p := c.Props.Get(ical.PropDateTimeStamp); p != nil {
-		if st, err := parseDateTime(p, z); err == nil {
-			ev.Stamp = st.t
-		}
-	}
-	ev.Summary = text(ical.PropSummary)
-	ev.Description = text(ical.PropDescription)
-	ev.Location = text(ical.PropLocation)
-	ev.Status = strings.ToUpper(text(ical.PropStatus))
-	ev.Transp = strings.ToUpper(text(ical.PropTransparency))
-	if p := c.Props.Get(ical.PropSequence); p != nil {
-		ev.Sequence, _ = strconv.Atoi(strings.TrimSpace(p.Value))
-	}
+	ev.Location = textProp(c, ical.PropLocation)
+	ev.Status = strings.ToUpper(textProp(c, ical.PropStatus))
+	ev.Transp = strings.ToUpper(textProp(c, ical.PropTransparency))
 	for _, p := range c.Props.Values(ical.PropCategories) {
 		if l, err := p.TextList(); err == nil {
 			ev.Categories = append(ev.Categories, l...)
@@ -498,21 +517,42 @@ func syntheticUID(c *ical.Component) string {
 	return "hestia-nouid-" + hex.EncodeToString(h.Sum(nil)[:8])
 }
 
-// latestVersions keeps one event per UID and RECURRENCE-ID: the highest
-// SEQUENCE, then the latest DTSTAMP, then the last in the file (RFC 5545
-// §3.8.7.4). The versions left out are reported.
-func latestVersions(evs []Event) ([]Event, []Problem) {
+// revision is what tells the versions of one component apart: the same
+// UID and RECURRENCE-ID name the same component (rec is zero for the
+// master).
+type revision struct {
+	uid   string
+	rec   time.Time
+	seq   int
+	stamp time.Time
+}
+
+// supersedes reports whether r is the newer version: the highest
+// SEQUENCE, then the latest DTSTAMP, then (a tie) r, the later in the
+// file (RFC 5545 §3.8.7.4).
+func (r revision) supersedes(o revision) bool {
+	if r.seq != o.seq {
+		return r.seq > o.seq
+	}
+	return !r.stamp.Before(o.stamp)
+}
+
+// latestOf keeps one item per UID and RECURRENCE-ID, the newest by
+// revision.supersedes; the versions left out are reported, named as kind
+// (VEVENT, VTODO) and UID.
+func latestOf[T any](items []T, kind string, rev func(*T) revision) ([]T, []Problem) {
 	type key struct {
 		uid string
 		rec int64
 	}
 	best := map[key]int{}
 	var probs []Problem
-	drop := make([]bool, len(evs))
-	for i := range evs {
-		k := key{evs[i].UID, 0}
-		if !evs[i].RecurrenceID.IsZero() {
-			k.rec = evs[i].RecurrenceID.Unix()
+	drop := make([]bool, len(items))
+	for i := range items {
+		ri := rev(&items[i])
+		k := key{ri.uid, 0}
+		if !ri.rec.IsZero() {
+			k.rec = ri.rec.Unix()
 		}
 		j, ok := best[k]
 		if !ok {
@@ -520,32 +560,29 @@ func latestVersions(evs []Event) ([]Event, []Problem) {
 			continue
 		}
 		loser := i
-		if newerVersion(&evs[i], &evs[j]) {
+		if ri.supersedes(rev(&items[j])) {
 			loser, best[k] = j, i
 		}
 		drop[loser] = true
 		// Not a loss: the file itself says which version is current.
-		probs = append(probs, Problem{Component: "VEVENT " + evs[i].UID,
-			Reason: fmt.Sprintf("older version (SEQUENCE %d) left out for the newer one", evs[loser].Sequence)})
+		probs = append(probs, Problem{Component: kind + " " + ri.uid,
+			Reason: fmt.Sprintf("older version (SEQUENCE %d) left out for the newer one", rev(&items[loser]).seq)})
 	}
 	if len(probs) == 0 {
-		return evs, nil
+		return items, nil
 	}
-	out := evs[:0]
-	for i := range evs {
+	out := items[:0]
+	for i := range items {
 		if !drop[i] {
-			out = append(out, evs[i])
+			out = append(out, items[i])
 		}
 	}
 	return out, probs
 }
 
-// newerVersion reports whether a supersedes b (same UID and RECURRENCE-ID).
-func newerVersion(a, b *Event) bool {
-	if a.Sequence != b.Sequence {
-		return a.Sequence > b.Sequence
-	}
-	return !a.Stamp.Before(b.Stamp)
+// latestVersions keeps one event per UID and RECURRENCE-ID (latestOf).
+func latestVersions(evs []Event) ([]Event, []Problem) {
+	return latestOf(evs, "VEVENT", func(e *Event) revision { return revision{e.UID, e.RecurrenceID, e.Sequence, e.Stamp} })
 }
 
 // matchRecurrenceIDs gives each override's RECURRENCE-ID the value type of

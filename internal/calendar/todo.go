@@ -116,29 +116,12 @@ func parseTodo(c *ical.Component, z *zones) (Todo, error) {
 		td.Warnings = append(td.Warnings, w)
 		td.repairs = append(td.repairs, w)
 	}
-	text := func(name string) string {
-		p := c.Props.Get(name)
-		if p == nil {
-			return ""
-		}
-		return textUnescaper.Replace(p.Value)
-	}
-	td.UID = strings.TrimSpace(text(ical.PropUID))
-	if td.UID == "" {
-		td.UID = syntheticUID(c)
+	cm := readCommon(c, z)
+	td.UID, td.Stamp, td.Sequence, td.Summary, td.Description = cm.uid, cm.stamp, cm.sequence, cm.summary, cm.desc
+	if cm.derivedUID {
 		repair("VTODO without UID; using %s", td.UID)
 	}
-	if p := c.Props.Get(ical.PropDateTimeStamp); p != nil {
-		if st, err := parseDateTime(p, z); err == nil {
-			td.Stamp = st.t
-		}
-	}
-	td.Summary = text(ical.PropSummary)
-	td.Description = text(ical.PropDescription)
-	if p := c.Props.Get(ical.PropSequence); p != nil {
-		td.Sequence, _ = strconv.Atoi(strings.TrimSpace(p.Value))
-	}
-	if v := text(ical.PropStatus); strings.TrimSpace(v) != "" {
+	if v := textProp(c, ical.PropStatus); strings.TrimSpace(v) != "" {
 		if s, ok := normalStatus(v); ok {
 			td.Status = s
 			if s != strings.TrimSpace(v) {
@@ -275,48 +258,7 @@ func parseTodo(c *ical.Component, z *zones) (Todo, error) {
 // latestTodoVersions keeps one to-do per UID and RECURRENCE-ID, as
 // latestVersions does for events.
 func latestTodoVersions(tds []Todo) ([]Todo, []Problem) {
-	type key struct {
-		uid string
-		rec int64
-	}
-	best := map[key]int{}
-	var probs []Problem
-	drop := make([]bool, len(tds))
-	for i := range tds {
-		k := key{tds[i].UID, 0}
-		if !tds[i].RecurrenceID.IsZero() {
-			k.rec = tds[i].RecurrenceID.Unix()
-		}
-		j, ok := best[k]
-		if !ok {
-			best[k] = i
-			continue
-		}
-		loser := i
-		if newerTodo(&tds[i], &tds[j]) {
-			loser, best[k] = j, i
-		}
-		drop[loser] = true
-		probs = append(probs, Problem{Component: "VTODO " + tds[i].UID,
-			Reason: fmt.Sprintf("older version (SEQUENCE %d) left out for the newer one", tds[loser].Sequence)})
-	}
-	if len(probs) == 0 {
-		return tds, nil
-	}
-	out := tds[:0]
-	for i := range tds {
-		if !drop[i] {
-			out = append(out, tds[i])
-		}
-	}
-	return out, probs
-}
-
-func newerTodo(a, b *Todo) bool {
-	if a.Sequence != b.Sequence {
-		return a.Sequence > b.Sequence
-	}
-	return !a.Stamp.Before(b.Stamp)
+	return latestOf(tds, "VTODO", func(t *Todo) revision { return revision{t.UID, t.RecurrenceID, t.Sequence, t.Stamp} })
 }
 
 // Occurrence of a recurring to-do: Original is the anchor time the rule
