@@ -20,6 +20,7 @@ import (
 	"github.com/hestia-dev/hestia/internal/atomicfile"
 	"github.com/hestia-dev/hestia/internal/calendar"
 	"github.com/hestia-dev/hestia/internal/msgraph"
+	"github.com/hestia-dev/hestia/internal/msgraph/graphmirror"
 )
 
 // StateFile is the mirror's dot-file in the collection's folder.
@@ -56,31 +57,11 @@ func Calendars(ctx context.Context, c *msgraph.Client) ([]Calendar, error) {
 // calendars: its name made one safe path segment, with a short hash of
 // its id when another calendar has the same name.
 func FolderName(cal Calendar, all []Calendar) string {
-	name := safeSegment(cal.Name)
-	dup := 0
-	for _, o := range all {
-		if safeSegment(o.Name) == name {
-			dup++
-		}
+	names := make([]string, len(all))
+	for i, o := range all {
+		names[i] = o.Name
 	}
-	if name == "" || dup > 1 {
-		sum := sha256.Sum256([]byte(cal.ID))
-		name = strings.Trim(name+"-"+hex.EncodeToString(sum[:4]), "-")
-	}
-	return name
-}
-
-func safeSegment(s string) string {
-	s = strings.Map(func(r rune) rune {
-		if r == '/' || r == '\\' || r == '.' || unicode.IsControl(r) {
-			return '_'
-		}
-		return r
-	}, strings.TrimSpace(s))
-	if len(s) > 80 {
-		s = strings.ToValidUTF8(s[:80], "")
-	}
-	return s
+	return graphmirror.FolderName(cal.ID, cal.Name, names)
 }
 
 // Window is the span of the calendar view the mirror keeps: the calendar
@@ -236,33 +217,12 @@ func (c *Collection) save(st *state) error {
 
 // Modes of a pass.
 const (
-	ModeFull        = "full"        // a new delta round: everything listed
-	ModeIncremental = "incremental" // the changes since the last round
+	ModeFull        = graphmirror.ModeFull
+	ModeIncremental = graphmirror.ModeIncremental
 )
 
 // Stats reports one pass.
-type Stats struct {
-	Mode    string `json:"mode"`
-	Changed int    `json:"changed"` // entries added or updated
-	Removed int    `json:"removed"` // entries removed (@removed)
-	Written int    `json:"written"` // files written
-	Deleted int    `json:"deleted"` // files removed
-	Files   int    `json:"files"`   // files the folder holds after the pass
-	Skipped int    `json:"skipped"` // entries left out (malformed)
-	// Resynced is set when the stored delta token had expired (410) and
-	// the pass started a new round.
-	Resynced bool     `json:"resynced,omitempty"`
-	Warnings []string `json:"warnings,omitempty"`
-}
-
-// maxWarnings bounds the warnings a pass reports.
-const maxWarnings = 50
-
-func (st *Stats) warn(format string, args ...any) {
-	if len(st.Warnings) < maxWarnings {
-		st.Warnings = append(st.Warnings, fmt.Sprintf(format, args...))
-	}
-}
+type Stats = graphmirror.Stats
 
 func (c *Collection) deltaStart(from, to time.Time) string {
 	return "/me/calendars/" + msgraph.Quote(c.Calendar.ID) + "/calendarView/delta?startDateTime=" +
@@ -293,23 +253,21 @@ func (c *Collection) Sync(ctx context.Context) (Stats, error) {
 	}
 	prev := c.load()
 	from, to := Window(c.now())
-	full := prev.DeltaLink == "" || !prev.From.Equal(from) || !prev.To.Equal(to)
-	var st Stats
-	p, err := c.round(ctx, prev, full, from, to, &st)
-	if errors.Is(err, msgraph.ErrSyncReset) && !full {
+	var (
+		st Stats
+		p  *pass
+	)
+	err := graphmirror.Round(&st, prev.DeltaLink == "" || !prev.From.Equal(from) || !prev.To.Equal(to), func(full bool) (err error) {
+		p, err = c.round(ctx, prev, full, from, to, &st)
+		return err
+	})
+	if st.Resynced {
 		c.log().Info("graphDeltaExpired", "calendar", c.Calendar.Name)
-		st = Stats{Resynced: true}
-		full = true
-		p, err = c.round(ctx, prev, true, from, to, &st)
 	}
 	if err != nil {
 		return st, fmt.Errorf("graph calendar %s: %w", c.Calendar.Name, err)
 	}
-	st.Mode = ModeIncremental
-	if full {
-		st.Mode = ModeFull
-	}
-	if err := p.materialize(ctx, prev, full); err != nil {
+	if err := p.materialize(ctx, prev, st.Mode == ModeFull); err != nil {
 		return st, fmt.Errorf("graph calendar %s: %w", c.Calendar.Name, err)
 	}
 	return st, nil
@@ -351,7 +309,7 @@ func (p *pass) apply(items []msgraph.Item) error {
 	for _, it := range items {
 		if it.ID == "" {
 			p.st.Skipped++
-			p.st.warn("an entry without an id was skipped")
+			p.st.Warn("an entry without an id was skipped")
 			continue
 		}
 		if it.Removed {
@@ -371,7 +329,7 @@ func (p *pass) apply(items []msgraph.Item) error {
 			// The entry is left as it was (absent, or its last good
 			// version); the rest of the round is taken.
 			p.st.Skipped++
-			p.st.warn("event %s skipped: malformed JSON: %v", shortID(it.ID), err)
+			p.st.Warn("event %s skipped: malformed JSON: %v", shortID(it.ID), err)
 			continue
 		}
 		old, had := p.next.Items[it.ID]
@@ -379,7 +337,7 @@ func (p *pass) apply(items []msgraph.Item) error {
 		case "occurrence", "exception":
 			if ev.SeriesMasterID == "" {
 				p.st.Skipped++
-				p.st.warn("%s %s skipped: no seriesMasterId", ev.Type, shortID(it.ID))
+				p.st.Warn("%s %s skipped: no seriesMasterId", ev.Type, shortID(it.ID))
 				continue
 			}
 			e := entry{Type: ev.Type, Master: ev.SeriesMasterID, OriginalStart: ev.OriginalStart, ChangeKey: ev.ChangeKey}
@@ -388,7 +346,7 @@ func (p *pass) apply(items []msgraph.Item) error {
 			}
 			if _, ok := memberKey(e, false, time.UTC); !ok && ev.Type == "occurrence" {
 				p.st.Skipped++
-				p.st.warn("%s %s skipped: neither originalStart nor start can be read", ev.Type, shortID(it.ID))
+				p.st.Warn("%s %s skipped: neither originalStart nor start can be read", ev.Type, shortID(it.ID))
 				continue
 			}
 			if ev.Type == "exception" {
@@ -411,11 +369,11 @@ func (p *pass) apply(items []msgraph.Item) error {
 		default:
 			data, warns, err := Object(&ev, nil, nil)
 			for _, w := range warns {
-				p.st.warn("event %s: %s", shortID(it.ID), w)
+				p.st.Warn("event %s: %s", shortID(it.ID), w)
 			}
 			if err != nil {
 				p.st.Skipped++
-				p.st.warn("event %s skipped: %v", shortID(it.ID), err)
+				p.st.Warn("event %s skipped: %v", shortID(it.ID), err)
 				continue
 			}
 			name := FileName(UID(&ev), ev.ID)
@@ -465,7 +423,7 @@ func (p *pass) materialize(ctx context.Context, prev *state, full bool) error {
 		}
 		master, err := c.fetchEvent(ctx, id)
 		if errors.Is(err, msgraph.ErrNotFound) {
-			p.st.warn("series %s: its master is gone", shortID(id))
+			p.st.Warn("series %s: its master is gone", shortID(id))
 			delete(next.Series, id)
 			for k, e := range next.Items {
 				if e.Master == id {
@@ -479,11 +437,11 @@ func (p *pass) materialize(ctx context.Context, prev *state, full bool) error {
 		}
 		data, warns, err := c.seriesObject(master, ms)
 		for _, w := range warns {
-			p.st.warn("series %s: %s", shortID(id), w)
+			p.st.Warn("series %s: %s", shortID(id), w)
 		}
 		if err != nil {
 			p.st.Skipped++
-			p.st.warn("series %s skipped: %v", shortID(id), err)
+			p.st.Warn("series %s skipped: %v", shortID(id), err)
 			delete(next.Series, id)
 			continue
 		}
@@ -511,14 +469,9 @@ func (p *pass) materialize(ctx context.Context, prev *state, full bool) error {
 		if _, ok := files[name]; !ok {
 			continue // replaced later in the same round
 		}
-		path := filepath.Join(c.Dir, name)
-		if cur, err := os.ReadFile(path); err == nil && bytes.Equal(cur, data) {
-			continue
-		}
-		if err := atomicfile.Write(path, data, 0o600); err != nil {
+		if err := p.st.Write(c.Dir, name, data); err != nil {
 			return err
 		}
-		p.st.Written++
 	}
 	// Files no longer held go; a full round also clears files the state
 	// never knew (a crash between writing and saving).
@@ -527,21 +480,15 @@ func (p *pass) materialize(ctx context.Context, prev *state, full bool) error {
 		stale[name] = true
 	}
 	if full {
-		if ents, err := os.ReadDir(c.Dir); err == nil {
-			for _, e := range ents {
-				if !e.IsDir() && strings.HasSuffix(e.Name(), ".ics") {
-					stale[e.Name()] = true
-				}
-			}
+		for _, name := range graphmirror.Files(c.Dir, ".ics") {
+			stale[name] = true
 		}
 	}
 	for name := range stale {
 		if r, ok := files[name]; ok && !r.Local {
 			continue
 		}
-		if err := os.Remove(filepath.Join(c.Dir, name)); err == nil {
-			p.st.Deleted++
-		}
+		p.st.Remove(c.Dir, name)
 	}
 	next.Files = files
 	p.st.Files = 0

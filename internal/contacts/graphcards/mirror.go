@@ -1,7 +1,6 @@
 package graphcards
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -11,12 +10,11 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
-	"unicode"
 
 	"github.com/hestia-dev/hestia/internal/atomicfile"
 	"github.com/hestia-dev/hestia/internal/msgraph"
+	"github.com/hestia-dev/hestia/internal/msgraph/graphmirror"
 )
 
 // StateFile is the mirror's dot-file in the folder.
@@ -64,31 +62,11 @@ func Folders(ctx context.Context, c *msgraph.Client) ([]Folder, error) {
 // made one safe path segment, with a short hash of its id when another
 // folder has the same name.
 func FolderName(f Folder, all []Folder) string {
-	name := safeSegment(f.Name)
-	dup := 0
-	for _, o := range all {
-		if safeSegment(o.Name) == name {
-			dup++
-		}
+	names := make([]string, len(all))
+	for i, o := range all {
+		names[i] = o.Name
 	}
-	if name == "" || dup > 1 {
-		sum := sha256.Sum256([]byte(f.ID))
-		name = strings.Trim(name+"-"+hex.EncodeToString(sum[:4]), "-")
-	}
-	return name
-}
-
-func safeSegment(s string) string {
-	s = strings.Map(func(r rune) rune {
-		if r == '/' || r == '\\' || r == '.' || unicode.IsControl(r) {
-			return '_'
-		}
-		return r
-	}, strings.TrimSpace(s))
-	if len(s) > 80 {
-		s = strings.ToValidUTF8(s[:80], "")
-	}
-	return s
+	return graphmirror.FolderName(f.ID, f.Name, names)
 }
 
 // FileName is the mirror's file of a contact.
@@ -116,30 +94,12 @@ type Collection struct {
 
 // Modes of a pass.
 const (
-	ModeFull        = "full"
-	ModeIncremental = "incremental"
+	ModeFull        = graphmirror.ModeFull
+	ModeIncremental = graphmirror.ModeIncremental
 )
 
 // Stats reports one pass.
-type Stats struct {
-	Mode     string   `json:"mode"`
-	Changed  int      `json:"changed"`
-	Removed  int      `json:"removed"`
-	Written  int      `json:"written"`
-	Deleted  int      `json:"deleted"`
-	Files    int      `json:"files"`
-	Skipped  int      `json:"skipped"`
-	Resynced bool     `json:"resynced,omitempty"`
-	Warnings []string `json:"warnings,omitempty"`
-}
-
-const maxWarnings = 50
-
-func (st *Stats) warn(format string, args ...any) {
-	if len(st.Warnings) < maxWarnings {
-		st.Warnings = append(st.Warnings, fmt.Sprintf(format, args...))
-	}
-}
+type Stats = graphmirror.Stats
 
 func (c *Collection) load() *state {
 	st := &state{FolderID: c.Folder.ID, Items: map[string]string{}}
@@ -167,55 +127,45 @@ func (c *Collection) Sync(ctx context.Context) (Stats, error) {
 		return Stats{}, err
 	}
 	prev := c.load()
-	full := prev.DeltaLink == ""
-	var st Stats
-	next, writes, removed, err := c.round(ctx, prev, full, &st)
-	if errors.Is(err, msgraph.ErrSyncReset) && !full {
-		if c.Log != nil {
-			c.Log.Info("graphDeltaExpired", "folder", c.Folder.Name)
-		}
-		st, full = Stats{Resynced: true}, true
-		next, writes, removed, err = c.round(ctx, prev, true, &st)
+	var (
+		st      Stats
+		next    *state
+		writes  map[string][]byte
+		removed map[string]bool
+	)
+	err := graphmirror.Round(&st, prev.DeltaLink == "", func(full bool) (err error) {
+		next, writes, removed, err = c.round(ctx, prev, full, &st)
+		return err
+	})
+	if st.Resynced && c.Log != nil {
+		c.Log.Info("graphDeltaExpired", "folder", c.Folder.Name)
 	}
 	if err != nil {
 		return st, fmt.Errorf("graph contacts %s: %w", c.Folder.Name, err)
 	}
-	st.Mode = ModeIncremental
-	if full {
-		st.Mode = ModeFull
-	}
 	for id, data := range writes {
-		path := filepath.Join(c.Dir, FileName(id))
-		if cur, err := os.ReadFile(path); err == nil && bytes.Equal(cur, data) {
-			continue
-		}
-		if err := atomicfile.Write(path, data, 0o600); err != nil {
+		if err := st.Write(c.Dir, FileName(id), data); err != nil {
 			return st, err
 		}
-		st.Written++
 	}
 	stale := map[string]bool{}
 	for id := range removed {
 		stale[FileName(id)] = true
 	}
-	if full {
+	if st.Mode == ModeFull {
 		// Everything the new round did not list goes.
 		keep := map[string]bool{}
 		for id := range next.Items {
 			keep[FileName(id)] = true
 		}
-		if ents, err := os.ReadDir(c.Dir); err == nil {
-			for _, e := range ents {
-				if !e.IsDir() && strings.HasSuffix(e.Name(), ".vcf") && !keep[e.Name()] {
-					stale[e.Name()] = true
-				}
+		for _, name := range graphmirror.Files(c.Dir, ".vcf") {
+			if !keep[name] {
+				stale[name] = true
 			}
 		}
 	}
 	for name := range stale {
-		if err := os.Remove(filepath.Join(c.Dir, name)); err == nil {
-			st.Deleted++
-		}
+		st.Remove(c.Dir, name)
 	}
 	st.Files = len(next.Items)
 	b, err := json.Marshal(next)
@@ -239,7 +189,7 @@ func (c *Collection) round(ctx context.Context, prev *state, full bool, st *Stat
 		for _, it := range items {
 			if it.ID == "" {
 				st.Skipped++
-				st.warn("an entry without an id was skipped")
+				st.Warn("an entry without an id was skipped")
 				continue
 			}
 			if it.Removed {
@@ -254,7 +204,7 @@ func (c *Collection) round(ctx context.Context, prev *state, full bool, st *Stat
 			var ct Contact
 			if err := json.Unmarshal(it.Raw, &ct); err != nil {
 				st.Skipped++
-				st.warn("contact %s skipped: malformed JSON: %v", it.ID, err)
+				st.Warn("contact %s skipped: malformed JSON: %v", it.ID, err)
 				if _, had := prev.Items[it.ID]; had && full {
 					next.Items[it.ID] = prev.Items[it.ID] // keep its last good card
 				}
@@ -263,7 +213,7 @@ func (c *Collection) round(ctx context.Context, prev *state, full bool, st *Stat
 			data, err := Card(&ct)
 			if err != nil {
 				st.Skipped++
-				st.warn("contact %s skipped: %v", it.ID, err)
+				st.Warn("contact %s skipped: %v", it.ID, err)
 				if _, had := next.Items[it.ID]; had {
 					delete(next.Items, it.ID)
 					removed[it.ID] = true
