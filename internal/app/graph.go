@@ -146,17 +146,17 @@ func failed(st graphStatus, at time.Time, err error) graphStatus {
 	return st
 }
 
-// mirrorCalendars runs a pass over every [[calendar.graph]] account,
-// returning each mirrored folder's pass for SyncAll to report.
-func (g *graphMirrors) mirrorCalendars(ctx context.Context, floating *time.Location) (map[string]calendar.RemoteStats, error) {
-	passes := map[string]calendar.RemoteStats{}
+// mirrorAccounts runs pass over every account with a Graph client for
+// purpose, keeping each account's status file: when it passed, or its
+// error in words the user can act on.
+func (g *graphMirrors) mirrorAccounts(ctx context.Context, p oauth.Purpose, pass func(acct config.GraphAccount, client *msgraph.Client, st *graphStatus) error) error {
 	var errs []error
 	for _, acct := range g.accts {
 		st := graphStatus{}
-		client, err := g.client(acct, oauth.Calendar)
+		client, err := g.client(acct, p)
 		if err == nil {
-			err = g.mirrorCalendarAccount(ctx, acct, client, floating, passes, &st)
-			err = g.explain(ctx, acct, oauth.Calendar, err)
+			err = pass(acct, client, &st)
+			err = g.explain(ctx, acct, p, err)
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("graph %s: %w", acct.Name, err))
@@ -166,7 +166,35 @@ func (g *graphMirrors) mirrorCalendars(ctx context.Context, floating *time.Locat
 		st.At = g.now()
 		g.saveStatus(acct.Name, st)
 	}
-	return passes, errors.Join(errs...)
+	return errors.Join(errs...)
+}
+
+// mirrorFolders calls fn with each account's mirror folders, by source
+// name (account/folder) and path.
+func (g *graphMirrors) mirrorFolders(fn func(acct config.GraphAccount, name, path string)) error {
+	var errs []error
+	for _, acct := range g.accts {
+		ents, err := os.ReadDir(g.dir(acct.Name))
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+		for _, e := range ents {
+			if e.IsDir() {
+				fn(acct, acct.Name+"/"+e.Name(), filepath.Join(g.dir(acct.Name), e.Name()))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// mirrorCalendars runs a pass over every [[calendar.graph]] account,
+// returning each mirrored folder's pass for SyncAll to report.
+func (g *graphMirrors) mirrorCalendars(ctx context.Context, floating *time.Location) (map[string]calendar.RemoteStats, error) {
+	passes := map[string]calendar.RemoteStats{}
+	err := g.mirrorAccounts(ctx, oauth.Calendar, func(acct config.GraphAccount, client *msgraph.Client, st *graphStatus) error {
+		return g.mirrorCalendarAccount(ctx, acct, client, floating, passes, st)
+	})
+	return passes, err
 }
 
 func (g *graphMirrors) mirrorCalendarAccount(ctx context.Context, acct config.GraphAccount, client *msgraph.Client, floating *time.Location,
@@ -212,29 +240,18 @@ func (g *graphMirrors) mirrorCalendarAccount(ctx context.Context, acct config.Gr
 // named account/folder.
 func (g *graphMirrors) calendarSources(seen map[string]bool) ([]calendar.Source, error) {
 	var out []calendar.Source
-	var errs []error
-	for _, acct := range g.accts {
-		ents, err := os.ReadDir(g.dir(acct.Name))
-		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			errs = append(errs, err)
+	err := g.mirrorFolders(func(acct config.GraphAccount, name, path string) {
+		src := calendar.Source{Name: name, Path: path, ReadOnly: acct.ReadOnly}
+		g.mu.Lock()
+		if col, ok := g.cals[path]; ok {
+			src.ReadOnly = src.ReadOnly || !col.Calendar.CanEdit
+			src.Color = col.Calendar.Color
 		}
-		for _, e := range ents {
-			if !e.IsDir() {
-				continue
-			}
-			path := filepath.Join(g.dir(acct.Name), e.Name())
-			src := calendar.Source{Name: acct.Name + "/" + e.Name(), Path: path, ReadOnly: acct.ReadOnly}
-			g.mu.Lock()
-			if col, ok := g.cals[path]; ok {
-				src.ReadOnly = src.ReadOnly || !col.Calendar.CanEdit
-				src.Color = col.Calendar.Color
-			}
-			g.mu.Unlock()
-			seen[src.Name] = true
-			out = append(out, src)
-		}
-	}
-	return out, errors.Join(errs...)
+		g.mu.Unlock()
+		seen[src.Name] = true
+		out = append(out, src)
+	})
+	return out, err
 }
 
 // calendarTarget is the write target of a Graph mirror folder: writes go
@@ -264,23 +281,10 @@ func (g *graphMirrors) calendarTarget(s calendar.Source, index *calendar.Store) 
 // returning each mirrored book's pass in words, by source name.
 func (g *graphMirrors) mirrorContacts(ctx context.Context) (map[string]string, error) {
 	passes := map[string]string{}
-	var errs []error
-	for _, acct := range g.accts {
-		st := graphStatus{}
-		client, err := g.client(acct, oauth.Contacts)
-		if err == nil {
-			err = g.mirrorContactAccount(ctx, acct, client, passes, &st)
-			err = g.explain(ctx, acct, oauth.Contacts, err)
-		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("graph %s: %w", acct.Name, err))
-			g.saveStatus(acct.Name, failed(st, g.now(), err))
-			continue
-		}
-		st.At = g.now()
-		g.saveStatus(acct.Name, st)
-	}
-	return passes, errors.Join(errs...)
+	err := g.mirrorAccounts(ctx, oauth.Contacts, func(acct config.GraphAccount, client *msgraph.Client, st *graphStatus) error {
+		return g.mirrorContactAccount(ctx, acct, client, passes, st)
+	})
+	return passes, err
 }
 
 func (g *graphMirrors) mirrorContactAccount(ctx context.Context, acct config.GraphAccount, client *msgraph.Client, passes map[string]string, st *graphStatus) error {
@@ -323,21 +327,11 @@ func (g *graphMirrors) mirrorContactAccount(ctx context.Context, acct config.Gra
 // (read-only: no tool writes contacts).
 func (g *graphMirrors) contactSources(seen map[string]bool) ([]contacts.Source, error) {
 	var out []contacts.Source
-	var errs []error
-	for _, acct := range g.accts {
-		ents, err := os.ReadDir(g.dir(acct.Name))
-		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			errs = append(errs, err)
-		}
-		for _, e := range ents {
-			if e.IsDir() {
-				name := acct.Name + "/" + e.Name()
-				seen[name] = true
-				out = append(out, contacts.Source{Name: name, Path: filepath.Join(g.dir(acct.Name), e.Name()), ReadOnly: true})
-			}
-		}
-	}
-	return out, errors.Join(errs...)
+	err := g.mirrorFolders(func(_ config.GraphAccount, name, path string) {
+		seen[name] = true
+		out = append(out, contacts.Source{Name: name, Path: path, ReadOnly: true})
+	})
+	return out, err
 }
 
 // graphChecks is one doctor check per Graph account (an account named in
