@@ -17,9 +17,6 @@ package tasks
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -143,19 +140,6 @@ func trim(ts []calendar.Task) {
 	}
 }
 
-// callKey identifies one tool call so that a model repeating a call (same
-// id, same arguments) gets the first result, never a second write. A call
-// without an id is never taken for another.
-func callKey(tool string, c tools.Call) string {
-	if c.ID == "" {
-		var b [16]byte
-		_, _ = rand.Read(b[:])
-		return hex.EncodeToString(b[:])
-	}
-	h := sha256.Sum256(append([]byte(tool+"\x00"+c.ChatID+"\x00"+c.ID+"\x00"), c.Args...))
-	return hex.EncodeToString(h[:])
-}
-
 // Tools returns tasks_list, tasks_add and tasks_complete bound to d.
 // d.Store may be nil (specs only: the security suite); the tools then
 // report themselves unavailable.
@@ -176,9 +160,10 @@ func Tools(d Deps) []tools.Tool {
 	done := base
 	done.Name, done.Schema = "tasks_complete", json.RawMessage(completeSchema)
 	done.Description = "Mark a task done by uid (from tasks_list), or by text: words of its title that match one open task only. A recurring task's current occurrence is completed and the series goes on. Asks the user to approve."
+	const unconfigured = "task writes are not configured"
 	unavailable := func(ctx context.Context) error {
 		if d.Store == nil || d.Writer == nil {
-			return errors.New("task writes are not configured")
+			return errors.New(unconfigured)
 		}
 		return d.Writer.CanWrite(ctx)
 	}
@@ -208,7 +193,7 @@ func Tools(d Deps) []tools.Tool {
 			return tools.Result{Content: tools.Cap(string(b), read.MaxResult)}, nil
 		}},
 		&tools.Func{S: add, Check: unavailable,
-			Fn: write(d, add.Name, func(ctx context.Context, key string, a calwrite.TaskAddArgs) (calwrite.Op, error) {
+			Fn: calwrite.ToolFunc(add.Name, d.Writer, unconfigured, func(ctx context.Context, key string, a calwrite.TaskAddArgs) (calwrite.Op, error) {
 				return d.Writer.AddTask(ctx, key, a)
 			}),
 			PreviewF: func(ctx context.Context, raw json.RawMessage) string {
@@ -219,7 +204,7 @@ func Tools(d Deps) []tools.Tool {
 				return d.Writer.PreviewAddTask(ctx, a)
 			}},
 		&tools.Func{S: done, Check: unavailable,
-			Fn: write(d, done.Name, func(ctx context.Context, key string, a calwrite.TaskCompleteArgs) (calwrite.Op, error) {
+			Fn: calwrite.ToolFunc(done.Name, d.Writer, unconfigured, func(ctx context.Context, key string, a calwrite.TaskCompleteArgs) (calwrite.Op, error) {
 				return d.Writer.CompleteTask(ctx, key, a)
 			}),
 			PreviewF: func(ctx context.Context, raw json.RawMessage) string {
@@ -229,31 +214,6 @@ func Tools(d Deps) []tools.Tool {
 				}
 				return d.Writer.PreviewCompleteTask(ctx, a)
 			}},
-	}
-}
-
-func write[A any](d Deps, name string, fn func(context.Context, string, A) (calwrite.Op, error)) func(context.Context, tools.Call) (tools.Result, error) {
-	return func(ctx context.Context, c tools.Call) (tools.Result, error) {
-		if d.Writer == nil {
-			return tools.Result{Content: "task writes are not configured", IsError: true}, nil
-		}
-		var a A
-		if err := json.Unmarshal(c.Args, &a); err != nil {
-			return tools.Result{Content: fmt.Sprintf("arguments for %s could not be read: %v", name, err), IsError: true}, nil
-		}
-		op, err := fn(ctx, callKey(name, c), a)
-		if err != nil {
-			if errors.Is(err, context.Canceled) {
-				return tools.Result{}, err
-			}
-			msg := err.Error()
-			if op.ID != 0 {
-				msg += fmt.Sprintf(" (journal op %d, state %s; it will not be retried automatically)", op.ID, op.State)
-			}
-			return tools.Result{Content: msg, IsError: true}, nil
-		}
-		b, _ := json.Marshal(op)
-		return tools.Result{Content: string(b), IsError: op.State == calwrite.StateFailed}, nil
 	}
 }
 

@@ -58,20 +58,26 @@ func Tools(w *Writer) []tools.Tool {
 	del := base
 	del.Name, del.Risk, del.Schema = "calendar_delete", tools.RiskHigh, json.RawMessage(deleteSchema)
 	del.Description = "Delete an event by uid, or with instance one occurrence of a recurring event. Asks the user to approve."
+	const unconfigured = "calendar writes are not configured"
 	return []tools.Tool{
-		&tools.Func{S: create, Check: avail, Fn: run(create.Name, w, func(ctx context.Context, key string, a CreateArgs) (Op, error) { return w.Create(ctx, key, a) }),
+		&tools.Func{S: create, Check: avail, Fn: ToolFunc(create.Name, w, unconfigured, func(ctx context.Context, key string, a CreateArgs) (Op, error) { return w.Create(ctx, key, a) }),
 			PreviewF: func(ctx context.Context, raw json.RawMessage) string { return w.previewCreate(ctx, raw) }},
-		&tools.Func{S: update, Check: avail, Fn: run(update.Name, w, func(ctx context.Context, key string, a UpdateArgs) (Op, error) { return w.Update(ctx, key, a) }),
+		&tools.Func{S: update, Check: avail, Fn: ToolFunc(update.Name, w, unconfigured, func(ctx context.Context, key string, a UpdateArgs) (Op, error) { return w.Update(ctx, key, a) }),
 			PreviewF: func(ctx context.Context, raw json.RawMessage) string { return w.previewUpdate(ctx, raw) }},
-		&tools.Func{S: del, Check: avail, Fn: run(del.Name, w, func(ctx context.Context, key string, a DeleteArgs) (Op, error) { return w.Delete(ctx, key, a) }),
+		&tools.Func{S: del, Check: avail, Fn: ToolFunc(del.Name, w, unconfigured, func(ctx context.Context, key string, a DeleteArgs) (Op, error) { return w.Delete(ctx, key, a) }),
 			PreviewF: func(ctx context.Context, raw json.RawMessage) string { return w.previewDelete(ctx, raw) }},
 	}
 }
 
-func run[A any](name string, w *Writer, fn func(context.Context, string, A) (Op, error)) func(context.Context, tools.Call) (tools.Result, error) {
+// ToolFunc is the body of a journaled write tool, the calendar's and the
+// tasks' ones: it reads the call's arguments into A, runs fn under the
+// call's key (a repeated call is the same write, see callKey) and answers
+// with the op as JSON, or with the error and, once journaled, the op's
+// state. With w nil every call answers unconfigured, as an error.
+func ToolFunc[A any](name string, w *Writer, unconfigured string, fn func(ctx context.Context, key string, a A) (Op, error)) func(context.Context, tools.Call) (tools.Result, error) {
 	return func(ctx context.Context, c tools.Call) (tools.Result, error) {
 		if w == nil {
-			return tools.Result{Content: "calendar writes are not configured", IsError: true}, nil
+			return tools.Result{Content: unconfigured, IsError: true}, nil
 		}
 		var a A
 		if err := json.Unmarshal(c.Args, &a); err != nil {
