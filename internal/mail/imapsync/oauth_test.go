@@ -3,6 +3,8 @@ package imapsync
 import (
 	"context"
 	"errors"
+	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/emersion/go-imap/v2/imapclient"
 
+	"github.com/hestia-dev/hestia/internal/channels/email/emailtest"
 	"github.com/hestia-dev/hestia/internal/mail"
 	"github.com/hestia-dev/hestia/internal/mail/mailauth"
 	"github.com/hestia-dev/hestia/internal/oauth"
@@ -53,9 +56,10 @@ func newOAuthEnv(t *testing.T, user string) *oauthEnv {
 	return e
 }
 
-// loginWith logs in to dovecot offering only mech, the way Dial does.
-func loginWith(ctx context.Context, d *dovecot, tokens mailauth.Tokens, mech string) error {
-	c, err := imapclient.DialInsecure(d.addr(), nil)
+// loginWith logs in as user to dovecot on port offering only mech, the
+// way Dial does.
+func loginWith(ctx context.Context, port int, user string, tokens mailauth.Tokens, mech string) error {
+	c, err := imapclient.DialInsecure(net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), nil)
 	if err != nil {
 		return err
 	}
@@ -68,7 +72,7 @@ func loginWith(ctx context.Context, d *dovecot, tokens mailauth.Tokens, mech str
 	if !found {
 		return errors.New("dovecot does not offer " + mech + ": " + strings.Join(offered, " "))
 	}
-	err = mailauth.Authenticate(ctx, tokens, mailauth.Login{User: d.User, Host: "127.0.0.1", Port: d.Port,
+	err = mailauth.Authenticate(ctx, tokens, mailauth.Login{User: user, Host: "127.0.0.1", Port: port,
 		Offered: []string{mech}, Auth: c.Authenticate, Refused: Refused, IMAP: true})
 	if err != nil {
 		return err
@@ -87,11 +91,11 @@ func loginWith(ctx context.Context, d *dovecot, tokens mailauth.Tokens, mech str
 func TestOAuthLoginAgainstDovecot(t *testing.T) {
 	ctx := context.Background()
 	e := newOAuthEnv(t, "alice")
-	d := startDovecotWith(t, e.srv.IntrospectURL())
+	d := emailtest.StartDovecotWith(t, emailtest.DovecotOptions{IntrospectURL: e.srv.IntrospectURL()})
 
 	for _, mech := range []string{mailauth.OAuthBearer, mailauth.XOAuth2} {
 		before := e.srv.Stats()
-		if err := loginWith(ctx, d, e.src, mech); err != nil {
+		if err := loginWith(ctx, d.Port, d.User, e.src, mech); err != nil {
 			t.Fatalf("%s with a valid token: %v", mech, err)
 		}
 		if st := e.srv.Stats(); st.Introspections <= before.Introspections || st.Refreshes != before.Refreshes {
@@ -102,9 +106,7 @@ func TestOAuthLoginAgainstDovecot(t *testing.T) {
 
 	// A wrong user name is refused with the same token even after a
 	// refresh: the error says what to check.
-	wrong := *d
-	wrong.User = "mallory"
-	err := loginWith(ctx, &wrong, e.src, mailauth.XOAuth2)
+	err := loginWith(ctx, d.Port, "mallory", e.src, mailauth.XOAuth2)
 	var re *mailauth.RefusedError
 	if !errors.As(err, &re) || !Refused(err) {
 		t.Fatalf("login as another user: %v", err)
@@ -116,14 +118,14 @@ func TestOAuthLoginAgainstDovecot(t *testing.T) {
 	for _, mech := range []string{mailauth.OAuthBearer, mailauth.XOAuth2} {
 		e.srv.ExpireAccessTokens()
 		before := e.srv.Stats()
-		if err := loginWith(ctx, d, e.src, mech); err != nil {
+		if err := loginWith(ctx, d.Port, d.User, e.src, mech); err != nil {
 			t.Fatalf("%s after the token expired: %v", mech, err)
 		}
 		if st := e.srv.Stats(); st.Refreshes != before.Refreshes+1 {
 			t.Errorf("%s: %d refreshes, want 1", mech, st.Refreshes-before.Refreshes)
 		}
 	}
-	d.deliver(t, "", "1.a", rawMsg("one@x", "bob@example.org", "Token test", "hello over oauth"))
+	d.Deliver(t, "", rawMsg("one@x", "bob@example.org", "Token test", "hello over oauth"))
 	e.srv.ExpireAccessTokens()
 	acct := Account{Name: "dove", Host: "127.0.0.1", Port: d.Port, Security: "none", Username: d.User, Tokens: e.src}
 	s := openStore(t)

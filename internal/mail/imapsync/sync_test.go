@@ -11,6 +11,7 @@ import (
 
 	"github.com/emersion/go-imap/v2"
 
+	"github.com/hestia-dev/hestia/internal/channels/email/emailtest"
 	"github.com/hestia-dev/hestia/internal/mail"
 )
 
@@ -32,15 +33,15 @@ func rawMsg(id, from, subject, body string) string {
 
 func TestSyncAgainstDovecot(t *testing.T) {
 	ctx := context.Background()
-	d := startDovecot(t)
-	d.deliver(t, "", "1.a", rawMsg("one@x", "bob@example.org", "Invoice March", "Please pay the invoice."))
-	d.deliver(t, "", "2.a", rawMsg("two@x", "carol@example.org", "Lunch", "Noon?"))
-	d.deliver(t, "Archive", "3.a", rawMsg("three@x", "dan@example.org", "Old stuff", "archived text"))
+	d := emailtest.StartDovecot(t)
+	d.Deliver(t, "", rawMsg("one@x", "bob@example.org", "Invoice March", "Please pay the invoice."))
+	d.Deliver(t, "", rawMsg("two@x", "carol@example.org", "Lunch", "Noon?"))
+	d.Deliver(t, "Archive", rawMsg("three@x", "dan@example.org", "Old stuff", "archived text"))
 	s := openStore(t)
 	big := rawMsg("big@x", "zoe@example.org", "Large report", "summary first. "+strings.Repeat("filler line of a very large message\n", 2000))
-	d.deliver(t, "", "0.big", big)
+	d.Deliver(t, "", big)
 	sy := &Syncer{Store: s, FetchBatch: 2, MaxMessageBytes: 4096}
-	acct := d.account()
+	acct := account(d)
 
 	res, err := sy.Sync(ctx, acct)
 	if err != nil {
@@ -98,7 +99,7 @@ func TestSyncAgainstDovecot(t *testing.T) {
 	}
 	c.Logout().Wait()
 	c.Close()
-	d.deliver(t, "", "4.a", rawMsg("four@x", "erin@example.org", "New one", "fresh"))
+	d.Deliver(t, "", rawMsg("four@x", "erin@example.org", "New one", "fresh"))
 
 	res, err = sy.Sync(ctx, acct)
 	if err != nil || res.Fetched != 1 || res.Flags != 1 || res.Removed != 1 {
@@ -124,7 +125,7 @@ func TestSyncAgainstDovecot(t *testing.T) {
 	c.Create("Archive", nil).Wait()
 	c.Logout().Wait()
 	c.Close()
-	d.deliver(t, "Archive", "5.a", rawMsg("five@x", "dan@example.org", "Recreated", "after reset"))
+	d.Deliver(t, "Archive", rawMsg("five@x", "dan@example.org", "Recreated", "after reset"))
 	res, err = sy.Sync(ctx, acct)
 	if err != nil || res.Reset != 1 || res.Fetched != 1 {
 		t.Fatalf("after UIDVALIDITY change = %+v %v", res, err)
@@ -138,10 +139,10 @@ func ptr[T any](v T) *T { return &v }
 
 func TestFetchRawLive(t *testing.T) {
 	ctx := context.Background()
-	d := startDovecot(t)
-	d.deliver(t, "", "1.a", rawMsg("live@x", "bob@example.org", "Live", "the full live body"))
+	d := emailtest.StartDovecot(t)
+	d.Deliver(t, "", rawMsg("live@x", "bob@example.org", "Live", "the full live body"))
 	s := openStore(t)
-	acct := d.account()
+	acct := account(d)
 	if _, err := (&Syncer{Store: s}).Sync(ctx, acct); err != nil {
 		t.Fatal(err)
 	}

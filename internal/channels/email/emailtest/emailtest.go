@@ -1,5 +1,5 @@
-// Package emailtest runs the mail servers the e-mail channel's tests talk
-// to: the real Dovecot (IMAP, IDLE, special-use folders) and OpenSMTPD
+// Package emailtest runs the mail servers the e-mail channel's tests (and
+// the IMAP mirror's, imapsync) talk to: the real Dovecot (IMAP, IDLE, special-use folders) and OpenSMTPD
 // (SMTP, delivering into Dovecot's Maildir) on loopback, each a child
 // process of one test with its own temporary configuration. Without the
 // binaries (or, for OpenSMTPD, without root) tests skip or fall back to an
@@ -115,8 +115,23 @@ type Dovecot struct {
 	n        atomic.Int64
 }
 
+// DovecotOptions configure StartDovecotWith.
+type DovecotOptions struct {
+	// IntrospectURL, when set, adds Dovecot's oauth2 passdb (XOAUTH2 and
+	// OAUTHBEARER) checking tokens at this RFC 7662 introspection
+	// endpoint, as a provider's IMAP server does. The token's "username"
+	// must be the login's.
+	IntrospectURL string
+}
+
 // StartDovecot starts Dovecot for one test.
 func StartDovecot(t testing.TB) *Dovecot {
+	t.Helper()
+	return StartDovecotWith(t, DovecotOptions{})
+}
+
+// StartDovecotWith starts Dovecot for one test, configured by opts.
+func StartDovecotWith(t testing.TB, opts DovecotOptions) *Dovecot {
 	t.Helper()
 	bin, ok := findBinary("dovecot", "/usr/sbin/dovecot", "/usr/local/sbin/dovecot")
 	if !ok {
@@ -164,6 +179,17 @@ func StartDovecot(t testing.TB) *Dovecot {
 	if err := os.WriteFile(filepath.Join(dir, "passwd"), []byte(passwd), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	mechs, oauthPassdb := "plain login", ""
+	if opts.IntrospectURL != "" {
+		mechs = "plain login xoauth2 oauthbearer"
+		// The token is posted to the introspection endpoint on every
+		// login (no auth cache).
+		oconf := fmt.Sprintf("introspection_mode = post\nintrospection_url = %s\nforce_introspection = yes\nusername_attribute = username\nactive_attribute = active\nactive_value = true\n", opts.IntrospectURL)
+		if err := os.WriteFile(filepath.Join(dir, "oauth2.conf"), []byte(oconf), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		oauthPassdb = fmt.Sprintf("passdb {\n  driver = oauth2\n  mechanisms = xoauth2 oauthbearer\n  args = %s/oauth2.conf\n}\n", dir)
+	}
 	conf := fmt.Sprintf(`protocols = imap
 listen = 127.0.0.1
 base_dir = %[1]s/run
@@ -171,13 +197,14 @@ state_dir = %[1]s/state
 log_path = %[1]s/dovecot.log
 ssl = no
 disable_plaintext_auth = no
-auth_mechanisms = plain login
+auth_mechanisms = %[5]s
+auth_failure_delay = 0
 default_internal_user = %[2]s
 default_internal_group = %[2]s
 default_login_user = %[3]s
 first_valid_uid = 1
 mail_location = maildir:~/Maildir
-passdb {
+%[6]spassdb {
   driver = passwd-file
   args = scheme=PLAIN username_format=%%u %[1]s/passwd
 }
@@ -210,6 +237,12 @@ service imap-login {
     port = 0
   }
 }
+# No growing delay after failed logins (tests fail some on purpose).
+service anvil {
+  unix_listener anvil-auth-penalty {
+    mode = 0
+  }
+}
 service stats {
   unix_listener stats-reader {
     mode = 0666
@@ -218,7 +251,7 @@ service stats {
     mode = 0666
   }
 }
-`, dir, internalUser, loginUser, d.Port)
+`, dir, internalUser, loginUser, d.Port, mechs, oauthPassdb)
 	confPath := filepath.Join(dir, "dovecot.conf")
 	if err := os.WriteFile(confPath, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
