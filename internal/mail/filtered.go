@@ -14,7 +14,7 @@ import (
 //
 // The join "messages_fts JOIN messages ... ORDER BY rank" ranks every
 // match through FTS5's bm25 (a docsize lookup each) and reads each
-// match's row. filteredTopHits instead scores the matches from the word's
+// match's row. scoredTopHits instead scores the matches from the word's
 // doclist (wordScores, phraseScores: FTS5's order, ties by id) and then
 // learns which pass the filters by one of two plans:
 //

@@ -88,7 +88,7 @@ type Store struct {
 	vecMu sync.Mutex
 	vec   *search.Index
 	// docLengths caches the stored message token counts (see rank.go);
-	// wordRankMin is how many messages a word must be in for rankWord
+	// wordRankMin is how many messages a word must be in for wordScores
 	// (minWordDocs; tests lower it).
 	docLengths  atomic.Pointer[docLengths]
 	wordRankMin int

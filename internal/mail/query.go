@@ -138,7 +138,7 @@ type filter struct {
 	// dated is set when the filter bounds the date; dateLo and dateHi are
 	// then the bounds in Unix seconds (lo inclusive, hi exclusive; the
 	// extremes of int64 where unbounded), for plans that start from the
-	// messages_date index (filteredTopHits).
+	// messages_date index (scoredTopHits).
 	dated          bool
 	dateLo, dateHi int64
 }

@@ -104,19 +104,6 @@ func plainWord(all string) (string, bool) {
 	return string(w), true
 }
 
-// rankWord returns the first n matches of word in the order of
-// "ORDER BY rank + 0, rowid", and every message holding it (docs, in id
-// order, deleted ones too). ok is false when it cannot say (fewer than
-// minDocs matches while the counts are not in memory, or counts not
-// computed for the index as it is); the caller then asks FTS5.
-func (s *Store) rankWord(ctx context.Context, word string, n, minDocs int) (ids, docs []int64, ok bool, err error) {
-	docs, scores, ok, err := s.wordScores(ctx, word, minDocs)
-	if !ok || err != nil {
-		return nil, nil, ok, err
-	}
-	return topScored(docs, scores, n), docs, true, nil
-}
-
 // topScored returns the n best of docs in the order of "ORDER BY rank + 0,
 // rowid" for their scores.
 func topScored(docs []int64, scores []float64, n int) []int64 {
@@ -191,31 +178,22 @@ func plainPhrase(all string) ([]string, bool) {
 	return words, true
 }
 
-// maxAnchorPages bounds the doclist rankPhrase reads for its anchor word:
+// maxAnchorPages bounds the doclist phraseScores reads for its anchor word:
 // eight leaf pages hold a word of a few thousand messages.
 const maxAnchorPages = 8
 
-// rankPhrase is rankWord for the phrase all of plain words (plainPhrase).
+// phraseScores returns every message holding the phrase all of plain words
+// (plainPhrase), in id order, with its BM25 score as FTS5 computes it.
 // FTS5's bm25 evaluates a phrase twice: once to match, and once more over
 // the whole index to count the messages holding it, for its IDF (half of a
-// phrase search at 100,000 messages). Here FTS5 matches it once, and each message's weighted
-// frequency of the phrase comes from the doclist of a word that occurs in
-// the phrase once, the anchor: a message that holds the phrase and the
-// anchor only once holds the phrase exactly once, in the anchor's column.
-// The token counts come from memory (the daemon) or, for a few matches,
-// from their docsize records. A message holding the anchor more than once
-// or no anchor of a few pages (maxAnchorPages) leave the ranking to FTS5
-// (ok false).
-func (s *Store) rankPhrase(ctx context.Context, all string, words []string, n int) (ids, docs []int64, ok bool, err error) {
-	docs, scores, ok, err := s.phraseScores(ctx, all, words)
-	if !ok || err != nil {
-		return nil, nil, ok, err
-	}
-	return topScored(docs, scores, n), docs, true, nil
-}
-
-// phraseScores returns every message holding the phrase (in id order) with
-// its BM25 score as FTS5 computes it; see rankPhrase.
+// phrase search at 100,000 messages). Here FTS5 matches it once, and each
+// message's weighted frequency of the phrase comes from the doclist of a
+// word that occurs in the phrase once, the anchor: a message that holds
+// the phrase and the anchor only once holds the phrase exactly once, in
+// the anchor's column. The token counts come from memory (the daemon) or,
+// for a few matches, from their docsize records. A message holding the
+// anchor more than once or no anchor of a few pages (maxAnchorPages) leave
+// the ranking to FTS5 (ok false).
 func (s *Store) phraseScores(ctx context.Context, all string, words []string) (docs []int64, scores []float64, ok bool, err error) {
 	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {

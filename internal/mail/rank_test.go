@@ -506,3 +506,25 @@ func mustSegments(t *testing.T, structure []byte) []fts5.Segment {
 	}
 	return segs
 }
+
+// rankWord returns the first n matches of word in the order of
+// "ORDER BY rank + 0, rowid", and every message holding it (docs, in id
+// order, deleted ones too), as the search ranks them (wordScores and
+// topScored); ok is false when wordScores cannot say.
+func (s *Store) rankWord(ctx context.Context, word string, n, minDocs int) (ids, docs []int64, ok bool, err error) {
+	docs, scores, ok, err := s.wordScores(ctx, word, minDocs)
+	if !ok || err != nil {
+		return nil, nil, ok, err
+	}
+	return topScored(docs, scores, n), docs, true, nil
+}
+
+// rankPhrase is rankWord for the phrase all of plain words (see
+// phraseScores).
+func (s *Store) rankPhrase(ctx context.Context, all string, words []string, n int) (ids, docs []int64, ok bool, err error) {
+	docs, scores, ok, err := s.phraseScores(ctx, all, words)
+	if !ok || err != nil {
+		return nil, nil, ok, err
+	}
+	return topScored(docs, scores, n), docs, true, nil
+}
