@@ -159,39 +159,28 @@ func (r *Relay) handleAction(ctx context.Context, u Update) {
 	r.decide(ctx, u, c, a.Verb, a.Ack)
 }
 
-// cardForAction finds the card an action was made on. A press can beat
-// the outbox's record of the message it was sent as by a moment: the card
-// named by the button is then waited for briefly.
+// cardForAction finds the card an action was made on. A press or reaction
+// can beat the outbox's record of the message the prompt was sent as by a
+// moment, so a miss is retried for up to two seconds.
 func (r *Relay) cardForAction(ctx context.Context, a *Action) (Card, error) {
-	c, err := r.d.Store.CardByRef(ctx, r.name, a.Ref)
-	if err == nil || !errors.Is(err, store.ErrNotFound) {
-		return c, err
-	}
-	if a.ApprovalID == "" {
-		// A reaction names only the message: wait a moment for the
-		// outbox to record which prompt it was.
-		for range 20 {
-			select {
-			case <-ctx.Done():
-				return Card{}, ctx.Err()
-			case <-time.After(100 * time.Millisecond):
-			}
-			if c, err := r.d.Store.CardByRef(ctx, r.name, a.Ref); !errors.Is(err, store.ErrNotFound) {
-				return c, err
-			}
+	for attempt := 0; ; attempt++ {
+		c, err := r.d.Store.CardByRef(ctx, r.name, a.Ref)
+		if !errors.Is(err, store.ErrNotFound) {
+			return c, err
 		}
-		return Card{}, store.ErrNotFound
-	}
-	for range 20 {
-		c, err := r.d.Store.Card(ctx, r.name, a.ApprovalID)
-		if err != nil {
-			return Card{}, err
-		}
-		if c.Ref != "" {
-			if c.Ref != a.Ref {
+		if a.ApprovalID != "" {
+			// The button names its prompt: no such prompt, or one already
+			// recorded as another message, is not worth waiting for.
+			named, err := r.d.Store.Card(ctx, r.name, a.ApprovalID)
+			if err != nil {
+				return Card{}, err
+			}
+			if named.Ref != "" {
 				return Card{}, store.ErrNotFound
 			}
-			return c, nil
+		}
+		if attempt == 20 {
+			return Card{}, store.ErrNotFound
 		}
 		select {
 		case <-ctx.Done():
@@ -199,7 +188,6 @@ func (r *Relay) cardForAction(ctx context.Context, a *Action) (Card, error) {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	return Card{}, store.ErrNotFound
 }
 
 // decide applies a choice on a card after the identity checks every path

@@ -165,6 +165,11 @@ func (s *Store) MarkSeen(ctx context.Context, channel, id string) (bool, error) 
 	if n == 0 {
 		return false, nil
 	}
+	// Trimming scans the channel's rows, so it runs on every 100th update,
+	// not each one: the table holds at most keepSeen+100 per channel.
+	if seq, err := res.LastInsertId(); err != nil || seq%100 != 0 {
+		return true, nil
+	}
 	if _, err := s.db.ExecContext(ctx, `DELETE FROM seen WHERE channel = ? AND seq <= (SELECT seq FROM seen WHERE channel = ? ORDER BY seq DESC LIMIT 1 OFFSET ?)`,
 		channel, channel, keepSeen); err != nil {
 		return true, fmt.Errorf("trimming %s seen updates: %w", channel, err)
