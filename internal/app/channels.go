@@ -380,6 +380,8 @@ func (c channelAgent) Submit(ctx context.Context, chatID, text string, o channel
 func (a *App) deliverChannel(ctx context.Context, name string, x notify.Notification) error {
 	run, ok := a.channelRuns.get(name)
 	switch {
+	case !ok && name == "telegram":
+		return errors.New("telegram is not configured ([telegram] token and owner_id)")
 	case !ok:
 		return fmt.Errorf("the %s channel is not configured ([channels.%s])", name, name)
 	case run.relay == nil:

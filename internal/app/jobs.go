@@ -12,7 +12,6 @@ import (
 
 	"github.com/hestia-dev/hestia/internal/agent"
 	"github.com/hestia-dev/hestia/internal/approval"
-	"github.com/hestia-dev/hestia/internal/channels/telegram"
 	"github.com/hestia-dev/hestia/internal/chat"
 	"github.com/hestia-dev/hestia/internal/events"
 	"github.com/hestia-dev/hestia/internal/heldcall"
@@ -37,9 +36,6 @@ type agentCore struct {
 	paths     *pathpolicy.Policy
 	held      *heldcall.Queue // background calls waiting for the user, durable
 	auth      *authority.Authority
-	// owner sends job and watch results to the owner's Telegram chat;
-	// nil when Telegram is not configured (set by initTelegram).
-	owner *telegram.OwnerSender
 }
 
 // initScheduler opens the scheduler before the domains that register
@@ -201,11 +197,7 @@ func (a *App) deliverResult(ctx context.Context, via []string, x notify.Notifica
 		}
 	}
 	if slices.Contains(via, notify.DeliverTelegram) {
-		if a.core.owner == nil {
-			a.Log.Warn("deliverTelegram", "key", x.Key, "err", "telegram is not configured ([telegram] token and owner_id)")
-			return
-		}
-		if err := a.core.owner.Send(ctx, x.Title, x.Body); err != nil {
+		if err := a.deliverChannel(ctx, "telegram", x); err != nil {
 			a.Log.Warn("deliverTelegram", "key", x.Key, "err", err)
 		}
 	}

@@ -58,7 +58,6 @@ func (a *App) initTelegram(ctx context.Context) error {
 		sp = m
 	}
 	api := telegram.NewClient(cfg.APIURL, token)
-	a.core.owner = &telegram.OwnerSender{API: api, Owner: cfg.OwnerID}
 	tgStore := telegram.NewStore(db)
 	bot := telegram.New(telegram.Config{
 		Owner: cfg.OwnerID, Users: users, PollTimeout: cfg.PollTimeout.D(), EditInterval: cfg.EditInterval.D(),
@@ -87,7 +86,7 @@ func (a *App) initTelegram(ctx context.Context) error {
 	if cfg.WebhookURL != "" {
 		mode = "webhook at " + cfg.WebhookURL
 	}
-	a.channelRuns.add("telegram", channelRun{label: "Telegram", checker: bot})
+	a.channelRuns.add("telegram", channelRun{label: "Telegram", checker: bot, relay: bot.Relay})
 	a.AddCheck(doctor.Check{Name: "telegram", Run: func(ctx context.Context) (doctor.Status, string) {
 		st, msg := channelHealth(ctx, chst, "telegram", len(users), bot)
 		return st, msg + " (" + mode + ")"

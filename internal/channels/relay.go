@@ -62,6 +62,10 @@ type Config struct {
 	// Owners are the ids among Users that are the owner's own; a message
 	// from anyone else starts a tainted turn.
 	Owners []string
+	// OwnerConv is a conversation with the owner that exists before they
+	// write (Telegram: the owner's user id is their private chat); owner
+	// notices go there when no conversation is mapped yet.
+	OwnerConv string
 	// PublicURL is the web app's address for "open in Hestia" links.
 	PublicURL string
 	// MaxVoiceBytes refuses larger voice notes before fetching them.
@@ -460,14 +464,14 @@ func SubmitFor(label, kind, sender string, owner bool, at time.Time) Submit {
 // NotifyOwner posts a notice (a scheduled job's result, a watch's message)
 // to the owner's most recent conversation on this channel, through the
 // outbox, so it arrives even across restarts. key identifies the notice:
-// the same key posts once. It fails when the owner never wrote here:
-// platforms let a bot write only where it was spoken to.
+// the same key posts once. It fails when the owner never wrote here and
+// the platform has no OwnerConv: a bot may write only where spoken to.
 func (r *Relay) NotifyOwner(ctx context.Context, key, title, body string) error {
 	maps, err := r.d.Store.Mappings(ctx, r.name)
 	if err != nil {
 		return err
 	}
-	var conv string
+	conv := r.cfg.OwnerConv
 	for _, m := range maps { // oldest first: the last owner conversation wins
 		if r.owner(m.Sender) {
 			conv = m.Conv
