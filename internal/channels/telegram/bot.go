@@ -113,7 +113,7 @@ func New(cfg Config, d Deps) *Bot {
 	}
 	r := channels.New(channels.Config{
 		Label: "Telegram", Users: users, Owners: []string{strconv.FormatInt(cfg.Owner, 10)}, PublicURL: cfg.PublicURL,
-		OwnerConv: strconv.FormatInt(cfg.Owner, 10),
+		OwnerConv:     strconv.FormatInt(cfg.Owner, 10),
 		MaxVoiceBytes: cfg.MaxVoiceBytes, VoiceReplies: cfg.VoiceReplies,
 		InboxDir: cfg.InboxDir, MaxFileBytes: cfg.MaxFileBytes, MaxMessageBytes: cfg.MaxMessageBytes,
 	}, channels.Deps{
