@@ -44,9 +44,10 @@ func TestFilteredRankingIsFTS5s(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.wordRankMin = 1
-	// A phrase of two words from a message in the middle of the range.
+	// A phrase of two words from a message in the middle of the range, one
+	// not deleted: import order (and so which ids are deleted) varies.
 	var body string
-	if err := s.DB().QueryRowContext(ctx, `SELECT t.body FROM messages_text t JOIN messages m ON m.id = t.id WHERE m.date >= ? ORDER BY m.date LIMIT 1`, time.Date(2023, 9, 1, 0, 0, 0, 0, time.UTC).Unix()).Scan(&body); err != nil {
+	if err := s.DB().QueryRowContext(ctx, `SELECT t.body FROM messages_text t JOIN messages m ON m.id = t.id WHERE m.date >= ? AND m.deleted_at IS NULL ORDER BY m.date LIMIT 1`, time.Date(2023, 9, 1, 0, 0, 0, 0, time.UTC).Unix()).Scan(&body); err != nil {
 		t.Fatal(err)
 	}
 	words := strings.Fields(strings.Trim(strings.ToLower(body), "."))
