@@ -1,18 +1,20 @@
 package lazyre
 
 import (
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
 
 // TestNoPackageLevelCompile is a repository rule: no package linked into
-// cmd/hestia compiles a regular expression in a package-level variable's
-// initialiser. Every package's init runs in every hestia process, so each
+// cmd/hestia compiles a regular expression or parses a template in a
+// package-level variable's initialiser. Every package's init runs in every hestia process, so each
 // such expression is paid by every CLI command (see
 // docs/decisions/startup-cost.md); lazyre.New compiles on first use and
 // costs nothing at start.
@@ -46,7 +48,7 @@ func TestNoPackageLevelCompile(t *testing.T) {
 			}
 			checked++
 			for _, pos := range packageLevelCompiles(file) {
-				t.Errorf("%s: a regular expression compiled in a package-level variable costs every hestia process at start; use lazyre.New", fset.Position(pos))
+				t.Errorf("%s: a regular expression compiled (or a template parsed) in a package-level variable costs every hestia process at start; use lazyre.New (sync.OnceValue for a template)", fset.Position(pos))
 			}
 		}
 	}
@@ -55,20 +57,35 @@ func TestNoPackageLevelCompile(t *testing.T) {
 	}
 }
 
-// packageLevelCompiles returns where a top-level var's initialiser calls
-// regexp.MustCompile, regexp.Compile or their POSIX forms outside a
-// function literal (a literal's body runs when called, not at init).
+// expensive are the calls that parse or compile at init when a
+// package-level variable's initialiser makes them, by import path.
+var expensive = map[string][]string{
+	"regexp":        {"MustCompile", "Compile", "MustCompilePOSIX", "CompilePOSIX"},
+	"html/template": {"Must", "New", "ParseFiles", "ParseGlob", "ParseFS"},
+	"text/template": {"Must", "New", "ParseFiles", "ParseGlob", "ParseFS"},
+}
+
+// packageLevelCompiles returns where a top-level var's initialiser
+// compiles a regular expression or parses a template (the calls in
+// expensive) outside a function literal (a literal's body runs when
+// called, not at init).
 func packageLevelCompiles(file *ast.File) []token.Pos {
-	regexpName := ""
+	names := map[string][]string{} // the name a file uses for the package -> its expensive calls
 	for _, imp := range file.Imports {
-		if imp.Path.Value == `"regexp"` {
-			regexpName = "regexp"
-			if imp.Name != nil {
-				regexpName = imp.Name.Name
-			}
+		path := strings.Trim(imp.Path.Value, `"`)
+		calls, ok := expensive[path]
+		if !ok {
+			continue
+		}
+		name := path[strings.LastIndex(path, "/")+1:]
+		if imp.Name != nil {
+			name = imp.Name.Name
+		}
+		if name != "_" {
+			names[name] = calls
 		}
 	}
-	if regexpName == "" || regexpName == "_" {
+	if len(names) == 0 {
 		return nil
 	}
 	var found []token.Pos
@@ -85,11 +102,9 @@ func packageLevelCompiles(file *ast.File) []token.Pos {
 						return false
 					case *ast.CallExpr:
 						if sel, ok := n.Fun.(*ast.SelectorExpr); ok {
-							if id, ok := sel.X.(*ast.Ident); ok && id.Name == regexpName {
-								switch sel.Sel.Name {
-								case "MustCompile", "Compile", "MustCompilePOSIX", "CompilePOSIX":
-									found = append(found, n.Pos())
-								}
+							if id, ok := sel.X.(*ast.Ident); ok && slices.Contains(names[id.Name], sel.Sel.Name) {
+								found = append(found, n.Pos())
+								return false // one finding per expression
 							}
 						}
 					}
@@ -105,7 +120,10 @@ func TestPackageLevelCompilesFindsInitialisersOnly(t *testing.T) {
 	t.Parallel()
 	src := `package p
 
-import re "regexp"
+import (
+	re "regexp"
+	"html/template"
+)
 
 var a = re.MustCompile("x")
 var b, c = 1, []*re.Regexp{re.MustCompile("y")}
@@ -113,6 +131,9 @@ var d = func() *re.Regexp { return re.MustCompile("z") }
 var e = re.QuoteMeta("w")
 
 func f() { _ = re.MustCompile("v") }
+
+var g = template.Must(template.New("g").Parse("{{.}}"))
+var h = func() *template.Template { return template.Must(template.New("h").Parse("")) }
 `
 	fset := token.NewFileSet()
 	file, err := parser.ParseFile(fset, "p.go", src, 0)
@@ -123,7 +144,7 @@ func f() { _ = re.MustCompile("v") }
 	for _, pos := range packageLevelCompiles(file) {
 		lines = append(lines, fset.Position(pos).Line)
 	}
-	if len(lines) != 2 || lines[0] != 5 || lines[1] != 6 {
-		t.Errorf("found at lines %v, want [5 6]", lines)
+	if fmt.Sprint(lines) != "[8 9 15]" {
+		t.Errorf("found at lines %v, want [8 9 15]", lines)
 	}
 }

@@ -209,12 +209,16 @@ func (h *callbackHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	page(w, http.StatusOK, "Connected", "Hestia is connected to your account. You can close this tab.")
 }
 
-var pageTmpl = template.Must(template.New("page").Parse(`<!doctype html>
+// pageTmpl is parsed on first use: a package-level parse would cost every
+// hestia process at start.
+var pageTmpl = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("page").Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">
 <title>Hestia: {{.Title}}</title>
 <style>body{font:16px/1.5 system-ui,sans-serif;max-width:32em;margin:4em auto;padding:0 1em;color:#222}h1{font-size:1.4em}</style>
 </head><body><h1>{{.Title}}</h1><p>{{.Text}}</p></body></html>
 `))
+})
 
 // page writes a small HTML page. No script, no outside resource and no
 // referrer: the address bar holds the code.
@@ -226,7 +230,7 @@ func page(w http.ResponseWriter, status int, title, text string) {
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
 	w.WriteHeader(status)
-	pageTmpl.Execute(w, struct{ Title, Text string }{title, text})
+	pageTmpl().Execute(w, struct{ Title, Text string }{title, text})
 }
 
 // DeviceCode is what the user needs to finish a device sign-in elsewhere.
