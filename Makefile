@@ -2,6 +2,11 @@
 GO      ?= go
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
+# A packager's OAuth clients, built in for accounts without a client_id of
+# their own (docs/oauth.md "For packagers"): make dist OAUTH_GOOGLE_CLIENT_ID=…
+LDFLAGS += $(if $(OAUTH_GOOGLE_CLIENT_ID),-X main.googleClientID=$(OAUTH_GOOGLE_CLIENT_ID))
+LDFLAGS += $(if $(OAUTH_GOOGLE_CLIENT_SECRET),-X main.googleClientSecret=$(OAUTH_GOOGLE_CLIENT_SECRET))
+LDFLAGS += $(if $(OAUTH_MICROSOFT_CLIENT_ID),-X main.microsoftClientID=$(OAUTH_MICROSOFT_CLIENT_ID))
 WEB_STAMP := web/node_modules/.package-lock.json
 
 .PHONY: all build install dist run web deps test test-go test-web lint fmt bench bench-mail bench-cal bench-tools bench-voice clean eval probe-server

@@ -75,7 +75,7 @@ func oauthAccounts(c config.OAuthConfig) ([]oauth.Account, error) {
 		default:
 			p = oauth.Custom(ca.AuthURL, ca.TokenURL, ca.DeviceURL, ca.RevokeURL, ca.Scopes)
 		}
-		acct := oauth.Account{Name: ca.Name, Provider: p, ClientID: ca.ClientID, Scopes: ca.Scopes}
+		acct := oauth.Account{Name: ca.Name, Provider: p, ClientID: ca.ClientID, ClientSecret: ca.ClientSecret, Scopes: ca.Scopes}
 		if ca.ClientSecretFile != "" {
 			s, err := readSecret(fmt.Sprintf("oauth.accounts[%d].client_secret", i), "", ca.ClientSecretFile)
 			if err != nil {

@@ -34,7 +34,8 @@ func TestOneBinary(t *testing.T) {
 		t.Skip("go not in PATH")
 	}
 	bin := filepath.Join(t.TempDir(), "hestia")
-	build := exec.Command(goBin, "build", "-o", bin, "./cmd/hestia")
+	// A packager's built-in OAuth client (docs/oauth.md) is one -X away.
+	build := exec.Command(goBin, "build", "-ldflags", "-X main.microsoftClientID=0000-built-in", "-o", bin, "./cmd/hestia")
 	build.Dir = "../.."
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
@@ -75,6 +76,18 @@ func TestOneBinary(t *testing.T) {
 
 	if r := runBin("version"); r.code != 0 || r.stdout != "hestia dev\n" {
 		t.Fatalf("version: %+v", r)
+	}
+	// An OAuth account without a client id loads with the built-in one
+	// (another home: this one's daemon is started below).
+	other := t.TempDir()
+	os.WriteFile(filepath.Join(other, "config.toml"), []byte("[[oauth.accounts]]\nname = \"work\"\nprovider = \"microsoft\"\n"), 0o600)
+	for _, tc := range []struct{ env, want string }{{"", "0000-built-in"}, {"HESTIA_OAUTH_MICROSOFT_CLIENT_ID=from-env", "from-env"}} {
+		cmd := exec.Command(bin, "config", "show")
+		cmd.Env = append(os.Environ(), "HESTIA_HOME="+other, tc.env)
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), `client_id = "`+tc.want+`"`) {
+			t.Fatalf("config show with %q: %v\n%s", tc.env, err, out)
+		}
 	}
 	if r := runBin("mail", "import", "--quiet", md); r.code != 0 || !strings.Contains(r.stdout, "2 new messages") {
 		t.Fatalf("mail import: %+v", r)

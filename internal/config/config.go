@@ -140,6 +140,7 @@ func Load(paths Paths, env Env) (Config, error) {
 	if err := applyEnv(&cfg, env); err != nil {
 		return Config{}, err
 	}
+	cfg.OAuth.applyPackagedClients(env)
 	if err := cfg.Validate(); err != nil {
 		return Config{}, err
 	}

@@ -29,6 +29,12 @@ type OAuthAccount struct {
 	// ClientSecretFile is an owner-only file holding the client secret,
 	// for providers that want one even from installed apps (Google).
 	ClientSecretFile string `toml:"client_secret_file"`
+	// ClientSecret is the packaged client's secret (PackagedClient), set
+	// when the account uses that client; never read from config.toml.
+	ClientSecret string `toml:"-"`
+	// Packaged says the client id came from PackagedClient, not from
+	// config.toml.
+	Packaged bool `toml:"-"`
 	// Tenant is the Entra ID tenant for provider microsoft: common (the
 	// default), organizations, consumers, a tenant id or domain.
 	Tenant string `toml:"tenant"`
@@ -46,6 +52,40 @@ var (
 	oauthNameRE   = lazyre.New(`^[a-z0-9][a-z0-9_-]{0,39}$`)
 	oauthTenantRE = lazyre.New(`^[A-Za-z0-9][A-Za-z0-9.-]{0,253}$`)
 )
+
+// PackagedClient is the OAuth client that this build or its environment
+// carries for a preset provider: HESTIA_OAUTH_GOOGLE_CLIENT_ID (with
+// HESTIA_OAUTH_GOOGLE_CLIENT_SECRET; Google's desktop clients have a
+// secret that is not secret) or HESTIA_OAUTH_MICROSOFT_CLIENT_ID. Whoever
+// packages Hestia sets them at build time (`make dist
+// OAUTH_GOOGLE_CLIENT_ID=…`, see docs/oauth.md) or in the service's
+// environment, so that the user's account needs no client_id of its own.
+// An account's own client_id always wins.
+func PackagedClient(env Env, provider string) (id, secret string) {
+	switch provider {
+	case "google", "microsoft":
+		p := "HESTIA_OAUTH_" + strings.ToUpper(provider) + "_CLIENT_"
+		return strings.TrimSpace(env(p + "ID")), strings.TrimSpace(env(p + "SECRET"))
+	}
+	return "", ""
+}
+
+// applyPackagedClients gives the accounts without a client id of their
+// own the packaged client of their provider, if there is one.
+func (c *OAuthConfig) applyPackagedClients(env Env) {
+	for i := range c.Accounts {
+		a := &c.Accounts[i]
+		if a.ClientID != "" {
+			continue
+		}
+		if id, secret := PackagedClient(env, a.Provider); id != "" {
+			a.ClientID, a.Packaged = id, true
+			if a.ClientSecretFile == "" {
+				a.ClientSecret = secret
+			}
+		}
+	}
+}
 
 // OAuthProviders are the provider values accepted.
 var OAuthProviders = []string{"google", "microsoft", "custom"}
@@ -79,7 +119,11 @@ func (c OAuthConfig) validate() []error {
 			errs = append(errs, &Error{Key: key + ".provider", Value: a.Provider, Allowed: strings.Join(OAuthProviders, ", ")})
 		}
 		if a.ClientID == "" || strings.ContainsAny(a.ClientID, " \t\r\n") {
-			errs = append(errs, &Error{Key: key + ".client_id", Value: a.ClientID, Allowed: "the OAuth client id you registered at the provider (see docs/oauth.md)"})
+			allowed := "the OAuth client id you registered at the provider (see docs/oauth.md)"
+			if a.Provider == "google" || a.Provider == "microsoft" {
+				allowed += "; this build carries no client for " + a.Provider + " (HESTIA_OAUTH_" + strings.ToUpper(a.Provider) + "_CLIENT_ID)"
+			}
+			errs = append(errs, &Error{Key: key + ".client_id", Value: a.ClientID, Allowed: allowed})
 		}
 		if a.ClientSecretFile != "" && !filepath.IsAbs(a.ClientSecretFile) {
 			errs = append(errs, &Error{Key: key + ".client_secret_file", Value: a.ClientSecretFile, Allowed: "an absolute path of an owner-only file holding the client secret"})

@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -90,5 +91,74 @@ scopes = ["offline_access", "https://outlook.office.com/IMAP.AccessAsUser.All"]
 	_, err = Parse([]byte("[[oauth.accounts]]\nname = \"x\"\nprovider = \"google\"\n"), func(string) string { return "" })
 	if err == nil || !strings.Contains(err.Error(), "oauth.accounts[0].client_id") {
 		t.Errorf("missing client_id: %v", err)
+	}
+}
+
+// A build (or the service's environment) may carry the OAuth client for a
+// preset provider: an account without a client_id uses it, secret and
+// all; the account's own client_id and secret file win; a custom provider
+// never takes it; without one, the error names the variable.
+func TestPackagedOAuthClient(t *testing.T) {
+	t.Parallel()
+	vars := map[string]string{
+		"HESTIA_OAUTH_GOOGLE_CLIENT_ID":     "packaged.apps.googleusercontent.com",
+		"HESTIA_OAUTH_GOOGLE_CLIENT_SECRET": "not-so-secret",
+		"HESTIA_OAUTH_MICROSOFT_CLIENT_ID":  " 0000-packaged \n",
+	}
+	env := func(k string) string { return vars[k] }
+	cfg, err := Parse([]byte(`
+[[oauth.accounts]]
+name = "gmail"
+provider = "google"
+
+[[oauth.accounts]]
+name = "own"
+provider = "google"
+client_id = "mine.apps.googleusercontent.com"
+
+[[oauth.accounts]]
+name = "own-secret"
+provider = "google"
+client_secret_file = "/home/me/secret"
+
+[[oauth.accounts]]
+name = "work"
+provider = "microsoft"
+`), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][3]string{
+		"gmail":      {"packaged.apps.googleusercontent.com", "not-so-secret", "true"},
+		"own":        {"mine.apps.googleusercontent.com", "", "false"},
+		"own-secret": {"packaged.apps.googleusercontent.com", "", "true"},
+		"work":       {"0000-packaged", "", "true"},
+	}
+	for name, w := range want {
+		a, _ := cfg.OAuth.Account(name)
+		if got := [3]string{a.ClientID, a.ClientSecret, strconv.FormatBool(a.Packaged)}; got != w {
+			t.Errorf("%s: client %q, secret %q, packaged %s; want %v", name, got[0], got[1], got[2], w)
+		}
+	}
+	_, err = Parse([]byte("[[oauth.accounts]]\nname = \"corp\"\nprovider = \"custom\"\nscopes = [\"mail\"]\nauth_url = \"https://id.example/a\"\ntoken_url = \"https://id.example/t\"\n"), env)
+	if err == nil || !strings.Contains(err.Error(), "oauth.accounts[0].client_id") {
+		t.Errorf("a custom provider took a packaged client: %v", err)
+	}
+	_, err = Parse([]byte("[[oauth.accounts]]\nname = \"work\"\nprovider = \"microsoft\"\n"), func(string) string { return "" })
+	if err == nil || !strings.Contains(err.Error(), "HESTIA_OAUTH_MICROSOFT_CLIENT_ID") {
+		t.Errorf("error without a packaged client: %v", err)
+	}
+	// What main builds in fills only what the environment leaves empty.
+	layered := WithDefaults(func(k string) string {
+		if k == "HESTIA_OAUTH_GOOGLE_CLIENT_ID" {
+			return "from-env"
+		}
+		return ""
+	}, map[string]string{"HESTIA_OAUTH_GOOGLE_CLIENT_ID": "built-in", "HESTIA_OAUTH_MICROSOFT_CLIENT_ID": "built-in-ms"})
+	if id, _ := PackagedClient(layered, "google"); id != "from-env" {
+		t.Errorf("google = %q, want the environment's", id)
+	}
+	if id, _ := PackagedClient(layered, "microsoft"); id != "built-in-ms" {
+		t.Errorf("microsoft = %q, want the built-in one", id)
 	}
 }

@@ -16,6 +16,7 @@ func Parse(data []byte, env Env) (Config, error) {
 	if err := applyEnv(&cfg, env); err != nil {
 		return Config{}, err
 	}
+	cfg.OAuth.applyPackagedClients(env)
 	if err := cfg.Validate(); err != nil {
 		return Config{}, err
 	}

@@ -67,3 +67,15 @@ func (p Paths) Ensure() error {
 
 // OSEnv reads the real process environment.
 func OSEnv(key string) string { return os.Getenv(key) }
+
+// WithDefaults is env with a value for the keys it leaves empty: what a
+// build carries (PackagedClient's variables set with -ldflags -X) and the
+// environment overrides.
+func WithDefaults(env Env, defaults map[string]string) Env {
+	return func(key string) string {
+		if v := env(key); v != "" {
+			return v
+		}
+		return defaults[key]
+	}
+}

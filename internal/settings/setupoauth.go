@@ -156,10 +156,19 @@ func (s *Service) saveOAuth(ctx context.Context, step string, in StepInput) (map
 	var oauthFields [][2]any
 	existing, ok := cfg.OAuth.Account(in.OAuthAccount)
 	if !ok {
-		if err := need([2]string{"oauth_provider", in.OAuthProvider}, [2]string{"client_id", in.ClientID}); err != nil {
+		// A client id may be left out where this build carries one for
+		// the provider (config.PackagedClient).
+		clientID := in.ClientID
+		if packaged, _ := config.PackagedClient(s.Env, in.OAuthProvider); clientID == "" && packaged != "" {
+			clientID = packaged
+		}
+		if err := need([2]string{"oauth_provider", in.OAuthProvider}, [2]string{"client_id", clientID}); err != nil {
 			return nil, fmt.Errorf("%w (no OAuth account %s in config.toml yet: give the provider and the client id you registered, see docs/oauth.md)", err, in.OAuthAccount)
 		}
-		oauthFields = [][2]any{{"name", in.OAuthAccount}, {"provider", in.OAuthProvider}, {"client_id", in.ClientID}}
+		oauthFields = [][2]any{{"name", in.OAuthAccount}, {"provider", in.OAuthProvider}}
+		if in.ClientID != "" {
+			oauthFields = append(oauthFields, [2]any{"client_id", in.ClientID})
+		}
 		if in.Tenant != "" {
 			oauthFields = append(oauthFields, [2]any{"tenant", in.Tenant})
 		}

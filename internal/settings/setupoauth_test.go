@@ -236,6 +236,40 @@ func TestSetupOAuthRefusals(t *testing.T) {
 	}
 }
 
+// A build that carries a Microsoft client (config.PackagedClient) lets a
+// new account leave the client id out: config.toml names none, so a later
+// build's client is used, and the written file still loads.
+func TestSetupOAuthPackagedClient(t *testing.T) {
+	s := newService(t, "")
+	s.Env = func(k string) string {
+		if k == "HESTIA_OAUTH_MICROSOFT_CLIENT_ID" {
+			return "0000-packaged"
+		}
+		return ""
+	}
+	in := StepInput{Name: "w", Address: "a@b.example", Auth: config.AuthOAuth2, OAuthProvider: "microsoft",
+		IMAPHost: "outlook.office365.com", IMAPPort: 993, IMAPSecurity: "tls", SMTPHost: "smtp.office365.com", SMTPPort: 587, SMTPSecurity: "starttls"}
+	if _, err := s.SaveStep(context.Background(), StepMail, in); err != nil {
+		t.Fatal(err)
+	}
+	if data := read(t, s); strings.Contains(data, "client_id") {
+		t.Errorf("config.toml names a client id:\n%s", data)
+	}
+	cfg, err := config.Parse([]byte(read(t, s)), s.Env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, ok := cfg.OAuth.Account("w"); !ok || a.ClientID != "0000-packaged" || !a.Packaged {
+		t.Errorf("account %+v", a)
+	}
+	// Google has none in this build: the client id is still required.
+	in.Name, in.OAuthAccount, in.OAuthProvider = "g", "g", "google"
+	in.IMAPHost, in.SMTPHost = "imap.gmail.com", "smtp.gmail.com"
+	if _, err := s.SaveStep(context.Background(), StepMail, in); !errors.Is(err, ErrStepInput) || !strings.Contains(err.Error(), "client_id") {
+		t.Errorf("google without a client id: %v", err)
+	}
+}
+
 // Once the account is signed in (and the daemon knows it), the step logs
 // in to IMAP and SMTP with the token, and a CalDAV step sends it as a
 // bearer token; Google's CardDAV URL gets the address in place of EMAIL.

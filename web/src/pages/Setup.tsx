@@ -115,7 +115,7 @@ function StepForm({ step, st, local, onDone }: { step: string; st: SetupStatus; 
       <h3>Connect with {providerName(provider)}</h3>
       {help && <p class="setup-help">{help}</p>}
       {field('oauth_account', 'OAuth account name', 'text', 'from the name: lower-case letters, digits, - and _')}
-      {field('client_id', 'OAuth client id (only for a new OAuth account)')}
+      {field('client_id', 'OAuth client id (only for a new OAuth account)', 'text', 'empty: the client built into this Hestia, if any')}
       {provider === 'google' && field('client_secret', 'OAuth client secret (Google)', 'password')}
       {provider === 'microsoft' && field('tenant', 'Tenant (common, organizations, consumers, or your tenant)', 'text', 'common')}
       <p class="muted small">
