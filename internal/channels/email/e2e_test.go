@@ -95,7 +95,7 @@ func startRig(t *testing.T, mod func(*Config)) *rig {
 		AuthservID:   testServID,
 		AuthMethods:  []string{"dkim", "dmarc"},
 		SecretTag:    testTag,
-		Timeout:      10 * time.Second,
+		Timeout:      30 * time.Second,
 	}
 	if mod != nil {
 		mod(&cfg)
@@ -112,7 +112,25 @@ func startRig(t *testing.T, mod func(*Config)) *rig {
 func (r *rig) start(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- r.a.Receive(ctx, r.col.handle) }()
+	go func() {
+		// As the relay does: a Receive that ends with an error (a server
+		// slow to answer on a loaded machine) is started again; handled
+		// mail is \Seen, so nothing is delivered twice.
+		for {
+			err := r.a.Receive(ctx, r.col.handle)
+			if err == nil || ctx.Err() != nil {
+				done <- err
+				return
+			}
+			t.Logf("Receive returned %v; starting it again", err)
+			select {
+			case <-ctx.Done():
+				done <- nil
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}()
 	r.stop = func() {
 		cancel()
 		select {

@@ -9,6 +9,7 @@ import (
 	"net"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/emersion/go-imap/v2"
@@ -178,9 +179,15 @@ func (a *Adapter) wait(ctx context.Context, c *imapclient.Client, idle bool, kic
 // than d: the client library waits for a silent peer indefinitely, and a
 // closed connection makes Receive return so the relay reconnects.
 func guard(c *imapclient.Client, d time.Duration, fn func() error) error {
-	t := time.AfterFunc(d, func() { c.Close() })
+	var fired atomic.Bool
+	t := time.AfterFunc(d, func() { fired.Store(true); c.Close() })
 	defer t.Stop()
-	return fn()
+	err := fn()
+	if err != nil && fired.Load() {
+		// The closed connection reads as "unexpected EOF"; say why.
+		return fmt.Errorf("the IMAP server did not answer within %s: %w", d, err)
+	}
+	return err
 }
 
 // session runs fn on a connection of its own, ended by ctx or after limit.
