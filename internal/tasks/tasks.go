@@ -1,18 +1,22 @@
 // Package tasks is the to-do surface over the calendar index: the agent's
-// tasks_list (read-only) and tasks_add / tasks_complete (writes), and the
-// queries the CLI (`hestia tasks`) and the Agenda page share.
+// tasks_list (read-only) and tasks_add / tasks_complete / tasks_update /
+// tasks_delete (writes), and the queries the CLI (`hestia tasks`) and the
+// Agenda page share.
 //
 // Design notes (the package map in ARCHITECTURE.md points here):
 //
 // To-dos are VTODOs in the user's calendar collections, indexed by package calendar from the
 // same vdir folders and CalDAV mirrors as events (Radicale, Nextcloud, iCloud Reminders lists;
 // Google Tasks is not CalDAV and is not read). A collection holding to-dos is a task list.
-// Writes are calwrite's: journaled in calendarops.db (task_create, task_complete), conditional,
+// Writes are calwrite's: journaled in calendarops.db (task_create, task_complete, task_update,
+// task_delete), conditional (a task changed since it was read is never overwritten),
 // confirmed by reading back, reaching the server through the same davsync backend. The tools are
 // gated by their risk like calendar writes; the CLI and the Agenda page run the same tools through
 // the authority with the user's own command standing as the approval of that one call (a grant
 // that lifts the risk threshold only; deny prefixes and trust rules still hold). A recurring
-// to-do is shown at one occurrence and completing it completes that occurrence.
+// to-do is shown at one occurrence and completing it completes that occurrence; changing it
+// changes the series (the card says so), and deleting it needs series: true and deletes every
+// occurrence (without it the delete is refused, and completing the occurrence suggested).
 package tasks
 
 import (
@@ -140,7 +144,8 @@ func trim(ts []calendar.Task) {
 	}
 }
 
-// Tools returns tasks_list, tasks_add and tasks_complete bound to d.
+// Tools returns tasks_list and the writes tasks_add, tasks_complete,
+// tasks_update and tasks_delete bound to d.
 // d.Store may be nil (specs only: the security suite); the tools then
 // report themselves unavailable.
 func Tools(d Deps) []tools.Tool {
@@ -160,6 +165,15 @@ func Tools(d Deps) []tools.Tool {
 	done := base
 	done.Name, done.Schema = "tasks_complete", json.RawMessage(completeSchema)
 	done.Description = "Mark a task done by uid (from tasks_list), or by text: words of its title that match one open task only. A recurring task's current occurrence is completed and the series goes on. Asks the user to approve."
+	update := base
+	update.Name, update.Schema = "tasks_update", json.RawMessage(updateSchema)
+	update.Description = "Change a task, by uid (from tasks_list) or by text (words of its title matching one open task; with reopen, one completed task): " +
+		"summary, due (as tasks_add, or \"none\" to clear it), priority (1–9, 0 clears it), notes (\"\" clears them), reopen (a completed task back to open). " +
+		"A recurring task changes as a whole series; a new due moves the series. Asks the user to approve; journaled and confirmed by reading the task back."
+	del := base
+	del.Name, del.Schema = "tasks_delete", json.RawMessage(deleteSchema)
+	del.Description = "Delete a task by uid or by text (words of its title matching one open task). A recurring task is deleted with every occurrence, and only with series: true " +
+		"(to skip one occurrence, complete it with tasks_complete). Asks the user to approve; confirmed by the task being gone."
 	const unconfigured = "task writes are not configured"
 	unavailable := func(ctx context.Context) error {
 		if d.Store == nil || d.Writer == nil {
@@ -214,6 +228,28 @@ func Tools(d Deps) []tools.Tool {
 				}
 				return d.Writer.PreviewCompleteTask(ctx, a)
 			}},
+		&tools.Func{S: update, Check: unavailable,
+			Fn: calwrite.ToolFunc(update.Name, d.Writer, unconfigured, func(ctx context.Context, key string, a calwrite.TaskUpdateArgs) (calwrite.Op, error) {
+				return d.Writer.UpdateTask(ctx, key, a)
+			}),
+			PreviewF: func(ctx context.Context, raw json.RawMessage) string {
+				var a calwrite.TaskUpdateArgs
+				if d.Writer == nil || json.Unmarshal(raw, &a) != nil {
+					return ""
+				}
+				return d.Writer.PreviewUpdateTask(ctx, a)
+			}},
+		&tools.Func{S: del, Check: unavailable,
+			Fn: calwrite.ToolFunc(del.Name, d.Writer, unconfigured, func(ctx context.Context, key string, a calwrite.TaskDeleteArgs) (calwrite.Op, error) {
+				return d.Writer.DeleteTask(ctx, key, a)
+			}),
+			PreviewF: func(ctx context.Context, raw json.RawMessage) string {
+				var a calwrite.TaskDeleteArgs
+				if d.Writer == nil || json.Unmarshal(raw, &a) != nil {
+					return ""
+				}
+				return d.Writer.PreviewDeleteTask(ctx, a)
+			}},
 	}
 }
 
@@ -235,3 +271,19 @@ const completeSchema = `{"type":"object","additionalProperties":false,"propertie
 "uid":{"type":"string","minLength":1,"maxLength":500},
 "text":{"type":"string","minLength":1,"maxLength":300,"description":"words of the task's title, when they match one open task"},
 "list":{"type":"string","maxLength":200}}}`
+
+const updateSchema = `{"type":"object","additionalProperties":false,"properties":{
+"uid":{"type":"string","minLength":1,"maxLength":500},
+"text":{"type":"string","minLength":1,"maxLength":300,"description":"words of the task's title, when they match one open task (one completed task with reopen)"},
+"list":{"type":"string","maxLength":200},
+"summary":{"type":"string","minLength":1,"maxLength":500,"description":"the new title"},
+"due":{"type":"string","minLength":1,"maxLength":40,"description":"YYYY-MM-DD, today, tomorrow, YYYY-MM-DDTHH:MM, or none to clear it"},
+"priority":{"type":"integer","minimum":0,"maximum":9,"description":"1 highest, 9 lowest, 0 clears it"},
+"notes":{"type":"string","maxLength":4000,"description":"replaces the notes; empty clears them"},
+"reopen":{"type":"boolean","description":"put a completed task back to open"}}}`
+
+const deleteSchema = `{"type":"object","additionalProperties":false,"properties":{
+"uid":{"type":"string","minLength":1,"maxLength":500},
+"text":{"type":"string","minLength":1,"maxLength":300,"description":"words of the task's title, when they match one open task"},
+"list":{"type":"string","maxLength":200},
+"series":{"type":"boolean","description":"required to delete a recurring task: every occurrence goes"}}}`

@@ -174,7 +174,7 @@ func TestToolSpecs(t *testing.T) {
 			if !s.ReadOnly || s.Risk != tools.RiskLow || !s.UntrustedOutput {
 				t.Errorf("%s: %+v", s.Name, s)
 			}
-		case "tasks_add", "tasks_complete":
+		case "tasks_add", "tasks_complete", "tasks_update", "tasks_delete":
 			if s.ReadOnly || !s.Egress || s.Risk != tools.RiskMedium {
 				t.Errorf("%s: %+v", s.Name, s)
 			}

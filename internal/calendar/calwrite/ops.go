@@ -925,6 +925,8 @@ func (w *Writer) ConfirmPending(ctx context.Context, maxChecks int) (int, error)
 			w.finish(ctx, &op, StateDone, obj.ETag, nil)
 		case op.Kind == KindDelete && op.Instance == "" && errors.Is(gerr, ErrNotFound) && allGone(ctx, t, op.Copies):
 			w.finish(ctx, &op, StateDone, "", nil)
+		case op.Kind == KindTaskDelete && taskGone(obj, gerr, op.UID):
+			w.finish(ctx, &op, StateDone, obj.ETag, nil)
 		case creates(op.Kind) && errors.Is(gerr, ErrNotFound):
 			w.finish(ctx, &op, StateFailed, "", errors.New("confirmation: the event was never stored"))
 		case op.Checks >= maxChecks:

@@ -14,17 +14,20 @@ import (
 	"github.com/hestia-dev/hestia/internal/calendar"
 )
 
-// Task writes (tasks_add, tasks_complete) go through the same journal,
-// targets and conditional backends as event writes: the UID is assigned
-// and the op recorded before anything is written, a new task is created
-// with If-None-Match semantics, a completion replaces the object only if
-// its ETag is unchanged, and both are confirmed by reading the object
+// Task writes (tasks_add, tasks_complete; tasks_update and tasks_delete
+// in taskedit.go) go through the same journal, targets and conditional
+// backends as event writes: the UID is assigned and the op recorded
+// before anything is written, a new task is created with If-None-Match
+// semantics, a completion, change or removal touches the object only if
+// its ETag is unchanged, and each is confirmed by reading the object
 // back.
 
-// Task operation kinds.
+// Task operation kinds (task_update and task_delete: taskedit.go).
 const (
 	KindTaskCreate   = "task_create"
 	KindTaskComplete = "task_complete"
+	KindTaskUpdate   = "task_update"
+	KindTaskDelete   = "task_delete"
 )
 
 // TaskAddArgs are tasks_add's arguments.
@@ -222,19 +225,27 @@ func readTodo(cal *ical.Calendar, uid string, occurrence time.Time, loc *time.Lo
 
 // resolveTask finds the one task a completion names.
 func (w *Writer) resolveTask(ctx context.Context, a TaskCompleteArgs) (calendar.Task, error) {
+	return w.findTask(ctx, a.UID, a.Text, a.List, false)
+}
+
+// findTask finds one task by UID (open or completed), or by words of its
+// summary that match one task only: among the open tasks, or with
+// completed among those completed (a recurring task counts as completed
+// too, for the occurrences done).
+func (w *Writer) findTask(ctx context.Context, uid, text, list string, completed bool) (calendar.Task, error) {
 	var lists []string
-	if a.List != "" {
-		lists = []string{a.List}
+	if list != "" {
+		lists = []string{list}
 	}
 	switch {
-	case strings.TrimSpace(a.UID) != "":
-		ts, err := w.cal.Todos(ctx, calendar.TodoQuery{UID: strings.TrimSpace(a.UID), Lists: lists, IncludeDone: true})
+	case strings.TrimSpace(uid) != "":
+		ts, err := w.cal.Todos(ctx, calendar.TodoQuery{UID: strings.TrimSpace(uid), Lists: lists, IncludeDone: true})
 		if err != nil {
 			return calendar.Task{}, err
 		}
 		switch len(ts) {
 		case 0:
-			return calendar.Task{}, fmt.Errorf("no task with uid %q (list the tasks with tasks_list first)", a.UID)
+			return calendar.Task{}, fmt.Errorf("no task with uid %q (list the tasks with tasks_list first)", uid)
 		case 1:
 			return ts[0], nil
 		}
@@ -242,23 +253,34 @@ func (w *Writer) resolveTask(ctx context.Context, a TaskCompleteArgs) (calendar.
 		for _, t := range ts {
 			names = append(names, t.List)
 		}
-		return calendar.Task{}, fmt.Errorf("task %q is in several lists (%s): name the list", a.UID, strings.Join(names, ", "))
-	case strings.TrimSpace(a.Text) != "":
-		ts, err := w.cal.Todos(ctx, calendar.TodoQuery{Text: a.Text, Lists: lists, Limit: 50})
+		return calendar.Task{}, fmt.Errorf("task %q is in several lists (%s): name the list", uid, strings.Join(names, ", "))
+	case strings.TrimSpace(text) != "":
+		state := "open"
+		ts, err := w.cal.Todos(ctx, calendar.TodoQuery{Text: text, Lists: lists, IncludeDone: completed, Limit: 50})
 		if err != nil {
 			return calendar.Task{}, err
+		}
+		if completed {
+			state = "completed"
+			kept := ts[:0]
+			for _, t := range ts {
+				if t.Done || t.Recurring {
+					kept = append(kept, t)
+				}
+			}
+			ts = kept
 		}
 		if len(ts) == 1 {
 			return ts[0], nil
 		}
 		if len(ts) == 0 {
-			return calendar.Task{}, fmt.Errorf("no open task matches %q", a.Text)
+			return calendar.Task{}, fmt.Errorf("no %s task matches %q", state, text)
 		}
 		// Several match the words: one whose summary is exactly the
 		// text is meant; otherwise the caller must choose.
 		var exact []calendar.Task
 		for _, t := range ts {
-			if strings.EqualFold(strings.TrimSpace(t.Summary), strings.TrimSpace(a.Text)) {
+			if strings.EqualFold(strings.TrimSpace(t.Summary), strings.TrimSpace(text)) {
 				exact = append(exact, t)
 			}
 		}
@@ -273,7 +295,7 @@ func (w *Writer) resolveTask(ctx context.Context, a TaskCompleteArgs) (calendar.
 			}
 			names = append(names, fmt.Sprintf("%q (uid %s, list %s)", t.Summary, t.UID, t.List))
 		}
-		return calendar.Task{}, fmt.Errorf("%d open tasks match %q: %s; give the uid", len(ts), a.Text, strings.Join(names, ", "))
+		return calendar.Task{}, fmt.Errorf("%d %s tasks match %q: %s; give the uid", len(ts), state, text, strings.Join(names, ", "))
 	}
 	return calendar.Task{}, errors.New("give the task's uid or words of its summary")
 }

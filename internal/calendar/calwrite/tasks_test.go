@@ -40,6 +40,13 @@ END:VCALENDAR
 
 func setupTasks(t *testing.T) *taskEnv {
 	t.Helper()
+	return setupTasksWith(t, nil)
+}
+
+// setupTasksWith is setupTasks with each list's backend wrapped by wrap
+// (when not nil).
+func setupTasksWith(t *testing.T, wrap func(Backend) Backend) *taskEnv {
+	t.Helper()
 	ctx := context.Background()
 	loc, err := time.LoadLocation("Europe/Rome")
 	if err != nil {
@@ -72,7 +79,11 @@ func setupTasks(t *testing.T) *taskEnv {
 	targets := func(ctx context.Context) (map[string]Target, error) {
 		m := map[string]Target{}
 		for _, s := range srcs {
-			m[s.Name] = Target{Name: s.Name, ReadOnly: s.ReadOnly, Backend: Vdir{Dir: s.Path}, Resync: func(ctx context.Context) error { _, err := idx.Sync(ctx, s); return err }}
+			var be Backend = Vdir{Dir: s.Path}
+			if wrap != nil {
+				be = wrap(be)
+			}
+			m[s.Name] = Target{Name: s.Name, ReadOnly: s.ReadOnly, Backend: be, Resync: func(ctx context.Context) error { _, err := idx.Sync(ctx, s); return err }}
 		}
 		return m, nil
 	}
