@@ -41,10 +41,11 @@ func (a *App) registerTasks(reg *tools.Registry, c *Calendar) error {
 	return nil
 }
 
-// TaskRoutes serves the task API: GET lists; the POSTs run tasks_add and
-// tasks_complete through the authority as the user's own command (see
-// tasks.CommandOrigin). Because that command stands as the approval of
-// the call, they need the approve scope as deciding a card does.
+// TaskRoutes serves the task API: GET lists; the POSTs run tasks_add,
+// tasks_complete, tasks_update and tasks_delete through the authority as
+// the user's own command (see tasks.CommandOrigin). Because that command
+// stands as the approval of the call, they need the approve scope as
+// deciding a card does.
 func (c *Calendar) TaskRoutes(mux *http.ServeMux, auth func() *authority.Authority) {
 	d := c.TaskDeps()
 	mux.HandleFunc("GET /api/tasks", func(w http.ResponseWriter, r *http.Request) {
@@ -96,6 +97,22 @@ func (c *Calendar) TaskRoutes(mux *http.ServeMux, auth func() *authority.Authori
 		}
 		return a, true
 	}))
+	mux.HandleFunc("POST /api/tasks/update", command("tasks_update", "change a task", func(w http.ResponseWriter, r *http.Request) (any, bool) {
+		var a calwrite.TaskUpdateArgs
+		if err := httpjson.Decode(w, r, &a); err != nil {
+			httpjson.BadRequest(w, err)
+			return nil, false
+		}
+		return a, true
+	}))
+	mux.HandleFunc("POST /api/tasks/delete", command("tasks_delete", "delete a task", func(w http.ResponseWriter, r *http.Request) (any, bool) {
+		var a calwrite.TaskDeleteArgs
+		if err := httpjson.Decode(w, r, &a); err != nil {
+			httpjson.BadRequest(w, err)
+			return nil, false
+		}
+		return a, true
+	}))
 }
 
 func writeTaskResult(w http.ResponseWriter, r *http.Request, status int, v any, err error) {
@@ -111,7 +128,7 @@ func writeTaskResult(w http.ResponseWriter, r *http.Request, status int, v any, 
 }
 
 // TaskAuthority builds, for a command run without a daemon (`hestia tasks
-// add|done`), the authority the daemon would use for the task tools: the
+// add|done|edit|delete`), the authority the daemon would use for the task tools: the
 // configured threshold, deny prefixes and trust rules, and the audit
 // trail. Only one process may append to the audit chain, so this is for
 // when no daemon runs; with one, the command goes to its routes. CalDAV
