@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -22,13 +23,22 @@ const tasksUsage = `usage: hestia tasks [COMMAND]
   [list] [WORDS] [--due overdue|today|week] [--list NAME] [--done] [--json]   open tasks, overdue first
   add TEXT [--due DATE] [--priority 1-9] [--list NAME] [--notes TEXT] [--json] add a task
   done UID|TEXT [--list NAME] [--json]                                       mark a task done
-Tasks are the VTODOs of your calendar folders and CalDAV accounts (hestia cal sync reads them).`
+  edit UID|TEXT [--summary S] [--due DATE|none] [--priority 0-9] [--notes TEXT] [--reopen] [--list NAME] [--json]
+                                                                             change a task (0, none and "" clear)
+  delete UID|TEXT [--series] [--list NAME] [--json]                          delete a task (--series: a recurring one, every occurrence)
+Tasks are the VTODOs of your calendar folders and CalDAV accounts (hestia cal sync reads them).
+TEXT is words of a task's title that match one open task (one completed task with --reopen).`
 
 // runTasks lists tasks from the calendar index (like hestia cal, safe
 // beside a running daemon) and writes them through the task tools: with a
 // daemon, through its routes; without one, through an authority built
 // here. Either way the command is the user's approval of that one call.
 func runTasks(ctx context.Context, env *Env, args []string) error {
+	if len(args) > 0 && isHelpArg(args[0]) {
+		// The subcommands, rather than the flags of list alone.
+		fmt.Fprintln(env.Stdout, tasksUsage)
+		return nil
+	}
 	sub, rest := "list", args
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		sub, rest = args[0], args[1:]
@@ -40,9 +50,10 @@ func runTasks(ctx context.Context, env *Env, args []string) error {
 		return tasksAdd(ctx, env, rest)
 	case "done", "complete":
 		return tasksDone(ctx, env, rest)
-	case "help":
-		fmt.Fprintln(env.Stdout, tasksUsage)
-		return nil
+	case "edit":
+		return tasksEdit(ctx, env, rest)
+	case "delete":
+		return tasksDelete(ctx, env, rest)
 	}
 	return usagef("unknown tasks command %q\n%s", sub, tasksUsage)
 }
@@ -186,6 +197,76 @@ func tasksDone(ctx context.Context, env *Env, args []string) error {
 	return printTaskOp(env, op, err, *asJSON)
 }
 
+func tasksEdit(ctx context.Context, env *Env, args []string) error {
+	const usage = "usage: hestia tasks edit UID|TEXT [--summary S] [--due DATE|none] [--priority 0-9] [--notes TEXT] [--reopen] [--list NAME]"
+	fs := env.flags("tasks edit")
+	summary := fs.String("summary", "", "the new title")
+	due := fs.String("due", "", "due date (YYYY-MM-DD, today, tomorrow) or time (YYYY-MM-DDTHH:MM); none clears it")
+	prio := fs.Int("priority", 0, "1 (highest) to 9 (lowest); 0 clears it")
+	notes := fs.String("notes", "", `the new notes; "" clears them`)
+	reopen := fs.Bool("reopen", false, "put a completed task back to open")
+	list := fs.String("list", "", "the task list")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := parseInterleaved(fs, args); err != nil {
+		return err
+	}
+	what := strings.TrimSpace(strings.Join(fs.Args(), " "))
+	if what == "" {
+		return usagef("%s", usage)
+	}
+	// Only the flags given change the task: --notes "" clears the notes,
+	// an absent --notes leaves them.
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	a := calwrite.TaskUpdateArgs{List: *list, Reopen: *reopen}
+	if set["summary"] {
+		a.Summary = summary
+	}
+	if set["due"] {
+		a.Due = due
+	}
+	if set["priority"] {
+		a.Priority = prio
+	}
+	if set["notes"] {
+		a.Notes = notes
+	}
+	if a.Summary == nil && a.Due == nil && a.Priority == nil && a.Notes == nil && !a.Reopen {
+		return usagef("nothing to change: give --summary, --due, --priority, --notes or --reopen\n%s", usage)
+	}
+	if isUID, err := env.knownTaskUID(ctx, what); err != nil {
+		return err
+	} else if isUID {
+		a.UID = what
+	} else {
+		a.Text = what
+	}
+	op, err := env.taskCommand(ctx, "tasks_update", "/api/tasks/update", a)
+	return printTaskOp(env, op, err, *asJSON)
+}
+
+func tasksDelete(ctx context.Context, env *Env, args []string) error {
+	fs := env.flags("tasks delete")
+	series := fs.Bool("series", false, "delete a recurring task: the whole series, every occurrence")
+	list := fs.String("list", "", "the task list")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := parseInterleaved(fs, args); err != nil {
+		return err
+	}
+	what := strings.TrimSpace(strings.Join(fs.Args(), " "))
+	if what == "" {
+		return usagef("usage: hestia tasks delete UID|TEXT [--series] [--list NAME]")
+	}
+	a := calwrite.TaskDeleteArgs{Text: what, List: *list, Series: *series}
+	if isUID, err := env.knownTaskUID(ctx, what); err != nil {
+		return err
+	} else if isUID {
+		a = calwrite.TaskDeleteArgs{UID: what, List: *list, Series: *series}
+	}
+	op, err := env.taskCommand(ctx, "tasks_delete", "/api/tasks/delete", a)
+	return printTaskOp(env, op, err, *asJSON)
+}
+
 func (env *Env) knownTaskUID(ctx context.Context, s string) (bool, error) {
 	if strings.ContainsAny(s, " \t") {
 		return false, nil
@@ -213,17 +294,25 @@ func printTaskOp(env *Env, op calwrite.Op, err error, asJSON bool) error {
 	if asJSON {
 		return printJSON(env.Stdout, map[string]any{"operation": op})
 	}
-	verb := "added"
-	if op.Kind == calwrite.KindTaskComplete {
+	verb, in := "added", "in"
+	switch op.Kind {
+	case calwrite.KindTaskComplete:
 		verb = "completed"
+	case calwrite.KindTaskUpdate:
+		verb = "updated"
+		if op.Instance != "" {
+			verb = "updated the occurrence of " + op.Instance + " of"
+		}
+	case calwrite.KindTaskDelete:
+		verb, in = "deleted", "from"
 	}
 	switch op.State {
 	case calwrite.StateDone:
-		fmt.Fprintf(env.Stdout, "%s %q in %s (%s)\n", verb, op.Summary, op.Calendar, op.UID)
+		fmt.Fprintf(env.Stdout, "%s %q %s %s (%s)\n", verb, op.Summary, in, op.Calendar, op.UID)
 	default:
 		// Written but not confirmed: the journal settles it by reading
 		// back later; the write is never repeated blindly.
-		fmt.Fprintf(env.Stdout, "%s %q in %s (%s): %s, %s (journal op %d; hestia cal ops)\n", verb, op.Summary, op.Calendar, op.UID, op.State, op.Error, op.ID)
+		fmt.Fprintf(env.Stdout, "%s %q %s %s (%s): %s, %s (journal op %d; hestia cal ops)\n", verb, op.Summary, in, op.Calendar, op.UID, op.State, op.Error, op.ID)
 	}
 	return nil
 }

@@ -251,3 +251,238 @@ func TestTasksWriteThroughTheDaemon(t *testing.T) {
 		t.Fatalf("not completed here:\n%s", data)
 	}
 }
+
+// TestTasksEditAndDelete: hestia tasks edit changes the fields given
+// (and only those), clears with none, 0 and "", reopens; hestia tasks
+// delete removes a task, a recurring one only with --series; every bad
+// argument is said clearly.
+func TestTasksEditAndDelete(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	env := map[string]string{"HESTIA_CALENDAR_TIMEZONE": "Europe/Rome"}
+	dir := filepath.Join(t.TempDir(), "home")
+	writeTodoFile(t, dir, "rent.ics", "UID:rent\nSUMMARY:Pay the rent\nDUE;VALUE=DATE:20300101\nPRIORITY:1\nDESCRIPTION:old notes")
+	writeTodoFile(t, dir, "trip.ics", "UID:trip\nSUMMARY:Plan the trip")
+	writeTodoFile(t, dir, "milk.ics", "UID:milk\nSUMMARY:Buy milk")
+	writeTodoFile(t, dir, "oat.ics", "UID:oat\nSUMMARY:Buy oat milk")
+	writeTodoFile(t, dir, "bins.ics", "UID:bins\nSUMMARY:Take the bins out\nDUE;VALUE=DATE:20260302\nRRULE:FREQ=WEEKLY;BYDAY=MO")
+	if r := run(t, home, env, "cal", "import", dir, "--name", "home"); r.code != 0 {
+		t.Fatalf("import: %+v", r)
+	}
+	file := func(name string) string {
+		b, _ := os.ReadFile(filepath.Join(dir, name))
+		return string(b)
+	}
+	r := run(t, home, env, "tasks", "edit", "rent", "--due", "2030-01-05", "--priority", "0", "--notes", "by transfer")
+	if r.code != 0 || r.stdout != "updated \"Pay the rent\" in home (rent)\n" {
+		t.Fatalf("edit by uid: %+v", r)
+	}
+	if got := file("rent.ics"); !strings.Contains(got, "DUE;VALUE=DATE:20300105") || strings.Contains(got, "PRIORITY") || !strings.Contains(got, "DESCRIPTION:by transfer") || !strings.Contains(got, "SUMMARY:Pay the rent") {
+		t.Fatalf("edited file:\n%s", got)
+	}
+	// By words, flags after them; --notes "" clears, --due none too.
+	if r = run(t, home, env, "tasks", "edit", "plan", "the", "trip", "--summary", "Plan the summer trip", "--json"); r.code != 0 || !strings.Contains(r.stdout, `"kind": "task_update"`) {
+		t.Fatalf("edit by words: %+v", r)
+	}
+	if r = run(t, home, env, "tasks", "edit", "rent", "--due", "none", "--notes", ""); r.code != 0 {
+		t.Fatalf("clear: %+v", r)
+	}
+	if got := file("rent.ics"); strings.Contains(got, "DUE") || strings.Contains(got, "DESCRIPTION") {
+		t.Fatalf("cleared file:\n%s", got)
+	}
+	if got := file("trip.ics"); !strings.Contains(got, "SUMMARY:Plan the summer trip") {
+		t.Fatalf("renamed file:\n%s", got)
+	}
+	// Reopen a completed task by its words.
+	if r = run(t, home, env, "tasks", "done", "milk"); r.code != 0 {
+		t.Fatalf("done: %+v", r)
+	}
+	if r = run(t, home, env, "tasks", "edit", "buy", "milk", "--reopen"); r.code != 0 || !strings.Contains(r.stdout, `updated "Buy milk" in home (milk)`) {
+		t.Fatalf("reopen: %+v", r)
+	}
+	if got := file("milk.ics"); !strings.Contains(got, "STATUS:NEEDS-ACTION") {
+		t.Fatalf("reopened file:\n%s", got)
+	}
+	// Bad arguments: each says what is wrong.
+	for _, c := range []struct {
+		args []string
+		code int
+		want []string
+	}{
+		{[]string{"tasks", "edit"}, 2, []string{"usage: hestia tasks edit"}},
+		{[]string{"tasks", "edit", "rent"}, 2, []string{"nothing to change", "--summary"}},
+		{[]string{"tasks", "edit", "rent", "--colour", "red"}, 2, []string{"-colour"}},
+		{[]string{"tasks", "edit", "buy", "--summary", "x"}, 1, []string{"2 open tasks match", `"Buy milk" (uid milk, list home)`, `"Buy oat milk" (uid oat, list home)`}},
+		{[]string{"tasks", "edit", "rent", "--due", "someday"}, 1, []string{`"someday" is not a time`}},
+		{[]string{"tasks", "edit", "rent", "--due", ""}, 2, []string{"due"}},
+		{[]string{"tasks", "edit", "rent", "--priority", "12"}, 2, []string{"priority"}},
+		{[]string{"tasks", "edit", "rent", "--summary", " "}, 1, []string{"summary cannot be emptied"}},
+		{[]string{"tasks", "edit", "nothing like it", "--summary", "x"}, 1, []string{`no open task matches "nothing like it"`}},
+		{[]string{"tasks", "edit", "trip", "--reopen"}, 1, []string{"is not completed"}},
+		{[]string{"tasks", "delete"}, 2, []string{"usage: hestia tasks delete"}},
+		{[]string{"tasks", "delete", "bins"}, 1, []string{"repeats", "--series"}},
+		{[]string{"tasks", "delete", "milk", "--series"}, 1, []string{"does not repeat"}},
+		{[]string{"tasks", "delete", "buy"}, 1, []string{"2 open tasks match"}},
+		{[]string{"tasks", "delete", "milk", "--all"}, 2, []string{"-all"}},
+	} {
+		r := run(t, home, env, c.args...)
+		ok := r.code == c.code
+		for _, w := range c.want {
+			ok = ok && strings.Contains(r.stderr, w)
+		}
+		if !ok {
+			t.Errorf("%q: %+v, want exit %d saying %q", c.args, r, c.code, c.want)
+		}
+	}
+	// Delete: by uid, by words, a series with --series.
+	if r = run(t, home, env, "tasks", "delete", "oat"); r.code != 0 || r.stdout != "deleted \"Buy oat milk\" from home (oat)\n" {
+		t.Fatalf("delete: %+v", r)
+	}
+	if r = run(t, home, env, "tasks", "delete", "take", "the", "bins", "--series"); r.code != 0 || !strings.Contains(r.stdout, `deleted "Take the bins out"`) {
+		t.Fatalf("delete the series: %+v", r)
+	}
+	for _, name := range []string{"oat.ics", "bins.ics"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); !os.IsNotExist(err) {
+			t.Errorf("%s still there: %v", name, err)
+		}
+	}
+	if r = run(t, home, env, "tasks"); r.code != 0 || strings.Contains(r.stdout, "bins") || strings.Contains(r.stdout, "oat") || !strings.Contains(r.stdout, "Plan the summer trip") {
+		t.Fatalf("tasks after the writes: %+v", r)
+	}
+	if r = run(t, home, env, "cal", "ops"); !strings.Contains(r.stdout, "task_update") || !strings.Contains(r.stdout, "task_delete") {
+		t.Fatalf("journal: %+v", r)
+	}
+	if r = run(t, home, env, "tasks", "-h"); !strings.Contains(r.stdout, "edit UID|TEXT") || !strings.Contains(r.stdout, "delete UID|TEXT [--series]") {
+		t.Fatalf("help: %+v", r)
+	}
+}
+
+// TestTasksEditCalDAV: hestia tasks edit and delete write a Radicale task
+// list back to the server.
+func TestTasksEditCalDAV(t *testing.T) {
+	t.Parallel()
+	base := davtest.Start(t, "dora", davtest.Collection{Name: "todo", Display: "Todo", Components: "VTODO"})
+	put := func(name, body string) {
+		req, _ := http.NewRequest(http.MethodPut, base+"dora/todo/"+name, strings.NewReader(body))
+		req.SetBasicAuth("dora", "x")
+		req.Header.Set("Content-Type", "text/calendar")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil || resp.StatusCode >= 300 {
+			t.Fatalf("seeding radicale: %v %v", err, resp)
+		}
+		resp.Body.Close()
+	}
+	get := func(name string) (int, string) {
+		req, _ := http.NewRequest(http.MethodGet, base+"dora/todo/"+name, nil)
+		req.SetBasicAuth("dora", "x")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	todo := func(uid, summary string) string {
+		return "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//t//EN\r\nBEGIN:VTODO\r\nUID:" + uid + "\r\nDTSTAMP:20260101T000000Z\r\nSUMMARY:" + summary + "\r\nEND:VTODO\r\nEND:VCALENDAR\r\n"
+	}
+	put("tax.ics", todo("tax", "File the taxes"))
+	put("dentist.ics", todo("dentist", "Book the dentist"))
+	home := t.TempDir()
+	os.WriteFile(filepath.Join(home, "config.toml"), []byte("[calendar]\ntimezone = \"Europe/Rome\"\n[[calendar.caldav]]\nname = \"dav\"\nurl = \""+base+"\"\nusername = \"dora\"\npassword_env = \"DORA_PW\"\n"), 0o644)
+	env := map[string]string{"DORA_PW": "x"}
+	if r := run(t, home, env, "cal", "sync"); r.code != 0 {
+		t.Fatalf("sync: %+v", r)
+	}
+	if r := run(t, home, env, "tasks", "edit", "tax", "--due", "2030-04-30", "--priority", "1", "--summary", "File the 2029 taxes"); r.code != 0 || !strings.Contains(r.stdout, `updated "File the 2029 taxes" in dav/todo (tax)`) {
+		t.Fatalf("edit: %+v", r)
+	}
+	if _, b := get("tax.ics"); !strings.Contains(b, "SUMMARY:File the 2029 taxes") || !strings.Contains(b, "DUE;VALUE=DATE:20300430") || !strings.Contains(b, "PRIORITY:1") {
+		t.Fatalf("server copy:\n%s", b)
+	}
+	if r := run(t, home, env, "tasks", "delete", "dentist"); r.code != 0 || !strings.Contains(r.stdout, `deleted "Book the dentist" from dav/todo`) {
+		t.Fatalf("delete: %+v", r)
+	}
+	if code, _ := get("dentist.ics"); code != http.StatusNotFound {
+		t.Fatalf("the deleted task answers %d", code)
+	}
+	if r := run(t, home, env, "tasks"); r.code != 0 || strings.Contains(r.stdout, "dentist") || !strings.Contains(r.stdout, "File the 2029 taxes !1") {
+		t.Fatalf("tasks after the writes: %+v", r)
+	}
+}
+
+// With a daemon, tasks edit and delete are its requests, marked as the
+// command line's.
+func TestTasksEditThroughTheDaemon(t *testing.T) {
+	home, err := os.MkdirTemp("", "ht") // short: a socket path is at most 108 bytes
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(home) })
+	env := map[string]string{"HESTIA_CALENDAR_TIMEZONE": "Europe/Rome"}
+	dir := filepath.Join(t.TempDir(), "home")
+	writeTodoFile(t, dir, "milk.ics", "UID:milk\nSUMMARY:Buy milk")
+	if r := run(t, home, env, "cal", "import", dir, "--name", "home"); r.code != 0 {
+		t.Fatalf("import: %+v", r)
+	}
+	paths, err := config.ResolvePaths(func(k string) string {
+		if k == "HESTIA_HOME" {
+			return home
+		}
+		return ""
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The home's token: the command sends it to the daemon.
+	if _, _, err := authtoken.LoadOrCreate(paths.TokenFile()); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var got []string
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		got = append(got, r.Method+" "+r.URL.Path+" "+r.Header.Get("X-Hestia-Origin")+" "+string(b))
+		mu.Unlock()
+		switch r.URL.Path {
+		case "/api/tasks/update":
+			httpjson.Write(w, http.StatusOK, map[string]any{"operation": map[string]any{"id": 8, "kind": "task_update", "calendar": "home", "uid": "milk", "summary": "Buy oat milk", "state": "done"}})
+		case "/api/tasks/delete":
+			httpjson.Error(w, http.StatusConflict, "failed", "task write failed: task \"Buy milk\" repeats")
+		default:
+			panic(http.ErrAbortHandler)
+		}
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- clisock.Serve(ctx, clisock.Path(home), h, nil, time.Second) }()
+	for i := 0; ; i++ {
+		if _, err := os.Stat(clisock.Path(home)); err == nil {
+			break
+		}
+		if i == 400 {
+			t.Fatal("no socket")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if r := run(t, home, env, "tasks", "edit", "milk", "--summary", "Buy oat milk", "--priority", "0", "--notes", ""); r.code != 0 || !strings.Contains(r.stdout, `updated "Buy oat milk" in home (milk)`) {
+		t.Errorf("edit through the daemon: %+v", r)
+	}
+	if r := run(t, home, env, "tasks", "delete", "milk"); r.code != 1 || !strings.Contains(r.stderr, "repeats") {
+		t.Errorf("a daemon's refusal: %+v", r)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	want := []string{`POST /api/tasks/update cli {"uid":"milk","summary":"Buy oat milk","priority":0,"notes":""}`, `POST /api/tasks/delete cli {"uid":"milk"}`}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("requests %q, want %q", got, want)
+	}
+	if data, _ := os.ReadFile(filepath.Join(dir, "milk.ics")); !strings.Contains(string(data), "SUMMARY:Buy milk") {
+		t.Fatalf("the command wrote beside the daemon:\n%s", data)
+	}
+}
