@@ -102,6 +102,58 @@ type Deps struct {
 	Clock       func() time.Time
 }
 
+// CatchUpper is implemented by platforms that do not hand over, after a
+// restart or a session they could not resume, what was posted while they
+// were not connected (Slack, Discord): they fetch it themselves from the
+// history of the conversations that have a chat, from the last message
+// they delivered there, and deliver it through the Handler like live
+// updates, so the relay's dedupe by Update.ID drops whatever also arrives
+// live. The relay calls CatchUpWith once, before the first Receive.
+type CatchUpper interface {
+	CatchUpWith(c *Cursors)
+}
+
+// Cursors is what the relay lends a CatchUpper: where to catch up, and a
+// cursor per conversation (the last message delivered there, in the
+// platform's own terms, opaque here) kept in channels.db under the
+// channel's name, so it survives restarts.
+type Cursors struct {
+	store   *Store
+	channel string
+	extra   string
+}
+
+// NewCursors returns the cursors of a channel; ownerConv, when set, is
+// caught up in even before it has a chat (Config.OwnerConv).
+func NewCursors(s *Store, channel, ownerConv string) *Cursors {
+	return &Cursors{store: s, channel: channel, extra: ownerConv}
+}
+
+// Conversations lists where to catch up: the channel's conversations with
+// a Hestia chat (the owner's DM and the others the relay answers in), the
+// most recently active first, then the owner's conversation if it has no
+// chat yet.
+func (c *Cursors) Conversations(ctx context.Context) ([]string, error) {
+	convs, err := c.store.activeConversations(ctx, c.channel)
+	if err != nil {
+		return nil, err
+	}
+	if c.extra != "" && !slices.Contains(convs, c.extra) {
+		convs = append(convs, c.extra)
+	}
+	return convs, nil
+}
+
+// Get returns the cursor of a conversation ("" when none).
+func (c *Cursors) Get(ctx context.Context, conv string) (string, error) {
+	return c.store.Cursor(ctx, c.channel, conv)
+}
+
+// Set records the cursor of a conversation.
+func (c *Cursors) Set(ctx context.Context, conv, value string) error {
+	return c.store.SetCursor(ctx, c.channel, conv, value)
+}
+
 // Relay runs one channel: it turns platform updates into turns and
 // decisions, and the chats' events into platform messages.
 type Relay struct {
@@ -178,6 +230,9 @@ func (r *Relay) Run(ctx context.Context) error {
 		defer r.wg.Done()
 		r.ob.run(ctx)
 	}()
+	if c, ok := r.d.Platform.(CatchUpper); ok {
+		c.CatchUpWith(NewCursors(r.d.Store, r.name, r.cfg.OwnerConv))
+	}
 	backoff := time.Second
 	for ctx.Err() == nil {
 		start := r.d.Clock()

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/hestia-dev/hestia/internal/store"
@@ -81,6 +83,16 @@ CREATE TABLE users (
 	first_seen_at TEXT NOT NULL,
 	last_seen_at TEXT NOT NULL,
 	PRIMARY KEY (channel, sender)
+);`, `
+-- How far a platform that catches up after a restart (Slack, Discord; see
+-- CatchUpper) got in each conversation: the last message it delivered, in
+-- the platform's own terms (a Slack ts, a Discord message id).
+CREATE TABLE cursors (
+	channel TEXT NOT NULL,
+	conv TEXT NOT NULL,
+	value TEXT NOT NULL,
+	updated_at TEXT NOT NULL,
+	PRIMARY KEY (channel, conv)
 );`}}
 
 // keepSeen bounds the dedupe table per channel: platforms redeliver within
@@ -153,6 +165,74 @@ func (s *Store) Mappings(ctx context.Context, channel string) ([]Mapping, error)
 		out = append(out, m)
 	}
 	return out, rows.Err()
+}
+
+// Cursor returns a conversation's catch-up cursor ("" when none was set).
+func (s *Store) Cursor(ctx context.Context, channel, conv string) (string, error) {
+	var v string
+	err := s.db.QueryRowContext(ctx, `SELECT value FROM cursors WHERE channel = ? AND conv = ?`, channel, conv).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("reading the %s cursor of %s: %w", channel, conv, err)
+	}
+	return v, nil
+}
+
+// SetCursor records a conversation's catch-up cursor, replacing the last.
+func (s *Store) SetCursor(ctx context.Context, channel, conv, value string) error {
+	_, err := s.db.ExecContext(ctx, `INSERT INTO cursors (channel, conv, value, updated_at) VALUES (?, ?, ?, ?)
+		ON CONFLICT (channel, conv) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`, channel, conv, value, s.now())
+	if err != nil {
+		return fmt.Errorf("recording the %s cursor of %s: %w", channel, conv, err)
+	}
+	return nil
+}
+
+// activeConversations lists a channel's conversations that have a chat,
+// the most recently active first: by the later of the mapping's creation
+// and the conversation's cursor (moved on by every message delivered).
+func (s *Store) activeConversations(ctx context.Context, channel string) ([]string, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT c.conv, c.created_at, COALESCE(k.updated_at, '') FROM chats c
+		LEFT JOIN cursors k ON k.channel = c.channel AND k.conv = c.conv WHERE c.channel = ?`, channel)
+	if err != nil {
+		return nil, fmt.Errorf("listing %s conversations: %w", channel, err)
+	}
+	defer rows.Close()
+	type conv struct {
+		id string
+		at time.Time
+	}
+	var convs []conv
+	for rows.Next() {
+		var c conv
+		var created, updated string
+		if err := rows.Scan(&c.id, &created, &updated); err != nil {
+			return nil, err
+		}
+		// Parsed, not compared as text: RFC 3339 with trimmed fractions
+		// does not sort as text.
+		c.at, _ = time.Parse(time.RFC3339Nano, created)
+		if u, err := time.Parse(time.RFC3339Nano, updated); err == nil && u.After(c.at) {
+			c.at = u
+		}
+		convs = append(convs, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	slices.SortStableFunc(convs, func(a, b conv) int {
+		if c := b.at.Compare(a.at); c != 0 {
+			return c
+		}
+		return strings.Compare(a.id, b.id)
+	})
+	out := make([]string, len(convs))
+	for i, c := range convs {
+		out[i] = c.id
+	}
+	return out, nil
 }
 
 // MarkSeen records an update id and reports whether it was new.
