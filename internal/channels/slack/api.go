@@ -203,14 +203,16 @@ type posted struct {
 
 // message is a message as conversations.history returns it.
 type message struct {
-	Type     string `json:"type"`
-	Subtype  string `json:"subtype"`
-	User     string `json:"user"`
-	BotID    string `json:"bot_id"`
-	Text     string `json:"text"`
-	TS       string `json:"ts"`
-	ThreadTS string `json:"thread_ts"`
-	Metadata *struct {
+	Type         string `json:"type"`
+	Subtype      string `json:"subtype"`
+	User         string `json:"user"`
+	BotID        string `json:"bot_id"`
+	Text         string `json:"text"`
+	TS           string `json:"ts"`
+	ThreadTS     string `json:"thread_ts"`
+	ParentUserID string `json:"parent_user_id"`
+	Files        []file `json:"files"`
+	Metadata     *struct {
 		EventType    string          `json:"event_type"`
 		EventPayload json.RawMessage `json:"event_payload"`
 	} `json:"metadata"`
@@ -226,13 +228,18 @@ type page struct {
 }
 
 // history reads one page of a conversation's messages, newest first, or
-// with thread set, of a thread's replies, oldest first; metadata included.
-func (c *client) history(ctx context.Context, token, channel, thread, cursor string, limit int) (page, error) {
+// with thread set, of a thread's replies, oldest first (its root leading
+// the first page); metadata included. oldest, when set, keeps only
+// messages posted after that ts (the root excepted).
+func (c *client) history(ctx context.Context, token, channel, thread, oldest, cursor string, limit int) (page, error) {
 	args := url.Values{"channel": {channel}, "limit": {strconv.Itoa(limit)}, "include_all_metadata": {"true"}}
 	method := "conversations.history"
 	if thread != "" {
 		method = "conversations.replies"
 		args.Set("ts", thread)
+	}
+	if oldest != "" {
+		args.Set("oldest", oldest)
 	}
 	if cursor != "" {
 		args.Set("cursor", cursor)

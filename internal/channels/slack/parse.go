@@ -83,6 +83,7 @@ type interaction struct {
 // the network (a display name, fetching audio, answering a press).
 type inbound struct {
 	u     channels.Update
+	ts    string // the message's own ts (messages only), for the catch-up cursor
 	audio *file
 	files []file // every other file: attachments
 	// press: where and to whom the press is acknowledged.
@@ -121,6 +122,13 @@ func parseEvent(me identity, cb callback) (inbound, bool, error) {
 	if err := json.Unmarshal(cb.Event, &ev); err != nil {
 		return inbound{}, false, malformed("event %s is not a message event: %v", cb.EventID, err)
 	}
+	return eventInbound(me, ev, cb.EventID)
+}
+
+// eventInbound is parseEvent's work on a decoded event; a catch-up hands
+// it the messages it fetched as message events, so they pass the same
+// checks as live ones.
+func eventInbound(me identity, ev event, eventID string) (inbound, bool, error) {
 	if ev.Type != "message" && ev.Type != "app_mention" {
 		return inbound{}, false, nil
 	}
@@ -137,13 +145,13 @@ func parseEvent(me identity, cb callback) (inbound, bool, error) {
 		return inbound{}, false, nil
 	}
 	if !channelIDRe.MatchString(ev.Channel) {
-		return inbound{}, false, malformed("event %s: channel %q is not a Slack channel id", cb.EventID, ev.Channel)
+		return inbound{}, false, malformed("event %s: channel %q is not a Slack channel id", eventID, ev.Channel)
 	}
 	if !tsRe.MatchString(ev.TS) {
-		return inbound{}, false, malformed("event %s: ts %q is not a Slack timestamp", cb.EventID, ev.TS)
+		return inbound{}, false, malformed("event %s: ts %q is not a Slack timestamp", eventID, ev.TS)
 	}
 	if ev.ThreadTS != "" && !tsRe.MatchString(ev.ThreadTS) {
-		return inbound{}, false, malformed("event %s: thread_ts %q is not a Slack timestamp", cb.EventID, ev.ThreadTS)
+		return inbound{}, false, malformed("event %s: thread_ts %q is not a Slack timestamp", eventID, ev.ThreadTS)
 	}
 	private := isDM(ev.Channel, ev.ChannelType)
 	var conv string
@@ -167,7 +175,7 @@ func parseEvent(me identity, cb callback) (inbound, bool, error) {
 		}
 		conv = ev.Channel + "/" + root
 	}
-	in := inbound{u: channels.Update{
+	in := inbound{ts: ev.TS, u: channels.Update{
 		ID:      ev.Channel + "/" + ev.TS,
 		Conv:    conv,
 		Sender:  ev.User,

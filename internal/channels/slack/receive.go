@@ -33,9 +33,13 @@ func (a *Adapter) Receive(ctx context.Context, h channels.Handler) error {
 		return fmt.Errorf("slack: learning the bot's identity: %w", err)
 	}
 	if a.cfg.Mode == ModeEvents {
+		plan := a.catchUpPlan(ctx)
 		a.mu.Lock()
 		a.recv = &receiver{ctx: ctx, h: h}
 		a.mu.Unlock()
+		// Deliveries are taken meanwhile (Slack gives up on a slow
+		// answer); the relay's dedupe drops a message that comes both ways.
+		a.catchUp(ctx, me, plan, h)
 		<-ctx.Done()
 		a.mu.Lock()
 		a.recv = nil
@@ -105,8 +109,12 @@ func parseEnvelope(data []byte) (envelope, error) {
 // socket runs one Socket Mode connection. Envelopes are handled one at a
 // time, in order, by a worker while this goroutine keeps reading (so
 // pings are answered during a slow turn); each is acknowledged after the
-// Handler returns, so one cut off by a crash is delivered again.
+// Handler returns, so one cut off by a crash is delivered again. The
+// worker first catches up on what was posted while no connection was
+// open: the connection is open by then, so nothing posted in between is
+// missed, and what arrives both ways is handled once by the relay.
 func (a *Adapter) socket(ctx context.Context, me identity, h channels.Handler) error {
+	plan := a.catchUpPlan(ctx)
 	dctx, cancel := context.WithTimeout(ctx, dialTimeout)
 	defer cancel()
 	wsURL, err := a.api.connectionsOpen(dctx, a.cfg.AppToken)
@@ -132,6 +140,7 @@ func (a *Adapter) socket(ctx context.Context, me identity, h channels.Handler) e
 	var dead atomic.Bool // the connection failed: its queued envelopes could not be acknowledged
 	go func() {
 		defer close(done)
+		a.catchUp(cctx, me, plan, h)
 		for env := range work {
 			if dead.Load() {
 				// Slack delivers it again on the next connection.
@@ -203,6 +212,7 @@ func (a *Adapter) handleEnvelope(ctx context.Context, conn *websocket.Conn, me i
 	}
 	if ok {
 		h(ctx, a.complete(ctx, in))
+		a.delivered(ctx, in)
 	}
 	if ctx.Err() != nil {
 		// Shutting down: unacknowledged, Slack delivers it again.
@@ -481,6 +491,7 @@ func (a *Adapter) deliver(w http.ResponseWriter, r *http.Request, parse func(ide
 		// Slack hangs up after three seconds, and the turn must not be
 		// cut off with it.
 		rc.h(rc.ctx, a.complete(rc.ctx, in))
+		a.delivered(rc.ctx, in)
 	}
 	if n := r.Header.Get("X-Slack-Retry-Num"); n != "" {
 		a.log.Debug("slack events: a delivery Slack repeated", "retry", n, "reason", r.Header.Get("X-Slack-Retry-Reason"))

@@ -37,10 +37,32 @@
 //     messages of the conversation (Slack has no idempotency key).
 //   - HTTP 429 becomes *channels.RetryAfterError (Retry-After); errors Slack
 //     documents as lasting become channels.Permanent.
+//   - Catching up (channels.CatchUpper): Slack keeps no events for an app
+//     that is not connected, so every new Socket Mode connection (before
+//     any of its envelopes is handled) and the start of the Events API
+//     mode first read, in the conversations that have a chat (the owner's
+//     DM and DM threads, the 20 most recently active), what was posted
+//     after the last message delivered there: conversations.history with
+//     oldest, conversations.replies for a thread. Each message passes the
+//     same checks as a live event (bots, the bot itself included, and
+//     edits skipped) and goes to the relay oldest first, as an ordinary
+//     update with the same ID, so the relay's dedupe drops one that also
+//     arrives live. The place kept is a cursor per conversation (the last
+//     ts delivered, live or caught up) in channels.db, lent by the relay
+//     (channels.Cursors); a live message moves it only once that
+//     conversation's catch-up succeeded, so a failed catch-up (logged;
+//     live receiving goes on) is tried again from the same place by the
+//     next connection. Bounds: the last 24 hours and the newest 50
+//     messages per conversation; what lies beyond is skipped and logged.
+//     Rate limits are waited out (Retry-After, up to five per call).
 //
 // Not supported: slash commands and other interactive payloads (shortcuts,
 // modals) are acknowledged and ignored; channel messages that neither
 // mention the bot nor reply in its thread; sending voice (no VoiceSender); Enterprise Grid org-wide installs.
+// Not caught up after a restart: messages older than 24 hours or beyond a
+// conversation's newest 50, and those in a conversation without a chat
+// yet (a first DM, or a new thread under an old message, written while
+// Hestia was away).
 //
 // Scopes the bot token needs: chat:write, im:history, app_mentions:read,
 // channels:history and groups:history (for channel threads and Find),
@@ -107,6 +129,18 @@ type Adapter struct {
 	// recv is the Handler and context of the running Receive, used by the
 	// Events API routes; nil while Receive is not running.
 	recv *receiver
+	// cursors, lent by the relay (CatchUpWith), are where catch-up keeps
+	// its place; nil: no catch-up.
+	cursors *channels.Cursors
+
+	// cursorMu serializes moving a cursor (read, compare, write) and
+	// guards the fields below.
+	cursorMu sync.Mutex
+	// behind are the conversations whose catch-up has not succeeded yet;
+	// unplanned: listing them failed. Live messages there leave the
+	// cursor alone.
+	behind    map[string]bool
+	unplanned bool
 
 	// pingEvery spaces Socket Mode keepalive pings.
 	pingEvery time.Duration
@@ -121,6 +155,7 @@ var _ channels.Platform = (*Adapter)(nil)
 var _ channels.Router = (*Adapter)(nil)
 var _ channels.Finder = (*Adapter)(nil)
 var _ channels.Checker = (*Adapter)(nil)
+var _ channels.CatchUpper = (*Adapter)(nil)
 
 // New returns an adapter for cfg. httpClient may be nil (a client with
 // sensible timeouts is used); tests pass one that reaches their fake.
@@ -174,6 +209,7 @@ func New(cfg Config, httpClient *http.Client, log *slog.Logger) (*Adapter, error
 		log:       log.With("channel", cfg.Name),
 		fileURL:   u,
 		names:     map[string]string{},
+		behind:    map[string]bool{},
 		pingEvery: 30 * time.Second,
 	}, nil
 }
@@ -369,7 +405,7 @@ func (a *Adapter) Find(ctx context.Context, conv, key string) (string, bool, err
 	}
 	cursor := ""
 	for range findPages {
-		p, err := a.api.history(ctx, a.cfg.BotToken, channel, thread, cursor, findPage)
+		p, err := a.api.history(ctx, a.cfg.BotToken, channel, thread, "", cursor, findPage)
 		if err != nil {
 			return "", false, err
 		}

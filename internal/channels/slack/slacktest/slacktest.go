@@ -1,7 +1,8 @@
 // Package slacktest is an in-process fake of Slack for tests: the Web API
 // methods the slack adapter calls (auth.test, apps.connections.open,
 // chat.postMessage, chat.update, chat.postEphemeral,
-// conversations.history, conversations.replies, users.info) and private
+// conversations.history and conversations.replies (paged by cursor, in
+// time order, bounded by oldest and latest), users.info) and private
 // file downloads, checked the way Slack checks them — the bearer token and
 // its type per method, JSON bodies only where Slack reads them, Block Kit
 // limits, the 40,000-character text limit, metadata shape, edits of the
@@ -127,7 +128,7 @@ type Server struct {
 	mu         sync.Mutex // guards the fields below
 	convs      map[string]*conv
 	users      map[string]string // id → display name
-	clock      int64             // seconds part of the next ts
+	clock      int64             // seconds part of the next ts, less seq: the time the fake started
 	seq        int
 	calls      map[string]int
 	throttle   map[string][]int    // per method: Retry-After of the next 429s
@@ -177,7 +178,7 @@ type delivery struct {
 
 // New starts a fake Slack closed with the test.
 func New(t testing.TB) *Server {
-	s := &Server{t: t, convs: map[string]*conv{}, users: map[string]string{}, clock: 1700000000, calls: map[string]int{},
+	s := &Server{t: t, convs: map[string]*conv{}, users: map[string]string{}, clock: time.Now().Unix(), calls: map[string]int{},
 		throttle: map[string][]int{}, failures: map[string][]string{}, files: map[string][]byte{}, fileTypes: map[string]string{}, tickets: map[string]bool{},
 		kick: make(chan struct{}, 1), ackTimeout: 2 * time.Second}
 	mux := http.NewServeMux()
@@ -641,7 +642,9 @@ func (s *Server) postEphemeral(w http.ResponseWriter, a args) {
 }
 
 // history pages through a conversation (newest first, top-level messages
-// and thread roots) or a thread (oldest first, root included).
+// and thread roots) or a thread (oldest first, its root leading), within
+// oldest and latest (exclusive unless inclusive is set; a thread's root
+// is returned whatever they say, as Slack does).
 func (s *Server) history(w http.ResponseWriter, method string, a args) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -654,6 +657,34 @@ func (s *Server) history(w http.ResponseWriter, method string, a args) {
 		fail(w, "not_in_channel")
 		return
 	}
+	oldest, latest := a.str("oldest"), a.str("latest")
+	for _, v := range []string{oldest, latest} {
+		if v != "" && !tsRe.MatchString(v) {
+			fail(w, "invalid_ts_oldest")
+			return
+		}
+	}
+	inclusive := a.str("inclusive") == "true" || a.str("inclusive") == "1"
+	within := func(ts string) bool {
+		if oldest != "" && (tsLess(ts, oldest) || (!inclusive && ts == oldest)) {
+			return false
+		}
+		if latest != "" && (tsLess(latest, ts) || (!inclusive && ts == latest)) {
+			return false
+		}
+		return true
+	}
+	// In time order whatever order the messages were added in.
+	ordered := slices.Clone(c.msgs)
+	slices.SortStableFunc(ordered, func(x, y *Message) int {
+		switch {
+		case tsLess(x.TS, y.TS):
+			return -1
+		case tsLess(y.TS, x.TS):
+			return 1
+		}
+		return 0
+	})
 	var list []*Message
 	if method == "conversations.replies" {
 		root := a.str("ts")
@@ -661,18 +692,23 @@ func (s *Server) history(w http.ResponseWriter, method string, a args) {
 			fail(w, "invalid_arguments")
 			return
 		}
-		for _, m := range c.msgs {
-			if m.TS == root || m.ThreadTS == root {
+		found := false
+		for _, m := range ordered {
+			switch {
+			case m.TS == root:
+				found = true
+				list = append([]*Message{m}, list...)
+			case m.ThreadTS == root && within(m.TS):
 				list = append(list, m)
 			}
 		}
-		if len(list) == 0 {
+		if !found {
 			fail(w, "thread_not_found")
 			return
 		}
 	} else {
-		for i := len(c.msgs) - 1; i >= 0; i-- {
-			if m := c.msgs[i]; m.ThreadTS == "" || m.ThreadTS == m.TS {
+		for i := len(ordered) - 1; i >= 0; i-- {
+			if m := ordered[i]; (m.ThreadTS == "" || m.ThreadTS == m.TS) && within(m.TS) {
 				list = append(list, m)
 			}
 		}
@@ -710,6 +746,13 @@ func (s *Server) wireMessage(m *Message, withMeta bool) map[string]any {
 	}
 	if m.ThreadTS != "" {
 		out["thread_ts"] = m.ThreadTS
+		if c := s.convs[m.Channel]; c != nil && m.ThreadTS != m.TS {
+			for _, x := range c.msgs {
+				if x.TS == m.ThreadTS {
+					out["parent_user_id"] = x.User
+				}
+			}
+		}
 	}
 	if len(m.Blocks) > 0 {
 		out["blocks"] = m.Blocks
@@ -763,6 +806,24 @@ func (s *Server) messageEvent(c *conv, m *Message, eventType string) []byte {
 		"event_id": fmt.Sprintf("Ev%08d", s.seq), "event_time": s.clock + int64(s.seq), "event": ev})
 }
 
+// tsLess orders two timestamps by their seconds, then their fraction.
+func tsLess(a, b string) bool {
+	as, af, _ := strings.Cut(a, ".")
+	bs, bf, _ := strings.Cut(b, ".")
+	ai, _ := strconv.ParseInt(as, 10, 64)
+	bi, _ := strconv.ParseInt(bs, 10, 64)
+	if ai != bi {
+		return ai < bi
+	}
+	af, bf = (af + "000000000")[:9], (bf + "000000000")[:9]
+	return af < bf
+}
+
+// TS is the Slack timestamp of a moment (to place an AddMessage in time).
+func TS(t time.Time) string {
+	return fmt.Sprintf("%d.%06d", t.Unix(), t.Nanosecond()/1000)
+}
+
 func mustJSON(v any) []byte {
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -800,7 +861,10 @@ func (s *Server) Say(channel, user, text, threadTS string, files ...File) string
 }
 
 // AddMessage stores a message as it is (another app's post, history from
-// before the test) without delivering any event, and returns its ts.
+// before the test, a message posted while the app was not connected,
+// which Slack never delivers) without delivering any event, and returns
+// its ts. A TS given places it in time (an old message); history is
+// returned in ts order whatever the order of adding.
 func (s *Server) AddMessage(m Message) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
