@@ -33,7 +33,26 @@
 //     or deferred and followed up when the relay takes longer;
 //   - rate limits: a 429 becomes channels.RetryAfterError with Discord's
 //     retry_after, a bucket the last answer emptied is waited out;
-//   - audio replies (VoiceSender) as an attached file.
+//   - audio replies (VoiceSender) as an attached file;
+//   - catching up (channels.CatchUpper): a Resume is replayed by Discord,
+//     but a new session (after a restart, an invalidated session or one
+//     that ended) replays nothing, so every READY queues, ahead of the
+//     session's events, GET /channels/{id}/messages?after= the last
+//     message delivered in each conversation that has a chat (the 20
+//     most recently active), read forward page by page; the messages go
+//     to the relay oldest first as ordinary updates with the same ID
+//     (bots' messages, the bot's own included, skipped like live ones),
+//     so the relay's dedupe drops one that also arrives live. The place
+//     kept is a cursor per conversation (the last message id delivered,
+//     live or caught up) in channels.db, lent by the relay
+//     (channels.Cursors); a live message moves it only once that
+//     conversation's catch-up succeeded, so a failed read (logged as
+//     discordCatchUpFailed; live receiving goes on) is tried again from
+//     the same place by the next session. Bounds: the last 24 hours
+//     (`after` is never older than a snowflake of a day ago) and the
+//     newest 50 messages per conversation, the rest skipped and logged
+//     (discordCatchUpWindow, discordCatchUpTruncated); rate limits are
+//     waited out.
 //
 // Not supported: the HTTP interactions endpoint (interactions arrive over
 // the gateway, so there is no public route and no Ed25519 signature to
@@ -41,8 +60,10 @@
 // gateway compression, threads, reactions, and Finder (Discord's history
 // does not return nonces, and its nonce check covers only the last few
 // minutes: a resend after a longer outage may post twice, which the relay
-// prefers to a lost reply). Messages sent while Hestia is not connected
-// are not fetched afterwards.
+// prefers to a lost reply). Not caught up after a restart: messages
+// older than 24 hours or beyond a conversation's newest 50, and those in
+// a conversation without a chat yet (a first DM written while Hestia was
+// away).
 //
 // Trust: everything arrives over TLS from Discord itself (the gateway URL
 // must be wss:// unless the API root is a plain-HTTP test fake). A press
@@ -115,12 +136,25 @@ type Adapter struct {
 	appID     string
 	// dms caches channel id → is a DM, looked up once per channel.
 	dms map[string]bool
+	// cursors, lent by the relay (CatchUpWith), are where catch-up keeps
+	// its place; nil: no catch-up.
+	cursors *channels.Cursors
+
+	// cursorMu serializes moving a cursor (read, compare, write) and
+	// guards the fields below.
+	cursorMu sync.Mutex
+	// behind are the conversations whose catch-up has not succeeded yet;
+	// unplanned: listing them failed. Live messages there leave the
+	// cursor alone.
+	behind    map[string]bool
+	unplanned bool
 }
 
 var (
 	_ channels.Platform    = (*Adapter)(nil)
 	_ channels.VoiceSender = (*Adapter)(nil)
 	_ channels.Checker     = (*Adapter)(nil)
+	_ channels.CatchUpper  = (*Adapter)(nil)
 )
 
 // New returns an adapter. client is used for REST, the gateway and the
@@ -156,7 +190,7 @@ func New(cfg Config, client *http.Client, log *slog.Logger) (*Adapter, error) {
 	return &Adapter{
 		name: cfg.Name, token: cfg.Token, api: api, apiURL: u, http: client,
 		log: log.With("channel", cfg.Name), backoff: cfg.Backoff, ackAfter: 2 * time.Second,
-		limits: rateLimits{empty: map[string]time.Time{}}, dms: map[string]bool{},
+		limits: rateLimits{empty: map[string]time.Time{}}, dms: map[string]bool{}, behind: map[string]bool{},
 	}, nil
 }
 

@@ -322,6 +322,10 @@ func (c *conn) run(ctx context.Context) (healthy bool, err error) {
 				a.mu.Unlock()
 				healthy = true
 				a.log.Info("discordGatewayReady", "botID", r.User.ID, "bot", r.User.Username)
+				// A new session replays nothing: what was posted
+				// meanwhile is fetched, ahead of the session's events.
+				h := c.h
+				c.q.push(func(ctx context.Context) { a.catchUp(ctx, h) })
 			case "RESUMED":
 				healthy = true
 				a.log.Info("discordGatewayResumed")
@@ -462,6 +466,10 @@ func (c *conn) onMessage(d json.RawMessage) {
 	c.q.push(func(ctx context.Context) {
 		if u, ok := c.a.messageUpdate(ctx, m); ok {
 			c.h(ctx, u)
+			if u.Private {
+				// Only private conversations have chats to catch up.
+				c.a.advance(ctx, u.Conv, m.ID, true)
+			}
 		}
 	})
 }

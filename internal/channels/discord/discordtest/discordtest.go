@@ -1,12 +1,15 @@
 // Package discordtest is an in-process fake of Discord for tests: the
 // Gateway (a WebSocket speaking JSON: Hello, Identify with the token and
 // intents checked, heartbeats acknowledged, dispatches with sequence
-// numbers, Resume that replays what was missed, Reconnect, Invalid
-// Session, the close codes Discord uses) and the REST endpoints a bot
-// uses for direct messages (gateway/bot, users/@me, channels, create and edit
+// numbers, Resume that replays what was missed — and a new session that
+// replays nothing —, Reconnect, Invalid Session, the close codes Discord
+// uses) and the REST endpoints a bot uses for direct messages
+// (gateway/bot, users/@me, channels, a channel's messages paged by after
+// and before, newest first, create and edit
 // messages with nonce enforcement and component validation, interaction
 // callbacks and follow-ups, attachment downloads from a CDN path that
-// must not see the bot token). It answers with Discord's error shapes
+// must not see the bot token). Ids are snowflakes of the time they were
+// made, as Discord's are. It answers with Discord's error shapes
 // (HTTP status, JSON code and message, nested form errors) and rate
 // limits (429 with retry_after and the X-RateLimit headers) on demand.
 // Only loopback is used.
@@ -23,6 +26,7 @@ import (
 	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -77,6 +81,9 @@ type Message struct {
 	ReplyTo   string
 	Edits     int
 	Files     []File
+	// wire is what the message's MESSAGE_CREATE carried beyond the
+	// message itself (attachments, mentions), shown by the REST API too.
+	wire map[string]any
 }
 
 // File is an uploaded attachment.
@@ -139,6 +146,7 @@ type Server struct {
 
 	mu           sync.Mutex // guards the fields below
 	nextID       int64
+	low          uint64 // the low bits of the next id made for a given time
 	interval     time.Duration
 	privileged   bool
 	channels     map[string]*channel
@@ -175,7 +183,7 @@ type failure struct {
 
 // New starts a fake closed with the test.
 func New(t testing.TB) *Server {
-	s := &Server{t: t, start: time.Now(), nextID: 1200000000000000000, interval: 41250 * time.Millisecond,
+	s := &Server{t: t, start: time.Now(), interval: 41250 * time.Millisecond,
 		channels: map[string]*channel{}, messages: map[string]*Message{}, nonces: map[string]nonceSeen{}, nonceWindow: 5 * time.Minute,
 		interactions: map[string]*Interaction{}, sessions: map[string]*session{}, throttle: map[string][]float64{},
 		fail: map[string][]failure{}, drain: map[string]float64{}, blobs: map[string][]byte{}, calls: map[string]int{}}
@@ -183,6 +191,7 @@ func New(t testing.TB) *Server {
 	mux.HandleFunc("GET /api/v10/gateway/bot", s.bot(s.gatewayBot))
 	mux.HandleFunc("GET /api/v10/users/@me", s.bot(s.me))
 	mux.HandleFunc("GET /api/v10/channels/{cid}", s.bot(s.getChannel))
+	mux.HandleFunc("GET /api/v10/channels/{cid}/messages", s.bot(s.listMessages))
 	mux.HandleFunc("POST /api/v10/channels/{cid}/messages", s.bot(s.createMessage))
 	mux.HandleFunc("PATCH /api/v10/channels/{cid}/messages/{mid}", s.bot(s.editMessage))
 	mux.HandleFunc("POST /api/v10/interactions/{iid}/{token}/callback", s.route(s.callback))
@@ -205,9 +214,40 @@ func New(t testing.TB) *Server {
 	return s
 }
 
+// discordEpoch is the first moment of snowflakes (2015), in ms.
+const discordEpoch = 1420070400000
+
+// id returns a new snowflake of now, above every one made before; s.mu is
+// held.
 func (s *Server) id() string {
-	s.nextID++
-	return strconv.FormatInt(s.nextID, 10)
+	next := max((time.Now().UnixMilli()-discordEpoch)<<22, s.nextID+1)
+	s.nextID = next
+	return strconv.FormatInt(next, 10)
+}
+
+// idAt returns a new snowflake of the moment at; s.mu is held.
+func (s *Server) idAt(at time.Time) string {
+	for {
+		s.low++
+		id := strconv.FormatInt((at.UnixMilli()-discordEpoch)<<22|int64(s.low&0x3fffff), 10)
+		if _, taken := s.messages[id]; !taken {
+			return id
+		}
+	}
+}
+
+// idTime is the moment a snowflake was made.
+func idTime(id string) time.Time {
+	n, _ := strconv.ParseInt(id, 10, 64)
+	return time.UnixMilli(n>>22 + discordEpoch)
+}
+
+// idLess orders two snowflakes.
+func idLess(a, b string) bool {
+	if len(a) != len(b) {
+		return len(a) < len(b)
+	}
+	return a < b
 }
 
 // SetHeartbeatInterval sets the interval Hello announces to connections
@@ -576,6 +616,107 @@ func (s *Server) createMessage(w http.ResponseWriter, r *http.Request, route str
 	s.dispatchMessage(m, nil)
 }
 
+// listMessages is GET /channels/{cid}/messages: at most limit (1–100,
+// default 50) messages, newest first — the newest of the channel, the
+// newest before `before`, or the oldest after `after` — in the shape the
+// gateway sent them.
+func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, route string) {
+	q := r.URL.Query()
+	limit := 50
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 100 {
+			s.formError(w, route, "limit", "NUMBER_TYPE_MAX", "Must be between 1 and 100.")
+			return
+		}
+		limit = n
+	}
+	var anchors []string
+	for _, k := range []string{"around", "before", "after"} {
+		if !q.Has(k) {
+			continue
+		}
+		anchors = append(anchors, k)
+		if v := q.Get(k); !snowflakeID(v) {
+			s.formError(w, route, k, "NUMBER_TYPE_COERCE", fmt.Sprintf("Value %q is not snowflake.", v))
+			return
+		}
+	}
+	if len(anchors) > 1 || slices.Contains(anchors, "around") {
+		// Discord takes one of them; the fake wants callers to mean one,
+		// and does not page around a message.
+		s.formError(w, route, anchors[0], "BASE_TYPE_BAD", "Use one of before or after.")
+		return
+	}
+	cid := r.PathValue("cid")
+	s.mu.Lock()
+	if s.channels[cid] == nil {
+		s.mu.Unlock()
+		s.apiError(w, route, http.StatusNotFound, 10003, "Unknown Channel", nil)
+		return
+	}
+	var in []*Message
+	for _, m := range s.messages {
+		if m.ChannelID == cid {
+			in = append(in, m)
+		}
+	}
+	slices.SortFunc(in, func(a, b *Message) int {
+		switch {
+		case idLess(a.ID, b.ID):
+			return -1
+		case idLess(b.ID, a.ID):
+			return 1
+		}
+		return 0
+	})
+	var page []*Message
+	switch {
+	case q.Has("after"):
+		after := q.Get("after")
+		for _, m := range in {
+			if idLess(after, m.ID) && len(page) < limit {
+				page = append(page, m)
+			}
+		}
+	case q.Has("before"):
+		before := q.Get("before")
+		i := 0
+		for i < len(in) && idLess(in[i].ID, before) {
+			i++
+		}
+		page = in[max(0, i-limit):i]
+	default:
+		page = in[max(0, len(in)-limit):]
+	}
+	out := make([]any, 0, len(page))
+	for i := len(page) - 1; i >= 0; i-- {
+		m := page[i]
+		j := messageJSON(m)
+		for k, v := range m.wire {
+			if k != "member" { // the REST message carries no member
+				j[k] = v
+			}
+		}
+		out = append(out, j)
+	}
+	s.mu.Unlock()
+	s.writeJSON(w, route, http.StatusOK, out)
+}
+
+// snowflakeID reports whether v is 1–20 digits.
+func snowflakeID(v string) bool {
+	if v == "" || len(v) > 20 {
+		return false
+	}
+	for _, c := range v {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
 func (s *Server) editMessage(w http.ResponseWriter, r *http.Request, route string) {
 	var b outBody
 	if r.Header.Get("Content-Type") != "application/json" {
@@ -629,7 +770,7 @@ func messageJSON(m *Message) map[string]any {
 		rows = append(rows, map[string]any{"type": 1, "components": bs})
 	}
 	out := map[string]any{"id": m.ID, "channel_id": m.ChannelID, "type": 0, "content": m.Content, "flags": m.Flags,
-		"author": userJSON(m.Author), "components": rows, "attachments": []any{}, "mentions": []any{}, "timestamp": time.Now().UTC().Format(time.RFC3339)}
+		"author": userJSON(m.Author), "components": rows, "attachments": []any{}, "mentions": []any{}, "timestamp": idTime(m.ID).UTC().Format("2006-01-02T15:04:05.000000+00:00")}
 	if m.GuildID != "" {
 		out["guild_id"] = m.GuildID
 	}
@@ -990,6 +1131,11 @@ func (s *Server) dispatchMessage(m *Message, extra map[string]any) {
 	for k, v := range extra {
 		out[k] = v
 	}
+	if len(extra) > 0 {
+		s.mu.Lock()
+		m.wire = extra
+		s.mu.Unlock()
+	}
 	if m.GuildID == "" {
 		if sess.intents&IntentDirectMessages == 0 {
 			return
@@ -1023,6 +1169,22 @@ func (s *Server) DMChannel(u User) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.dm(u)
+}
+
+// AddMessage stores a message user wrote in a channel at the moment at,
+// without any event (history from before the test, or a message posted
+// while the bot had no session: a new session never sees it); it returns
+// the message id, a snowflake of at.
+func (s *Server) AddMessage(u User, channelID, text string, at time.Time) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ch := s.channels[channelID]
+	if ch == nil {
+		s.t.Fatalf("discordtest: AddMessage in unknown channel %s", channelID)
+	}
+	m := &Message{ID: s.idAt(at), ChannelID: channelID, GuildID: ch.guild, Author: u, Content: text}
+	s.messages[m.ID] = m
+	return m.ID
 }
 
 // GuildChannel makes a text channel in a guild.
