@@ -97,3 +97,76 @@ export function dueLabel(t: Task, today: string, zone: string): string {
   if (day.slice(0, 4) !== today.slice(0, 4)) label += ` ${y}`;
   return time ? `${label} ${time}` : label;
 }
+
+/** What the Agenda page's edit form holds: the fields as the user sees them, due in the viewer's zone. */
+export interface TaskDraft {
+  summary: string;
+  /** YYYY-MM-DD, '' for no due date. */
+  date: string;
+  /** HH:MM, '' for a due date without a time. */
+  time: string;
+  /** 0 for none. */
+  priority: number;
+  notes: string;
+}
+
+/** The form's starting values for a task. */
+export function taskDraft(t: Task, zone: string): TaskDraft {
+  const date = dueDay(t, zone) ?? '';
+  const time = t.due && !t.due_date ? timeIn(new Date(t.due), zone) : '';
+  return { summary: t.summary ?? '', date, time, priority: t.priority ?? 0, notes: t.description ?? '' };
+}
+
+/**
+ * The UTC offset ("+01:00") of a zone at a wall-clock time there. The guess
+ * is corrected once by the offset found at it, which settles every time but
+ * the hour a DST change skips.
+ */
+export function zoneOffset(date: string, time: string, zone: string): string {
+  const [y, mo, d] = date.split('-').map(Number);
+  const [h, mi] = time.split(':').map(Number);
+  const wall = Date.UTC(y, mo - 1, d, h, mi);
+  const offsetAt = (ms: number) => {
+    const p = new Intl.DateTimeFormat('en-GB', {
+      timeZone: zone, hourCycle: 'h23', year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit',
+    }).formatToParts(new Date(ms));
+    const n = (k: string) => Number(p.find((x) => x.type === k)?.value ?? 0);
+    return (Date.UTC(n('year'), n('month') - 1, n('day'), n('hour'), n('minute')) - ms) / 60000;
+  };
+  let off = offsetAt(wall);
+  off = offsetAt(wall - off * 60000);
+  const sign = off < 0 ? '-' : '+';
+  const a = Math.abs(off);
+  const pad = (v: number) => String(v).padStart(2, '0');
+  return `${sign}${pad(Math.floor(a / 60))}:${pad(a % 60)}`;
+}
+
+/** The arguments of tasks_update that the changes need, besides uid and list. */
+export interface TaskChanges {
+  summary?: string;
+  /** YYYY-MM-DD, an RFC 3339 time, or "none". */
+  due?: string;
+  priority?: number;
+  notes?: string;
+}
+
+/**
+ * The changes from the form's starting values: only the fields the user
+ * changed, so a change made elsewhere to another field is not undone. A
+ * cleared date clears the due ("none"); a time is sent with the viewer's
+ * offset, so the daemon's own zone cannot move it. null when nothing
+ * changed.
+ */
+export function taskChanges(before: TaskDraft, after: TaskDraft, zone: string): TaskChanges | null {
+  const c: TaskChanges = {};
+  const summary = after.summary.trim();
+  if (summary !== before.summary.trim()) c.summary = summary;
+  if (after.date !== before.date || (after.date && after.time !== before.time)) {
+    if (!after.date) c.due = 'none';
+    else if (!after.time) c.due = after.date;
+    else c.due = `${after.date}T${after.time}:00${zoneOffset(after.date, after.time, zone)}`;
+  }
+  if (after.priority !== before.priority) c.priority = after.priority;
+  if (after.notes !== before.notes) c.notes = after.notes;
+  return Object.keys(c).length ? c : null;
+}

@@ -2,14 +2,19 @@
 // (VTODOs of their calendar folders and CalDAV accounts), overdue first in
 // a warning style, then today, the next 7 days, later and undated ones.
 // Ticking a task's box completes it through the daemon's POST
-// /api/tasks/complete, which runs tasks_complete through the authority as
-// the user's own command (journaled and confirmed like the assistant's
-// writes; the user's deny prefixes and trust rules still apply). Task text
-// may come from shared lists, so it is only ever rendered as text.
+// /api/tasks/complete; its pencil opens an inline form that changes it
+// (POST /api/tasks/update) and its bin asks, then deletes it (POST
+// /api/tasks/delete, with series for a repeating one). Each runs the task
+// tool through the authority as the user's own command (journaled and
+// confirmed like the assistant's writes; the user's deny prefixes and
+// trust rules still apply). Task text may come from shared lists, so it
+// is only ever rendered as text.
 import { useEffect, useState } from 'preact/hooks';
+import { Pencil, Trash } from '../components/icons';
 import { useApp } from '../context';
 import { errText } from '../lib/errors';
-import { dueLabel, groupTasks, type Task, type TaskReply } from '../lib/tasks';
+import { dueLabel, groupTasks, type Task, type TaskChanges, type TaskReply } from '../lib/tasks';
+import { TaskDeleteConfirm, TaskEditForm } from './AgendaTaskEdit';
 import { Failure } from './common';
 import '../styles/tasks.css';
 
@@ -29,31 +34,39 @@ export function TasksSection({ zone, today }: { zone: string; today: string }) {
   };
   useEffect(load, []);
 
+  // The one task being edited or confirmed for deletion, by key.
+  const [acting, setActing] = useState<{ key: string; mode: 'edit' | 'delete' } | null>(null);
+
   const key = (t: Task) => `${t.list}|${t.uid}`;
-  const complete = (t: Task) => {
+  const title = (t: Task) => t.summary || '(no title)';
+  /** Runs one task write; done says what happened, failed how it is named when it did not. */
+  const write = (t: Task, path: string, body: object, done: string, failed: string, after?: () => void) => {
     const k = key(t);
     setBusy((b) => new Set(b).add(k));
     setNote(null);
-    app.client.request<unknown>('POST', '/api/tasks/complete', { uid: t.uid, list: t.list }).then(
+    const idle = () =>
+      setBusy((b) => {
+        const n = new Set(b);
+        n.delete(k);
+        return n;
+      });
+    app.client.request<unknown>('POST', path, { uid: t.uid, list: t.list, ...body }).then(
       () => {
-        setNote({ text: `Done: ${t.summary || '(no title)'}`, error: false });
-        setBusy((b) => {
-          const n = new Set(b);
-          n.delete(k);
-          return n;
-        });
+        setNote({ text: `${done}: ${title(t)}`, error: false });
+        idle();
+        after?.();
         load();
       },
       (e) => {
-        setNote({ text: `Could not complete “${t.summary || '(no title)'}”: ${errText(e)}`, error: true });
-        setBusy((b) => {
-          const n = new Set(b);
-          n.delete(k);
-          return n;
-        });
+        setNote({ text: `Could not ${failed} “${title(t)}”: ${errText(e)}`, error: true });
+        idle();
       },
     );
   };
+  const complete = (t: Task) => write(t, '/api/tasks/complete', {}, 'Done', 'complete');
+  const save = (t: Task, c: TaskChanges) => write(t, '/api/tasks/update', c, 'Saved', 'change', () => setActing(null));
+  const remove = (t: Task) =>
+    write(t, '/api/tasks/delete', t.recurring ? { series: true } : {}, 'Deleted', 'delete', () => setActing(null));
 
   const groups = reply ? groupTasks(reply.tasks ?? [], today, zone) : [];
   const open = groups.reduce((n, g) => n + g.tasks.length, 0);
@@ -92,8 +105,9 @@ export function TasksSection({ zone, today }: { zone: string; today: string }) {
               {g.tasks.map((t) => {
                 const k = key(t);
                 const label = dueLabel(t, today, zone);
+                const mode = acting?.key === k ? acting.mode : null;
                 return (
-                  <li key={k} class={'tasks-item' + (t.overdue ? ' overdue' : '')}>
+                  <li key={k} class={'tasks-item' + (t.overdue ? ' overdue' : '') + (mode ? ' active' : '')}>
                     <label class="tasks-check">
                       <input
                         type="checkbox"
@@ -118,7 +132,36 @@ export function TasksSection({ zone, today }: { zone: string; today: string }) {
                       )}
                       {t.status === 'IN-PROCESS' && t.percent ? <span class="cal-badge">{t.percent}%</span> : null}
                       <span class="muted tasks-list">{t.list}</span>
+                      <span class="tasks-actions">
+                        <button
+                          type="button"
+                          class="icon-btn small"
+                          title="Edit"
+                          aria-label={`Edit “${title(t)}”`}
+                          aria-expanded={mode === 'edit'}
+                          disabled={busy.has(k)}
+                          onClick={() => setActing(mode === 'edit' ? null : { key: k, mode: 'edit' })}
+                        >
+                          <Pencil size={15} />
+                        </button>
+                        <button
+                          type="button"
+                          class="icon-btn small danger-hover"
+                          title="Delete"
+                          aria-label={`Delete “${title(t)}”`}
+                          disabled={busy.has(k)}
+                          onClick={() => setActing({ key: k, mode: 'delete' })}
+                        >
+                          <Trash size={15} />
+                        </button>
+                      </span>
                     </span>
+                    {mode === 'edit' && (
+                      <TaskEditForm task={t} zone={zone} busy={busy.has(k)} onSave={(c) => save(t, c)} onCancel={() => setActing(null)} />
+                    )}
+                    {mode === 'delete' && (
+                      <TaskDeleteConfirm task={t} busy={busy.has(k)} onDelete={() => remove(t)} onCancel={() => setActing(null)} />
+                    )}
                   </li>
                 );
               })}
