@@ -19,8 +19,8 @@ var ErrRefused = errors.New("refused by policy")
 var ErrFailed = errors.New("task write failed")
 
 // CommandOrigin is a task write the user gave directly — `hestia tasks
-// add|done`, a tap on the Agenda page's checkbox — naming the call in
-// full. The command is the user's approval of that one call, so it
+// add|done|edit|delete`, a tap on the Agenda page's checkbox, its edit
+// form or delete button — naming the call in full. The command is the user's approval of that one call, so it
 // travels as a grant: it lifts the risk threshold (a medium-risk write
 // needs no card), never a deny prefix, a trust rule that asks, taint or a
 // restriction, and nobody is asked (a call still gated is not run).

@@ -636,7 +636,11 @@ func (w *Writer) DeleteTask(ctx context.Context, key string, a TaskDeleteArgs) (
 	}
 	if err == nil && t.Resync != nil {
 		w.resync(ctx, t)
-		if f, ferr := w.cal.TodoFileOf(ctx, t.Name, op.UID); ferr == nil {
+		// Another file of the list showing the task now is an older
+		// version the removed one hid. The removed file itself still
+		// listed means only that the refresh failed (logged by resync):
+		// the store's answer stands.
+		if f, ferr := w.cal.TodoFileOf(ctx, t.Name, op.UID); ferr == nil && f != op.Href {
 			err = fmt.Errorf("the task is still in list %q: %s holds another version of it; delete it again to remove that one", t.Name, f)
 		}
 	}
