@@ -70,7 +70,7 @@ func commands() []command {
 		{"extract", "extract a document's text from stdin as JSON (the daemon's sandboxed helper)", runExtract},
 		{"docs", "documents: info, read a page, search one file (as the assistant's tools do)", runDocs},
 		{"cal", "calendar: agenda, search, free slots, import/sync vdir folders", runCal},
-		{"tasks", "tasks (to-dos) from your calendars: list (overdue first), add TEXT, done UID|TEXT (--json)", runTasks},
+		{"tasks", "tasks (to-dos) from your calendars: list (overdue first), add TEXT, done|edit|delete UID|TEXT (--json)", runTasks},
 		{"wiki", "search, read, lint, reindex and import into the Markdown wiki", runWiki},
 		{"contacts", "contacts: search, resolve a name to recipients, import/sync vdir folders", runContacts},
 		{"accounts", "OAuth accounts (Google, Microsoft 365): list [--json], connect NAME [--device], disconnect NAME", runAccounts},

@@ -15,9 +15,9 @@
 // previews the time and any conflicts. A delete reaches every file of the calendar holding a
 // version of the event (older ones hidden by the index included, `Op.Copies`), hidden copies
 // first and the shown one last; deleting one occurrence also removes its overrides from the
-// other files, and the card counts the copies. Task writes (`tasks.go`: task_create, task_complete for
-// package tasks' tools) use the same journal, targets and backends; a recurring task's occurrence
-// is completed by a RECURRENCE-ID override.
+// other files, and the card counts the copies. Task writes (`tasks.go`: task_create, task_complete;
+// `taskedit.go`: task_update, task_delete; for package tasks' tools) use the same journal, targets
+// and backends; a recurring task's occurrence is completed by a RECURRENCE-ID override.
 package calwrite
 
 import (
