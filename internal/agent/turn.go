@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/hestia-dev/hestia/internal/audit"
 	"github.com/hestia-dev/hestia/internal/budget"
@@ -34,6 +35,17 @@ type turnState struct {
 	reduce    int // reducer tier applied so far
 	steps     int
 	loads     loads // tool groups the chat has loaded (offer.go)
+	// thought spans the current model call's reasoning deltas, first to
+	// last, for the "thought for N s" shown with the stored message.
+	thought struct{ first, last time.Time }
+}
+
+// reasoningMS is how long the last model call streamed reasoning.
+func (st *turnState) reasoningMS() int64 {
+	if st.thought.first.IsZero() {
+		return 0
+	}
+	return st.thought.last.Sub(st.thought.first).Milliseconds()
 }
 
 func (a *Agent) runTurn(t *Turn) (res Result) {
@@ -195,12 +207,14 @@ func (a *Agent) loop(st *turnState, res Result) Result {
 		res.Steps = st.steps
 		if err != nil {
 			if cause := context.Cause(st.ctx); cause != nil {
-				a.savePartial(st, resp.Text)
+				a.savePartial(st, resp)
 				return a.aborted(res, cause)
 			}
 			return a.modelFailed(res, err)
 		}
-		assistant := &chat.Message{Role: chat.RoleAssistant, Content: resp.Text, TurnID: st.t.ID}
+		// The reasoning is kept for the user to read back; st.msgs below
+		// (what the model gets next) and the audit entry leave it out.
+		assistant := &chat.Message{Role: chat.RoleAssistant, Content: resp.Text, TurnID: st.t.ID, Reasoning: resp.Reasoning, ReasoningMS: st.reasoningMS()}
 		calls := resp.ToolCalls
 		if wrapUp {
 			calls = nil // tools are off; a model ignoring that gets no calls run
@@ -248,12 +262,13 @@ func (a *Agent) loop(st *turnState, res Result) Result {
 	}
 }
 
-// savePartial keeps streamed text the user already saw when a turn aborts.
-func (a *Agent) savePartial(st *turnState, text string) {
-	if strings.TrimSpace(text) == "" {
+// savePartial keeps streamed text (and its reasoning) the user already saw
+// when a turn aborts.
+func (a *Agent) savePartial(st *turnState, resp llm.Response) {
+	if strings.TrimSpace(resp.Text) == "" {
 		return
 	}
-	m := &chat.Message{Role: chat.RoleAssistant, Content: text + "\n[interrupted]", TurnID: st.t.ID}
+	m := &chat.Message{Role: chat.RoleAssistant, Content: resp.Text + "\n[interrupted]", TurnID: st.t.ID, Reasoning: resp.Reasoning, ReasoningMS: st.reasoningMS()}
 	if err := a.d.Chats.Append(st.bg, st.t.ChatID, m); err == nil {
 		a.publish("message.created", st.t.ChatID, map[string]any{"message": m})
 	}
@@ -300,10 +315,18 @@ func (a *Agent) callModel(st *turnState, defs []llm.ToolDef) (llm.Response, erro
 	a.compacted(st, applied)
 	for attempt := 0; ; attempt++ {
 		step := st.steps
+		st.thought.first, st.thought.last = time.Time{}, time.Time{}
 		resp, err := a.d.LLM.Stream(st.ctx, llm.Request{
 			Tier: a.cfg.Tier, Messages: st.msgs, Tools: defs, MaxTokens: a.cfg.MaxTokens,
 			Service: "agent", Action: "chat-turn",
 		}, func(ev llm.Event) error {
+			if ev.Kind == llm.EventReasoning && ev.Text != "" {
+				now := a.d.Clock()
+				if st.thought.first.IsZero() {
+					st.thought.first = now
+				}
+				st.thought.last = now
+			}
 			a.publishModelEvent(st, step, ev)
 			return nil
 		})

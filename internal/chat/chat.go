@@ -16,6 +16,7 @@ import (
 	"github.com/hestia-dev/hestia/internal/taint"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hestia-dev/hestia/internal/audit"
 	"github.com/hestia-dev/hestia/internal/store"
@@ -67,7 +68,14 @@ END;`,
 	// provenance lists the outside sources a message was composed from (a
 	// watch message quoting a mail); a turn whose history holds it starts
 	// tainted by them.
-	`ALTER TABLE messages ADD COLUMN provenance TEXT NOT NULL DEFAULT '';`}}
+	`ALTER TABLE messages ADD COLUMN provenance TEXT NOT NULL DEFAULT '';`,
+	// reasoning is the model's thinking for an assistant message's step,
+	// shown collapsed under it; reasoning_ms is how long it streamed. Both
+	// are NULL for earlier messages and replies without reasoning. Neither
+	// is indexed for recall (the triggers above read content only) nor sent
+	// back to the model (agent.toLLM reads content and calls).
+	`ALTER TABLE messages ADD COLUMN reasoning TEXT;
+ALTER TABLE messages ADD COLUMN reasoning_ms INTEGER;`}}
 
 // Chat is a conversation.
 type Chat struct {
@@ -125,13 +133,39 @@ type Message struct {
 	// Provenance names the untrusted content the message was composed
 	// from (internal/taint); empty for the user's and the agent's own.
 	Provenance []taint.Source `json:"provenance,omitempty"`
+	// Reasoning is the model's thinking before this assistant message
+	// (empty for other roles and models that do not reason), bounded by
+	// MaxReasoning. It is for the user to read back: never model history,
+	// never searched.
+	Reasoning string `json:"reasoning,omitempty"`
+	// ReasoningMS is the time from the first to the last reasoning delta;
+	// 0 when unknown.
+	ReasoningMS int64 `json:"reasoning_ms,omitempty"`
 }
 
 // Limits.
 const (
 	MaxTitle    = 200
 	MaxListChat = 200
+	// MaxReasoning bounds the stored reasoning of one message in bytes: a
+	// local model can think for tens of thousands of tokens, and every
+	// reload of the chat carries it. The head is kept with a note.
+	MaxReasoning = 64 << 10
 )
+
+// capReasoning keeps the head of s within MaxReasoning bytes, cut at a
+// character boundary, and says how much was dropped.
+func capReasoning(s string) string {
+	if len(s) <= MaxReasoning {
+		return s
+	}
+	note := fmt.Sprintf("\n[reasoning cut: it was %d bytes; only the beginning is kept]", len(s))
+	n := MaxReasoning - len(note)
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + note
+}
 
 // Store is the chats store.
 type Store struct {
@@ -284,8 +318,26 @@ func (s *Store) Append(ctx context.Context, chatID string, msgs ...*Message) err
 			default:
 				return fmt.Errorf("appending to chat %s: role %q is not user, assistant or tool", chatID, m.Role)
 			}
+			if (m.Reasoning != "" || m.ReasoningMS != 0) && m.Role != RoleAssistant {
+				return fmt.Errorf("appending to chat %s: only assistant messages carry reasoning, not %s", chatID, m.Role)
+			}
+			if m.ReasoningMS < 0 {
+				return fmt.Errorf("appending to chat %s: reasoning duration %d ms is negative", chatID, m.ReasoningMS)
+			}
 			seq++
 			m.ID, m.ChatID, m.Seq, m.CreatedAt = newID("m_"), chatID, seq, now
+			m.Reasoning = capReasoning(m.Reasoning)
+			// NULL, not '', when there is none: the column is nullable so
+			// rows from before it and rows without reasoning read the same.
+			var reasoning, reasoningMS any
+			if m.Reasoning != "" {
+				reasoning = m.Reasoning
+				if m.ReasoningMS > 0 {
+					reasoningMS = m.ReasoningMS
+				}
+			} else {
+				m.ReasoningMS = 0
+			}
 			calls, tool, prov := "", "", ""
 			if len(m.Provenance) > 0 {
 				b, err := json.Marshal(m.Provenance)
@@ -308,8 +360,8 @@ func (s *Store) Append(ctx context.Context, chatID string, msgs ...*Message) err
 				}
 				tool = string(b)
 			}
-			if _, err := tx.ExecContext(ctx, `INSERT INTO messages (id, chat_id, seq, turn_id, role, content, tool_calls, tool_call_id, tool_name, tool, created_at, provenance) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)`,
-				m.ID, chatID, m.Seq, m.TurnID, m.Role, m.Content, calls, m.ToolCallID, m.ToolName, tool, ts(now), prov); err != nil {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO messages (id, chat_id, seq, turn_id, role, content, tool_calls, tool_call_id, tool_name, tool, created_at, provenance, reasoning, reasoning_ms) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+				m.ID, chatID, m.Seq, m.TurnID, m.Role, m.Content, calls, m.ToolCallID, m.ToolName, tool, ts(now), prov, reasoning, reasoningMS); err != nil {
 				return fmt.Errorf("appending to chat %s: %w", chatID, err)
 			}
 			if title == "" && m.Role == RoleUser {
@@ -350,7 +402,7 @@ func (s *Store) messages(ctx context.Context, chatID string, limit int, supersed
 	if superseded {
 		where = `chat_id = ?`
 	}
-	const cols = `id, seq, turn_id, role, content, tool_calls, tool_call_id, tool_name, tool, created_at, superseded_by, provenance`
+	const cols = `id, seq, turn_id, role, content, tool_calls, tool_call_id, tool_name, tool, created_at, superseded_by, provenance, reasoning, reasoning_ms`
 	q := `SELECT ` + cols + ` FROM messages WHERE ` + where + ` ORDER BY seq`
 	args := []any{chatID}
 	if limit > 0 {
@@ -366,9 +418,12 @@ func (s *Store) messages(ctx context.Context, chatID string, limit int, supersed
 	for rows.Next() {
 		m := Message{ChatID: chatID}
 		var calls, tool, cr, prov string
-		if err := rows.Scan(&m.ID, &m.Seq, &m.TurnID, &m.Role, &m.Content, &calls, &m.ToolCallID, &m.ToolName, &tool, &cr, &m.SupersededBy, &prov); err != nil {
+		var reasoning sql.NullString
+		var reasoningMS sql.NullInt64
+		if err := rows.Scan(&m.ID, &m.Seq, &m.TurnID, &m.Role, &m.Content, &calls, &m.ToolCallID, &m.ToolName, &tool, &cr, &m.SupersededBy, &prov, &reasoning, &reasoningMS); err != nil {
 			return nil, fmt.Errorf("reading chat %s: %w", chatID, err)
 		}
+		m.Reasoning, m.ReasoningMS = reasoning.String, reasoningMS.Int64
 		if prov != "" {
 			if err := json.Unmarshal([]byte(prov), &m.Provenance); err != nil {
 				return nil, fmt.Errorf("decoding provenance of message %s: %w", m.ID, err)
