@@ -100,6 +100,12 @@ func matrixOrigins() []matrixOrigin {
 		{kind: authority.Channel, build: func(sb *Sandbox, _ string) authority.Origin {
 			return agent.TurnOrigin(sipcall.TurnOptions(), sb.ChatID, "t1", nil)
 		}},
+		// The owner calling Hestia (sipcall's inbound calls): once the
+		// PIN is right, what is said starts channel turns labelled "SIP
+		// call (inbound)".
+		{kind: authority.Channel, build: func(sb *Sandbox, _ string) authority.Origin {
+			return agent.TurnOrigin(sipcall.InboundTurnOptions(), sb.ChatID, "t1", nil)
+		}},
 		{kind: authority.CLI, build: func(sb *Sandbox, _ string) authority.Origin {
 			return authority.CommandOrigin("hestia docs")
 		}},

@@ -48,6 +48,16 @@ func (a *App) initSIP(ctx context.Context) error {
 		RingTimeout: c.RingTimeout.D(), RTPTimeout: c.RTPTimeout.D(), MaxDuration: c.MaxDuration.D(),
 		Voice: c.Voice, Greeting: c.Greeting,
 	}
+	if c.Inbound {
+		// Validated with the configuration; read again here, so a PIN
+		// file changed since then is checked as it is now.
+		pin, err := c.InboundPIN()
+		if err != nil {
+			return err
+		}
+		// Empty numbers: the number Hestia calls may call back.
+		cfg.Inbound, cfg.PIN, cfg.InboundNumbers = true, pin, c.InboundNumbers
+	}
 	if c.LocalIP != "" {
 		cfg.LocalIP, _ = netip.ParseAddr(c.LocalIP) // validated with the configuration
 	}
@@ -97,6 +107,17 @@ func sipHealth(m *sipcall.Manager, d sipcall.Deps) (doctor.Status, string) {
 			msg += "; check voice.sip.username and the password"
 		}
 	}
+	switch in := st.Inbound; {
+	case !in.Enabled:
+		msg += "; inbound calls off"
+	case !in.LockedUntil.IsZero():
+		if status == doctor.OK {
+			status = doctor.Warn
+		}
+		msg += fmt.Sprintf("; inbound calls from %s (PIN required) declined until %s after failed PINs", strings.Join(in.Numbers, ", "), in.LockedUntil.Local().Format("15:04"))
+	default:
+		msg += fmt.Sprintf("; inbound calls on from %s (PIN required)", strings.Join(in.Numbers, ", "))
+	}
 	switch {
 	case d.TTS == nil:
 		status, msg = doctor.Fail, msg+"; calls need text-to-speech: map [llm.tiers] tts or install espeak-ng"
@@ -109,11 +130,12 @@ func sipHealth(m *sipcall.Manager, d sipcall.Deps) (doctor.Status, string) {
 	return status, msg
 }
 
-// sipAgent starts call turns with the SIP call origin.
+// sipAgent starts call turns with the SIP call origin the call names
+// (sipcall.TurnOptions, or InboundTurnOptions on a call the owner placed).
 type sipAgent struct{ ag *agent.Agent }
 
-func (s sipAgent) Submit(ctx context.Context, chatID, text string) error {
-	_, err := s.ag.Submit(ctx, chatID, text, sipcall.TurnOptions())
+func (s sipAgent) Submit(ctx context.Context, chatID, text string, o agent.Options) error {
+	_, err := s.ag.Submit(ctx, chatID, text, o)
 	return err
 }
 

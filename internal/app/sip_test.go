@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -253,4 +254,143 @@ func TestSIPRoutesAndDelivery(t *testing.T) {
 	if inv, _, _ := peer.Counts(); inv != 2 {
 		t.Errorf("the phone was rung %d times", inv)
 	}
+}
+
+// The owner calls the daemon ([voice.sip] inbound = true): doctor says
+// inbound calls are on and from which number; the PIN from the owner-only
+// file is asked for, and only after it does what the caller says become a
+// turn in a fresh chat; the model's gated write is read out on a card
+// that names "SIP call (inbound)", 1 approves it, the reply is spoken, and
+// the call is audited as inbound. A PIN file other users can read keeps
+// the daemon from starting.
+func TestSIPInboundCallWithPIN(t *testing.T) {
+	t.Parallel()
+	files := t.TempDir()
+	target := filepath.Join(files, "note.txt")
+	pinFile := filepath.Join(t.TempDir(), "sip-pin")
+	if err := os.WriteFile(pinFile, []byte("97531\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	port := freeUDPPort(t)
+	sp := siptest.NewSpeech(t, "please write the note")
+	a, _, stop := sipApp(t, "sip:phone@127.0.0.1:9", sp, func(c *config.Config) {
+		c.Agent.FileRoots = []string{files}
+		s := &c.Voice.SIP
+		s.Inbound, s.InboundPINFile, s.InboundNumbers, s.ListenPort = true, pinFile, []string{"+39 347 1234567"}, port
+		s.Greeting = "Yes?"
+	},
+		llmtest.ToolCalls(llmtest.Call("w1", "write_file", `{"path":`+strconv.Quote(target)+`,"content":"from my call"}`)),
+		llmtest.Text("Done, the note is written."),
+	)
+	defer stop()
+	ctx := context.Background()
+	if r := doctorResult(t, a, "sip"); !strings.Contains(r.Detail, "inbound calls on from +39 347 1234567 (PIN required)") {
+		t.Errorf("doctor: %+v", r)
+	}
+	spoke := func(s string) func() bool {
+		return func() bool {
+			return slices.ContainsFunc(sp.Spoken(), func(x string) bool { return strings.Contains(x, s) })
+		}
+	}
+	defer func() {
+		if t.Failed() {
+			entries, _ := a.core.audit.List(ctx, audit.Filter{Limit: 100})
+			for _, e := range entries {
+				t.Logf("audit %s: %s", e.Type, e.Summary)
+			}
+			t.Logf("spoken %q", sp.Spoken())
+		}
+	}()
+	caller := siptest.StartPeer(t, siptest.PeerOptions{})
+	cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	out, err := caller.Call(cctx, fmt.Sprintf("sip:hestia@127.0.0.1:%d", port), siptest.CallOptions{From: "+393471234567"})
+	if err != nil || out.Status != 200 {
+		t.Fatalf("calling the daemon: %v %+v", err, out)
+	}
+	if !siptest.WaitFor(ctx, 15*time.Second, spoke("Enter your PIN")) {
+		t.Fatal("no PIN prompt")
+	}
+	if err := out.Press("97531#"); err != nil {
+		t.Fatal(err)
+	}
+	if !siptest.WaitFor(ctx, 15*time.Second, spoke("Yes?")) {
+		t.Fatal("no greeting after the PIN")
+	}
+	time.Sleep(1500 * time.Millisecond) // the prompt's rest is cut; the greeting plays out
+	out.Say(siptest.Speechlike(1200*time.Millisecond, 8000))
+	if !siptest.WaitFor(ctx, 20*time.Second, spoke("Press 1 to approve")) {
+		t.Fatal("the approval was not read out")
+	}
+	cur := a.sip.Status().Current
+	if cur == nil || cur.Direction != "inbound" || cur.ChatID == "" {
+		t.Fatalf("current call %+v", cur)
+	}
+	pending := a.core.approvals.Pending(cur.ChatID)
+	if len(pending) != 1 || pending[0].Tool != "write_file" || !strings.Contains(pending[0].Origin, "SIP call (inbound)") {
+		t.Fatalf("pending %+v", pending)
+	}
+	if err := out.Press("1"); err != nil {
+		t.Fatal(err)
+	}
+	if !siptest.WaitFor(ctx, 15*time.Second, spoke("the note is written")) {
+		t.Fatal("the reply was not spoken")
+	}
+	if b, err := os.ReadFile(target); err != nil || string(b) != "from my call" {
+		t.Fatalf("file = %q, %v", b, err)
+	}
+	hctx, hcancel := context.WithTimeout(ctx, 5*time.Second)
+	defer hcancel()
+	if err := out.Hangup(hctx); err != nil {
+		t.Fatal(err)
+	}
+	if !siptest.WaitFor(ctx, 10*time.Second, func() bool { return a.sip.Status().Current == nil }) {
+		t.Fatal("the call did not end")
+	}
+	entries, err := a.core.audit.List(ctx, audit.Filter{Limit: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls int
+	for _, e := range entries {
+		if e.Type == "voice.call" && e.ChatID == cur.ChatID {
+			var d map[string]any
+			json.Unmarshal(e.Data, &d)
+			if d["direction"] == "inbound" && d["outcome"] == "answered" && strings.Contains(e.Summary, "Call from +393471234567: answered") {
+				calls++
+			}
+		}
+		if strings.Contains(e.Summary+string(e.Data), "97531") {
+			t.Errorf("the PIN is in the audit trail: %s %s", e.Summary, e.Data)
+		}
+	}
+	if calls != 1 {
+		t.Errorf("%d inbound call rows", calls)
+	}
+
+	// A PIN others can read stops the daemon at start, naming the key.
+	if err := os.Chmod(pinFile, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bad := testApp(t, t.TempDir())
+	bad.Config.Voice.SIP = a.Config.Voice.SIP
+	bad.Config.Voice.SIP.ListenPort = 0
+	bad.Config.LLM = a.Config.LLM
+	sctx, scancel := context.WithTimeout(ctx, 20*time.Second)
+	defer scancel()
+	err = bad.Serve(sctx, ServeOptions{Ready: func(net.Addr) { scancel() }})
+	if err == nil || !strings.Contains(err.Error(), "voice.sip.inbound_pin_file") || !strings.Contains(err.Error(), "chmod 600") {
+		t.Errorf("a world-readable PIN file: %v", err)
+	}
+}
+
+// freeUDPPort is a loopback UDP port free a moment ago.
+func freeUDPPort(t *testing.T) int {
+	t.Helper()
+	c, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	return c.LocalAddr().(*net.UDPAddr).Port
 }

@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"net/netip"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -58,7 +59,25 @@ type SIPConfig struct {
 	Voice string `toml:"voice"`
 	// Greeting is said when a call has no opening line of its own.
 	Greeting string `toml:"greeting"`
+	// Inbound answers calls to Hestia from InboundNumbers (off by
+	// default). Caller ID is not authentication — a From header, and even
+	// a provider's caller id, can be forged — so every inbound call must
+	// enter the PIN in InboundPINFile on the keypad before anything else
+	// happens.
+	Inbound bool `toml:"inbound"`
+	// InboundNumbers are the owner's numbers allowed to call (empty:
+	// Number). Compared after dropping a leading + or 00 and spaces.
+	InboundNumbers []string `toml:"inbound_numbers"`
+	// InboundPINFile is an owner-only file (chmod 600) holding the PIN,
+	// 4 to 16 digits; required when Inbound is on.
+	InboundPINFile string `toml:"inbound_pin_file"`
 }
+
+// PIN lengths accepted in voice.sip.inbound_pin_file.
+const (
+	minSIPPIN = 4
+	maxSIPPIN = 16
+)
 
 // Enabled reports whether calls are configured.
 func (c SIPConfig) Enabled() bool { return strings.TrimSpace(c.Number) != "" }
@@ -151,7 +170,109 @@ func (c SIPConfig) validate() []error {
 	if len(c.Greeting) > 500 {
 		bad("greeting", c.Greeting[:40]+"…", "at most 500 characters")
 	}
+	errs = append(errs, c.validateInbound()...)
 	return errs
+}
+
+// validateInbound checks the inbound keys. The PIN file is read here, not
+// only when the daemon starts, so that a PIN others can read is refused
+// by every command that loads the configuration; it is read only when
+// inbound calls are on.
+func (c SIPConfig) validateInbound() []error {
+	const key = "voice.sip"
+	var errs []error
+	bad := func(k, v, allowed string) {
+		errs = append(errs, &Error{Key: key + "." + k, Value: v, Allowed: allowed})
+	}
+	for _, n := range c.InboundNumbers {
+		if !sipNumberRe.MatchString(compactNumber(n)) {
+			bad("inbound_numbers", n, `a phone number or extension allowed to call ("+393471234567", "100"); spaces are ignored`)
+		}
+	}
+	if c.InboundPINFile != "" && !filepath.IsAbs(c.InboundPINFile) {
+		bad("inbound_pin_file", c.InboundPINFile, "an absolute path to a file only you can read (chmod 600) holding the PIN")
+	}
+	if !c.Inbound {
+		return errs
+	}
+	number := strings.TrimSpace(c.Number)
+	switch {
+	case number == "":
+		bad("inbound", "true", "false while voice.sip.number is not set (inbound calls are part of the SIP calls)")
+	case len(c.InboundNumbers) == 0:
+		if user := sipNumberUser(number); !sipNumberRe.MatchString(compactNumber(user)) {
+			bad("inbound_numbers", "[]", fmt.Sprintf("the numbers allowed to call, since voice.sip.number's user part %q is not a phone number", user))
+		}
+	}
+	switch {
+	case c.InboundPINFile == "":
+		bad("inbound_pin_file", "", fmt.Sprintf("the absolute path of a file only you can read (chmod 600) holding a PIN of %d to %d digits; required when voice.sip.inbound = true, since caller ID can be forged", minSIPPIN, maxSIPPIN))
+	case filepath.IsAbs(c.InboundPINFile):
+		if _, err := c.InboundPIN(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errs
+}
+
+// InboundPIN reads the PIN of voice.sip.inbound_pin_file: a regular file
+// that only its owner may read or write (no group or other permission
+// bits), holding 4 to 16 digits. Errors are *Error naming the key.
+func (c SIPConfig) InboundPIN() (string, error) {
+	const k = "voice.sip.inbound_pin_file"
+	path := c.InboundPINFile
+	bad := func(allowed string) error { return &Error{Key: k, Value: path, Allowed: allowed} }
+	if path == "" || !filepath.IsAbs(path) {
+		return "", bad("an absolute path to a file only you can read (chmod 600) holding the PIN")
+	}
+	info, err := os.Stat(path)
+	switch {
+	case err != nil:
+		return "", bad(fmt.Sprintf("a file that exists and can be read (%v)", err))
+	case !info.Mode().IsRegular():
+		return "", bad("a regular file holding the PIN")
+	case info.Mode().Perm()&0o077 != 0:
+		return "", bad(fmt.Sprintf("a file only you can read: it is %s, readable or writable by other users; run chmod 600 on it", info.Mode().Perm()))
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", bad(fmt.Sprintf("a file that can be read (%v)", err))
+	}
+	pin := strings.TrimSpace(string(b))
+	if len(pin) < minSIPPIN || len(pin) > maxSIPPIN || strings.Trim(pin, "0123456789") != "" {
+		// The value is the path, never the file's content.
+		return "", bad(fmt.Sprintf("a file holding only a PIN of %d to %d digits (0-9), entered on the keypad", minSIPPIN, maxSIPPIN))
+	}
+	return pin, nil
+}
+
+// compactNumber drops the spaces and separators people write in numbers.
+func compactNumber(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch r {
+		case ' ', '\t', '-', '.', '(', ')', '/':
+			return -1
+		}
+		return r
+	}, strings.TrimSpace(s))
+}
+
+// sipNumberUser is the number part of voice.sip.number: the user part of
+// a SIP URI, or the number itself.
+func sipNumberUser(number string) string {
+	rest, ok := strings.CutPrefix(number, "sip:")
+	if !ok {
+		rest, ok = strings.CutPrefix(number, "sips:")
+	}
+	if !ok {
+		return number
+	}
+	user, _, found := strings.Cut(rest, "@")
+	if !found {
+		return ""
+	}
+	user, _, _ = strings.Cut(user, ";")
+	return user
 }
 
 // sipURIHost reads the scheme and host of a sip: or sips: URI

@@ -1,6 +1,9 @@
 package config
 
 import (
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -85,6 +88,104 @@ func TestSIPInvalid(t *testing.T) {
 			_, err := load(t, tc.file, nil)
 			if err == nil || !strings.Contains(err.Error(), tc.key) {
 				t.Fatalf("want an error naming %s, got %v", tc.key, err)
+			}
+		})
+	}
+}
+
+// pinFile writes a PIN file with mode perm in a fresh folder.
+func pinFile(t *testing.T, content string, perm os.FileMode) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "sip-pin")
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// WriteFile's mode is filtered by the umask; set it exactly.
+	if err := os.Chmod(p, perm); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestSIPInboundOffByDefault(t *testing.T) {
+	t.Parallel()
+	cfg, err := load(t, sipGood, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := cfg.Voice.SIP; s.Inbound || len(s.InboundNumbers) != 0 || s.InboundPINFile != "" {
+		t.Errorf("inbound defaults: %+v", s)
+	}
+}
+
+func TestSIPInboundValid(t *testing.T) {
+	t.Parallel()
+	pin := pinFile(t, "482913\n", 0o600)
+	for name, extra := range map[string]string{
+		"the number calls":    "inbound = true\ninbound_pin_file = " + strconv.Quote(pin) + "\n",
+		"listed numbers":      "inbound = true\ninbound_numbers = [\"+39 347 1234567\", \"0039 06 1234567\", \"100\"]\ninbound_pin_file = " + strconv.Quote(pin) + "\n",
+		"off with a bad file": "inbound = false\ninbound_pin_file = \"/nonexistent/pin\"\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			cfg, err := load(t, sipGood+extra, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s := cfg.Voice.SIP; s.Inbound {
+				got, err := s.InboundPIN()
+				if err != nil || got != "482913" {
+					t.Errorf("InboundPIN = %q, %v", got, err)
+				}
+			}
+		})
+	}
+	// A SIP URI number with a numeric user part is the allowed caller.
+	uri := "[voice.sip]\nnumber = \"sip:+393471234567@pbx.lan\"\ninbound = true\ninbound_pin_file = " + strconv.Quote(pin) + "\n"
+	if _, err := load(t, uri, nil); err != nil {
+		t.Errorf("a SIP URI with a number: %v", err)
+	}
+	env := map[string]string{"HESTIA_VOICE_SIP_INBOUND": "true", "HESTIA_VOICE_SIP_INBOUND_PIN_FILE": pin, "HESTIA_VOICE_SIP_INBOUND_NUMBERS": "+393471234567, 100"}
+	cfg, err := load(t, sipGood, env)
+	if err != nil || !cfg.Voice.SIP.Inbound || len(cfg.Voice.SIP.InboundNumbers) != 2 {
+		t.Errorf("environment: %v %+v", err, cfg.Voice.SIP)
+	}
+}
+
+func TestSIPInboundInvalid(t *testing.T) {
+	t.Parallel()
+	good := pinFile(t, "4829", 0o600)
+	on := sipGood + "inbound = true\n"
+	for _, tc := range []struct {
+		name, file string
+		want       []string // in the error
+	}{
+		{"no pin file", on, []string{"voice.sip.inbound_pin_file", "required when voice.sip.inbound = true"}},
+		{"relative pin file", on + "inbound_pin_file = \"pin\"\n", []string{"voice.sip.inbound_pin_file", "absolute path"}},
+		{"missing pin file", on + "inbound_pin_file = \"/nonexistent/hestia-pin\"\n", []string{"voice.sip.inbound_pin_file", "exists"}},
+		{"group-readable pin file", on + "inbound_pin_file = " + strconv.Quote(pinFile(t, "4829", 0o640)) + "\n", []string{"voice.sip.inbound_pin_file", "-rw-r-----", "chmod 600"}},
+		{"world-readable pin file", on + "inbound_pin_file = " + strconv.Quote(pinFile(t, "4829", 0o604)) + "\n", []string{"voice.sip.inbound_pin_file", "chmod 600"}},
+		{"short pin", on + "inbound_pin_file = " + strconv.Quote(pinFile(t, "123", 0o600)) + "\n", []string{"voice.sip.inbound_pin_file", "4 to 16 digits"}},
+		{"pin with letters", on + "inbound_pin_file = " + strconv.Quote(pinFile(t, "12ab34", 0o600)) + "\n", []string{"voice.sip.inbound_pin_file", "4 to 16 digits"}},
+		{"pin folder", on + "inbound_pin_file = " + strconv.Quote(t.TempDir()) + "\n", []string{"voice.sip.inbound_pin_file", "regular file"}},
+		{"bad number", on + "inbound_pin_file = " + strconv.Quote(good) + "\ninbound_numbers = [\"mum\"]\n", []string{"voice.sip.inbound_numbers", `"mum"`}},
+		{"bad number while off", sipGood + "inbound_numbers = [\"+39 abc\"]\n", []string{"voice.sip.inbound_numbers"}},
+		{"no number", "[voice.sip]\ninbound = true\ninbound_pin_file = " + strconv.Quote(good) + "\n", []string{"voice.sip.inbound", "voice.sip.number"}},
+		{"uri number without digits", "[voice.sip]\nnumber = \"sip:phone@pbx.lan\"\ninbound = true\ninbound_pin_file = " + strconv.Quote(good) + "\n", []string{"voice.sip.inbound_numbers", `"phone"`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := load(t, tc.file, nil)
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("the error lacks %q: %v", w, err)
+				}
+			}
+			if strings.Contains(err.Error(), "4829") {
+				t.Errorf("the error shows the PIN: %v", err)
 			}
 		})
 	}

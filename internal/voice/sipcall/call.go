@@ -14,6 +14,8 @@ import (
 
 	"github.com/emiago/sipgo"
 	"github.com/emiago/sipgo/sip"
+
+	"github.com/hestia-dev/hestia/internal/agent"
 )
 
 // CallRequest asks for a call.
@@ -40,12 +42,24 @@ const (
 	StateEnded    = "ended"
 )
 
+// Directions of a call.
+const (
+	Outbound = "outbound"
+	Inbound  = "inbound"
+)
+
 // Call is a call in progress or ended.
 type Call struct {
-	ID     string
+	ID string
+	// ChatID is the call's chat; an inbound call has none until its PIN
+	// was right.
 	ChatID string
 	To     string
 	Origin string
+	// Direction is Outbound (Hestia called) or Inbound (the owner called
+	// Hestia; From is the number it came from).
+	Direction string
+	From      string
 
 	done   chan struct{}
 	hangup context.CancelCauseFunc
@@ -84,6 +98,14 @@ var errHungUp = errors.New("hung up on request")
 // Hangup ends the call (or stops the ringing).
 func (c *Call) Hangup() { c.hangup(errHungUp) }
 
+// turnOptions are the options of the turns the call starts.
+func (c *Call) turnOptions() agent.Options {
+	if c.Direction == Inbound {
+		return InboundTurnOptions()
+	}
+	return TurnOptions()
+}
+
 // Wait blocks until the call ends or ctx ends.
 func (c *Call) Wait(ctx context.Context) (Result, error) {
 	select {
@@ -96,25 +118,28 @@ func (c *Call) Wait(ctx context.Context) (Result, error) {
 
 // Status is the user agent's state for the API.
 type Status struct {
-	To           string    `json:"to"`
-	Registration RegState  `json:"registration"`
-	Current      *Snapshot `json:"current,omitempty"`
+	To           string       `json:"to"`
+	Registration RegState     `json:"registration"`
+	Inbound      InboundState `json:"inbound"`
+	Current      *Snapshot    `json:"current,omitempty"`
 }
 
 // Snapshot is a call as the API shows it.
 type Snapshot struct {
-	ID     string  `json:"id"`
-	ChatID string  `json:"chat_id"`
-	To     string  `json:"to"`
-	State  string  `json:"state"`
-	Result *Result `json:"result,omitempty"`
+	ID        string  `json:"id"`
+	ChatID    string  `json:"chat_id"`
+	To        string  `json:"to"`
+	Direction string  `json:"direction"`
+	From      string  `json:"from,omitempty"`
+	State     string  `json:"state"`
+	Result    *Result `json:"result,omitempty"`
 }
 
 // Snapshot describes c.
 func (c *Call) Snapshot() Snapshot {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	s := Snapshot{ID: c.ID, ChatID: c.ChatID, To: c.To, State: c.state}
+	s := Snapshot{ID: c.ID, ChatID: c.ChatID, To: c.To, Direction: c.Direction, From: c.From, State: c.state}
 	if c.state == StateEnded {
 		r := c.result
 		s.Result = &r
@@ -124,7 +149,7 @@ func (c *Call) Snapshot() Snapshot {
 
 // Status reports the registration and the call in progress.
 func (m *Manager) Status() Status {
-	st := Status{To: m.cfg.To, Registration: m.Registration()}
+	st := Status{To: m.cfg.To, Registration: m.Registration(), Inbound: m.Inbound()}
 	m.mu.Lock()
 	cur := m.current
 	m.mu.Unlock()
@@ -162,7 +187,7 @@ func (m *Manager) Call(ctx context.Context, req CallRequest) (*Call, error) {
 		m.mu.Unlock()
 		return nil, ErrCallInProgress
 	}
-	c := &Call{ID: newCallID(), To: m.cfg.To, Origin: req.Origin, done: make(chan struct{}), state: StateRinging}
+	c := &Call{ID: newCallID(), To: m.cfg.To, Origin: req.Origin, Direction: Outbound, done: make(chan struct{}), state: StateRinging}
 	m.current = c
 	m.mu.Unlock()
 	release := func() {
@@ -193,14 +218,7 @@ func (m *Manager) Call(ctx context.Context, req CallRequest) (*Call, error) {
 	}
 	var callCtx context.Context
 	callCtx, c.hangup = context.WithCancelCause(m.ctx)
-	m.mu.Lock()
-	m.calls[c.ID] = c
-	m.order = append(m.order, c.ID)
-	if len(m.order) > keptCalls {
-		delete(m.calls, m.order[0])
-		m.order = m.order[1:]
-	}
-	m.mu.Unlock()
+	m.remember(c)
 	m.publish(c)
 	m.wg.Add(1)
 	go func() {
@@ -214,32 +232,56 @@ func (m *Manager) Call(ctx context.Context, req CallRequest) (*Call, error) {
 	return c, nil
 }
 
+// remember keeps c for status queries.
+func (m *Manager) remember(c *Call) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.calls[c.ID] = c
+	m.order = append(m.order, c.ID)
+	if len(m.order) > keptCalls {
+		delete(m.calls, m.order[0])
+		m.order = m.order[1:]
+	}
+}
+
 func newCallID() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	return "call_" + hex.EncodeToString(b[:])
 }
 
+// publish tells the app about c; an inbound call is published once it
+// has a chat (its PIN was right).
 func (m *Manager) publish(c *Call) {
-	if m.d.Bus != nil {
-		m.d.Bus.Publish("voice.call", c.ChatID, map[string]any{"call": c.Snapshot()})
+	c.mu.Lock()
+	chatID := c.ChatID
+	c.mu.Unlock()
+	if m.d.Bus != nil && chatID != "" {
+		m.d.Bus.Publish("voice.call", chatID, map[string]any{"call": c.Snapshot()})
 	}
 }
 
-// finish records the outcome: the audit trail, a line in the chat, an
-// event for the app.
+// finish records the outcome: the audit trail, a line in the chat (when
+// the call has one), an event for the app.
 func (m *Manager) finish(c *Call, res Result) {
 	c.mu.Lock()
 	c.result, c.state = res, StateEnded
+	chatID := c.ChatID
 	c.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	data := map[string]any{"call_id": res.CallID, "to": res.To, "outcome": res.Outcome, "status": res.Status, "reason": res.Reason,
 		"duration_ms": res.Duration.Milliseconds(), "ringing_ms": res.Ringing.Milliseconds(), "turns": res.Turns,
-		"hung_up_by": res.HungUpBy, "origin": c.Origin, "packets_in": res.PacketsIn, "packets_out": res.PacketsOut}
-	m.d.Audit(ctx, "voice.call", c.ChatID, res.Summary(), data)
-	if err := m.d.Chats.Note(ctx, c.ChatID, res.Summary()); err != nil {
-		m.log.Warn("writing the call's outcome to its chat", "chat", c.ChatID, "err", err)
+		"hung_up_by": res.HungUpBy, "origin": c.Origin, "packets_in": res.PacketsIn, "packets_out": res.PacketsOut,
+		"direction": c.Direction}
+	if c.Direction == Inbound {
+		data["from"] = res.From
+	}
+	m.d.Audit(ctx, "voice.call", chatID, res.Summary(), data)
+	if chatID != "" {
+		if err := m.d.Chats.Note(ctx, chatID, res.Summary()); err != nil {
+			m.log.Warn("writing the call's outcome to its chat", "chat", chatID, "err", err)
+		}
 	}
 	m.publish(c)
 	m.log.Info("SIP call ended", "call", c.ID, "outcome", res.Outcome, "status", res.Status, "reason", res.Reason, "duration", res.Duration)
@@ -248,7 +290,7 @@ func (m *Manager) finish(c *Call, res Result) {
 // place runs a call from the INVITE to the hang-up.
 func (m *Manager) place(ctx context.Context, c *Call, req CallRequest) Result {
 	start := m.d.Clock()
-	res := Result{CallID: c.ID, ChatID: c.ChatID, To: m.cfg.To, Started: start}
+	res := Result{CallID: c.ID, ChatID: c.ChatID, To: m.cfg.To, Direction: Outbound, Started: start}
 	fail := func(o Outcome, status int, reason string) Result {
 		res.Outcome, res.Status, res.Reason = o, status, reason
 		if res.Ringing == 0 {
@@ -391,21 +433,31 @@ func (m *Manager) place(ctx context.Context, c *Call, req CallRequest) Result {
 		m.active = nil
 		m.mu.Unlock()
 	}()
-	convCtx, cancelConv := context.WithTimeoutCause(ctx, m.cfg.MaxDuration, fmt.Errorf("the call reached its longest allowed duration (%s)", m.cfg.MaxDuration))
+	convCtx, cancelConv := context.WithTimeoutCause(ctx, m.cfg.MaxDuration, m.maxDurationErr())
 	defer cancelConv()
 	cv := newConversation(m, c, med, req.Opening)
-	end := cv.run(convCtx, dialog.Context(), ans)
-	res.Duration = m.d.Clock().Sub(answered)
+	m.converse(convCtx, cv, dialog.Context(), ans, &res)
+	if res.HungUpBy != "phone" {
+		bye()
+	}
+	return res
+}
+
+func (m *Manager) maxDurationErr() error {
+	return fmt.Errorf("the call reached its longest allowed duration (%s)", m.cfg.MaxDuration)
+}
+
+// converse holds an answered call's conversation until it ends and
+// records how it went in res (answered at res.Answered).
+func (m *Manager) converse(ctx context.Context, cv *conversation, hungUp context.Context, ans answer, res *Result) {
+	end := cv.run(ctx, hungUp, ans)
+	res.Duration = m.d.Clock().Sub(res.Answered)
 	res.Turns = cv.turns
-	res.PacketsIn, res.PacketsOut = med.recvd.Load(), med.sent.Load()
+	res.PacketsIn, res.PacketsOut = cv.med.recvd.Load(), cv.med.sent.Load()
 	res.Outcome, res.Reason, res.HungUpBy = Answered, end.reason, end.by
 	if end.mediaErr {
 		res.Outcome = MediaError
 	}
-	if end.by != "phone" {
-		bye()
-	}
-	return res
 }
 
 // unspecified is the any-address of ip's family, to bind RTP on.

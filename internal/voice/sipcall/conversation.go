@@ -227,7 +227,7 @@ func (cv *conversation) heard(ctx context.Context, text string) {
 	// What the caller says now supersedes what the assistant was saying
 	// (the new turn interrupts the running one too).
 	cv.hush()
-	if err := cv.m.d.Agent.Submit(ctx, cv.c.ChatID, text); err != nil {
+	if err := cv.m.d.Agent.Submit(ctx, cv.c.ChatID, text, cv.c.turnOptions()); err != nil {
 		cv.log.Warn("starting a turn from the call", "err", err)
 		cv.say("Sorry, I could not start on that: " + err.Error())
 		return
@@ -465,11 +465,7 @@ func (cv *conversation) speaker(ctx context.Context) {
 
 // synth turns text into 8 kHz samples through the tts tier.
 func (cv *conversation) synth(ctx context.Context, text string) ([]int16, error) {
-	audio, ct, err := cv.m.d.TTS.Speak(ctx, text, cv.m.cfg.Voice, "wav")
-	if err != nil {
-		return nil, err
-	}
-	return lineAudio(audio, ct)
+	return cv.m.synth(ctx, text)
 }
 
 // lineAudio decodes the tts tier's audio to 8 kHz mono: WAV at any rate,

@@ -26,6 +26,7 @@ type fakeAgent struct {
 
 	mu      sync.Mutex
 	texts   []string
+	labels  []string // each turn's origin label
 	replies []reply
 	ran     []string // gated actions that ran
 	n       int
@@ -37,9 +38,10 @@ type reply struct {
 	text     string
 }
 
-func (a *fakeAgent) Submit(ctx context.Context, chatID, text string) error {
+func (a *fakeAgent) Submit(ctx context.Context, chatID, text string, o agent.Options) error {
 	a.mu.Lock()
 	a.texts = append(a.texts, text)
+	a.labels = append(a.labels, o.OriginLabel)
 	r := reply{text: "I heard you."}
 	if len(a.replies) > 0 {
 		r, a.replies = a.replies[0], a.replies[1:]
@@ -74,6 +76,12 @@ func (a *fakeAgent) submitted() []string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return append([]string(nil), a.texts...)
+}
+
+func (a *fakeAgent) origins() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]string(nil), a.labels...)
 }
 
 func (a *fakeAgent) actions() []string {
@@ -138,6 +146,12 @@ func (r *rig) audits() []auditRow {
 // timeouts default to short ones.
 func newRig(t *testing.T, cfg Config, transcripts ...string) *rig {
 	t.Helper()
+	return newRigClock(t, cfg, nil, transcripts...)
+}
+
+// newRigClock is newRig with the Manager's clock (nil: time.Now).
+func newRigClock(t *testing.T, cfg Config, clock func() time.Time, transcripts ...string) *rig {
+	t.Helper()
 	bus := events.NewBus(time.Now, 0, 0)
 	broker := approval.New(approval.Options{Timeout: 20 * time.Second, ApproversFor: bus.ApproversFor, Notify: agent.Notifier{Events: bus}})
 	r := &rig{agent: &fakeAgent{bus: bus, broker: broker}, chats: &fakeChats{}, speech: siptest.NewSpeech(t, transcripts...), broker: broker}
@@ -158,7 +172,7 @@ func newRig(t *testing.T, cfg Config, transcripts ...string) *rig {
 	if os.Getenv("SIPCALL_DEBUG") != "" {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	m, err := New(cfg, Deps{Agent: r.agent, Chats: r.chats, Approvals: broker, Bus: bus, STT: cl(), TTS: cl(), Log: log,
+	m, err := New(cfg, Deps{Agent: r.agent, Chats: r.chats, Approvals: broker, Bus: bus, STT: cl(), TTS: cl(), Log: log, Clock: clock,
 		Audit: func(ctx context.Context, typ, chatID, summary string, data any) {
 			r.mu.Lock()
 			r.audit = append(r.audit, auditRow{typ, chatID, summary, data})

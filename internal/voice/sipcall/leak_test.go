@@ -10,7 +10,7 @@ import (
 )
 
 // A user agent that placed calls (one answered and hung up, one refused)
-// leaves no goroutine behind once closed. Not parallel: it counts the
+// or took one leaves no goroutine behind once closed. Not parallel: it counts the
 // process's goroutines.
 func TestClosedManagerLeavesNoGoroutines(t *testing.T) {
 	before := runtime.NumGoroutine()
@@ -33,6 +33,16 @@ func TestClosedManagerLeavesNoGoroutines(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitResult(t, c2, 5*time.Second)
+		// An inbound call, answered and hung up by the caller at the PIN.
+		r3 := newRig(t, inboundConfig(Config{}))
+		out := callHestia(t, r3, siptest.StartPeer(t, siptest.PeerOptions{}), siptest.CallOptions{From: owner})
+		if out.Status != 200 {
+			t.Fatalf("inbound call answered %d", out.Status)
+		}
+		hctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = out.Hangup(hctx)
+		waitResult(t, lastCall(t, r3), 10*time.Second)
 	})
 	// Timers of finished transactions end within their own timeouts; a
 	// leak is a goroutine that stays.

@@ -23,12 +23,14 @@ type media struct {
 	conn *net.UDPConn
 	log  *slog.Logger
 
-	// Set by start, read-only after.
-	codec   Codec
-	pt      uint8
-	dtmfPT  int
-	onAudio func([]int16)
-	onDigit func(rune)
+	// Set by the first startMedia, read-only after.
+	codec     Codec
+	pt        uint8
+	dtmfPT    int
+	startOnce sync.Once
+	// handlers take what is received; an inbound call swaps them when
+	// its PIN is right (the PIN's digits never reach the conversation).
+	handlers atomic.Pointer[mediaHandlers]
 
 	mu        sync.Mutex     // guards the fields below
 	remote    netip.AddrPort // where packets go
@@ -102,16 +104,27 @@ func openMedia(ip netip.Addr, lo, hi int, log *slog.Logger) (*media, error) {
 // port is the local RTP port, for the SDP offer.
 func (m *media) port() int { return m.conn.LocalAddr().(*net.UDPAddr).Port }
 
-// startMedia begins sending and receiving per the phone's answer.
+// mediaHandlers take the caller's audio (nil: ignored) and key presses.
+type mediaHandlers struct {
+	onAudio func([]int16)
+	onDigit func(rune)
+}
+
+// startMedia begins sending and receiving per the phone's answer; called
+// again, it only hands what is received to new handlers.
 func (m *media) startMedia(a answer, onAudio func([]int16), onDigit func(rune)) {
-	m.codec, m.pt, m.dtmfPT = a.Codec, a.PT, a.DTMF
-	m.onAudio, m.onDigit = onAudio, onDigit
-	m.remote, m.announced = a.Addr, a.Addr
-	m.start = time.Now()
-	m.lastRecv.Store(m.start.UnixNano())
-	m.wg.Add(2)
-	go m.send()
-	go m.receive()
+	m.handlers.Store(&mediaHandlers{onAudio: onAudio, onDigit: onDigit})
+	m.startOnce.Do(func() {
+		m.codec, m.pt, m.dtmfPT = a.Codec, a.PT, a.DTMF
+		m.mu.Lock()
+		m.remote, m.announced = a.Addr, a.Addr
+		m.mu.Unlock()
+		m.start = time.Now()
+		m.lastRecv.Store(m.start.UnixNano())
+		m.wg.Add(2)
+		go m.send()
+		go m.receive()
+	})
 }
 
 // retarget follows the phone to a new address named in a re-INVITE; the
@@ -281,8 +294,8 @@ func (m *media) receive() {
 			m.lastRecv.Store(time.Now().UnixNano())
 			m.recvd.Add(1)
 			pcm = m.codec.decode(pcm[:0], payload)
-			if m.onAudio != nil && len(pcm) > 0 {
-				m.onAudio(pcm)
+			if h := m.handlers.Load(); h.onAudio != nil && len(pcm) > 0 {
+				h.onAudio(pcm)
 			}
 		case m.dtmfPT >= 0 && int(h.PayloadType) == m.dtmfPT:
 			m.lastRecv.Store(time.Now().UnixNano())
@@ -298,8 +311,8 @@ func (m *media) receive() {
 			fresh := !m.haveDTMF || h.Timestamp != m.lastDTMF
 			m.lastDTMF, m.haveDTMF = h.Timestamp, true
 			m.mu.Unlock()
-			if d := ev.digit(); fresh && d != 0 && m.onDigit != nil {
-				m.onDigit(d)
+			if d, h := ev.digit(), m.handlers.Load(); fresh && d != 0 && h.onDigit != nil {
+				h.onDigit(d)
 			}
 		case h.PayloadType == 13: // comfort noise (RFC 3389): the line is alive
 			m.lastRecv.Store(time.Now().UnixNano())

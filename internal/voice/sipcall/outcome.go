@@ -36,19 +36,27 @@ const (
 	// NetworkError: the provider could not be reached at all (DNS, a
 	// refused connection, no answer to the INVITE).
 	NetworkError Outcome = "network_error"
+	// PINFailed: an inbound call was answered but its PIN was never
+	// right (three wrong ones, none in time, or the caller hung up
+	// first); it counts towards the lock-out.
+	PINFailed Outcome = "pin_failed"
 )
 
-// Outcomes lists every outcome, for documentation and tests.
+// Outcomes lists every outcome, for documentation and tests. An inbound
+// call Hestia refused is rejected (603, 403) or busy (486).
 func Outcomes() []Outcome {
-	return []Outcome{Answered, NoAnswer, Busy, Rejected, Unreachable, AuthFailed, MediaError, NetworkError}
+	return []Outcome{Answered, NoAnswer, Busy, Rejected, Unreachable, AuthFailed, MediaError, NetworkError, PINFailed}
 }
 
 // Result is a finished call.
 type Result struct {
-	CallID  string  `json:"call_id"`
-	ChatID  string  `json:"chat_id"`
-	To      string  `json:"to"`
-	Outcome Outcome `json:"outcome"`
+	CallID string `json:"call_id"`
+	ChatID string `json:"chat_id"`
+	To     string `json:"to"`
+	// Direction is Outbound or Inbound; From is an inbound call's number.
+	Direction string  `json:"direction"`
+	From      string  `json:"from,omitempty"`
+	Outcome   Outcome `json:"outcome"`
 	// Status is the final SIP status when one decided the outcome (486,
 	// 603…), else 0.
 	Status int `json:"status,omitempty"`
@@ -73,17 +81,21 @@ type Result struct {
 
 // Summary is one line for the chat and the audit trail.
 func (r Result) Summary() string {
-	switch r.Outcome {
-	case Answered:
-		return fmt.Sprintf("📞 Call to %s: answered, %s.", r.To, roundDuration(r.Duration))
-	case NoAnswer:
-		return fmt.Sprintf("📞 Call to %s: no answer (rang %s).", r.To, roundDuration(r.Ringing))
-	case MediaError:
-		if !r.Answered.IsZero() {
-			return fmt.Sprintf("📞 Call to %s: the audio failed after %s (%s).", r.To, roundDuration(r.Duration), r.Reason)
-		}
+	call := "Call to " + r.To
+	if r.Direction == Inbound {
+		call = "Call from " + r.From
 	}
-	s := fmt.Sprintf("📞 Call to %s: %s", r.To, outcomeWords(r.Outcome))
+	switch {
+	case r.Outcome == Answered:
+		return fmt.Sprintf("📞 %s: answered, %s.", call, roundDuration(r.Duration))
+	case r.Outcome == NoAnswer:
+		return fmt.Sprintf("📞 %s: no answer (rang %s).", call, roundDuration(r.Ringing))
+	case r.Outcome == MediaError && !r.Answered.IsZero():
+		return fmt.Sprintf("📞 %s: the audio failed after %s (%s).", call, roundDuration(r.Duration), r.Reason)
+	case r.Direction == Inbound && (r.Outcome == Rejected || r.Outcome == Busy):
+		return fmt.Sprintf("📞 %s: declined with %d (%s).", call, r.Status, r.Reason)
+	}
+	s := fmt.Sprintf("📞 %s: %s", call, outcomeWords(r.Outcome))
 	if r.Reason != "" {
 		s += " (" + r.Reason + ")"
 	}
@@ -104,6 +116,8 @@ func outcomeWords(o Outcome) string {
 		return "no audio"
 	case NetworkError:
 		return "the provider could not be reached"
+	case PINFailed:
+		return "hung up without the right PIN"
 	}
 	return string(o)
 }

@@ -30,9 +30,27 @@
 // variables, and reworked its media API in the release before
 // (docs/decisions/sip-media.md).
 //
-// Scope: one call at a time, outbound only (calls to Hestia are declined
-// with 603), half duplex (the caller's audio is ignored while the
-// assistant speaks; # skips what is being said), no SRTP, no RTCP.
+// Inbound calls (Config.Inbound, off by default) are answered only from
+// the owner's numbers, and only after a PIN entered on the keypad: caller
+// ID is not authentication (a From header, and even a provider's
+// P-Asserted-Identity, can be forged). When Hestia registers, an INVITE
+// must come from the registrar's address (403 otherwise: a stranger on the
+// network sending straight to Hestia's port); a number not listed is
+// declined with 603 and audited; a call while another is in progress is
+// 486. The call is answered with the same G.711 negotiation, "Hestia.
+// Enter your PIN, then hash." is spoken, and the digits are compared in
+// constant time; three wrong PINs, or none within 20 s, end the call. Until
+// the PIN is right, nothing the caller says or presses reaches a chat, a
+// turn or an approval. Three failed calls within 10 minutes decline every
+// inbound call for the next 10 minutes. After the PIN the call is the
+// same conversation as an outbound one, in a fresh chat, its turns
+// labelled "SIP call (inbound)" (InboundTurnOptions).
+//
+// Scope: one call at a time, outbound, and inbound from the owner's
+// numbers with a PIN (others are declined with 603); half duplex (the
+// caller's audio is ignored while the assistant speaks; # skips what is
+// being said); an inbound call needs its SDP offer in the INVITE; no SRTP,
+// no RTCP.
 package sipcall
 
 import (
@@ -46,6 +64,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/emiago/sipgo"
@@ -58,8 +77,13 @@ import (
 	"github.com/hestia-dev/hestia/internal/voice"
 )
 
-// Label names the call's origin on approval cards and in the audit trail.
-const Label = "SIP call"
+// Label names the call's origin on approval cards and in the audit trail;
+// InboundLabel a call the owner placed to Hestia, so a card tells the two
+// apart.
+const (
+	Label        = "SIP call"
+	InboundLabel = "SIP call (inbound)"
+)
 
 // TurnOptions are the options of a turn started by what the user says on
 // a call: the channel origin labelled "SIP call". The person is the owner
@@ -68,6 +92,15 @@ const Label = "SIP call"
 // The adversarial origin matrix builds its SIP row with this.
 func TurnOptions() agent.Options {
 	return agent.Options{Kind: authority.Channel, OriginLabel: Label}
+}
+
+// InboundTurnOptions are the options of a turn on a call the owner placed
+// to Hestia: the channel origin labelled "SIP call (inbound)". The caller
+// proved to be the owner with the PIN (the number alone proves nothing),
+// so, as on an outbound call, the words do not taint the turn. The
+// adversarial origin matrix has a row built with this.
+func InboundTurnOptions() agent.Options {
+	return agent.Options{Kind: authority.Channel, OriginLabel: InboundLabel}
 }
 
 // Config is one SIP account and the number to call.
@@ -119,6 +152,19 @@ type Config struct {
 	VAD voice.VADConfig
 	// TLS configures the tls transport (nil: system roots, TLS 1.2+).
 	TLS *tls.Config
+
+	// Inbound answers calls to Hestia (off: every new INVITE is declined
+	// with 603). It needs PIN.
+	Inbound bool
+	// InboundNumbers are the numbers allowed to call, compared with the
+	// caller's after dropping spaces and a leading + or 00 (empty: the
+	// user part of To).
+	InboundNumbers []string
+	// PIN is what an inbound caller enters on the keypad, 4 to 16 digits.
+	PIN string
+	// PINTimeout ends an inbound call whose PIN is not right this long
+	// after the prompt (default 20 s).
+	PINTimeout time.Duration
 }
 
 func (c *Config) defaults() {
@@ -155,11 +201,15 @@ func (c *Config) defaults() {
 	if c.VAD.MinLevel == 0 {
 		c.VAD.MinLevel = -50
 	}
+	if c.PINTimeout <= 0 {
+		c.PINTimeout = 20 * time.Second
+	}
 }
 
-// Agent starts turns in a chat with TurnOptions.
+// Agent starts turns in a chat with the options given (TurnOptions, or
+// InboundTurnOptions on a call the owner placed).
 type Agent interface {
-	Submit(ctx context.Context, chatID, text string) error
+	Submit(ctx context.Context, chatID, text string, o agent.Options) error
 }
 
 // Chats creates the call's chat and writes the lines the call adds to it
@@ -232,14 +282,22 @@ type Manager struct {
 
 	registrar registrar
 
-	mu      sync.Mutex // guards the fields below
-	current *Call
-	dialogs *sipgo.DialogClientCache // the current call's dialogs
-	active  *activeMedia             // the current call's stream, once answered
-	regSt   RegState
-	calls   map[string]*Call // recent calls by id, for status queries
-	order   []string
-	closed  bool
+	// inbound is the set of normalised numbers allowed to call and the
+	// PIN's digest (the PIN itself is not kept); read-only after New.
+	inbound inboundPolicy
+
+	mu        sync.Mutex // guards the fields below
+	current   *Call
+	dialogs   *sipgo.DialogClientCache // the current outbound call's dialogs
+	inDialog  *inboundDialog           // the current inbound call's dialog
+	active    *activeMedia             // the current call's stream, once answered
+	regSt     RegState
+	calls     map[string]*Call // recent calls by id, for status queries
+	order     []string
+	closed    bool
+	guard     inboundGuard // the lock-out after failed PINs, refusals audited
+	regAddrs  []netip.Addr // the registrar's resolved addresses…
+	regAddrAt time.Time    // …as of then
 }
 
 // RegState is the registration's state.
@@ -269,6 +327,10 @@ func New(cfg Config, d Deps) (*Manager, error) {
 	if err := m.parseAddresses(); err != nil {
 		return nil, err
 	}
+	if err := m.inbound.init(&m.cfg, m.target); err != nil {
+		return nil, err
+	}
+	m.cfg.PIN = "" // only its digest is kept
 	m.regSt.Registering = m.reg.Host != ""
 	ua, err := sipgo.NewUA(
 		sipgo.WithUserAgent("Hestia"),
@@ -288,16 +350,19 @@ func New(cfg Config, d Deps) (*Manager, error) {
 	m.ua, m.srv = ua, srv
 	srv.OnBye(m.onBye)
 	srv.OnInvite(m.onInvite)
-	srv.OnAck(func(*sip.Request, sip.ServerTransaction) {}) // of a re-INVITE's 200: nothing to do
-	srv.OnUpdate(m.reinvite)                                // RFC 3311: session timers refresh with UPDATE too
+	srv.OnAck(m.onAck)
+	srv.OnUpdate(m.reinvite) // RFC 3311: session timers refresh with UPDATE too
 	srv.OnOptions(func(req *sip.Request, tx sip.ServerTransaction) {
 		_ = tx.Respond(sip.NewResponseFromRequest(req, sip.StatusOK, "OK", nil))
 	})
+	// The manager's life starts before the port is bound: an INVITE may
+	// arrive at once.
+	m.ctx, m.cancel = context.WithCancel(context.Background())
 	if err := m.bind(); err != nil {
+		m.cancel()
 		ua.Close()
 		return nil, err
 	}
-	m.ctx, m.cancel = context.WithCancel(context.Background())
 	return m, nil
 }
 
@@ -537,15 +602,54 @@ type activeMedia struct {
 }
 
 // onInvite answers a re-INVITE within the call in progress (a session
-// refresh, the phone moving its audio) and declines new calls to Hestia:
-// only outbound calls are placed.
+// refresh, the phone moving its audio); a new call to Hestia is declined
+// with 603 unless inbound calls are on (inbound.go).
 func (m *Manager) onInvite(req *sip.Request, tx sip.ServerTransaction) {
 	if to := req.To(); to != nil && to.Params.Has("tag") {
 		m.reinvite(req, tx)
 		return
 	}
-	m.log.Info("declined an incoming SIP call (Hestia only calls out)", "from", req.From().Address.String())
-	_ = tx.Respond(sip.NewResponseFromRequest(req, sip.StatusGlobalDecline, "Decline", nil))
+	if !m.cfg.Inbound {
+		from := ""
+		if f := req.From(); f != nil {
+			from = f.Address.String()
+		}
+		m.log.Info("declined an incoming SIP call (inbound calls are off)", "from", from)
+		_ = tx.Respond(sip.NewResponseFromRequest(req, sip.StatusGlobalDecline, "Decline", nil))
+		return
+	}
+	m.answerInbound(req, tx)
+}
+
+// inboundDialog is the current inbound call's dialog.
+type inboundDialog struct {
+	sess *sipgo.DialogServerSession
+	// bye says the caller's BYE ended it (perhaps before its ACK was
+	// handled: the call was answered all the same).
+	bye atomic.Bool
+}
+
+// inDialogMatches returns the current inbound call's dialog when req
+// belongs to it (Hestia is its UAS: RFC 3261 §12.2.2), else nil.
+func (m *Manager) inDialogMatches(req *sip.Request) *inboundDialog {
+	m.mu.Lock()
+	in := m.inDialog
+	m.mu.Unlock()
+	if in == nil {
+		return nil
+	}
+	if id, err := sip.DialogIDFromRequestUAS(req); err != nil || id != in.sess.ID {
+		return nil
+	}
+	return in
+}
+
+// onAck confirms the current inbound call's dialog; an ACK for a
+// re-INVITE's 200 needs nothing.
+func (m *Manager) onAck(req *sip.Request, tx sip.ServerTransaction) {
+	if in := m.inDialogMatches(req); in != nil {
+		_ = in.sess.ReadAck(req, tx) // a re-INVITE's ACK has another CSeq: nothing to confirm
+	}
 }
 
 // reinvite answers an offer within the call (a re-INVITE, RFC 3261 §14.2,
@@ -557,11 +661,15 @@ func (m *Manager) reinvite(req *sip.Request, tx sip.ServerTransaction) {
 	m.mu.Lock()
 	dc, am := m.dialogs, m.active
 	m.mu.Unlock()
-	if dc == nil || am == nil {
-		_ = tx.Respond(sip.NewResponseFromRequest(req, sip.StatusCallTransactionDoesNotExists, "Call/Transaction Does Not Exist", nil))
-		return
+	matched := false
+	if dc != nil {
+		_, err := dc.MatchRequestDialog(req)
+		matched = err == nil
 	}
-	if _, err := dc.MatchRequestDialog(req); err != nil {
+	if !matched {
+		matched = m.inDialogMatches(req) != nil
+	}
+	if am == nil || !matched {
 		_ = tx.Respond(sip.NewResponseFromRequest(req, sip.StatusCallTransactionDoesNotExists, "Call/Transaction Does Not Exist", nil))
 		return
 	}
@@ -590,6 +698,14 @@ func (m *Manager) reinvite(req *sip.Request, tx sip.ServerTransaction) {
 
 // onBye ends the current call when the phone hangs up.
 func (m *Manager) onBye(req *sip.Request, tx sip.ServerTransaction) {
+	if in := m.inDialogMatches(req); in != nil {
+		if err := in.sess.ReadBye(req, tx); err != nil {
+			_ = tx.Respond(sip.NewResponseFromRequest(req, sip.StatusCallTransactionDoesNotExists, "Call/Transaction Does Not Exist", nil))
+			return
+		}
+		in.bye.Store(true)
+		return
+	}
 	m.mu.Lock()
 	dc := m.dialogs
 	m.mu.Unlock()

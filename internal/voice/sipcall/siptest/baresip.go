@@ -4,7 +4,9 @@
 // pressing keys on command through its ctrl_tcp module); Peer is an
 // in-process SIP endpoint built on sipgo that answers as a test needs
 // (busy, never answering, answering and then going quiet, or a registrar
-// refusing the credentials); Speech fakes the OpenAI-compatible stt and
+// refusing the credentials) and that places calls itself (Peer.Call: the
+// owner's phone calling Hestia, or a stranger pretending to be it, pressing
+// keys and speaking on command); Speech fakes the OpenAI-compatible stt and
 // tts endpoints.
 package siptest
 
@@ -38,6 +40,9 @@ type PhoneOptions struct {
 	Voice []int16
 	// Transport is udp (default) or tcp.
 	Transport string
+	// User is the phone's user part, what it calls from (default
+	// "phone"; a number such as "+393471234567" for inbound tests).
+	User string
 }
 
 // Phone is a running baresip.
@@ -113,7 +118,10 @@ ctrl_tcp_listen 127.0.0.1:%d
 	if o.AutoAnswer {
 		answer = "auto"
 	}
-	acct := fmt.Sprintf("<sip:phone@127.0.0.1;transport=%s>;regint=0;answermode=%s;audio_codecs=PCMU,PCMA\n", o.Transport, answer)
+	if o.User == "" {
+		o.User = "phone"
+	}
+	acct := fmt.Sprintf("<sip:%s@127.0.0.1;transport=%s>;regint=0;answermode=%s;audio_codecs=PCMU,PCMA\n", o.User, o.Transport, answer)
 	if err := os.WriteFile(filepath.Join(dir, "accounts"), []byte(acct), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +131,7 @@ ctrl_tcp_listen 127.0.0.1:%d
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting baresip: %v", err)
 	}
-	p := &Phone{URI: fmt.Sprintf("sip:phone@127.0.0.1:%d", sipPort), dir: dir, rec: rec, ctl: net.JoinHostPort("127.0.0.1", strconv.Itoa(ctlPort)), cmd: cmd, out: out}
+	p := &Phone{URI: fmt.Sprintf("sip:%s@127.0.0.1:%d", o.User, sipPort), dir: dir, rec: rec, ctl: net.JoinHostPort("127.0.0.1", strconv.Itoa(ctlPort)), cmd: cmd, out: out}
 	if o.Transport != "udp" {
 		p.URI += ";transport=" + o.Transport
 	}
@@ -200,6 +208,12 @@ func (p *Phone) Command(command, params string) (string, error) {
 // Press sends a DTMF key during the call (as RFC 4733 telephone-events).
 func (p *Phone) Press(key rune) error {
 	_, err := p.Command("sndcode", string(key))
+	return err
+}
+
+// Dial calls uri from the phone (Hestia, for an inbound call).
+func (p *Phone) Dial(uri string) error {
+	_, err := p.Command("dial", uri)
 	return err
 }
 

@@ -48,6 +48,9 @@ type PeerOptions struct {
 	// SDP, or ReInviteSDP) this long after answering.
 	ReInviteAfter time.Duration
 	ReInviteSDP   string
+	// Host is the loopback address the peer binds (default 127.0.0.1);
+	// another one (127.0.0.2) is a second machine as the far end sees it.
+	Host string
 }
 
 // Peer is an in-process SIP endpoint on loopback UDP.
@@ -57,9 +60,15 @@ type Peer struct {
 	// Addr is its host:port.
 	Addr string
 	o    PeerOptions
+	host string
 	ua   *sipgo.UserAgent
 	srv  *sipgo.Server
 	conn io.Closer
+	// out places the peer's own calls (Call); nil for a Mute peer.
+	out     *sipgo.DialogClientCache
+	outCtx  context.Context
+	outWG   *sync.WaitGroup
+	network string
 
 	mu        sync.Mutex
 	invites   int
@@ -79,8 +88,12 @@ func (p *Peer) ReInvites() []int {
 // StartPeer runs a peer until the test ends.
 func StartPeer(t testing.TB, o PeerOptions) *Peer {
 	t.Helper()
+	host := o.Host
+	if host == "" {
+		host = "127.0.0.1"
+	}
 	log := slog.New(slog.DiscardHandler)
-	ua, err := sipgo.NewUA(sipgo.WithUserAgent("siptest"), sipgo.WithUserAgentHostname("127.0.0.1"),
+	ua, err := sipgo.NewUA(sipgo.WithUserAgent("siptest"), sipgo.WithUserAgentHostname(host),
 		sipgo.WithUserAgentTransportLayerOptions(sip.WithTransportLayerLogger(log)),
 		sipgo.WithUserAgentTransactionLayerOptions(sip.WithTransactionLayerLogger(log)))
 	if err != nil {
@@ -99,19 +112,22 @@ func StartPeer(t testing.TB, o PeerOptions) *Peer {
 	)
 	if o.TLS != nil {
 		network = "tls"
-		tlsLn, err = tls.Listen("tcp", "127.0.0.1:0", o.TLS)
+		tlsLn, err = tls.Listen("tcp", net.JoinHostPort(host, "0"), o.TLS)
 		if err != nil {
 			t.Fatal(err)
 		}
 		closer, addr = tlsLn, tlsLn.Addr().String()
 	} else {
-		conn, err = net.ListenPacket("udp", "127.0.0.1:0")
+		conn, err = net.ListenPacket("udp", net.JoinHostPort(host, "0"))
 		if err != nil {
+			if host != "127.0.0.1" {
+				t.Skipf("cannot bind the loopback address %s: %v", host, err)
+			}
 			t.Fatal(err)
 		}
 		closer, addr = conn, conn.LocalAddr().String()
 	}
-	p := &Peer{o: o, ua: ua, srv: srv, conn: closer, Addr: addr}
+	p := &Peer{o: o, host: host, ua: ua, srv: srv, conn: closer, Addr: addr, network: network}
 	p.URI = "sip:peer@" + p.Addr
 	if network == "tls" {
 		p.URI += ";transport=tls"
@@ -131,27 +147,31 @@ func StartPeer(t testing.TB, o PeerOptions) *Peer {
 			}
 		}()
 	} else {
-		opts := []sipgo.ClientOption{sipgo.WithClientHostname("127.0.0.1")}
+		opts := []sipgo.ClientOption{sipgo.WithClientHostname(host)}
 		if conn != nil {
 			opts = append(opts, sipgo.WithClientConnectionAddr(p.Addr))
 		}
 		cl, _ := sipgo.NewClient(ua, opts...)
 		_, portText, _ := net.SplitHostPort(addr)
 		port, _ := strconv.Atoi(portText)
-		contact := sip.Uri{Scheme: "sip", User: "peer", Host: "127.0.0.1", Port: port}
+		contact := sip.Uri{Scheme: "sip", User: "peer", Host: host, Port: port}
 		if network == "tls" {
 			contact.UriParams = sip.NewParams()
 			contact.UriParams.Add("transport", "tls")
 		}
 		dialogs := sipgo.NewDialogServerCache(cl, sip.ContactHeader{Address: contact})
+		p.out, p.outCtx, p.outWG = sipgo.NewDialogClientCache(cl, sip.ContactHeader{Address: contact}), ctx, &wg
 		srv.OnInvite(func(req *sip.Request, tx sip.ServerTransaction) { p.invite(ctx, dialogs, req, tx) })
 		srv.OnAck(func(req *sip.Request, tx sip.ServerTransaction) { _ = dialogs.ReadAck(req, tx) })
 		srv.OnBye(func(req *sip.Request, tx sip.ServerTransaction) {
 			p.mu.Lock()
 			p.byes++
 			p.mu.Unlock()
+			// A BYE ends a call the peer answered or one it placed.
 			if err := dialogs.ReadBye(req, tx); err != nil {
-				_ = tx.Respond(sip.NewResponseFromRequest(req, 481, "Call/Transaction Does Not Exist", nil))
+				if err := p.out.ReadBye(req, tx); err != nil {
+					_ = tx.Respond(sip.NewResponseFromRequest(req, 481, "Call/Transaction Does Not Exist", nil))
+				}
 			}
 		})
 		srv.OnRegister(p.register)
@@ -171,6 +191,19 @@ func StartPeer(t testing.TB, o PeerOptions) *Peer {
 		ua.Close()
 		wg.Wait()
 	})
+	if conn != nil && !o.Mute {
+		// The peer's own calls go out from its socket once the transport
+		// layer knows it; ServeUDP registers it from its goroutine.
+		for i := 0; ; i++ {
+			if _, err := ua.TransportLayer().GetConnection("udp", addr); err == nil {
+				break
+			}
+			if i == 1000 {
+				t.Fatalf("the peer's socket %s did not start serving", addr)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
 	return p
 }
 
@@ -227,14 +260,14 @@ func (p *Peer) invite(ctx context.Context, dialogs *sipgo.DialogServerCache, req
 		return
 	}
 	to, ok := offerAddr(req.Body())
-	rtp, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	rtp, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.ParseIP(p.host)})
 	if err != nil || !ok {
 		_ = d.Respond(488, "Not Acceptable Here", nil)
 		return
 	}
 	defer rtp.Close()
 	port := rtp.LocalAddr().(*net.UDPAddr).Port
-	sdp := fmt.Sprintf("v=0\r\no=peer 1 1 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=audio %d RTP/AVP 0 101\r\na=rtpmap:0 PCMU/8000\r\na=rtpmap:101 telephone-event/8000\r\na=sendrecv\r\n", port)
+	sdp := fmt.Sprintf("v=0\r\no=peer 1 1 IN IP4 %s\r\ns=-\r\nc=IN IP4 %s\r\nt=0 0\r\nm=audio %d RTP/AVP 0 101\r\na=rtpmap:0 PCMU/8000\r\na=rtpmap:101 telephone-event/8000\r\na=sendrecv\r\n", p.host, p.host, port)
 	if err := d.RespondSDP([]byte(sdp)); err != nil {
 		return
 	}
