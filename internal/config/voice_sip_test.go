@@ -190,3 +190,48 @@ func TestSIPInboundInvalid(t *testing.T) {
 		})
 	}
 }
+
+// The commented [voice.sip] example in config.example.toml, uncommented,
+// is a valid configuration, and so it is with inbound calls turned on
+// (its PIN file swapped for a real one): the documented keys ship.
+func TestSIPExampleParses(t *testing.T) {
+	t.Parallel()
+	data, err := os.ReadFile("../../config.example.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(data)
+	start := strings.Index(s, "# [voice.sip]\n")
+	if start < 0 {
+		t.Fatal("config.example.toml has no commented [voice.sip] example")
+	}
+	var b strings.Builder
+	for _, l := range strings.Split(s[start:], "\n") {
+		rest, ok := strings.CutPrefix(l, "# ")
+		if !ok {
+			break
+		}
+		if rest == "[voice.sip]" || strings.Contains(rest, " = ") {
+			b.WriteString(rest + "\n")
+		}
+	}
+	example := b.String()
+	for _, key := range []string{"inbound", "inbound_numbers", "inbound_pin_file"} {
+		if !strings.Contains(example, "\n"+key+" = ") {
+			t.Errorf("the example does not document %s", key)
+		}
+	}
+	cfg, err := Parse([]byte(example), func(string) string { return "" })
+	if err != nil {
+		t.Fatalf("the [voice.sip] example does not parse:\n%s\n%v", example, err)
+	}
+	if !cfg.Voice.SIP.Enabled() || cfg.Voice.SIP.Inbound {
+		t.Errorf("example: %+v", cfg.Voice.SIP)
+	}
+	on := strings.Replace(example, "inbound = false", "inbound = true", 1)
+	on = strings.Replace(on, `"/home/you/.config/hestia/sip-pin"`, strconv.Quote(pinFile(t, "135790", 0o600)), 1)
+	cfg, err = Parse([]byte(on), func(string) string { return "" })
+	if err != nil || !cfg.Voice.SIP.Inbound {
+		t.Fatalf("with inbound = true: %v\n%s", err, on)
+	}
+}
