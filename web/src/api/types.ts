@@ -54,6 +54,11 @@ export interface Message {
   tool_name?: string;
   tool?: ToolOutcome;
   created_at: string;
+  /** The model's reasoning before an assistant message (shown collapsed;
+   * never sent back to the model). Absent when there was none. */
+  reasoning?: string;
+  /** How long the reasoning streamed, first to last delta; absent when unknown. */
+  reasoning_ms?: number;
 }
 
 export interface TurnError {

@@ -9,6 +9,7 @@ import { Alert, Copy, Download, Flame, Menu, Pencil, Send, Shield, Stop, Trash }
 import { Markdown } from '../components/Markdown';
 import { AssistantActions, PendingChoice, QueuedList, UserMessage } from '../components/MessageActions';
 import { NoModelBanner } from '../components/NoModelBanner';
+import { Reasoning } from '../components/Reasoning';
 import { SpeakButton } from '../components/SpeakButton';
 import { ToolCard } from '../components/ToolCard';
 import { useApp } from '../context';
@@ -112,6 +113,7 @@ function Transcript({
     } else if (m.role === 'assistant') {
       out.push(
         <div class="msg assistant" key={m.id} data-id={m.id}>
+          {m.reasoning && <Reasoning text={m.reasoning} ms={m.reasoning_ms} />}
           {m.content && <Markdown text={m.content} />}
           {m.content && canSpeak && <SpeakButton text={m.content} />}
           {m.content && !m.tool_calls?.length && m.turn_id && notDoneTurns.has(m.turn_id) && (
@@ -190,12 +192,7 @@ function Transcript({
                   The model is reading {s.waiting.promptTokens.toLocaleString()} tokens…
                 </div>
               )}
-              {s.reasoning && (
-                <details class="reasoning">
-                  <summary>{s.text ? 'Thought' : 'Thinking…'}</summary>
-                  <div class="reasoning-text">{s.reasoning}</div>
-                </details>
-              )}
+              {s.reasoning && <Reasoning text={s.reasoning} live answered={!!s.text} />}
               {s.text && <Markdown text={s.text} streaming />}
             </div>
           ))}
