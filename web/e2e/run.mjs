@@ -23,6 +23,8 @@ try {
     const { runDaemon } = await import('./daemon.mjs');
     await runDaemon(b.browser);
   }
+  // The Agenda page's inline task edit and delete against a local task list.
+  if (!only || only === 'tasks') await (await import('./tasks.mjs')).runTasks(b.browser);
   // Connecting an OAuth account against the fake provider's consent page.
   if (!only || only === 'oauth') await (await import('./oauth.mjs')).runOAuth(b.browser);
   // Voice mode needs a browser whose fake microphone plays its own WAV.
