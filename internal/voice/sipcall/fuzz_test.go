@@ -57,3 +57,23 @@ func FuzzParseWAV(f *testing.F) {
 		}
 	})
 }
+
+// FuzzCallerID reads what a caller writes in P-Asserted-Identity and
+// From: a user part, and the number compared, never longer than what it
+// came from, and normalising is stable (a number is compared once).
+func FuzzCallerID(f *testing.F) {
+	f.Add(`"Owner" <sip:+393471234567@p.example;user=phone>, <tel:+39-347-1234567>`)
+	f.Add("sip:%2B0039 347;phone-context=x@h")
+	f.Fuzz(func(t *testing.T, v string) {
+		u := uriUser(v)
+		if len(u) > len(v) {
+			t.Fatalf("user %q from %q", u, v)
+		}
+		n := normNumber(u)
+		if len(n) > len(u) {
+			t.Fatalf("number %q from %q", n, u)
+		}
+		var p inboundPolicy
+		_ = p.init(&Config{Inbound: true, PIN: "1234", InboundNumbers: []string{v}}, siptestTarget())
+	})
+}

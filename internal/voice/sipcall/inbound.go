@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/emiago/sipgo"
 	"github.com/emiago/sipgo/sip"
@@ -118,6 +119,11 @@ func (p *inboundPolicy) pinMatches(keys []byte) bool {
 func normNumber(s string) string {
 	if u, err := url.PathUnescape(s); err == nil {
 		s = u
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return "" // never a number (and lower-casing could grow it)
+		}
 	}
 	s, _, _ = strings.Cut(s, ";")
 	s = strings.Map(func(r rune) rune {

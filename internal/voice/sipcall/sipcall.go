@@ -18,8 +18,10 @@
 // decision from any surface wins. A question card is answered by speaking.
 //
 // Every call ends with a classified Outcome (answered, no_answer, busy,
-// rejected, unreachable, auth_failed, media_error, network_error) and its
-// duration, recorded in the audit trail and as a line in the call's chat.
+// rejected, unreachable, auth_failed, media_error, network_error, and
+// pin_failed for an inbound call) and its duration, recorded in the audit
+// trail and as a line in the call's chat (an inbound call without the
+// right PIN has no chat: only the audit row).
 //
 // Media is implemented here rather than with a media library: the call
 // needs plain RTP/AVP, G.711 and telephone-events, a few hundred lines
