@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/hestia-dev/hestia/internal/agent"
@@ -68,6 +69,14 @@ func (a *App) initSIP(ctx context.Context) error {
 			core.audit.Record(ctx, audit.Entry{Type: typ, ChatID: chatID, Summary: summary, Data: data})
 		},
 		Log: a.Log.With("component", "sip"), Clock: a.Now,
+	}
+	if a.Notify != nil {
+		d.Alert = func(ctx context.Context, title, body string) {
+			n := notify.Notification{Kind: "call", Key: "sip-lockout:" + a.Now().UTC().Format(time.RFC3339), Title: title, Body: body, URL: "/settings"}
+			if _, err := a.Notify.Notify(ctx, n); err != nil {
+				a.Log.Warn("notifying the SIP lock-out", "err", err)
+			}
+		}
 	}
 	// Typed nils would read as configured.
 	if m := svc.For("sip", "transcribe"); m != nil {

@@ -268,7 +268,7 @@ func TestSIPInboundCallWithPIN(t *testing.T) {
 	files := t.TempDir()
 	target := filepath.Join(files, "note.txt")
 	pinFile := filepath.Join(t.TempDir(), "sip-pin")
-	if err := os.WriteFile(pinFile, []byte("97531\n"), 0o600); err != nil {
+	if err := os.WriteFile(pinFile, []byte("975310\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	port := freeUDPPort(t)
@@ -311,7 +311,7 @@ func TestSIPInboundCallWithPIN(t *testing.T) {
 	if !siptest.WaitFor(ctx, 15*time.Second, spoke("Enter your PIN")) {
 		t.Fatal("no PIN prompt")
 	}
-	if err := out.Press("97531#"); err != nil {
+	if err := out.Press("975310#"); err != nil {
 		t.Fatal(err)
 	}
 	if !siptest.WaitFor(ctx, 15*time.Second, spoke("Yes?")) {
@@ -360,7 +360,7 @@ func TestSIPInboundCallWithPIN(t *testing.T) {
 				calls++
 			}
 		}
-		if strings.Contains(e.Summary+string(e.Data), "97531") {
+		if strings.Contains(e.Summary+string(e.Data), "975310") {
 			t.Errorf("the PIN is in the audit trail: %s %s", e.Summary, e.Data)
 		}
 	}

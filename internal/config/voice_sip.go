@@ -69,13 +69,13 @@ type SIPConfig struct {
 	// Number). Compared after dropping a leading + or 00 and spaces.
 	InboundNumbers []string `toml:"inbound_numbers"`
 	// InboundPINFile is an owner-only file (chmod 600) holding the PIN,
-	// 4 to 16 digits; required when Inbound is on.
+	// 6 to 16 digits; required when Inbound is on.
 	InboundPINFile string `toml:"inbound_pin_file"`
 }
 
 // PIN lengths accepted in voice.sip.inbound_pin_file.
 const (
-	minSIPPIN = 4
+	minSIPPIN = 6
 	maxSIPPIN = 16
 )
 
@@ -217,7 +217,7 @@ func (c SIPConfig) validateInbound() []error {
 
 // InboundPIN reads the PIN of voice.sip.inbound_pin_file: a regular file
 // that only its owner may read or write (no group or other permission
-// bits), holding 4 to 16 digits. Errors are *Error naming the key.
+// bits), holding 6 to 16 digits. Errors are *Error naming the key.
 func (c SIPConfig) InboundPIN() (string, error) {
 	const k = "voice.sip.inbound_pin_file"
 	path := c.InboundPINFile

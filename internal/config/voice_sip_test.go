@@ -154,7 +154,7 @@ func TestSIPInboundValid(t *testing.T) {
 
 func TestSIPInboundInvalid(t *testing.T) {
 	t.Parallel()
-	good := pinFile(t, "4829", 0o600)
+	good := pinFile(t, "482913", 0o600)
 	on := sipGood + "inbound = true\n"
 	for _, tc := range []struct {
 		name, file string
@@ -163,10 +163,10 @@ func TestSIPInboundInvalid(t *testing.T) {
 		{"no pin file", on, []string{"voice.sip.inbound_pin_file", "required when voice.sip.inbound = true"}},
 		{"relative pin file", on + "inbound_pin_file = \"pin\"\n", []string{"voice.sip.inbound_pin_file", "absolute path"}},
 		{"missing pin file", on + "inbound_pin_file = \"/nonexistent/hestia-pin\"\n", []string{"voice.sip.inbound_pin_file", "exists"}},
-		{"group-readable pin file", on + "inbound_pin_file = " + strconv.Quote(pinFile(t, "4829", 0o640)) + "\n", []string{"voice.sip.inbound_pin_file", "-rw-r-----", "chmod 600"}},
-		{"world-readable pin file", on + "inbound_pin_file = " + strconv.Quote(pinFile(t, "4829", 0o604)) + "\n", []string{"voice.sip.inbound_pin_file", "chmod 600"}},
-		{"short pin", on + "inbound_pin_file = " + strconv.Quote(pinFile(t, "123", 0o600)) + "\n", []string{"voice.sip.inbound_pin_file", "4 to 16 digits"}},
-		{"pin with letters", on + "inbound_pin_file = " + strconv.Quote(pinFile(t, "12ab34", 0o600)) + "\n", []string{"voice.sip.inbound_pin_file", "4 to 16 digits"}},
+		{"group-readable pin file", on + "inbound_pin_file = " + strconv.Quote(pinFile(t, "482913", 0o640)) + "\n", []string{"voice.sip.inbound_pin_file", "-rw-r-----", "chmod 600"}},
+		{"world-readable pin file", on + "inbound_pin_file = " + strconv.Quote(pinFile(t, "482913", 0o604)) + "\n", []string{"voice.sip.inbound_pin_file", "chmod 600"}},
+		{"short pin", on + "inbound_pin_file = " + strconv.Quote(pinFile(t, "12345", 0o600)) + "\n", []string{"voice.sip.inbound_pin_file", "6 to 16 digits"}},
+		{"pin with letters", on + "inbound_pin_file = " + strconv.Quote(pinFile(t, "12ab34", 0o600)) + "\n", []string{"voice.sip.inbound_pin_file", "6 to 16 digits"}},
 		{"pin folder", on + "inbound_pin_file = " + strconv.Quote(t.TempDir()) + "\n", []string{"voice.sip.inbound_pin_file", "regular file"}},
 		{"bad number", on + "inbound_pin_file = " + strconv.Quote(good) + "\ninbound_numbers = [\"mum\"]\n", []string{"voice.sip.inbound_numbers", `"mum"`}},
 		{"bad number while off", sipGood + "inbound_numbers = [\"+39 abc\"]\n", []string{"voice.sip.inbound_numbers"}},
@@ -184,7 +184,7 @@ func TestSIPInboundInvalid(t *testing.T) {
 					t.Errorf("the error lacks %q: %v", w, err)
 				}
 			}
-			if strings.Contains(err.Error(), "4829") {
+			if strings.Contains(err.Error(), "482913") {
 				t.Errorf("the error shows the PIN: %v", err)
 			}
 		})

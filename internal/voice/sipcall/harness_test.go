@@ -177,6 +177,11 @@ func newRigClock(t *testing.T, cfg Config, clock func() time.Time, transcripts .
 			r.mu.Lock()
 			r.audit = append(r.audit, auditRow{typ, chatID, summary, data})
 			r.mu.Unlock()
+		},
+		Alert: func(ctx context.Context, title, body string) {
+			r.mu.Lock()
+			r.audit = append(r.audit, auditRow{"alert", "", title + ": " + body, nil})
+			r.mu.Unlock()
 		}})
 	if err != nil {
 		t.Fatal(err)

@@ -40,7 +40,8 @@ const (
 	pinAttempts       = 3                // wrong PINs on one call before hanging up
 	lockoutFailures   = 3                // failed PIN calls…
 	lockoutWindow     = 10 * time.Minute // …within this long…
-	lockoutFor        = 10 * time.Minute // …decline every inbound call this long
+	lockoutFor        = 10 * time.Minute // …decline every inbound call this long,
+	lockoutMax        = 24 * time.Hour   // doubled for each lock-out in a row up to this
 	refusalAuditEvery = 10 * time.Minute // one audit row per refused caller (or source) this often
 	maxRefusalKeys    = 256              // refused callers remembered for that; past it, a flood is only logged
 	minPIN, maxPIN    = 4, 16
@@ -206,7 +207,11 @@ func uriUser(v string) string {
 type inboundGuard struct {
 	fails       []time.Time // failed PIN calls within lockoutWindow
 	lockedUntil time.Time
-	audited     map[string]time.Time // refusal key → when last audited
+	// lockouts counts lock-outs since the last call with the right PIN:
+	// each lasts twice the one before (up to lockoutMax), so guessing a
+	// 6-digit PIN under a forged caller id takes years, not weeks.
+	lockouts int
+	audited  map[string]time.Time // refusal key → when last audited
 }
 
 // InboundState is whether Hestia answers calls, from which numbers, and
@@ -238,8 +243,27 @@ func (m *Manager) lockedUntil() time.Time {
 	return time.Time{}
 }
 
+// lockoutLength is how long the n-th lock-out in a row (from 0) lasts.
+func lockoutLength(n int) time.Duration {
+	d := lockoutFor
+	for range n {
+		if d *= 2; d >= lockoutMax {
+			return lockoutMax
+		}
+	}
+	return d
+}
+
+// pinAccepted ends the lock-outs' escalation: the owner got in.
+func (m *Manager) pinAccepted() {
+	m.mu.Lock()
+	m.guard.lockouts, m.guard.fails = 0, nil
+	m.mu.Unlock()
+}
+
 // pinFailed counts a failed PIN call; the third within lockoutWindow
-// locks inbound calls out for lockoutFor.
+// locks inbound calls out, for lockoutFor and twice as long each time
+// after (lockoutLength), and tells the owner.
 func (m *Manager) pinFailed(ctx context.Context) {
 	now := m.d.Clock()
 	m.mu.Lock()
@@ -252,14 +276,22 @@ func (m *Manager) pinFailed(ctx context.Context) {
 	}
 	g.fails = append(kept, now)
 	locked := len(g.fails) >= lockoutFailures
+	var length time.Duration
 	if locked {
-		g.lockedUntil, g.fails = now.Add(lockoutFor), nil
+		length = lockoutLength(g.lockouts)
+		g.lockedUntil, g.fails = now.Add(length), nil
+		g.lockouts++
 	}
 	m.mu.Unlock()
 	if locked {
-		msg := fmt.Sprintf("Inbound SIP calls are declined for %s after %d calls without the right PIN within %s.", lockoutFor, lockoutFailures, lockoutWindow)
-		m.log.Warn("inbound SIP calls locked out after failed PINs", "until", now.Add(lockoutFor))
-		m.d.Audit(ctx, "voice.sip.inbound_locked", "", msg, map[string]any{"until": now.Add(lockoutFor), "failed_calls": lockoutFailures})
+		msg := fmt.Sprintf("Inbound SIP calls are declined for %s after %d calls without the right PIN within %s.", length, lockoutFailures, lockoutWindow)
+		m.log.Warn("inbound SIP calls locked out after failed PINs", "until", now.Add(length))
+		m.d.Audit(ctx, "voice.sip.inbound_locked", "", msg, map[string]any{"until": now.Add(length), "failed_calls": lockoutFailures})
+		if m.d.Alert != nil {
+			// Someone who is not the owner may be calling with the
+			// owner's number: the owner should know, not only the audit.
+			m.d.Alert(ctx, "Calls to Hestia locked out", msg+" Someone may be calling with your number and guessing the PIN.")
+		}
 	}
 }
 
@@ -572,6 +604,7 @@ func (m *Manager) takeInbound(ctx context.Context, c *Call, req *sip.Request, tx
 		}
 		return res
 	}
+	m.pinAccepted()
 	chatID, err := m.d.Chats.Create(convCtx, "Call from "+c.From+" "+m.d.Clock().Format("2 Jan 15:04"))
 	if err != nil {
 		m.log.Warn("creating the inbound call's chat", "call", c.ID, "err", err)

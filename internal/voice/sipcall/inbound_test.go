@@ -406,6 +406,9 @@ func TestInboundLockout(t *testing.T) {
 	if rows := r.auditsOf("voice.sip.inbound_locked"); len(rows) != 1 {
 		t.Errorf("lock-out audit %+v", r.audits())
 	}
+	if rows := r.auditsOf("alert"); len(rows) != 1 || !strings.Contains(rows[0].summary, "declined for 10m0s") {
+		t.Errorf("the owner was not alerted: %+v", rows)
+	}
 	var declined int
 	for _, a := range r.auditsOf("voice.call") {
 		if strings.Contains(a.summary, "declined until") {
@@ -419,6 +422,17 @@ func TestInboundLockout(t *testing.T) {
 	if st := r.m.Inbound(); !st.LockedUntil.IsZero() {
 		t.Errorf("still locked: %+v", st)
 	}
+	// The next lock-out in a row lasts twice as long.
+	fail()
+	fail()
+	fail()
+	if st := r.m.Inbound(); st.LockedUntil.Sub(clock()) < 2*lockoutFor-time.Minute {
+		t.Fatalf("second lock-out until %v, want about %v from now", st.LockedUntil, 2*lockoutFor)
+	}
+	if rows := r.auditsOf("alert"); len(rows) != 2 || !strings.Contains(rows[1].summary, "declined for 20m0s") {
+		t.Errorf("second alert: %+v", rows)
+	}
+	offset.Add(int64(2*lockoutFor + time.Second))
 	out := callHestia(t, r, caller, siptest.CallOptions{From: owner})
 	if out.Status != 200 {
 		t.Fatalf("after the lock-out: %d", out.Status)
@@ -434,6 +448,13 @@ func TestInboundLockout(t *testing.T) {
 	defer cancel()
 	_ = out.Hangup(hctx)
 	waitResult(t, c, 10*time.Second)
+	// The owner got in: the next lock-out is a short one again.
+	r.m.mu.Lock()
+	n := r.m.guard.lockouts
+	r.m.mu.Unlock()
+	if n != 0 {
+		t.Errorf("%d lock-outs counted after the right PIN", n)
+	}
 }
 
 // The owner's real phone (baresip) calls Hestia, enters the PIN with its
@@ -534,4 +555,16 @@ func TestCallerIdentity(t *testing.T) {
 
 func siptestTarget() sip.Uri {
 	return sip.Uri{Scheme: "sip", User: "+393471234567", Host: "pbx.lan"}
+}
+
+func TestLockoutLength(t *testing.T) {
+	t.Parallel()
+	for n, want := range []time.Duration{10 * time.Minute, 20 * time.Minute, 40 * time.Minute, 80 * time.Minute, 160 * time.Minute, 320 * time.Minute, 640 * time.Minute, 1280 * time.Minute, 24 * time.Hour, 24 * time.Hour} {
+		if got := lockoutLength(n); got != want {
+			t.Errorf("lock-out %d: %v, want %v", n, got, want)
+		}
+	}
+	if got := lockoutLength(1000); got != lockoutMax {
+		t.Errorf("lock-out 1000: %v", got)
+	}
 }

@@ -44,7 +44,8 @@
 // constant time; three wrong PINs, or none within 20 s, end the call. Until
 // the PIN is right, nothing the caller says or presses reaches a chat, a
 // turn or an approval. Three failed calls within 10 minutes decline every
-// inbound call for the next 10 minutes. After the PIN the call is the
+// inbound call for the next 10 minutes, twice as long at each lock-out in
+// a row up to a day, and alert the owner. After the PIN the call is the
 // same conversation as an outbound one, in a fresh chat, its turns
 // labelled "SIP call (inbound)" (InboundTurnOptions).
 //
@@ -162,7 +163,8 @@ type Config struct {
 	// caller's after dropping spaces and a leading + or 00 (empty: the
 	// user part of To).
 	InboundNumbers []string
-	// PIN is what an inbound caller enters on the keypad, 4 to 16 digits.
+	// PIN is what an inbound caller enters on the keypad (the configuration
+	// asks for 6 to 16 digits).
 	PIN string
 	// PINTimeout ends an inbound call whose PIN is not right this long
 	// after the prompt (default 20 s).
@@ -249,6 +251,9 @@ type Deps struct {
 	TTS       Speaker     // nil: calls are refused as not configured
 	// Audit records an audit event.
 	Audit func(ctx context.Context, typ, chatID, summary string, data any)
+	// Alert tells the owner of something they should act on (inbound
+	// calls locked out after failed PINs); optional.
+	Alert func(ctx context.Context, title, body string)
 	Log   *slog.Logger
 	Clock func() time.Time
 }
