@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -134,7 +135,17 @@ func printCallStatus(env *Env, st sipcall.Status) {
 	default:
 		fmt.Fprintf(env.Stdout, "Not registered: %s (%s, at %s).\n", r.Error, r.Outcome, r.At.Local().Format("15:04:05"))
 	}
-	if cur := st.Current; cur != nil {
+	switch in := st.Inbound; {
+	case !in.Enabled:
+		fmt.Fprintln(env.Stdout, "Calls to Hestia are declined (voice.sip.inbound is off).")
+	case !in.LockedUntil.IsZero():
+		fmt.Fprintf(env.Stdout, "Calls to Hestia are declined until %s after failed PINs (otherwise from %s).\n", in.LockedUntil.Local().Format("15:04"), strings.Join(in.Numbers, ", "))
+	default:
+		fmt.Fprintf(env.Stdout, "Calls to Hestia are answered from %s, after the PIN.\n", strings.Join(in.Numbers, ", "))
+	}
+	if cur := st.Current; cur != nil && cur.Direction == sipcall.Inbound {
+		fmt.Fprintf(env.Stdout, "Call %s from %s: %s (chat %s).\n", cur.ID, cur.From, cur.State, cmp.Or(cur.ChatID, "none yet"))
+	} else if cur != nil {
 		fmt.Fprintf(env.Stdout, "Call %s to %s: %s (chat %s).\n", cur.ID, cur.To, cur.State, cur.ChatID)
 	} else {
 		fmt.Fprintln(env.Stdout, "No call in progress.")

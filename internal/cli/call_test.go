@@ -71,7 +71,7 @@ func TestCallCommand(t *testing.T) {
 	t.Parallel()
 	peer := siptest.StartPeer(t, siptest.PeerOptions{Status: 486, Ring: true})
 	home, env := callDaemon(t, peer.URI)
-	if r := run(t, home, env, "call", "--status"); r.code != 0 || !strings.Contains(r.stdout, "Calls go to "+peer.URI+" without registering.") || !strings.Contains(r.stdout, "No call in progress.") {
+	if r := run(t, home, env, "call", "--status"); r.code != 0 || !strings.Contains(r.stdout, "Calls go to "+peer.URI+" without registering.") || !strings.Contains(r.stdout, "No call in progress.") || !strings.Contains(r.stdout, "Calls to Hestia are declined (voice.sip.inbound is off).") {
 		t.Fatalf("status: %+v", r)
 	}
 	r := run(t, home, env, "call", "Your", "train", "is", "late.", "--wait")
