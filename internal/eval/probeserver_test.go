@@ -89,6 +89,9 @@ func startProbeProxy(t *testing.T, upstream string) *probeProxy {
 		}
 		req, _ := http.NewRequestWithContext(r.Context(), r.Method, target.String()+r.URL.Path, bytes.NewReader(body))
 		req.Header = r.Header.Clone()
+		// Sent again on a fresh connection if llama-server closed the
+		// kept-alive one (as the daemon's own client does, llm.replayable).
+		req.Header["Idempotency-Key"] = nil
 		start := time.Now()
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {

@@ -175,6 +175,7 @@ func (c *Anthropic) post(ctx context.Context, body []byte, stream bool) (*http.R
 	if stream {
 		hr.Header.Set("Accept", "text/event-stream")
 	}
+	replayable(hr)
 	resp, err := c.hc.Do(hr)
 	if err != nil {
 		return nil, c.fill(classifyTransport(ctx, err))

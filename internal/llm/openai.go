@@ -156,6 +156,15 @@ func (c *OpenAI) body(req Request, stream bool) ([]byte, error) {
 	return json.Marshal(out)
 }
 
+// replayable lets the transport send a request again on a new connection
+// when the kept-alive one it picked turns out closed by the server before
+// any answer (llama-server closes idle connections after 5 s, and a turn
+// that raced that close failed with "the model provider failed to
+// answer"). net/http retries only requests it holds idempotent; an
+// Idempotency-Key entry with no value marks one without sending a header.
+// A model call is safe to send twice: it changes nothing at the provider.
+func replayable(r *http.Request) { r.Header["Idempotency-Key"] = nil }
+
 // post sends body to path and returns the response when it is 2xx, or a
 // classified *Error.
 func (c *OpenAI) post(ctx context.Context, path string, body []byte, stream bool) (*http.Response, error) {
@@ -170,6 +179,7 @@ func (c *OpenAI) post(ctx context.Context, path string, body []byte, stream bool
 	if c.t.APIKey != "" {
 		hr.Header.Set("Authorization", "Bearer "+c.t.APIKey)
 	}
+	replayable(hr)
 	resp, err := c.hc.Do(hr)
 	if err != nil {
 		return nil, c.fill(classifyTransport(ctx, err))

@@ -97,6 +97,7 @@ func (c *Client) Transcribe(ctx context.Context, audio []byte, filename, mime st
 	if c.APIKey != "" {
 		req.Header.Set("Authorization", "Bearer "+c.APIKey)
 	}
+	replayable(req)
 	resp, err := c.HTTP.Do(req)
 	if err != nil {
 		return "", fmt.Errorf("calling the transcription endpoint: %w", err)
@@ -126,3 +127,11 @@ func (c *Client) Transcribe(ctx context.Context, audio []byte, filename, mime st
 	}
 	return strings.TrimSpace(out.Text), nil
 }
+
+// replayable lets the transport send a request again on a new connection
+// when the kept-alive one it picked was closed by the server before any
+// answer (whisper.cpp's and llama.cpp's servers close idle ones after a
+// few seconds). net/http retries only requests it holds idempotent; an
+// Idempotency-Key entry with no value marks one without sending a
+// header. Transcribing or speaking twice changes nothing.
+func replayable(r *http.Request) { r.Header["Idempotency-Key"] = nil }

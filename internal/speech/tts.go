@@ -48,6 +48,7 @@ func (c *Client) Speak(ctx context.Context, text, voice, format string) ([]byte,
 	if c.APIKey != "" {
 		req.Header.Set("Authorization", "Bearer "+c.APIKey)
 	}
+	replayable(req)
 	resp, err := c.HTTP.Do(req)
 	if err != nil {
 		return nil, "", fmt.Errorf("calling the speech endpoint: %w", err)
