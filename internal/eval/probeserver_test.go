@@ -41,6 +41,7 @@ type probeExchange struct {
 	CacheN     int // prompt tokens reused from the server's cache
 	SawReason  bool
 	ReplyBytes int
+	Err        string // why the proxy could not reach llama-server (502)
 }
 
 type probeProxy struct {
@@ -96,6 +97,11 @@ func startProbeProxy(t *testing.T, upstream string) *probeProxy {
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadGateway)
+			if chat {
+				p.mu.Lock()
+				p.ex = append(p.ex, probeExchange{Raw: body, Status: http.StatusBadGateway, Err: err.Error()})
+				p.mu.Unlock()
+			}
 			return
 		}
 		defer resp.Body.Close()
@@ -265,6 +271,12 @@ func (p *probeDaemon) chat(t *testing.T, task Task, msgs ...string) (*Outcome, [
 		text, err := p.r.turn(ctx, id, m, task, o)
 		if err != nil {
 			o.Errors = append(o.Errors, err.Error())
+			// What llama-server answered, for a failure that is its.
+			for _, ex := range p.proxy.exchanges()[n:] {
+				if ex.Status != http.StatusOK || ex.Err != "" {
+					t.Logf("llama-server exchange: status %d, error %q, reply %d bytes", ex.Status, ex.Err, ex.ReplyBytes)
+				}
+			}
 			break
 		}
 		o.Replies = append(o.Replies, text)
