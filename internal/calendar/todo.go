@@ -163,10 +163,26 @@ func parseTodo(c *ical.Component, z *zones) (Todo, error) {
 			}
 		}
 	}
+	// The parent is the first RELATED-TO with RELTYPE=PARENT or none
+	// (§3.8.4.5); CHILD, SIBLING and RFC 9253's other types do not nest a
+	// task (they stay in the file, which writes never drop).
 	for _, p := range c.Props.Values(ical.PropRelatedTo) {
 		rt := strings.ToUpper(strings.TrimSpace(p.Params.Get(ical.ParamRelationshipType)))
-		if (rt == "" || rt == "PARENT") && td.Parent == "" {
-			td.Parent = strings.TrimSpace(p.Value)
+		if rt != "" && rt != "PARENT" {
+			continue
+		}
+		v := strings.TrimSpace(textUnescaper.Replace(p.Value))
+		switch {
+		case v == "":
+			td.Warnings = append(td.Warnings, "empty RELATED-TO ignored")
+		case v == td.UID:
+			repair("RELATED-TO names the task itself; ignored")
+		case td.Parent == "":
+			td.Parent = v
+		case v != td.Parent:
+			if w := fmt.Sprintf("several parents in RELATED-TO; %q is used", td.Parent); !slices.Contains(td.Warnings, w) {
+				td.Warnings = append(td.Warnings, w)
+			}
 		}
 	}
 	// Dates: a bad one is dropped, the to-do kept (a task without its due

@@ -389,6 +389,7 @@ func FuzzParseObjects(f *testing.F) {
 	}
 	f.Add([]byte("BEGIN:VCALENDAR\r\nBEGIN:VTODO\r\nUID:x\r\nDUE:20260101\r\nRRULE:FREQ=DAILY;COUNT=3\r\nEND:VTODO\r\nEND:VCALENDAR\r\n"))
 	f.Add([]byte("BEGIN:VTODO\r\nDTSTART:20260101T090000\r\nDURATION:P1D\r\nRRULE:FREQ=HOURLY\r\nPRIORITY:x\r\n"))
+	f.Add([]byte("BEGIN:VCALENDAR\r\nBEGIN:VTODO\r\nUID:x\r\nRELATED-TO:x\r\nRELATED-TO;RELTYPE=PARENT:\r\nRELATED-TO;RELTYPE=CHILD:y\r\nRELATED-TO:a\\,b\r\nEND:VTODO\r\nEND:VCALENDAR\r\n"))
 	today := time.Date(2026, 3, 20, 0, 0, 0, 0, time.UTC)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		o, err := ParseObjects(bytes.NewReader(data), time.UTC)
@@ -399,6 +400,9 @@ func FuzzParseObjects(f *testing.F) {
 			return
 		}
 		for _, td := range o.Todos {
+			if td.Parent == td.UID || td.Parent != strings.TrimSpace(td.Parent) {
+				t.Fatalf("parent %q of %q", td.Parent, td.UID)
+			}
 			if td.UID == "" || td.Priority < 0 || td.Priority > 9 || td.Percent < 0 || td.Percent > 100 {
 				t.Fatalf("invalid to-do %+v", td)
 			}

@@ -65,9 +65,22 @@ type Task struct {
 	Start      *time.Time `json:"start,omitempty"`
 	Completed  *time.Time `json:"completed,omitempty"`
 	Categories []string   `json:"categories,omitempty"`
-	Parent     string     `json:"parent,omitempty"`
-	Recurring  bool       `json:"recurring,omitempty"`
-	Rule       string     `json:"rrule,omitempty"`
+	// Parent is the UID of the task this one is a subtask of, when it is
+	// nested (see tasktree.go): "" at top level, including for a
+	// RELATED-TO parent not in the list or a cycle. ParentSummary is that
+	// task's title, to show a subtask found without its parent in context.
+	Parent        string `json:"parent,omitempty"`
+	ParentSummary string `json:"parent_summary,omitempty"`
+	// Subtasks counts the task's direct subtasks (open and done),
+	// SubtasksDone the done ones ("1 of 2 done").
+	Subtasks     int `json:"subtasks,omitempty"`
+	SubtasksDone int `json:"subtasks_done,omitempty"`
+	// Depth is how many tasks shown above this one it is nested under: 0
+	// in the store's flat answer, set by a caller that lists subtasks
+	// under their parents (package tasks).
+	Depth     int    `json:"depth,omitempty"`
+	Recurring bool   `json:"recurring,omitempty"`
+	Rule      string `json:"rrule,omitempty"`
 	// Occurrence is, for a recurring task, the original time of the
 	// occurrence shown (what completing it names).
 	Occurrence *time.Time `json:"occurrence,omitempty"`
@@ -295,6 +308,13 @@ func (s *Store) Todos(ctx context.Context, q TodoQuery) ([]Task, error) {
 	slices.SortFunc(out, compareTasks)
 	if len(out) > q.Limit {
 		out = out[:q.Limit]
+	}
+	calOf := map[string]int64{}
+	for _, k := range order {
+		calOf[best[k].list] = k.cal
+	}
+	if err := s.placeTasks(ctx, out, calOf); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
