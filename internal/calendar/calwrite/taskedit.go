@@ -53,15 +53,26 @@ type TaskUpdateArgs struct {
 	Notes *string `json:"notes,omitempty"`
 	// Reopen puts a completed (or cancelled) task back to NEEDS-ACTION.
 	Reopen bool `json:"reopen,omitempty"`
+	// Parent moves the task under another task of its list (its UID, or
+	// words of its title matching one open task); ParentNone moves it to
+	// the top level.
+	Parent *string `json:"parent,omitempty"`
 }
+
+// ParentNone is the parent value that makes a subtask a top-level task.
+const ParentNone = "none"
 
 // TaskDeleteArgs are tasks_delete's arguments.
 type TaskDeleteArgs struct {
 	UID  string `json:"uid,omitempty"`
 	Text string `json:"text,omitempty"`
 	List string `json:"list,omitempty"`
-	// Series confirms that a recurring task goes with every occurrence.
+	// Series confirms that a recurring task goes with every occurrence
+	// (and, with WithSubtasks, a recurring subtask).
 	Series bool `json:"series,omitempty"`
+	// WithSubtasks deletes the task's subtasks too; without it a task
+	// with subtasks is not deleted.
+	WithSubtasks bool `json:"with_subtasks,omitempty"`
 }
 
 // taskChanges is a validated tasks_update.
@@ -73,12 +84,27 @@ type taskChanges struct {
 	setDue         bool
 	clearDue       bool
 	reopen         bool
+	// parent is the parent asked for ("" unless moving), toTop a move
+	// to the top level.
+	parent string
+	toTop  bool
 }
 
 func (w *Writer) prepareUpdate(a TaskUpdateArgs) (taskChanges, error) {
 	c := taskChanges{notes: a.Notes, priority: a.Priority, reopen: a.Reopen}
-	if a.Summary == nil && a.Due == nil && a.Priority == nil && a.Notes == nil && !a.Reopen {
-		return c, errors.New("nothing to change: give summary, due, priority, notes or reopen")
+	if a.Summary == nil && a.Due == nil && a.Priority == nil && a.Notes == nil && !a.Reopen && a.Parent == nil {
+		return c, errors.New("nothing to change: give summary, due, priority, notes, reopen or parent")
+	}
+	if a.Parent != nil {
+		v := strings.TrimSpace(*a.Parent)
+		switch {
+		case v == "":
+			return c, fmt.Errorf("parent is empty: give the parent task's uid or words of its title, or %q to make it a top-level task", ParentNone)
+		case strings.EqualFold(v, ParentNone):
+			c.toTop = true
+		default:
+			c.parent = v
+		}
 	}
 	if a.Summary != nil {
 		s := strings.TrimSpace(*a.Summary)
@@ -136,6 +162,9 @@ type plannedTaskWrite struct {
 	// others counts the other items kept in the object (a delete).
 	others int
 	check  func(*ical.Calendar) error
+	// subtasks are the task's subtasks (theirs included, parents first)
+	// that a delete takes along.
+	subtasks []*calendar.TaskNode
 }
 
 // readTask finds a task's object and parses it: the master's component
@@ -330,6 +359,12 @@ func (w *Writer) planUpdate(ctx context.Context, a TaskUpdateArgs) (plannedTaskW
 			return p, err
 		}
 	}
+	newParent := td.Parent
+	if ch.parent != "" || ch.toTop {
+		if newParent, err = w.planMove(ctx, &p, cal, master, td, ch, changed); err != nil {
+			return p, err
+		}
+	}
 	if len(changed) == 0 {
 		return p, fmt.Errorf("task %q already reads so: nothing changes", p.task.Summary)
 	}
@@ -367,6 +402,8 @@ func (w *Writer) planUpdate(ctx context.Context, a TaskUpdateArgs) (plannedTaskW
 			return fmt.Errorf("due reads back as %s", got.Due)
 		case ch.setDue && !dueDate && (got.DueAllDay || !got.Due.Equal(due)):
 			return fmt.Errorf("due reads back as %s", got.Due)
+		case got.Parent != newParent:
+			return fmt.Errorf("parent reads back as %q", got.Parent)
 		}
 		if ch.reopen {
 			if !occurrence.IsZero() {
@@ -556,8 +593,10 @@ func (w *Writer) UpdateTask(ctx context.Context, key string, a TaskUpdateArgs) (
 }
 
 // planDelete resolves the task and reads its object: removed whole, or
-// rewritten without the task when it holds other items too.
-func (w *Writer) planDelete(ctx context.Context, a TaskDeleteArgs) (plannedTaskWrite, error) {
+// rewritten without the task when it holds other items too. A task with
+// subtasks is refused unless the call says with_subtasks; inSweep marks
+// the removals of such a call, whose subtasks go (or went) with it.
+func (w *Writer) planDelete(ctx context.Context, a TaskDeleteArgs, inSweep bool) (plannedTaskWrite, error) {
 	var p plannedTaskWrite
 	var err error
 	if p.task, err = w.findTask(ctx, a.UID, a.Text, a.List, false); err != nil {
@@ -568,10 +607,22 @@ func (w *Writer) planDelete(ctx context.Context, a TaskDeleteArgs) (plannedTaskW
 	if err != nil {
 		return p, err
 	}
+	if !inSweep {
+		if p.subtasks, err = w.subtasks(ctx, p.task, false); err != nil {
+			return p, err
+		}
+		if len(p.subtasks) > 0 && !a.WithSubtasks {
+			return p, fmt.Errorf("task %q has %s: %s; delete them first, or say with_subtasks: true (hestia tasks delete --with-subtasks) to delete them with it",
+				p.task.Summary, count(len(p.subtasks), "subtask"), nodeNames(p.subtasks))
+		}
+	}
+	repeating := recurringNodes(p.subtasks)
 	switch {
 	case p.rule != "" && !a.Series:
 		return p, fmt.Errorf("task %q repeats (%s): deleting it deletes every occurrence; say series: true (hestia tasks delete --series) to delete the series, or complete this occurrence with tasks_complete", p.task.Summary, p.rule)
-	case p.rule == "" && a.Series:
+	case repeating > 0 && !a.Series:
+		return p, fmt.Errorf("task %q has %s: deleting a repeating task deletes every occurrence; say series: true (hestia tasks delete --series) as well", p.task.Summary, count(repeating, "repeating subtask"))
+	case p.rule == "" && repeating == 0 && a.Series && !inSweep:
 		return p, fmt.Errorf("task %q does not repeat: delete it without series", p.task.Summary)
 	}
 	uid := p.task.UID
@@ -594,20 +645,12 @@ func (w *Writer) planDelete(ctx context.Context, a TaskDeleteArgs) (plannedTaskW
 	return p, nil
 }
 
-// DeleteTask runs tasks_delete: the object holding the task is deleted
-// (rewritten without it when it holds other items), only if its ETag is
-// unchanged. It is confirmed when the object no longer holds the task
-// and, after the list's index is refreshed, no other file of the list
-// shows a version of it.
-func (w *Writer) DeleteTask(ctx context.Context, key string, a TaskDeleteArgs) (Op, error) {
-	// A repeated call is answered from the journal: the task is gone.
-	if prev, ok, err := w.byKey(ctx, key); err != nil || ok {
-		return prev, err
-	}
-	p, err := w.planDelete(ctx, a)
-	if err != nil {
-		return Op{}, err
-	}
+// deleteTask writes one planned removal: the object holding the task is
+// deleted (rewritten without it when it holds other items), only if its
+// ETag is unchanged. It is confirmed when the object no longer holds the
+// task and, after the list's index is refreshed, no other file of the
+// list shows a version of it.
+func (w *Writer) deleteTask(ctx context.Context, key string, p plannedTaskWrite) (Op, error) {
 	op, dup, err := w.begin(ctx, key, Op{Kind: KindTaskDelete, Calendar: p.target.Name, UID: p.task.UID, Href: p.obj.Href, Summary: p.summary})
 	if err != nil || dup {
 		return op, err
@@ -681,7 +724,7 @@ func (w *Writer) PreviewUpdateTask(ctx context.Context, a TaskUpdateArgs) string
 
 // PreviewDeleteTask is the approval card's line for tasks_delete.
 func (w *Writer) PreviewDeleteTask(ctx context.Context, a TaskDeleteArgs) string {
-	p, err := w.planDelete(ctx, a)
+	p, err := w.planDelete(ctx, a, false)
 	if err != nil {
 		return "invalid: " + err.Error()
 	}
@@ -692,6 +735,12 @@ func (w *Writer) PreviewDeleteTask(ctx context.Context, a TaskDeleteArgs) string
 	s := fmt.Sprintf("delete %s %q (%s) from list %q", what, p.task.Summary, p.task.UID, p.target.Name)
 	if p.rule != "" {
 		s += fmt.Sprintf(": the whole repeating series (%s), every occurrence", p.rule)
+	}
+	if len(p.subtasks) > 0 {
+		s += fmt.Sprintf(", and with it its %s: %s", count(len(p.subtasks), "subtask"), nodeNames(p.subtasks))
+		if n := recurringNodes(p.subtasks); n > 0 {
+			s += fmt.Sprintf(" (%s, every occurrence)", count(n, "repeating one"))
+		}
 	}
 	if p.others > 0 {
 		s += fmt.Sprintf("; its file %s holds %d other item(s), which are kept", p.obj.Href, p.others)

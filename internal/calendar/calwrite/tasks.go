@@ -15,7 +15,7 @@ import (
 )
 
 // Task writes (tasks_add, tasks_complete; tasks_update and tasks_delete
-// in taskedit.go) go through the same journal, targets and conditional
+// in taskedit.go; subtasks in tasktree.go) go through the same journal, targets and conditional
 // backends as event writes: the UID is assigned and the op recorded
 // before anything is written, a new task is created with If-None-Match
 // semantics, a completion, change or removal touches the object only if
@@ -39,6 +39,9 @@ type TaskAddArgs struct {
 	Priority int    `json:"priority,omitempty"`
 	List     string `json:"list,omitempty"`
 	Notes    string `json:"notes,omitempty"`
+	// Parent makes the task a subtask: the parent's UID, or words of its
+	// title that match one open task. The task goes in the parent's list.
+	Parent string `json:"parent,omitempty"`
 }
 
 // TaskCompleteArgs are tasks_complete's arguments: the task by UID, or by
@@ -47,6 +50,9 @@ type TaskCompleteArgs struct {
 	UID  string `json:"uid,omitempty"`
 	Text string `json:"text,omitempty"`
 	List string `json:"list,omitempty"`
+	// WithSubtasks completes the task's open subtasks too; without it a
+	// task with open subtasks is not completed.
+	WithSubtasks bool `json:"with_subtasks,omitempty"`
 }
 
 // taskDue reads a due value: a date gives a DATE (due by the end of that
@@ -146,13 +152,35 @@ func (w *Writer) prepareTask(a TaskAddArgs) (preparedTask, error) {
 	return p, nil
 }
 
+// addTarget picks the list a new task goes to and its parent (nil for a
+// top-level task): a subtask goes in its parent's list.
+func (w *Writer) addTarget(ctx context.Context, a TaskAddArgs) (Target, *calendar.Task, error) {
+	list := a.List
+	var parent *calendar.Task
+	if strings.TrimSpace(a.Parent) != "" {
+		pt, err := w.resolveParent(ctx, a.Parent, a.List)
+		if err != nil {
+			return Target{}, nil, err
+		}
+		if a.List != "" && pt.List != a.List {
+			return Target{}, nil, fmt.Errorf("the parent task %q is in list %q, not %q: a subtask goes in its parent's list (leave out the list to add it there)", pt.Summary, pt.List, a.List)
+		}
+		if err := w.checkDepth(ctx, pt, 1); err != nil {
+			return Target{}, nil, err
+		}
+		parent, list = &pt, pt.List
+	}
+	t, err := w.taskTarget(ctx, list)
+	return t, parent, err
+}
+
 // AddTask runs tasks_add.
 func (w *Writer) AddTask(ctx context.Context, key string, a TaskAddArgs) (Op, error) {
 	p, err := w.prepareTask(a)
 	if err != nil {
 		return Op{}, err
 	}
-	t, err := w.taskTarget(ctx, a.List)
+	t, parent, err := w.addTarget(ctx, a)
 	if err != nil {
 		return Op{}, err
 	}
@@ -177,6 +205,9 @@ func (w *Writer) AddTask(ctx context.Context, key string, a TaskAddArgs) (Op, er
 		td.Props.Set(pr)
 	}
 	td.Props.SetText(ical.PropStatus, calendar.TodoNeedsAction)
+	if parent != nil {
+		setParent(td, parent.UID)
+	}
 	cal.Children = append(cal.Children, td)
 	data, err := encode(cal)
 	if err != nil {
@@ -198,6 +229,9 @@ func (w *Writer) AddTask(ctx context.Context, key string, a TaskAddArgs) (Op, er
 		}
 		if got.Summary != p.summary {
 			return fmt.Errorf("summary reads back as %q", got.Summary)
+		}
+		if parent != nil && got.Parent != parent.UID {
+			return fmt.Errorf("parent reads back as %q", got.Parent)
 		}
 		return nil
 	})
@@ -343,12 +377,17 @@ type plannedCompletion struct {
 	data       []byte
 	occurrence time.Time // zero unless recurring
 	summary    string
+	// subtasks are the task's open subtasks (theirs included), parents
+	// before their subtasks.
+	subtasks []*calendar.TaskNode
 }
 
 // planCompletion resolves the task, reads its object and makes the
 // completed version (for a recurring task, an override of the occurrence
-// to do next).
-func (w *Writer) planCompletion(ctx context.Context, a TaskCompleteArgs) (plannedCompletion, error) {
+// to do next). A task with open subtasks is refused unless the call says
+// with_subtasks; inSweep marks the completions of such a call, whose
+// subtasks are completed (or being) by the same call.
+func (w *Writer) planCompletion(ctx context.Context, a TaskCompleteArgs, inSweep bool) (plannedCompletion, error) {
 	var p plannedCompletion
 	task, err := w.resolveTask(ctx, a)
 	if err != nil {
@@ -356,7 +395,16 @@ func (w *Writer) planCompletion(ctx context.Context, a TaskCompleteArgs) (planne
 	}
 	p.task, p.summary = task, task.Summary
 	if task.Done {
-		return p, fmt.Errorf("task %q is already completed", task.Summary)
+		return p, fmt.Errorf("task %q is %w", task.Summary, errAlreadyCompleted)
+	}
+	if !inSweep {
+		if p.subtasks, err = w.subtasks(ctx, task, true); err != nil {
+			return p, err
+		}
+		if len(p.subtasks) > 0 && !a.WithSubtasks {
+			return p, fmt.Errorf("task %q has %s: %s; complete them first, or say with_subtasks: true (hestia tasks done --with-subtasks) to complete them with it",
+				task.Summary, count(len(p.subtasks), "open subtask"), nodeNames(p.subtasks))
+		}
 	}
 	if p.target, err = w.taskTarget(ctx, task.List); err != nil {
 		return p, err
@@ -393,7 +441,7 @@ func (w *Writer) planCompletion(ctx context.Context, a TaskCompleteArgs) (planne
 		return p, fmt.Errorf("task %s has no master VTODO in %s", task.UID, href)
 	}
 	if td.Done() {
-		return p, fmt.Errorf("task %q is already completed (the list changed since it was read)", task.Summary)
+		return p, fmt.Errorf("task %q is %w (the list changed since it was read)", task.Summary, errAlreadyCompleted)
 	}
 	now := w.now()
 	if !td.Recurring() {
@@ -453,14 +501,11 @@ func occurrenceOverride(master *ical.Component, occ calendar.TodoOccurrence, loc
 	return ov
 }
 
-// CompleteTask runs tasks_complete: STATUS:COMPLETED, COMPLETED,
-// PERCENT-COMPLETE:100, SEQUENCE and DTSTAMP bumped; for a recurring task
-// on the override of the occurrence to do next, so the series goes on.
-func (w *Writer) CompleteTask(ctx context.Context, key string, a TaskCompleteArgs) (Op, error) {
-	p, err := w.planCompletion(ctx, a)
-	if err != nil {
-		return Op{}, err
-	}
+// completeTask writes one planned completion: STATUS:COMPLETED,
+// COMPLETED, PERCENT-COMPLETE:100, SEQUENCE and DTSTAMP bumped; for a
+// recurring task on the override of the occurrence to do next, so the
+// series goes on.
+func (w *Writer) completeTask(ctx context.Context, key string, p plannedCompletion) (Op, error) {
 	op, dup, err := w.begin(ctx, key, Op{Kind: KindTaskComplete, Calendar: p.target.Name, UID: p.task.UID, Href: p.obj.Href,
 		Instance: timeString(p.occurrence), Summary: p.summary})
 	if err != nil || dup {
@@ -497,11 +542,14 @@ func (w *Writer) PreviewAddTask(ctx context.Context, a TaskAddArgs) string {
 	if err != nil {
 		return "invalid: " + err.Error()
 	}
-	t, err := w.taskTarget(ctx, a.List)
+	t, parent, err := w.addTarget(ctx, a)
 	if err != nil {
 		return "invalid: " + err.Error()
 	}
 	s := fmt.Sprintf("add task %q", p.summary)
+	if parent != nil {
+		s = fmt.Sprintf("add subtask %q under %q (%s)", p.summary, parent.Summary, parent.UID)
+	}
 	if !p.due.IsZero() {
 		if p.dueDate {
 			s += " due " + p.due.Format("Mon 2006-01-02")
@@ -520,13 +568,19 @@ func (w *Writer) PreviewAddTask(ctx context.Context, a TaskAddArgs) string {
 
 // PreviewCompleteTask is the approval card's line for tasks_complete.
 func (w *Writer) PreviewCompleteTask(ctx context.Context, a TaskCompleteArgs) string {
-	p, err := w.planCompletion(ctx, a)
+	p, err := w.planCompletion(ctx, a, false)
 	if err != nil {
 		return "invalid: " + err.Error()
 	}
 	s := fmt.Sprintf("complete task %q (%s) in list %q", p.summary, p.task.UID, p.target.Name)
 	if !p.occurrence.IsZero() {
 		s += ", the occurrence of " + p.occurrence.In(w.loc).Format("Mon 2006-01-02") + " (the series goes on)"
+	}
+	if len(p.subtasks) > 0 {
+		s += fmt.Sprintf(", and with it its %s: %s", count(len(p.subtasks), "open subtask"), nodeNames(p.subtasks))
+		if recurringNodes(p.subtasks) > 0 {
+			s += " (a repeating subtask's current occurrence only)"
+		}
 	}
 	return s
 }

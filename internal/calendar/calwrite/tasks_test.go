@@ -261,7 +261,7 @@ func TestTaskWritesRefused(t *testing.T) {
 	}
 	// The file changed between planning and writing: the conditional
 	// update is a conflict, journaled failed, and the newer file kept.
-	p, err := e.w.planCompletion(ctx, TaskCompleteArgs{UID: "rent"})
+	p, err := e.w.planCompletion(ctx, TaskCompleteArgs{UID: "rent"}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
