@@ -116,13 +116,16 @@ func (r *rig) start(t *testing.T) {
 		// As the relay does: a Receive that ends with an error (a server
 		// slow to answer on a loaded machine) is started again; handled
 		// mail is \Seen, so nothing is delivered twice.
-		for {
+		for restarts := 1; ; restarts++ {
 			err := r.a.Receive(ctx, r.col.handle)
 			if err == nil || ctx.Err() != nil {
 				done <- err
 				return
 			}
 			t.Logf("Receive returned %v; starting it again", err)
+			if restarts == 3 {
+				t.Logf("Dovecot's log:\n%s", r.d.LogTail())
+			}
 			select {
 			case <-ctx.Done():
 				done <- nil

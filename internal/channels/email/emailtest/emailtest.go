@@ -110,7 +110,9 @@ type Dovecot struct {
 	User     string
 	Password string
 	// Maildir is the user's Maildir (INBOX; folders are ".Name" in it).
-	Maildir  string
+	Maildir string
+	// Log is Dovecot's log file, for a test's failure message.
+	Log      string
 	uid, gid int
 	n        atomic.Int64
 }
@@ -264,6 +266,7 @@ service stats {
 		t.Fatalf("starting dovecot: %v", err)
 	}
 	logPath := filepath.Join(dir, "dovecot.log")
+	d.Log = logPath
 	exited := stopOnCleanup(t, cmd, os.Interrupt, logPath)
 	waitListening(t, d.Port, exited, logPath)
 	return d
@@ -312,11 +315,22 @@ func (d *Dovecot) deliver(folder, raw string) error {
 	if err := os.WriteFile(tmp, []byte(raw), 0o600); err != nil {
 		return err
 	}
+	// Dovecot's user owns the file before it shows in new/: IDLE sees it
+	// at once, and a file it cannot read yet breaks the session.
+	d.chown(box)
 	if err := os.Rename(tmp, filepath.Join(box, "new", name)); err != nil {
 		return err
 	}
-	d.chown(box)
 	return nil
+}
+
+// LogTail is the end of Dovecot's log, for a failure message.
+func (d *Dovecot) LogTail() string {
+	b, _ := os.ReadFile(d.Log)
+	if len(b) > 4000 {
+		b = b[len(b)-4000:]
+	}
+	return string(b)
 }
 
 // Stored is one message file in a folder.
