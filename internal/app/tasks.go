@@ -41,11 +41,14 @@ func (a *App) registerTasks(reg *tools.Registry, c *Calendar) error {
 	return nil
 }
 
-// TaskRoutes serves the task API: GET lists; the POSTs run tasks_add,
-// tasks_complete, tasks_update and tasks_delete through the authority as
-// the user's own command (see tasks.CommandOrigin). Because that command
-// stands as the approval of the call, they need the approve scope as
-// deciding a card does.
+// TaskRoutes serves the task API: GET lists (subtasks after their parent,
+// with parent, parent_summary and depth; a parent with subtasks and
+// subtasks_done); the POSTs run tasks_add, tasks_complete, tasks_update
+// and tasks_delete through the authority as the user's own command (see
+// tasks.CommandOrigin), answering the operation (with, for a call with
+// with_subtasks, the subtasks' ops under operation.subtasks). Because that
+// command stands as the approval of the call, they need the approve scope
+// as deciding a card does.
 func (c *Calendar) TaskRoutes(mux *http.ServeMux, auth func() *authority.Authority) {
 	d := c.TaskDeps()
 	mux.HandleFunc("GET /api/tasks", func(w http.ResponseWriter, r *http.Request) {

@@ -32,30 +32,31 @@ func CommandOrigin(label, allows string) authority.Origin {
 
 // Command runs one task tool call the user gave directly through the
 // authority (so it is decided, audited and journaled like any other) and
-// returns the journal op. A domain error (an ambiguous text, a read-only
-// list) wraps ErrFailed; a call the policy kept from running wraps
-// ErrRefused; bad arguments wrap ErrBadArgs.
-func Command(ctx context.Context, auth *authority.Authority, label, tool string, args any) (calwrite.Op, error) {
+// returns the journal op (with, for a call that took a task's subtasks
+// along, theirs). A domain error (an ambiguous text, a read-only list, a
+// task with open subtasks) wraps ErrFailed; a call the policy kept from
+// running wraps ErrRefused; bad arguments wrap ErrBadArgs.
+func Command(ctx context.Context, auth *authority.Authority, label, tool string, args any) (calwrite.TaskResult, error) {
 	b, err := json.Marshal(args)
 	if err != nil {
-		return calwrite.Op{}, err
+		return calwrite.TaskResult{}, err
 	}
 	allows := fmt.Sprintf("%s %s", tool, b)
 	out := auth.Invoke(ctx, CommandOrigin(label, allows), authority.Call{Tool: tool, Args: string(b)})
 	switch {
 	case out.ArgErr != nil:
-		return calwrite.Op{}, fmt.Errorf("%w: %w", ErrBadArgs, out.ArgErr)
+		return calwrite.TaskResult{}, fmt.Errorf("%w: %w", ErrBadArgs, out.ArgErr)
 	case !out.Ran:
-		return calwrite.Op{}, fmt.Errorf("%w: %s was not run (%s): %s", ErrRefused, tool, out.Decision, out.Policy.Reason)
+		return calwrite.TaskResult{}, fmt.Errorf("%w: %s was not run (%s): %s", ErrRefused, tool, out.Decision, out.Policy.Reason)
 	case out.Err != nil:
-		return calwrite.Op{}, out.Err
+		return calwrite.TaskResult{}, out.Err
 	}
-	var op calwrite.Op
-	if json.Unmarshal([]byte(out.Result.Content), &op) != nil || op.ID == 0 {
-		return calwrite.Op{}, fmt.Errorf("%w: %s", ErrFailed, out.Result.Content)
+	var res calwrite.TaskResult
+	if json.Unmarshal([]byte(out.Result.Content), &res) != nil || res.ID == 0 {
+		return calwrite.TaskResult{}, fmt.Errorf("%w: %s", ErrFailed, out.Result.Content)
 	}
 	if out.Result.IsError {
-		return op, fmt.Errorf("%w: %s (journal op %d)", ErrFailed, op.Error, op.ID)
+		return res, fmt.Errorf("%w: %s (journal op %d)", ErrFailed, res.Error, res.ID)
 	}
-	return op, nil
+	return res, nil
 }

@@ -17,6 +17,11 @@
 // to-do is shown at one occurrence and completing it completes that occurrence; changing it
 // changes the series (the card says so), and deleting it needs series: true and deletes every
 // occurrence (without it the delete is refused, and completing the occurrence suggested).
+// Subtasks are RELATED-TO;RELTYPE=PARENT (package calendar resolves the tree per list, guarding
+// against cycles and nesting past 5 levels): tasks_list answers each task's parent and lists
+// subtasks under their parents (Nest); tasks_add and tasks_update take parent; completing or
+// deleting a task with (open) subtasks is refused, naming them, unless with_subtasks: then each
+// subtask is written as its own journaled op before the task, and the answer lists their ops.
 package tasks
 
 import (
@@ -124,6 +129,7 @@ func (d Deps) List(ctx context.Context, a ListArgs, max int) (ListResult, error)
 	if len(res.Tasks) > a.Limit {
 		res.Tasks, res.Truncated = res.Tasks[:a.Limit], true
 	}
+	res.Tasks = Nest(res.Tasks)
 	if res.Tasks == nil {
 		res.Tasks = []calendar.Task{}
 	}
@@ -155,25 +161,29 @@ func Tools(d Deps) []tools.Tool {
 		Schema: json.RawMessage(listSchema),
 		Description: "List the user's open tasks (to-dos from their task lists), due first: overdue ones, then by due date, undated last. " +
 			"Filter by due (overdue, today, week), lists, or words in the title, notes and categories; include_completed adds done ones. " +
-			"A recurring task appears once, at its next occurrence."}
+			"A recurring task appears once, at its next occurrence. A subtask has parent (its parent's uid) and parent_summary, and follows its parent (depth counts the levels); " +
+			"a parent has subtasks and subtasks_done."}
 	// Writes: not read-only (policy gates them; taint forces a card once
 	// outside content was read) and Egress (CalDAV lists are on servers).
 	base := tools.Spec{ReadOnly: false, Egress: true, Risk: tools.RiskMedium, MaxResult: 4000}
 	add := base
 	add.Name, add.Schema = "tasks_add", json.RawMessage(addSchema)
-	add.Description = "Add a task to the user's task list (asks the user to approve). due is a date (YYYY-MM-DD, today, tomorrow) or a time (YYYY-MM-DDTHH:MM); priority 1 (highest) to 9; list names the task list when there are several. Journaled and confirmed by reading the task back."
+	add.Description = "Add a task to the user's task list (asks the user to approve). due is a date (YYYY-MM-DD, today, tomorrow) or a time (YYYY-MM-DDTHH:MM); priority 1 (highest) to 9; list names the task list when there are several; " +
+		"parent (a task's uid, or words of its title matching one open task) makes it a subtask, in the parent's list. Journaled and confirmed by reading the task back."
 	done := base
 	done.Name, done.Schema = "tasks_complete", json.RawMessage(completeSchema)
-	done.Description = "Mark a task done by uid (from tasks_list), or by text: words of its title that match one open task only. A recurring task's current occurrence is completed and the series goes on. Asks the user to approve."
+	done.Description = "Mark a task done by uid (from tasks_list), or by text: words of its title that match one open task only. A recurring task's current occurrence is completed and the series goes on. " +
+		"A task with open subtasks is completed only with with_subtasks: true, which completes them too. Asks the user to approve."
 	update := base
 	update.Name, update.Schema = "tasks_update", json.RawMessage(updateSchema)
 	update.Description = "Change a task, by uid (from tasks_list) or by text (words of its title matching one open task; with reopen, one completed task): " +
-		"summary, due (as tasks_add, or \"none\" to clear it), priority (1–9, 0 clears it), notes (\"\" clears them), reopen (a completed task back to open). " +
+		"summary, due (as tasks_add, or \"none\" to clear it), priority (1–9, 0 clears it), notes (\"\" clears them), reopen (a completed task back to open), " +
+		"parent (move it under another task of its list, by uid or words of its title; \"none\" makes it a top-level task). " +
 		"A recurring task changes as a whole series; a new due moves the series. Asks the user to approve; journaled and confirmed by reading the task back."
 	del := base
 	del.Name, del.Schema = "tasks_delete", json.RawMessage(deleteSchema)
 	del.Description = "Delete a task by uid or by text (words of its title matching one open task). A recurring task is deleted with every occurrence, and only with series: true " +
-		"(to skip one occurrence, complete it with tasks_complete). Asks the user to approve; confirmed by the task being gone."
+		"(to skip one occurrence, complete it with tasks_complete). A task with subtasks is deleted only with with_subtasks: true, which deletes them too. Asks the user to approve; confirmed by the task being gone."
 	const unconfigured = "task writes are not configured"
 	unavailable := func(ctx context.Context) error {
 		if d.Store == nil || d.Writer == nil {
@@ -218,8 +228,8 @@ func Tools(d Deps) []tools.Tool {
 				return d.Writer.PreviewAddTask(ctx, a)
 			}},
 		&tools.Func{S: done, Check: unavailable,
-			Fn: calwrite.ToolFunc(done.Name, d.Writer, unconfigured, func(ctx context.Context, key string, a calwrite.TaskCompleteArgs) (calwrite.Op, error) {
-				return d.Writer.CompleteTask(ctx, key, a)
+			Fn: withSubtasks(done.Name, d.Writer, unconfigured, func(ctx context.Context, key string, a calwrite.TaskCompleteArgs) (calwrite.TaskResult, error) {
+				return d.Writer.CompleteTaskWithSubtasks(ctx, key, a)
 			}),
 			PreviewF: func(ctx context.Context, raw json.RawMessage) string {
 				var a calwrite.TaskCompleteArgs
@@ -240,8 +250,8 @@ func Tools(d Deps) []tools.Tool {
 				return d.Writer.PreviewUpdateTask(ctx, a)
 			}},
 		&tools.Func{S: del, Check: unavailable,
-			Fn: calwrite.ToolFunc(del.Name, d.Writer, unconfigured, func(ctx context.Context, key string, a calwrite.TaskDeleteArgs) (calwrite.Op, error) {
-				return d.Writer.DeleteTask(ctx, key, a)
+			Fn: withSubtasks(del.Name, d.Writer, unconfigured, func(ctx context.Context, key string, a calwrite.TaskDeleteArgs) (calwrite.TaskResult, error) {
+				return d.Writer.DeleteTaskWithSubtasks(ctx, key, a)
 			}),
 			PreviewF: func(ctx context.Context, raw json.RawMessage) string {
 				var a calwrite.TaskDeleteArgs
@@ -265,12 +275,14 @@ const addSchema = `{"type":"object","additionalProperties":false,"required":["su
 "due":{"type":"string","maxLength":40,"description":"YYYY-MM-DD, today, tomorrow, or YYYY-MM-DDTHH:MM"},
 "priority":{"type":"integer","minimum":0,"maximum":9,"description":"1 highest, 9 lowest, 0 none"},
 "list":{"type":"string","maxLength":200},
-"notes":{"type":"string","maxLength":4000}}}`
+"notes":{"type":"string","maxLength":4000},
+"parent":{"type":"string","minLength":1,"maxLength":500,"description":"the parent task's uid, or words of its title matching one open task: the new task is its subtask"}}}`
 
 const completeSchema = `{"type":"object","additionalProperties":false,"properties":{
 "uid":{"type":"string","minLength":1,"maxLength":500},
 "text":{"type":"string","minLength":1,"maxLength":300,"description":"words of the task's title, when they match one open task"},
-"list":{"type":"string","maxLength":200}}}`
+"list":{"type":"string","maxLength":200},
+"with_subtasks":{"type":"boolean","description":"required to complete a task with open subtasks: they are completed too"}}}`
 
 const updateSchema = `{"type":"object","additionalProperties":false,"properties":{
 "uid":{"type":"string","minLength":1,"maxLength":500},
@@ -280,10 +292,12 @@ const updateSchema = `{"type":"object","additionalProperties":false,"properties"
 "due":{"type":"string","minLength":1,"maxLength":40,"description":"YYYY-MM-DD, today, tomorrow, YYYY-MM-DDTHH:MM, or none to clear it"},
 "priority":{"type":"integer","minimum":0,"maximum":9,"description":"1 highest, 9 lowest, 0 clears it"},
 "notes":{"type":"string","maxLength":4000,"description":"replaces the notes; empty clears them"},
-"reopen":{"type":"boolean","description":"put a completed task back to open"}}}`
+"reopen":{"type":"boolean","description":"put a completed task back to open"},
+"parent":{"type":"string","minLength":1,"maxLength":500,"description":"move it under this task (uid, or words of its title matching one open task), or none to make it a top-level task"}}}`
 
 const deleteSchema = `{"type":"object","additionalProperties":false,"properties":{
 "uid":{"type":"string","minLength":1,"maxLength":500},
 "text":{"type":"string","minLength":1,"maxLength":300,"description":"words of the task's title, when they match one open task"},
 "list":{"type":"string","maxLength":200},
-"series":{"type":"boolean","description":"required to delete a recurring task: every occurrence goes"}}}`
+"series":{"type":"boolean","description":"required to delete a recurring task (or, with with_subtasks, a recurring subtask): every occurrence goes"},
+"with_subtasks":{"type":"boolean","description":"required to delete a task with subtasks: they are deleted too"}}}`
