@@ -47,7 +47,7 @@ func (a *App) initSIP(ctx context.Context) error {
 		From: c.From, To: c.Number, Transport: c.Transport, ListenPort: c.ListenPort,
 		RTPPortMin: c.RTPPortMin, RTPPortMax: c.RTPPortMax,
 		RingTimeout: c.RingTimeout.D(), RTPTimeout: c.RTPTimeout.D(), MaxDuration: c.MaxDuration.D(),
-		Voice: c.Voice, Greeting: c.Greeting,
+		Voice: c.Voice, Greeting: c.Greeting, HalfDuplex: !c.BargeIn,
 	}
 	if c.Inbound {
 		// Validated with the configuration; read again here, so a PIN

@@ -59,6 +59,12 @@ type SIPConfig struct {
 	Voice string `toml:"voice"`
 	// Greeting is said when a call has no opening line of its own.
 	Greeting string `toml:"greeting"`
+	// BargeIn lets the caller interrupt the assistant by speaking over
+	// it, as in the web app's voice mode (on by default). Off, the line
+	// is half duplex: the caller's audio is ignored while the assistant
+	// speaks and only # skips what it is saying — for a line whose echo
+	// of the assistant makes it stop itself.
+	BargeIn bool `toml:"barge_in"`
 	// Inbound answers calls to Hestia from InboundNumbers (off by
 	// default). Caller ID is not authentication — a From header, and even
 	// a provider's caller id, can be forged — so every inbound call must
@@ -88,6 +94,7 @@ func defaultVoice() VoiceConfig {
 		RingTimeout: Duration(30 * time.Second),
 		RTPTimeout:  Duration(15 * time.Second),
 		MaxDuration: Duration(20 * time.Minute),
+		BargeIn:     true,
 	}}
 }
 

@@ -16,8 +16,37 @@ func TestSIPDefaultsOff(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := cfg.Voice.SIP
-	if s.Enabled() || s.Transport != "udp" || s.RingTimeout.D() != 30*time.Second || s.RTPTimeout.D() != 15*time.Second || s.MaxDuration.D() != 20*time.Minute {
+	if s.Enabled() || s.Transport != "udp" || s.RingTimeout.D() != 30*time.Second || s.RTPTimeout.D() != 15*time.Second || s.MaxDuration.D() != 20*time.Minute || !s.BargeIn {
 		t.Errorf("defaults: %+v", s)
+	}
+}
+
+// Barge-in is on unless turned off, in the file or the environment.
+func TestSIPBargeIn(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, file string
+		env        map[string]string
+		want       bool
+	}{
+		{"default", sipGood, nil, true},
+		{"on", sipGood + "barge_in = true\n", nil, true},
+		{"off", sipGood + "barge_in = false\n", nil, false},
+		{"off by environment", sipGood, map[string]string{"HESTIA_VOICE_SIP_BARGE_IN": "false"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			cfg, err := load(t, tc.file, tc.env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := cfg.Voice.SIP.BargeIn; got != tc.want {
+				t.Errorf("barge_in = %v, want %v", got, tc.want)
+			}
+		})
+	}
+	if _, err := load(t, sipGood+"barge_in = \"sometimes\"\n", nil); err == nil || !strings.Contains(err.Error(), "barge_in") {
+		t.Errorf("a barge_in that is not a boolean: %v", err)
 	}
 }
 
@@ -216,7 +245,7 @@ func TestSIPExampleParses(t *testing.T) {
 		}
 	}
 	example := b.String()
-	for _, key := range []string{"inbound", "inbound_numbers", "inbound_pin_file"} {
+	for _, key := range []string{"barge_in", "inbound", "inbound_numbers", "inbound_pin_file"} {
 		if !strings.Contains(example, "\n"+key+" = ") {
 			t.Errorf("the example does not document %s", key)
 		}
@@ -225,7 +254,7 @@ func TestSIPExampleParses(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the [voice.sip] example does not parse:\n%s\n%v", example, err)
 	}
-	if !cfg.Voice.SIP.Enabled() || cfg.Voice.SIP.Inbound {
+	if !cfg.Voice.SIP.Enabled() || cfg.Voice.SIP.Inbound || !cfg.Voice.SIP.BargeIn {
 		t.Errorf("example: %+v", cfg.Voice.SIP)
 	}
 	on := strings.Replace(example, "inbound = false", "inbound = true", 1)

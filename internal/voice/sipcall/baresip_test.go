@@ -196,3 +196,66 @@ func heardAll(t *testing.T, phone *siptest.Phone, want time.Duration) {
 	siptest.WaitFor(context.Background(), 10*time.Second, func() bool { return siptest.Voiced(phone.Heard(), 8000) >= want*9/10 })
 	time.Sleep(300 * time.Millisecond)
 }
+
+// Barge-in on an outbound call with baresip as the phone: the user asks
+// for a story and speaks over it; what the phone recorded shows the
+// story stopping within stopBound of the user's words, which — their
+// first syllable included — are transcribed and answered, the story's
+// turn interrupted.
+func TestBargeInWithBaresip(t *testing.T) {
+	siptest.NeedBaresip(t)
+	t.Parallel()
+	const rate = 8000
+	// The request ends at 2.8 s, the story's audio starts at about 4.3 s
+	// (a sentence is spoken once the next one begins) and would go on for
+	// 16 s; its turn streams a sentence a second until about 10 s.
+	bargeAt := 6 * time.Second
+	voice := append(siptest.Silence(2*time.Second, rate), siptest.Speechlike(800*time.Millisecond, rate)...)
+	voice = append(voice, siptest.Silence(bargeAt-time.Duration(len(voice))*time.Second/rate, rate)...)
+	voice = append(voice, marker()...)
+	voice = append(voice, siptest.Speechlike(1100*time.Millisecond, rate)...)
+	phone := siptest.StartPhone(t, siptest.PhoneOptions{AutoAnswer: true, Voice: voice})
+	r := newRig(t, Config{To: phone.URI}, "tell me a story", "stop, what time is it")
+	r.agent.replies = []reply{{pieces: append(slices.Clone(story), story...), every: time.Second}, {text: "It is noon."}}
+	c, err := r.m.Call(context.Background(), CallRequest{Opening: "Hi.", Origin: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if !siptest.WaitFor(ctx, 25*time.Second, r.spoke("It is noon.")) {
+		t.Fatalf("the words spoken over the story were not answered; submitted %q, spoken %q", r.agent.submitted(), r.speech.Spoken())
+	}
+	heardAll(t, phone, r.speech.SpeechDuration("It is noon."))
+	heard, said := phone.Heard(), phone.Said()
+	onsets := siptest.Onsets(said, rate, 300*time.Millisecond)
+	if len(onsets) < 2 {
+		t.Fatalf("the phone's own recording has %d onsets of speech, want 2", len(onsets))
+	}
+	began := onsets[1]
+	at := int(began.Seconds()*rate) / (rate / 50) * (rate / 50)
+	if at > len(heard) || siptest.Voiced(heard[max(0, at-rate/5):at], rate) == 0 {
+		t.Fatalf("the story was not playing when the user spoke over it at %s", began)
+	}
+	for _, end := range siptest.Ends(heard, rate, 300*time.Millisecond) {
+		if end > began {
+			if end-began > stopBound {
+				t.Errorf("the story went on for %s after the user began, want at most %s", end-began, stopBound)
+			}
+			t.Logf("the story stopped %s after the user began", end-began)
+			break
+		}
+	}
+	if got := r.agent.interruptions(); !slices.Equal(got, []string{"t1"}) {
+		t.Errorf("turns interrupted: %q, want the story's", got)
+	}
+	if recs := r.speech.Recordings(); len(recs) != 2 || !hasMarker(t, recs[1]) {
+		t.Errorf("%d recordings; the second must hold the start of the words (the marker)", len(recs))
+	}
+	if r.spoke("end of the story")() {
+		t.Errorf("the rest of the story was spoken: %q", r.speech.Spoken())
+	}
+	c.Hangup()
+	if res := waitResult(t, c, 10*time.Second); res.Outcome != Answered || res.Turns != 2 {
+		t.Errorf("result %+v", res)
+	}
+}

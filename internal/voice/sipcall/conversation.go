@@ -30,9 +30,12 @@ type conversation struct {
 	up        upsampler
 	wide      []byte // the upsampled packet as the detector takes it
 	vad       *voice.VAD
-	deafUntil time.Time
+	deafUntil time.Time      // half duplex: the line's deaf tail
+	barge     *bargeDetector // nil: half duplex (Config.HalfDuplex)
+	tailUntil time.Time      // full duplex: the assistant's echo may still come back
+	speaking  bool           // full duplex: the assistant was speaking at the last packet
 
-	utter       chan []byte // finished utterances, 16 kHz PCM
+	heardc      chan hearing // what the detector heard, in order
 	digits      chan rune
 	transcripts chan string
 	speech      chan speechItem
@@ -49,7 +52,31 @@ type conversation struct {
 	decidedHere map[string]bool
 	turns       int
 	keys        bool // the phone sends telephone-events
+	// muted are turns whose rest is not spoken: the caller took the
+	// floor while they ran. muting mutes every turn heard of until the
+	// caller's utterance is taken (a turn that had not streamed yet when
+	// the caller began).
+	muted    map[string]bool
+	muting   bool
+	bargeIns int
 }
+
+// hearing is what the detector heard: an utterance beginning (barged:
+// over the assistant, which the receive goroutine has already stopped),
+// one dropped as too short to be speech, or one ended with its audio.
+type hearing struct {
+	kind   hearingKind
+	barged bool
+	pcm    []byte // hearEnd: 16 kHz PCM
+}
+
+type hearingKind int
+
+const (
+	hearStart hearingKind = iota + 1
+	hearDropped
+	hearEnd
+)
 
 type speechItem struct {
 	text string
@@ -63,23 +90,29 @@ type ending struct {
 	mediaErr bool
 }
 
-// listenTail keeps the line deaf briefly after the assistant stops, so
-// the end of its own voice echoed back by the phone is not heard as the
-// caller.
+// listenTail is how long after the assistant stops the end of its own
+// voice, echoed back by the line, may still arrive: half duplex keeps the
+// line deaf for it; full duplex keeps the barge-in onset (bargein.go) for
+// it instead of the detector's everyday one.
 const listenTail = 300 * time.Millisecond
 
 func newConversation(m *Manager, c *Call, med *media, opening string) *conversation {
-	return &conversation{
+	cv := &conversation{
 		m: m, c: c, med: med, opening: opening, log: m.log.With("call", c.ID),
 		vad:         voice.NewVAD(m.cfg.VAD),
 		sent:        voice.Splitter{MinLen: minSentence},
-		utter:       make(chan []byte, 4),
+		heardc:      make(chan hearing, 16),
 		digits:      make(chan rune, 16),
 		transcripts: make(chan string, 4),
 		speech:      make(chan speechItem, 64),
 		streamed:    map[string]bool{},
 		decidedHere: map[string]bool{},
+		muted:       map[string]bool{},
 	}
+	if !m.cfg.HalfDuplex {
+		cv.barge = newBargeDetector()
+	}
+	return cv
 }
 
 // run holds the conversation until the phone hangs up (hungUp ends), the
@@ -127,12 +160,22 @@ func (cv *conversation) run(ctx context.Context, hungUp context.Context, a answe
 			return ending{by: "phone", reason: "the phone hung up"}
 		case err := <-mediaErr:
 			return ending{by: "hestia", reason: err.Error(), mediaErr: true}
-		case u := <-cv.utter:
-			cv.work.Add(1)
-			go func() {
-				defer cv.work.Done()
-				cv.transcribe(ctx, u)
-			}()
+		case h := <-cv.heardc:
+			switch h.kind {
+			case hearStart:
+				cv.floorTaken(h.barged)
+			case hearDropped:
+				// Not speech after all: what was stopped stays stopped,
+				// the rest of the turn is spoken again (as voice mode).
+				cv.muting = false
+				clear(cv.muted)
+			case hearEnd:
+				cv.work.Add(1)
+				go func() {
+					defer cv.work.Done()
+					cv.transcribe(ctx, h.pcm)
+				}()
+			}
 		case text := <-cv.transcripts:
 			cv.heard(ctx, text)
 		case d := <-cv.digits:
@@ -163,9 +206,52 @@ func (cv *conversation) onAudio(pcm []int16) {
 		return
 	}
 	now := time.Now()
+	if cv.barge == nil {
+		cv.halfDuplex(now, pcm)
+		return
+	}
+	cv.wide = appendPCM(cv.wide[:0], cv.up.up(pcm))
+	playing := cv.med.playing()
+	if playing {
+		cv.tailUntil = now.Add(listenTail)
+	}
+	speaking := playing || now.Before(cv.tailUntil)
+	fired := cv.barge.push(pcm, cv.wide, cv.med.echoLevel(now), speaking && !cv.vad.Active())
+	switch {
+	case cv.vad.Active():
+		// The caller has the floor: what the assistant starts to say now
+		// is stopped at once (their words will supersede it, and its
+		// echo would keep the utterance from ending).
+		if playing {
+			cv.stop()
+		}
+		cv.speaking = false
+		cv.listen(now, cv.wide, true)
+	case speaking:
+		if !cv.speaking {
+			// What came before the assistant spoke is no pre-roll of
+			// what the caller says over it (the barge-in keeps its own).
+			cv.vad.Reset()
+			cv.speaking = true
+		}
+		if fired {
+			cv.stop()
+			cv.speaking = false
+			cv.note(hearing{kind: hearStart, barged: true})
+			// The detector takes the utterance from before its start,
+			// so the first syllables reach the transcriber.
+			cv.listen(now, cv.barge.preRoll(), false)
+		}
+	default:
+		cv.speaking = false
+		cv.listen(now, cv.wide, true)
+	}
+}
+
+// halfDuplex is onAudio with barge-in off: what the caller says while
+// the assistant speaks, and for listenTail after, is ignored.
+func (cv *conversation) halfDuplex(now time.Time, pcm []int16) {
 	if cv.med.playing() {
-		// Half duplex: what the caller said while the assistant spoke is
-		// not the start of a turn.
 		cv.deafUntil = now.Add(listenTail)
 		cv.vad.Reset()
 		return
@@ -175,15 +261,74 @@ func (cv *conversation) onAudio(pcm []int16) {
 	}
 	cv.wide = appendPCM(cv.wide[:0], cv.up.up(pcm))
 	for _, ev := range cv.vad.Push(now, cv.wide) {
-		if ev.Kind != voice.VADEnd {
-			continue
+		if ev.Kind == voice.VADEnd {
+			cv.note(hearing{kind: hearEnd, pcm: ev.PCM})
 		}
-		select {
-		case cv.utter <- ev.PCM:
-		default:
+	}
+}
+
+// stop drops what the assistant is saying and has queued, from the
+// receive goroutine, so the line falls silent within a packet; run
+// catches up when it takes the note that follows.
+func (cv *conversation) stop() {
+	cv.gen.Add(1)
+	cv.med.flush()
+	cv.tailUntil = time.Time{}
+	cv.barge.clear()
+}
+
+// listen feeds the detector and passes on what it heard (starts only
+// when starts is set).
+func (cv *conversation) listen(now time.Time, pcm []byte, starts bool) {
+	for _, ev := range cv.vad.Push(now, pcm) {
+		switch ev.Kind {
+		case voice.VADStart:
+			if starts {
+				cv.note(hearing{kind: hearStart})
+			}
+		case voice.VADDropped:
+			cv.note(hearing{kind: hearDropped})
+		case voice.VADEnd:
+			cv.note(hearing{kind: hearEnd, pcm: ev.PCM})
+		}
+	}
+}
+
+// note hands what was heard to run without ever blocking the receive
+// goroutine.
+func (cv *conversation) note(h hearing) {
+	select {
+	case cv.heardc <- h:
+	default:
+		if h.kind == hearEnd {
 			cv.log.Warn("an utterance was dropped: transcriptions are falling behind")
 		}
 	}
+}
+
+// floorTaken acts on the caller beginning to speak with barge-in on, as
+// voice mode's barge-in does: what is being said and what is queued is
+// dropped (the receive goroutine already silenced the line when the
+// caller spoke over the assistant), and the rest of the turn in progress
+// is muted. Its words stay in the chat: the caller's utterance, once
+// transcribed, is submitted and interrupts that turn in the agent, which
+// keeps what it had streamed. A turn waiting on a card is not muted: the
+// caller is probably answering the question, and an approval is decided
+// only with the keypad or in the app (heard).
+func (cv *conversation) floorTaken(barged bool) {
+	cv.hush()
+	if barged {
+		cv.bargeIns++
+		cv.log.Info("the caller spoke over the assistant; it stopped")
+	}
+	if len(cv.pending) > 0 || cv.question != "" {
+		return
+	}
+	cv.muting = true
+	for id := range cv.streamed {
+		cv.muted[id] = true
+	}
+	cv.sent.Flush() // half a sentence of the muted turn is not said with the next one
 }
 
 // onDigit takes a key press (media receive goroutine).
@@ -198,11 +343,12 @@ func (cv *conversation) onDigit(d rune) {
 func (cv *conversation) transcribe(ctx context.Context, pcm []byte) {
 	text, err := cv.m.d.STT.Transcribe(ctx, voice.WAV(pcm), "call.wav", "audio/wav")
 	if err != nil {
-		if ctx.Err() == nil {
-			cv.log.Warn("transcribing the caller failed", "err", err)
-			cv.say("Sorry, I could not make that out.")
+		if ctx.Err() != nil {
+			return
 		}
-		return
+		cv.log.Warn("transcribing the caller failed", "err", err)
+		cv.say("Sorry, I could not make that out.")
+		text = "" // heard learns that the utterance is over
 	}
 	select {
 	case cv.transcripts <- strings.TrimSpace(text):
@@ -212,6 +358,9 @@ func (cv *conversation) transcribe(ctx context.Context, pcm []byte) {
 
 // heard handles a transcript: the answer to a pending question, or a turn.
 func (cv *conversation) heard(ctx context.Context, text string) {
+	// The caller's utterance is taken (or there was nothing in it):
+	// turns from now on are spoken again.
+	cv.muting = false
 	if text == "" {
 		return
 	}
@@ -227,12 +376,22 @@ func (cv *conversation) heard(ctx context.Context, text string) {
 	// What the caller says now supersedes what the assistant was saying
 	// (the new turn interrupts the running one too).
 	cv.hush()
-	if err := cv.m.d.Agent.Submit(ctx, cv.c.ChatID, text, cv.c.turnOptions()); err != nil {
+	o := cv.c.turnOptions()
+	// With barge-in the caller may speak while an approval is read out
+	// or waits. Interrupting its turn would cancel the approval, and
+	// speech never decides one: the words queue behind that turn, and
+	// the card is read again for the keypad or the app.
+	waiting := cv.barge != nil && len(cv.pending) > 0
+	o.NoInterrupt = waiting
+	if err := cv.m.d.Agent.Submit(ctx, cv.c.ChatID, text, o); err != nil {
 		cv.log.Warn("starting a turn from the call", "err", err)
 		cv.say("Sorry, I could not start on that: " + err.Error())
 		return
 	}
 	cv.turns++
+	if waiting {
+		cv.say("I will come to that after this. " + cv.cardText(cv.pending[0]))
+	}
 }
 
 // digit handles a key: 1 approves and 2 denies the oldest approval read
@@ -307,7 +466,7 @@ func (cv *conversation) event(ev *events.Event) {
 			Step   int    `json:"step"`
 			Text   string `json:"text"`
 		}
-		if events.Decode(ev, &d) != nil {
+		if events.Decode(ev, &d) != nil || cv.mutes(d.TurnID) {
 			return
 		}
 		if d.TurnID != cv.curTurn || d.Step != cv.curStep {
@@ -324,6 +483,15 @@ func (cv *conversation) event(ev *events.Event) {
 			return
 		}
 		r := d.Result
+		if cv.mutes(r.TurnID) {
+			// Its text, spoken or not, is in the chat.
+			delete(cv.muted, r.TurnID)
+			delete(cv.streamed, r.TurnID)
+			if r.TurnID == cv.curTurn {
+				cv.curTurn = ""
+			}
+			return
+		}
 		if r.TurnID == cv.curTurn {
 			cv.sayAll(cv.sent.Flush())
 		}
@@ -368,6 +536,16 @@ func (cv *conversation) event(ev *events.Event) {
 	}
 }
 
+// mutes reports whether what turn says goes unspoken: the caller took
+// the floor while it ran, or it is first heard of before the caller's
+// utterance was taken.
+func (cv *conversation) mutes(turn string) bool {
+	if cv.muting {
+		cv.muted[turn] = true
+	}
+	return cv.muted[turn]
+}
+
 // requested reads a card out.
 func (cv *conversation) requested(r approval.Request) {
 	for _, p := range cv.pending {
@@ -389,6 +567,11 @@ func (cv *conversation) requested(r approval.Request) {
 		return
 	}
 	cv.pending = append(cv.pending, r)
+	cv.say(cv.cardText(r))
+}
+
+// cardText is what is read out for an approval card.
+func (cv *conversation) cardText(r approval.Request) string {
 	what := r.Preview
 	if what == "" {
 		what = r.Tool
@@ -402,10 +585,9 @@ func (cv *conversation) requested(r approval.Request) {
 	}
 	if !cv.keys {
 		// The phone accepted no telephone-events: no key would reach us.
-		cv.say(text + " Approve or deny it in the app.")
-		return
+		return text + " Approve or deny it in the app."
 	}
-	cv.say(text + " Press 1 to approve, 2 to deny.")
+	return text + " Press 1 to approve, 2 to deny."
 }
 
 // minSentence keeps very short sentences ("Ok.", "1.") with what

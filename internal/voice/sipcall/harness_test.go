@@ -19,57 +19,133 @@ import (
 )
 
 // fakeAgent answers each turn with a scripted reply streamed as deltas;
-// a reply may first ask the broker to approve a gated "write_file".
+// a reply may first ask the broker to approve a gated "write_file". As
+// the agent does, it runs one turn at a time, and a new turn interrupts
+// the one running (its approval cancelled) unless
+// it is submitted with NoInterrupt, when it waits its turn.
 type fakeAgent struct {
 	bus    *events.Bus
 	broker *approval.Broker
 
-	mu      sync.Mutex
-	texts   []string
-	labels  []string // each turn's origin label
-	replies []reply
-	ran     []string // gated actions that ran
-	n       int
+	mu          sync.Mutex
+	texts       []string
+	labels      []string // each turn's origin label
+	queued      []bool   // each turn's NoInterrupt
+	replies     []reply
+	ran         []string // gated actions that ran
+	interrupted []string // turns a newer one interrupted
+	n           int
+	last        *fakeTurn // the latest turn submitted
+}
+
+type fakeTurn struct {
+	id     string
+	cancel context.CancelFunc
+	done   chan struct{}
 }
 
 type reply struct {
 	gated    string // a preview: ask for approval first
 	question string // ask the user first; the answer ends the reply
 	text     string
+	// pieces, when set, are streamed one every every instead of text in
+	// two halves at once: a long reply still running while it is spoken.
+	pieces []string
+	every  time.Duration
 }
 
 func (a *fakeAgent) Submit(ctx context.Context, chatID, text string, o agent.Options) error {
 	a.mu.Lock()
 	a.texts = append(a.texts, text)
 	a.labels = append(a.labels, o.OriginLabel)
+	a.queued = append(a.queued, o.NoInterrupt)
 	r := reply{text: "I heard you."}
 	if len(a.replies) > 0 {
 		r, a.replies = a.replies[0], a.replies[1:]
 	}
 	a.n++
-	turn := fmt.Sprintf("t%d", a.n)
+	tctx, cancel := context.WithCancel(context.Background())
+	t := &fakeTurn{id: fmt.Sprintf("t%d", a.n), cancel: cancel, done: make(chan struct{})}
+	prev := a.last
+	a.last = t
+	if prev != nil && !o.NoInterrupt {
+		prev.cancel()
+	}
 	a.mu.Unlock()
 	go func() {
-		if r.question != "" {
-			_, d := a.broker.Ask(context.Background(), approval.Request{Kind: approval.KindQuestion, ChatID: chatID, TurnID: turn, Question: r.question}, false)
-			r.text += " You said: " + d.Answer + "."
+		defer close(t.done)
+		defer cancel()
+		if prev != nil {
+			<-prev.done // one turn at a time
 		}
-		if r.gated != "" {
-			_, d := a.broker.Ask(context.Background(), approval.Request{ChatID: chatID, TurnID: turn, Tool: "write_file", Preview: r.gated}, false)
-			if d.Runs() {
-				a.mu.Lock()
-				a.ran = append(a.ran, r.gated)
-				a.mu.Unlock()
-			} else {
-				r.text = "Not done: " + string(d.Outcome) + "."
-			}
-		}
-		half := len(r.text) / 2
-		a.bus.Publish("message.delta", chatID, map[string]any{"turn_id": turn, "step": 0, "text": r.text[:half]})
-		a.bus.Publish("message.delta", chatID, map[string]any{"turn_id": turn, "step": 0, "text": r.text[half:]})
-		a.bus.Publish("turn.finished", chatID, map[string]any{"result": map[string]any{"turn_id": turn, "ok": true, "text": r.text}})
+		a.run(tctx, chatID, t.id, r)
 	}()
 	return nil
+}
+
+// run plays one scripted turn; a cancelled one ends as the agent's
+// interrupted turns do (aborted, code interrupted).
+func (a *fakeAgent) run(ctx context.Context, chatID, turn string, r reply) {
+	var streamed string
+	interrupted := func() {
+		a.mu.Lock()
+		a.interrupted = append(a.interrupted, turn)
+		a.mu.Unlock()
+		a.bus.Publish("turn.finished", chatID, map[string]any{"result": map[string]any{"turn_id": turn, "ok": false, "aborted": true,
+			"error": map[string]any{"code": "interrupted", "message": "the turn was interrupted by a newer message"}}})
+	}
+	if ctx.Err() != nil {
+		interrupted()
+		return
+	}
+	if r.question != "" {
+		_, d := a.broker.Ask(ctx, approval.Request{Kind: approval.KindQuestion, ChatID: chatID, TurnID: turn, Question: r.question}, false)
+		r.text += " You said: " + d.Answer + "."
+	}
+	if r.gated != "" {
+		_, d := a.broker.Ask(ctx, approval.Request{ChatID: chatID, TurnID: turn, Tool: "write_file", Preview: r.gated}, false)
+		if d.Runs() {
+			a.mu.Lock()
+			a.ran = append(a.ran, r.gated)
+			a.mu.Unlock()
+		} else {
+			r.text = "Not done: " + string(d.Outcome) + "."
+		}
+	}
+	pieces := r.pieces
+	if len(pieces) == 0 {
+		half := len(r.text) / 2
+		pieces = []string{r.text[:half], r.text[half:]}
+	}
+	for i, p := range pieces {
+		if i > 0 && r.every > 0 {
+			select {
+			case <-ctx.Done():
+			case <-time.After(r.every):
+			}
+		}
+		if ctx.Err() != nil {
+			interrupted()
+			return
+		}
+		a.bus.Publish("message.delta", chatID, map[string]any{"turn_id": turn, "step": 0, "text": p})
+		streamed += p
+	}
+	a.bus.Publish("turn.finished", chatID, map[string]any{"result": map[string]any{"turn_id": turn, "ok": true, "text": streamed}})
+}
+
+// interruptions lists the turns a newer one interrupted.
+func (a *fakeAgent) interruptions() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]string(nil), a.interrupted...)
+}
+
+// noInterrupt lists each turn's NoInterrupt option.
+func (a *fakeAgent) noInterrupt() []bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]bool(nil), a.queued...)
 }
 
 func (a *fakeAgent) submitted() []string {

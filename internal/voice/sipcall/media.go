@@ -42,6 +42,7 @@ type media struct {
 	drained   chan struct{} // closed when queue empties; nil when idle
 	lastDTMF  uint32        // timestamp of the last digit reported
 	haveDTMF  bool
+	out       echoMeter // the level of each frame sent, for the echo guard
 
 	lastRecv atomic.Int64 // unix nanos of the last RTP packet in
 	recvd    atomic.Int64 // packets in
@@ -180,6 +181,14 @@ func (m *media) playing() bool {
 	return len(m.queue) > 0
 }
 
+// echoLevel is the level of the loudest frame sent within echoWindow
+// before now, in dBFS: what the line's echo may bring back.
+func (m *media) echoLevel(now time.Time) float64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.out.loudest(now)
+}
+
 // silentFor is how long no RTP has arrived.
 func (m *media) silentFor(now time.Time) time.Duration {
 	return now.Sub(time.Unix(0, m.lastRecv.Load()))
@@ -213,7 +222,7 @@ func (m *media) send() {
 			next = now // far behind (a suspended machine): start afresh
 		}
 		for !next.After(now) {
-			marker, done := m.take(frame)
+			marker, done := m.take(now, frame)
 			hdr.Marker = marker
 			payload = m.codec.encode(payload[:0], frame)
 			pkt = appendRTP(pkt[:0], hdr, payload)
@@ -241,14 +250,19 @@ func (m *media) send() {
 	}
 }
 
-// take fills frame with the next queued samples (silence after them) and
-// reports whether it starts a talk spurt, and the drained channel to close
-// when it emptied the queue.
-func (m *media) take(frame []int16) (bool, chan struct{}) {
+// take fills frame with the next queued samples (silence after them),
+// going out at now, and reports whether it starts a talk spurt, and the
+// drained channel to close when it emptied the queue.
+func (m *media) take(now time.Time, frame []int16) (bool, chan struct{}) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	n := copy(frame, m.queue)
 	clear(frame[n:])
+	level := silenceLevel
+	if n > 0 {
+		level = frameLevel(frame)
+	}
+	m.out.add(now, level)
 	m.queue = m.queue[n:]
 	if n > 0 && len(m.queue) == 0 {
 		m.queue = nil

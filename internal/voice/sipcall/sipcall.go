@@ -49,11 +49,26 @@
 // same conversation as an outbound one, in a fresh chat, its turns
 // labelled "SIP call (inbound)" (InboundTurnOptions).
 //
+// Barge-in (bargein.go): the line is full duplex, as voice mode is. The
+// caller speaking over the assistant stops it within half a second: the
+// queued audio is dropped, the rest of the turn in progress is muted, and
+// what the caller says, taken from a pre-roll before they began, is
+// transcribed and submitted, which interrupts that turn in the agent (it
+// keeps what it had streamed in the chat). While the assistant speaks the
+// onset is stricter than in silence: louder (-35 dBFS), longer (300 ms of
+// speech within 500 ms), and no more than 12 dB below the loudest audio
+// sent in the last 320 ms, which the line's echo of it is not; so a
+// cough, line noise or that echo does not stop it. # still skips what is
+// being said. Speech never decides an approval: it stops the read-out,
+// and while an approval waits the caller's words queue behind its turn
+// instead of interrupting (and so cancelling) it. Config.HalfDuplex
+// ([voice.sip] barge_in = false) ignores the caller while the assistant
+// speaks.
+//
 // Scope: one call at a time, outbound, and inbound from the owner's
-// numbers with a PIN (others are declined with 603); half duplex (the
-// caller's audio is ignored while the assistant speaks; # skips what is
-// being said); an inbound call needs its SDP offer in the INVITE; no SRTP,
-// no RTCP.
+// numbers with a PIN (others are declined with 603); full duplex unless
+// barge-in is off; an inbound call needs its SDP offer in the INVITE; no
+// SRTP, no RTCP.
 package sipcall
 
 import (
@@ -153,6 +168,13 @@ type Config struct {
 	// speech may be as quiet as -50 dBFS: a phone line carries little
 	// noise, and a caller away from the handset is quiet.
 	VAD voice.VADConfig
+	// HalfDuplex turns barge-in off: the caller's audio is ignored while
+	// the assistant speaks (and for a moment after, against its echo),
+	// and only # skips what is being said. With barge-in (the default)
+	// the caller speaking over the assistant stops it, under a stricter
+	// onset than listening in silence (bargein.go); a line whose echo
+	// makes the assistant interrupt itself needs this.
+	HalfDuplex bool
 	// TLS configures the tls transport (nil: system roots, TLS 1.2+).
 	TLS *tls.Config
 

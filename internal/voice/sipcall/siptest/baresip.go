@@ -6,8 +6,9 @@
 // (busy, never answering, answering and then going quiet, or a registrar
 // refusing the credentials) and that places calls itself (Peer.Call: the
 // owner's phone calling Hestia, or a stranger pretending to be it, pressing
-// keys and speaking on command); Speech fakes the OpenAI-compatible stt and
-// tts endpoints.
+// keys and speaking on command, its line echoing what it hears if asked,
+// and noting when it heard audio); Speech fakes the OpenAI-compatible stt
+// and tts endpoints and keeps what it was given to transcribe.
 package siptest
 
 import (
@@ -330,6 +331,20 @@ func Speechlike(d time.Duration, rate int) []int16 {
 		env := 0.6 + 0.4*math.Sin(2*math.Pi*4*t) // syllables at 4 Hz
 		v := math.Sin(2*math.Pi*180*t) + 0.5*math.Sin(2*math.Pi*360*t) + 0.3*math.Sin(2*math.Pi*900*t)
 		out[i] = int16(6000 * env * v)
+	}
+	return out
+}
+
+// Noise is d of white noise at amplitude amp (a click, a knock on the
+// handset, line crackle), the same every time.
+func Noise(d time.Duration, amp int16, rate int) []int16 {
+	out := make([]int16, int(d.Seconds()*float64(rate)))
+	x := uint32(2463534242)
+	for i := range out {
+		x ^= x << 13 // xorshift32: deterministic, no shared generator
+		x ^= x >> 17
+		x ^= x << 5
+		out[i] = int16(int64(x%(2*uint32(amp)+1)) - int64(amp))
 	}
 	return out
 }

@@ -26,26 +26,37 @@ type CallOptions struct {
 	// NoKeys offers no telephone-event format: the phone cannot send
 	// digits.
 	NoKeys bool
+	// Echo is the gain at which the line sends back what the caller
+	// hears, mixed into what it says (0: no echo; 0.16 is 16 dB down), as
+	// a line whose echo is not cancelled does; EchoDelay is how late
+	// (default 60 ms).
+	Echo      float64
+	EchoDelay time.Duration
 }
 
 // OutCall is a call a Peer placed. Once answered it sends 20 ms of
 // silence every 20 ms (PCMU), digits as RFC 4733 telephone-events when
-// Press is called, and measures the audio it hears.
+// Press is called, what Say queues, the echo of what it hears when
+// CallOptions.Echo is set, and measures the audio it hears.
 type OutCall struct {
 	// Status is the final answer to the INVITE (200 when answered).
 	Status int
 	// Reason is its reason phrase.
 	Reason string
 
-	sess    *sipgo.DialogClientSession
-	rtp     *net.UDPConn
-	keys    chan byte
-	mu      sync.Mutex   // guards voice
-	voice   []int16      // 8 kHz samples waiting to be sent
-	voiced  atomic.Int64 // 20 ms frames heard louder than -40 dBFS
-	stop    chan struct{}
-	stopped sync.Once
-	wg      sync.WaitGroup
+	sess     *sipgo.DialogClientSession
+	rtp      *net.UDPConn
+	keys     chan byte
+	echoGain float64
+	echoLen  int          // samples of echo delay
+	mu       sync.Mutex   // guards the fields below
+	voice    []int16      // 8 kHz samples waiting to be sent
+	echo     []int16      // the echo waiting to be mixed in, EchoDelay behind
+	loud     []time.Time  // when each packet louder than -40 dBFS arrived
+	voiced   atomic.Int64 // 20 ms frames heard louder than -40 dBFS
+	stop     chan struct{}
+	stopped  sync.Once
+	wg       sync.WaitGroup
 }
 
 // Call sends an INVITE to target (a SIP URI) and waits for the final
@@ -112,7 +123,14 @@ func (p *Peer) Call(ctx context.Context, target string, o CallOptions) (*OutCall
 		return nil, errors.New("the answer names no audio address")
 	}
 	c := &OutCall{Status: sess.InviteResponse.StatusCode, Reason: sess.InviteResponse.Reason, sess: sess, rtp: rtp,
-		keys: make(chan byte, 64), stop: make(chan struct{})}
+		keys: make(chan byte, 64), stop: make(chan struct{}), echoGain: o.Echo}
+	if o.Echo > 0 {
+		if o.EchoDelay <= 0 {
+			o.EchoDelay = 60 * time.Millisecond
+		}
+		c.echoLen = int(o.EchoDelay.Seconds() * 8000)
+		c.echo = make([]int16, c.echoLen)
+	}
 	c.wg.Add(2)
 	go c.send(net.UDPAddrFromAddrPort(dest))
 	go c.receive()
@@ -167,6 +185,13 @@ func (c *OutCall) Hangup(ctx context.Context) error {
 // Heard is how much non-silent audio has arrived.
 func (c *OutCall) Heard() time.Duration {
 	return time.Duration(c.voiced.Load()) * 20 * time.Millisecond
+}
+
+// LoudAt lists when each packet louder than -40 dBFS arrived.
+func (c *OutCall) LoudAt() []time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]time.Time(nil), c.loud...)
 }
 
 func (c *OutCall) close() {
@@ -231,13 +256,19 @@ func (c *OutCall) send(to *net.UDPAddr) {
 			n := min(160, len(c.voice))
 			frame := c.voice[:n]
 			c.voice = c.voice[n:]
+			e := min(160, len(c.echo))
+			echo := c.echo[:e]
+			c.echo = c.echo[e:]
 			c.mu.Unlock()
 			for i := 0; i < 160; i++ {
-				var v int16 // silence after the voice
+				var v int // silence after the voice
 				if i < len(frame) {
-					v = frame[i]
+					v = int(frame[i])
 				}
-				pkt = append(pkt, ulaw(v))
+				if i < len(echo) {
+					v += int(echo[i])
+				}
+				pkt = append(pkt, ulaw(int16(max(-32768, min(32767, v)))))
 			}
 			binary.BigEndian.PutUint32(pkt[4:], ts)
 			if gap > 0 {
@@ -283,12 +314,30 @@ func (c *OutCall) receive() {
 		}
 		var sum float64
 		payload := buf[12:n]
+		var echo []int16
 		for _, b := range payload {
-			v := float64(g711(b, pt == 8))
+			s := g711(b, pt == 8)
+			v := float64(s)
 			sum += v * v
+			if c.echoGain > 0 {
+				echo = append(echo, int16(v*c.echoGain))
+			}
 		}
-		if math.Sqrt(sum/float64(len(payload))) > 32768*0.01 {
+		loud := math.Sqrt(sum/float64(len(payload))) > 32768*0.01
+		if loud {
 			c.voiced.Add(1)
+		}
+		if loud || echo != nil {
+			c.mu.Lock()
+			if loud {
+				c.loud = append(c.loud, time.Now())
+			}
+			c.echo = append(c.echo, echo...)
+			// A late sender must not let the echo fall further behind.
+			if over := len(c.echo) - c.echoLen - 480; over > 0 {
+				c.echo = c.echo[over:]
+			}
+			c.mu.Unlock()
 		}
 	}
 }

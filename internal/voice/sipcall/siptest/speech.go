@@ -23,7 +23,8 @@ type Speech struct {
 
 	mu          sync.Mutex
 	transcripts []string
-	heard       []int // bytes of each recording transcribed
+	heard       []int    // bytes of each recording transcribed
+	recordings  [][]byte // the recordings (WAV files)
 	spoken      []string
 }
 
@@ -47,6 +48,7 @@ func (s *Speech) serve(w http.ResponseWriter, r *http.Request) {
 		data, _ := io.ReadAll(f)
 		s.mu.Lock()
 		s.heard = append(s.heard, len(data))
+		s.recordings = append(s.recordings, data)
 		text := ""
 		if len(s.transcripts) > 0 {
 			text, s.transcripts = s.transcripts[0], s.transcripts[1:]
@@ -86,6 +88,13 @@ func (s *Speech) Heard() []int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]int(nil), s.heard...)
+}
+
+// Recordings are the files sent to the stt endpoint (WAV), in order.
+func (s *Speech) Recordings() [][]byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([][]byte(nil), s.recordings...)
 }
 
 // SpeechDuration is how long the fake speaks text.
