@@ -1,6 +1,8 @@
 // Tasks (VTODOs of the user's calendars): the daemon's answer shape and the
 // pure helpers the Agenda page's Tasks section uses to group them by when
-// they are due, in the viewer's zone.
+// they are due, in the viewer's zone, and to nest subtasks under their
+// parent (the daemon lists each subtask right after its parent, with its
+// depth).
 import { addDays, dateIn, timeIn } from './calendar';
 
 export interface Task {
@@ -20,7 +22,15 @@ export interface Task {
   start?: string;
   completed?: string;
   categories?: string[];
+  /** The UID of the task (in the same list) this one is a subtask of; absent at top level. */
   parent?: string;
+  /** The parent's title: says where a subtask belongs when it is listed without its parent. */
+  parent_summary?: string;
+  /** How many subtasks the task has, and how many of them are done. */
+  subtasks?: number;
+  subtasks_done?: number;
+  /** Levels below the task shown above it that it is a subtask of; absent at top level. */
+  depth?: number;
   /** A recurring task is shown at one occurrence (the one to do next). */
   recurring?: boolean;
   rrule?: string;
@@ -51,11 +61,26 @@ export interface TaskGroup {
   tasks: Task[];
 }
 
+/** The group a task's own due puts it in. */
+function groupOf(t: Task, today: string, zone: string): TaskGroupKey {
+  const day = dueDay(t, zone);
+  if (t.overdue || (day !== undefined && day < today)) return 'overdue';
+  if (day === undefined) return 'undated';
+  if (day === today) return 'today';
+  if (day < addDays(today, 7)) return 'week';
+  return 'later';
+}
+
+const groupRank: Record<TaskGroupKey, number> = { overdue: 0, today: 1, week: 2, later: 3, undated: 4 };
+
 /**
  * Groups open tasks for the Agenda page: overdue (the daemon decides, from
  * the due time or, for a due date, the day), due today, in the next 7
  * days, later, and without a due date. Order within a group is the
- * daemon's (by due, then priority). Empty groups are left out.
+ * daemon's (by due, then priority). A task and its subtasks (the tasks
+ * after it listed deeper) stay together, in the group of the most urgent
+ * of them, so an overdue subtask is never hidden under a parent due later.
+ * Empty groups are left out.
  */
 export function groupTasks(tasks: Task[], today: string, zone: string): TaskGroup[] {
   const groups: TaskGroup[] = [
@@ -66,19 +91,57 @@ export function groupTasks(tasks: Task[], today: string, zone: string): TaskGrou
     { key: 'undated', title: 'No due date', tasks: [] },
   ];
   const by = new Map(groups.map((g) => [g.key, g]));
-  const weekEnd = addDays(today, 7);
-  for (const t of tasks) {
-    if (t.done) continue;
-    const day = dueDay(t, zone);
-    let key: TaskGroupKey;
-    if (t.overdue || (day !== undefined && day < today)) key = 'overdue';
-    else if (day === undefined) key = 'undated';
-    else if (day === today) key = 'today';
-    else if (day < weekEnd) key = 'week';
-    else key = 'later';
-    by.get(key)!.tasks.push(t);
+  for (let i = 0; i < tasks.length; ) {
+    let j = i + 1;
+    while (j < tasks.length && (tasks[j].depth ?? 0) > 0) j++;
+    // Done tasks are left out; the open subtasks of a done one are listed
+    // on their own (each says where it belongs).
+    let tree = tasks.slice(i, j).filter((t) => !t.done);
+    if (tasks[i].done) tree = tree.map((t) => ({ ...t, depth: 0 }));
+    i = j;
+    if (tree.length === 0) continue;
+    let key = groupOf(tree[0], today, zone);
+    for (const t of tree.slice(1)) {
+      const k = groupOf(t, today, zone);
+      if (groupRank[k] < groupRank[key]) key = k;
+    }
+    by.get(key)!.tasks.push(...tree);
   }
   return groups.filter((g) => g.tasks.length > 0);
+}
+
+/** A node of the tree the Tasks section renders: a task and its subtasks. */
+export interface TaskNode {
+  task: Task;
+  children: TaskNode[];
+}
+
+/**
+ * Nests a group's tasks (listed with their depth, each subtask after its
+ * parent) as a tree. A depth that skips a level is taken as one level
+ * below the task before it.
+ */
+export function taskTree(tasks: Task[]): TaskNode[] {
+  const roots: TaskNode[] = [];
+  const stack: TaskNode[] = [];
+  for (const task of tasks) {
+    const node: TaskNode = { task, children: [] };
+    const depth = Math.min(task.depth ?? 0, stack.length);
+    stack.length = depth;
+    (depth === 0 ? roots : stack[depth - 1].children).push(node);
+    stack.push(node);
+  }
+  return roots;
+}
+
+/** "1 of 3 done" for a task with subtasks, '' for one without. */
+export function subtaskProgress(t: Task): string {
+  return t.subtasks ? `${t.subtasks_done ?? 0} of ${t.subtasks} done` : '';
+}
+
+/** How many of a task's own subtasks are still open. */
+export function openSubtasks(t: Task): number {
+  return Math.max(0, (t.subtasks ?? 0) - (t.subtasks_done ?? 0));
 }
 
 /** A short due label: "17:00" today, "tomorrow", "Wed 25 Mar", with the time for a due time on another day. */

@@ -1,12 +1,13 @@
 // The Agenda page's Tasks section: the inline form that changes one task
-// (title, due date and time, priority, notes) and the confirmation before
-// deleting one. Both only collect what the user wants; the section sends
-// it through POST /api/tasks/update and /api/tasks/delete, which run
-// tasks_update and tasks_delete through the authority as the user's own
-// command. Task text may come from shared lists: it is only ever a value
-// of an input or text, never markup.
+// (title, due date and time, priority, notes), the one that adds a subtask
+// under it, the confirmation before deleting one and before completing one
+// with open subtasks. They only collect what the user wants; the section
+// sends it through POST /api/tasks/update, /api/tasks, /api/tasks/delete
+// and /api/tasks/complete, which run the task tools through the authority
+// as the user's own command. Task text may come from shared lists: it is
+// only ever a value of an input or text, never markup.
 import { useState } from 'preact/hooks';
-import { taskChanges, taskDraft, type Task, type TaskChanges, type TaskDraft } from '../lib/tasks';
+import { openSubtasks, taskChanges, taskDraft, type Task, type TaskChanges, type TaskDraft } from '../lib/tasks';
 
 const title = (t: Task) => t.summary || '(no title)';
 
@@ -85,11 +86,20 @@ export function TaskEditForm({
   );
 }
 
+/** How a task's subtasks are named in a confirmation: "its 2 subtasks". */
+const subtasksText = (n: number, what = 'subtask') => (n === 1 ? `its ${what}` : `its ${n} ${what}s`);
+
 export function TaskDeleteConfirm({ task, busy, onDelete, onCancel }: { task: Task; busy: boolean; onDelete: () => void; onCancel: () => void }) {
+  const subs = task.subtasks ?? 0;
   return (
     <div class="tasks-confirm" role="alertdialog" aria-label={`Delete “${title(task)}”?`}>
       <span class="small">
-        {task.recurring ? (
+        {subs > 0 ? (
+          <>
+            Delete <strong>{title(task)}</strong> and {subtasksText(subs)} (with theirs)?
+            {task.recurring ? ' It repeats: every occurrence goes.' : ''}
+          </>
+        ) : task.recurring ? (
           <>
             Delete the repeating task <strong>{title(task)}</strong> and every occurrence of it?
           </>
@@ -108,5 +118,57 @@ export function TaskDeleteConfirm({ task, busy, onDelete, onCancel }: { task: Ta
         </button>
       </span>
     </div>
+  );
+}
+
+/** Asks before completing a task whose subtasks are not all done: they are completed with it. */
+export function TaskCompleteConfirm({ task, busy, onComplete, onCancel }: { task: Task; busy: boolean; onComplete: () => void; onCancel: () => void }) {
+  const open = openSubtasks(task);
+  return (
+    <div class="tasks-confirm tasks-confirm-complete" role="alertdialog" aria-label={`Complete “${title(task)}” and its subtasks?`}>
+      <span class="small">
+        <strong>{title(task)}</strong> has {open === 1 ? '1 open subtask' : `${open} open subtasks`}. Complete {open === 1 ? 'it' : 'them'} too?
+      </span>
+      <span class="tasks-confirm-buttons">
+        <button type="button" class="btn small" onClick={onCancel} autoFocus>
+          Cancel
+        </button>
+        <button type="button" class="btn small primary" disabled={busy} onClick={onComplete}>
+          {busy ? 'Completing…' : 'Complete all'}
+        </button>
+      </span>
+    </div>
+  );
+}
+
+/** The inline form that adds a subtask under a task (in its list). */
+export function TaskSubtaskForm({ task, busy, onAdd, onCancel }: { task: Task; busy: boolean; onAdd: (summary: string) => void; onCancel: () => void }) {
+  const [summary, setSummary] = useState('');
+  const text = summary.trim();
+  return (
+    <form
+      class="tasks-subtask-form"
+      aria-label={`Add a subtask to “${title(task)}”`}
+      onSubmit={(e) => {
+        e.preventDefault();
+        if (text && !busy) onAdd(text);
+      }}
+      onKeyDown={(e) => {
+        if (e.key === 'Escape') onCancel();
+      }}
+    >
+      <label>
+        Subtask
+        <input type="text" value={summary} maxLength={500} autoFocus placeholder="What needs doing" onInput={(e) => setSummary(e.currentTarget.value)} />
+      </label>
+      <span class="tasks-edit-buttons">
+        <button type="button" class="btn small" onClick={onCancel}>
+          Cancel
+        </button>
+        <button type="submit" class="btn small primary" disabled={busy || !text}>
+          {busy ? 'Adding…' : 'Add'}
+        </button>
+      </span>
+    </form>
   );
 }
