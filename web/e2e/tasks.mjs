@@ -6,14 +6,17 @@
 // runs in New York, the daemon in UTC), a due date is cleared; the bin
 // asks first, then deletes a task (its file goes), one of two tasks in a
 // file (the file keeps the other) and a repeating task as its whole
-// series. Each step checks what the page shows and what the VTODO in the
-// file on disk says. Last, a phone-sized viewport: the row, the form and
+// series. A task with subtasks (RELATED-TO, as Nextcloud Tasks writes them)
+// shows them nested under it; "Add subtask" writes a VTODO with
+// RELATED-TO;RELTYPE=PARENT, and ticking the parent asks, then completes it
+// with its subtasks. Each step checks what the page shows and what the
+// VTODO in the file on disk says. Last, a phone-sized viewport: the row, the form and
 // the confirmation fit the screen with no horizontal scrolling, and a
 // change saved from there reaches the file.
 //
 //	npm run e2e -- tasks
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -160,6 +163,10 @@ export async function runTasks(browser) {
       file('errands.ics'),
       ics(vtodo('e2e-letter', ['SUMMARY:Post the letter']), vtodo('e2e-books', ['SUMMARY:Return the library books', `DUE;VALUE=DATE:${compact(day(4))}`])),
     );
+    // A task with subtasks, as another client writes them.
+    writeFileSync(file('move.ics'), ics(vtodo('e2e-move', ['SUMMARY:Move house'])));
+    writeFileSync(file('van.ics'), ics(vtodo('e2e-van', ['SUMMARY:Book the van', 'RELATED-TO;RELTYPE=PARENT:e2e-move', `DUE;VALUE=DATE:${compact(day(5))}`])));
+    writeFileSync(file('kitchen.ics'), ics(vtodo('e2e-kitchen', ['SUMMARY:Pack the kitchen', 'RELATED-TO:e2e-move'])));
     mkdirSync(hestiaHome, { recursive: true });
     writeFileSync(
       join(hestiaHome, 'config.toml'),
@@ -222,13 +229,46 @@ export async function runTasks(browser) {
         await page.getByRole('link', { name: 'Agenda' }).click();
         // The list is indexed by the daemon's calendar worker after start.
         await row('Pay the rent').waitFor({ timeout: 60_000 });
-        for (const t of ['Water the plants', 'Buy milk', 'Take the bins out', 'Post the letter', 'Return the library books']) await row(t).waitFor();
+        for (const t of ['Water the plants', 'Buy milk', 'Take the bins out', 'Post the letter', 'Return the library books', 'Move house']) await row(t).waitFor();
         await group('Later').locator('.tasks-summary', { hasText: 'Pay the rent' }).waitFor();
         await group('No due date').locator('.tasks-summary', { hasText: 'Buy milk' }).waitFor();
         assert((await row('Take the bins out').locator('.cal-badge', { hasText: 'repeats' }).count()) === 1, 'the repeating task has no repeats badge');
         // Priority 5 is not flagged; 1 to 4 are.
         assert((await row('Pay the rent').locator('.tasks-prio').count()) === 0, 'priority 5 shown as a flag');
         await shot(page, 'e2e-tasks');
+      }, page);
+
+      await test('tasks: subtasks nest under their parent; Add subtask writes RELATED-TO; ticking the parent completes it with them', async () => {
+        // A row by its own title (a parent's row holds its subtasks' rows).
+        const own = (title) => tasks.getByRole('listitem').filter({ has: page.locator('xpath=./label/span[@class="tasks-summary"]', { hasText: title }) });
+        const move = own('Move house');
+        // The tree stands in the group of its most urgent task, the van.
+        await group('Next 7 days').getByRole('list', { name: 'Subtasks of “Move house”' }).waitFor();
+        const subs = move.getByRole('list', { name: 'Subtasks of “Move house”' });
+        for (const t of ['Book the van', 'Pack the kitchen']) await subs.locator('.tasks-summary', { hasText: t }).waitFor();
+        assert((await move.locator('.tasks-progress').first().textContent()) === '0 of 2 done', `progress: ${await move.locator('.tasks-meta').first().textContent()}`);
+
+        await move.getByRole('button', { name: 'Add subtask to “Move house”' }).first().click();
+        const form = tasks.getByRole('form', { name: 'Add a subtask to “Move house”' });
+        await form.getByLabel('Subtask').fill('Label the boxes');
+        await form.getByRole('button', { name: 'Add' }).click();
+        await said('Added: Label the boxes — in Move house');
+        await subs.locator('.tasks-summary', { hasText: 'Label the boxes' }).waitFor();
+        const added = readdirSync(listDir).find((f) => readFileSync(join(listDir, f), 'utf8').includes('SUMMARY:Label the boxes'));
+        assert(added, 'no file holds the new subtask');
+        const boxes = readFileSync(join(listDir, added), 'utf8').replace(/\r?\n[ \t]/g, '');
+        assert(/\r?\nRELATED-TO;RELTYPE=PARENT:e2e-move\r?\n/.test(boxes), `the new subtask's file:\n${boxes}`);
+
+        await page.getByLabel('Mark “Move house” done').click();
+        const ask = tasks.getByRole('alertdialog', { name: 'Complete “Move house” and its subtasks?' });
+        assert((await ask.textContent()).includes('Move house has 3 open subtasks. Complete them too?'), `confirmation: ${await ask.textContent()}`);
+        await ask.getByRole('button', { name: 'Complete all' }).click();
+        await said('Done, with its subtasks: Move house');
+        for (const t of ['Move house', 'Book the van', 'Pack the kitchen', 'Label the boxes']) await gone(t);
+        for (const [f, uid] of [['move.ics', 'e2e-move'], ['van.ics', 'e2e-van'], ['kitchen.ics', 'e2e-kitchen']]) {
+          assert(prop(readTodo(file(f), uid), 'STATUS')?.value === 'COMPLETED', `${f} is not completed:\n${readFileSync(file(f), 'utf8')}`);
+        }
+        assert(/STATUS:COMPLETED/.test(readFileSync(join(listDir, added), 'utf8')), 'the added subtask is not completed');
       }, page);
 
       await test('tasks: editing a title, due date and priority inline changes the row and the VTODO on disk', async () => {
