@@ -266,9 +266,9 @@ func (s *Store) TaskTree(ctx context.Context, list string) (*TaskTree, error) {
 // placeTasks sets each task's place in its list's tree: its parent (when
 // nested), the parent's title, and how many subtasks it has and has done.
 func (s *Store) placeTasks(ctx context.Context, ts []Task, calOf map[string]int64) error {
-	var ids []int64
-	for _, id := range calOf {
-		if !slices.Contains(ids, id) {
+	ids := []int64{} // not nil: only these lists' trees are read
+	for _, t := range ts {
+		if id, ok := calOf[t.List]; ok && !slices.Contains(ids, id) {
 			ids = append(ids, id)
 		}
 	}
