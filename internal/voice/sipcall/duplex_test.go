@@ -29,7 +29,7 @@ func duplexRig(t *testing.T, cfg Config, transcripts ...string) *rig {
 	t.Helper()
 	cfg.Greeting = "Yes?"
 	r := newRig(t, inboundConfig(cfg), transcripts...)
-	r.speech.PerChar = 25 * time.Millisecond
+	r.speech.SetPerChar(25 * time.Millisecond)
 	return r
 }
 

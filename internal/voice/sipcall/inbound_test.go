@@ -269,6 +269,10 @@ func TestInboundWhoMayCall(t *testing.T) {
 				}
 				return
 			}
+			// The refusal is audited after the answer goes out.
+			if tc.audited {
+				siptest.WaitFor(context.Background(), 5*time.Second, func() bool { return len(r.auditsOf("voice.call")) > 0 })
+			}
 			rows := r.auditsOf("voice.call")
 			switch {
 			case !tc.audited && len(rows) != 0:
@@ -302,6 +306,7 @@ func TestInboundBusy(t *testing.T) {
 	if _, err := r.m.Call(context.Background(), CallRequest{Origin: "test"}); !errors.Is(err, ErrCallInProgress) {
 		t.Errorf("an outbound call during an inbound one: %v", err)
 	}
+	siptest.WaitFor(context.Background(), 5*time.Second, func() bool { return len(r.auditsOf("voice.call")) > 0 }) // audited after the answer
 	if rows := r.auditsOf("voice.call"); len(rows) != 1 || rows[0].data.(map[string]any)["outcome"] != Busy {
 		t.Errorf("audit %+v", r.audits())
 	}
@@ -340,6 +345,7 @@ func TestInboundOnlyFromRegistrar(t *testing.T) {
 	if out.Status != 403 {
 		t.Fatalf("a stranger's call was answered %d %s, want 403", out.Status, out.Reason)
 	}
+	siptest.WaitFor(context.Background(), 5*time.Second, func() bool { return len(r.auditsOf("voice.call")) > 0 }) // audited after the answer
 	rows := r.auditsOf("voice.call")
 	if len(rows) != 1 || rows[0].data.(map[string]any)["status"] != 403 || !strings.Contains(fmt.Sprint(rows[0].data), "127.0.0.2") {
 		t.Errorf("audit %+v", r.audits())

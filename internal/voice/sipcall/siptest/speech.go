@@ -97,7 +97,16 @@ func (s *Speech) Recordings() [][]byte {
 	return append([][]byte(nil), s.recordings...)
 }
 
+// SetPerChar changes PerChar once the fake may be serving.
+func (s *Speech) SetPerChar(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.PerChar = d
+}
+
 // SpeechDuration is how long the fake speaks text.
 func (s *Speech) SpeechDuration(text string) time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	return time.Duration(len([]rune(text))) * s.PerChar
 }
