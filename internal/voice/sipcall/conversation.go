@@ -56,9 +56,8 @@ type conversation struct {
 	// floor while they ran. muting mutes every turn heard of until the
 	// caller's utterance is taken (a turn that had not streamed yet when
 	// the caller began).
-	muted    map[string]bool
-	muting   bool
-	bargeIns int
+	muted  map[string]bool
+	muting bool
 }
 
 // hearing is what the detector heard: an utterance beginning (barged:
@@ -318,7 +317,6 @@ func (cv *conversation) note(h hearing) {
 func (cv *conversation) floorTaken(barged bool) {
 	cv.hush()
 	if barged {
-		cv.bargeIns++
 		cv.log.Info("the caller spoke over the assistant; it stopped")
 	}
 	if len(cv.pending) > 0 || cv.question != "" {
