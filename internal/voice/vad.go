@@ -130,8 +130,9 @@ func (v *VAD) SetStrict(on bool) { v.strict = on }
 func (v *VAD) Active() bool { return v.active }
 
 // Reset forgets an utterance under way and the audio before it, keeping
-// the noise floor learnt so far: a half-duplex line (a phone call) stops
-// listening while the assistant speaks and starts afresh after.
+// the noise floor learnt so far: a phone call resets it after the
+// assistant spoke (its own onset check listened meanwhile) or, half
+// duplex, to start afresh after not listening.
 func (v *VAD) Reset() {
 	v.active, v.run, v.silent, v.speech, v.frames, v.tailLen = false, 0, 0, 0, 0, 0
 	v.pending, v.utt, v.pre = v.pending[:0], v.utt[:0], v.pre[:0]
