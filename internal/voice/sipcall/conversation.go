@@ -41,6 +41,12 @@ type conversation struct {
 	speech      chan speechItem
 	gen         atomic.Int64 // bumped to discard queued speech
 	work        sync.WaitGroup
+	// The opening line is the point of a call (what Hestia rang to say),
+	// and people answer a phone with "Hello?": the caller is not heard
+	// until it has been said. openingLeft counts its pieces not yet
+	// handed to the media, openingPlays that the last one was.
+	openingLeft  atomic.Int32
+	openingPlays atomic.Bool
 
 	// Touched only by run.
 	sent        voice.Splitter
@@ -78,8 +84,9 @@ const (
 )
 
 type speechItem struct {
-	text string
-	gen  int64
+	text    string
+	gen     int64
+	opening bool // a piece of the opening line (openingLeft counts them)
 }
 
 // ending says why a conversation ended.
@@ -140,7 +147,7 @@ func (cv *conversation) run(ctx context.Context, hungUp context.Context, a answe
 	defer cancel()
 
 	cv.keys = a.DTMF >= 0
-	cv.say(cv.opening)
+	cv.sayOpening(cv.opening)
 	if !cv.keys {
 		cv.log.Info("the phone accepted no telephone-events; approvals cannot be answered by keypad on this call")
 	}
@@ -205,6 +212,17 @@ func (cv *conversation) onAudio(pcm []int16) {
 		return
 	}
 	now := time.Now()
+	if cv.inOpening() {
+		// Not heard until the opening line has been said (and its echo
+		// has faded): a "Hello?" as the phone is picked up must neither
+		// cut it off nor start a turn of its own.
+		cv.vad.Reset()
+		cv.deafUntil, cv.tailUntil = now.Add(listenTail), now.Add(listenTail)
+		if cv.barge != nil {
+			cv.barge.clear()
+		}
+		return
+	}
 	if cv.barge == nil {
 		cv.halfDuplex(now, pcm)
 		return
@@ -598,6 +616,38 @@ func (cv *conversation) say(text string) {
 	cv.sayAll(append(s.Push(text), s.Flush())...)
 }
 
+// sayOpening queues the opening line, during which the caller is not
+// heard (inOpening).
+func (cv *conversation) sayOpening(text string) {
+	s := voice.Splitter{MinLen: minSentence}
+	pieces := spoken(append(s.Push(text), s.Flush()))
+	cv.openingLeft.Store(int32(len(pieces)))
+	g := cv.gen.Load()
+	for _, p := range pieces {
+		select {
+		case cv.speech <- speechItem{text: p, gen: g, opening: true}:
+		default:
+			cv.openingLeft.Add(-1)
+			cv.log.Warn("speech queue full; a sentence was dropped")
+		}
+	}
+}
+
+// inOpening reports whether the opening line is still to be said or
+// playing (media receive goroutine).
+func (cv *conversation) inOpening() bool {
+	if cv.openingLeft.Load() > 0 {
+		return true
+	}
+	if cv.openingPlays.Load() {
+		if cv.med.playing() {
+			return true
+		}
+		cv.openingPlays.Store(false)
+	}
+	return false
+}
+
 // sayAll queues pieces of a reply, each as voice.Speakable reads it
 // (Markdown marks, links and code left out); a piece with nothing to say
 // is skipped.
@@ -627,19 +677,29 @@ func (cv *conversation) speaker(ctx context.Context) {
 			return
 		case it = <-cv.speech:
 		}
-		if it.gen != cv.gen.Load() {
-			continue
+		cv.speak(ctx, it)
+		if it.opening && cv.openingLeft.Add(-1) == 0 {
+			// Played on until the media runs dry (inOpening).
+			cv.openingPlays.Store(true)
 		}
-		pcm, err := cv.synth(ctx, it.text)
-		if err != nil {
-			if ctx.Err() == nil {
-				cv.log.Warn("speaking on the call failed", "err", err)
-			}
-			continue
+	}
+}
+
+// speak synthesises one queued piece and hands it to the media, unless it
+// was discarded meanwhile.
+func (cv *conversation) speak(ctx context.Context, it speechItem) {
+	if it.gen != cv.gen.Load() {
+		return
+	}
+	pcm, err := cv.synth(ctx, it.text)
+	if err != nil {
+		if ctx.Err() == nil {
+			cv.log.Warn("speaking on the call failed", "err", err)
 		}
-		if it.gen == cv.gen.Load() {
-			cv.med.play(pcm)
-		}
+		return
+	}
+	if it.gen == cv.gen.Load() {
+		cv.med.play(pcm)
 	}
 }
 

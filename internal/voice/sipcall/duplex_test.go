@@ -341,3 +341,49 @@ func TestBargeInDuringApproval(t *testing.T) {
 		t.Errorf("result %+v", res)
 	}
 }
+
+// People answer a call with "Hello?": what the caller says while the
+// opening line is said neither cuts it off nor becomes a turn of its
+// own, with barge-in on or off; once it has been said they are heard.
+func TestOpeningLineIsNotCutOff(t *testing.T) {
+	t.Parallel()
+	for _, half := range []bool{false, true} {
+		t.Run(map[bool]string{false: "barge-in", true: "half duplex"}[half], func(t *testing.T) {
+			t.Parallel()
+			greeting := "Hello, this is Hestia calling you back. What can I do for you today?"
+			r := newRig(t, inboundConfig(Config{Greeting: greeting, HalfDuplex: half}), "what is the weather")
+			r.speech.SetPerChar(25 * time.Millisecond)
+			out := callHestia(t, r, siptest.StartPeer(t, siptest.PeerOptions{}), siptest.CallOptions{From: owner})
+			if out.Status != 200 {
+				t.Fatalf("answered %d %s", out.Status, out.Reason)
+			}
+			t.Cleanup(func() {
+				hctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				_ = out.Hangup(hctx)
+			})
+			ctx := context.Background()
+			prompt := r.speech.SpeechDuration(pinPrompt)
+			if !siptest.WaitFor(ctx, 15*time.Second, func() bool { return out.Heard() >= prompt*8/10 }) {
+				t.Fatalf("the PIN prompt was not heard; spoken %q", r.speech.Spoken())
+			}
+			if err := out.Press(testPIN + "#"); err != nil {
+				t.Fatal(err)
+			}
+			// "Hello? Hello?" over the whole opening line.
+			out.Say(siptest.Speechlike(r.speech.SpeechDuration(greeting)+time.Second, lineRate))
+			greeted := prompt + r.speech.SpeechDuration(greeting)
+			if !siptest.WaitFor(ctx, 20*time.Second, func() bool { return out.Heard() >= greeted*9/10 }) {
+				t.Fatalf("the opening line was cut off: heard %v of %v; spoken %q", out.Heard(), greeted, r.speech.Spoken())
+			}
+			time.Sleep(1500 * time.Millisecond) // what was said over it has ended
+			if got := r.agent.submitted(); len(got) != 0 {
+				t.Fatalf("what was said over the opening line became turns: %q", got)
+			}
+			out.Say(siptest.Speechlike(800*time.Millisecond, lineRate))
+			if !siptest.WaitFor(ctx, 15*time.Second, func() bool { return len(r.agent.submitted()) == 1 }) {
+				t.Fatalf("the caller was not heard after the opening line; submitted %q", r.agent.submitted())
+			}
+		})
+	}
+}
