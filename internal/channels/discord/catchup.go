@@ -45,106 +45,39 @@ const discordEpoch = 1420070400000
 // CatchUpWith is called by the relay before the first Receive: with it,
 // every new session catches up (channels.CatchUpper).
 func (a *Adapter) CatchUpWith(c *channels.Cursors) {
-	a.mu.Lock()
-	a.cursors = c
-	a.mu.Unlock()
-}
-
-func (a *Adapter) cursorStore() *channels.Cursors {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.cursors
-}
-
-// pending is one conversation to catch up, with its cursor.
-type pending struct {
-	conv, cursor string
-}
-
-// catchUpPlan reads where to catch up. Until its catch-up succeeds a
-// conversation is behind: a live message there does not move its cursor,
-// so a failed catch-up is tried again from where it was by the next
-// session. A failure is logged: live receiving goes on without catch-up.
-func (a *Adapter) catchUpPlan(ctx context.Context) []pending {
-	cs := a.cursorStore()
-	if cs == nil {
-		return nil
-	}
-	convs, err := cs.Conversations(ctx)
-	if err != nil {
-		a.log.Warn("discordCatchUpFailed", "err", err)
-		a.cursorMu.Lock()
-		a.unplanned = true
-		a.cursorMu.Unlock()
-		return nil
-	}
-	if len(convs) > catchUpConvs {
-		a.log.Info("discordCatchUpConversationsSkipped", "read", catchUpConvs, "skipped", len(convs)-catchUpConvs)
-		convs = convs[:catchUpConvs]
-	}
-	plan := make([]pending, 0, len(convs))
-	for _, conv := range convs {
-		cur, err := cs.Get(ctx, conv)
-		if err != nil {
-			a.log.Warn("discordCatchUpFailed", "channelID", conv, "err", err)
-			continue
-		}
-		plan = append(plan, pending{conv: conv, cursor: cur})
-	}
-	a.cursorMu.Lock()
-	a.unplanned = false
-	for _, p := range plan {
-		a.behind[p.conv] = true
-	}
-	a.cursorMu.Unlock()
-	return plan
+	a.cu.Lend(c)
 }
 
 // catchUp delivers, conversation by conversation, the messages posted
 // after each cursor (within the bounds), oldest first. It runs on the
 // update queue, so the session's live events wait behind it and arrive
-// after what they follow. Errors are logged and the next conversation
-// tried: live receiving goes on.
+// after what they follow. Errors are logged (discordCatchUpFailed) and
+// the next conversation tried: live receiving goes on.
 func (a *Adapter) catchUp(ctx context.Context, h channels.Handler) {
-	plan := a.catchUpPlan(ctx)
-	delivered := 0
-	for _, p := range plan {
-		n, err := a.catchUpConv(ctx, p, h)
-		delivered += n
-		if ctx.Err() != nil {
-			return
-		}
-		if err != nil {
-			a.log.Warn("discordCatchUpFailed", "channelID", p.conv, "err", err)
-			continue
-		}
-		a.cursorMu.Lock()
-		delete(a.behind, p.conv)
-		a.cursorMu.Unlock()
-	}
-	if len(plan) > 0 {
-		a.log.Info("discordCatchUpDone", "conversations", len(plan), "delivered", delivered)
-	}
+	plan := a.cu.Plan(ctx, catchUpConvs)
+	a.cu.Run(ctx, plan, func(ctx context.Context, conv, cursor string) (int, error) {
+		return a.catchUpConv(ctx, conv, cursor, h)
+	})
 }
 
-func (a *Adapter) catchUpConv(ctx context.Context, p pending, h channels.Handler) (int, error) {
-	if !snowflake(p.conv) {
+func (a *Adapter) catchUpConv(ctx context.Context, conv, cursor string, h channels.Handler) (int, error) {
+	if !snowflake(conv) {
 		return 0, errors.New("the conversation is not a channel id")
 	}
 	after := snowflakeAt(time.Now().Add(-catchUpWindow))
 	switch {
-	case p.cursor == "":
+	case cursor == "":
 		// A conversation from before catch-up existed: the window, with
 		// the relay's dedupe dropping what was handled then.
-	case !snowflake(p.cursor):
-		a.log.Warn("discordCatchUpBadCursor", "channelID", p.conv, "cursor", clip(p.cursor, 40))
-	case idLess(p.cursor, after):
-		a.log.Warn("discordCatchUpWindow", "channelID", p.conv, "since", p.cursor,
+	case !snowflake(cursor):
+		a.log.Warn("discordCatchUpBadCursor", "channelID", conv, "cursor", clip(cursor, 40))
+	case idLess(cursor, after):
+		a.log.Warn("discordCatchUpWindow", "channelID", conv, "since", cursor,
 			"skipped", "messages older than 24 hours are not read")
 	default:
-		after = p.cursor
+		after = cursor
 	}
-	msgs, skipped, more, err := a.messagesAfter(ctx, p.conv, after)
+	msgs, skipped, more, err := a.messagesAfter(ctx, conv, after)
 	if err != nil {
 		return 0, err
 	}
@@ -153,7 +86,7 @@ func (a *Adapter) catchUpConv(ctx context.Context, p pending, h channels.Handler
 		if more {
 			count += " and more"
 		}
-		a.log.Warn("discordCatchUpTruncated", "channelID", p.conv, "delivered", len(msgs), "skipped", count,
+		a.log.Warn("discordCatchUpTruncated", "channelID", conv, "delivered", len(msgs), "skipped", count,
 			"why", "only the newest 50 messages of a conversation are delivered")
 	}
 	n := 0
@@ -166,7 +99,7 @@ func (a *Adapter) catchUpConv(ctx context.Context, p pending, h channels.Handler
 			n++
 		}
 		// Skipped ones too: the next catch-up starts after them.
-		a.advance(ctx, p.conv, m.ID, false)
+		a.cu.Advance(ctx, conv, m.ID, false)
 	}
 	return n, nil
 }
@@ -184,7 +117,9 @@ func (a *Adapter) messagesAfter(ctx context.Context, channel, after string) (msg
 		}
 		var raw []json.RawMessage
 		q := url.Values{"after": {after}, "limit": {strconv.Itoa(catchUpPage)}}
-		err := a.rateLimited(ctx, func() error {
+		// Rate limits (a 429, or a bucket empty for longer than do waits
+		// itself) are waited out.
+		err := a.cu.RetryAfter(ctx, catchUpTries, func() error {
 			return a.do(ctx, request{method: http.MethodGet, path: "/channels/" + channel + "/messages?" + q.Encode(),
 				route: "GET /channels/" + channel + "/messages", op: "read the messages of channel " + channel}, &raw)
 		})
@@ -215,50 +150,6 @@ func (a *Adapter) messagesAfter(ctx context.Context, channel, after string) (msg
 		skipped, msgs = len(msgs)-catchUpMax, msgs[len(msgs)-catchUpMax:]
 	}
 	return msgs, skipped, more, nil
-}
-
-// rateLimited calls f, waiting out the rate limits Discord answers with
-// (channels.RetryAfterError: a 429, or a bucket empty for longer than do
-// waits itself), at most catchUpTries times.
-func (a *Adapter) rateLimited(ctx context.Context, f func() error) error {
-	for try := 1; ; try++ {
-		err := f()
-		var ra *channels.RetryAfterError
-		if !errors.As(err, &ra) || try >= catchUpTries {
-			return err
-		}
-		a.log.Info("discordCatchUpRateLimited", "after", ra.After)
-		if !sleep(ctx, ra.After) {
-			return ctx.Err()
-		}
-	}
-}
-
-// advance records id as a conversation's cursor unless it already points
-// later. A live message (live) leaves the cursor of a conversation that
-// is behind where it is.
-func (a *Adapter) advance(ctx context.Context, conv, id string, live bool) {
-	cs := a.cursorStore()
-	if cs == nil {
-		return
-	}
-	// What was delivered stays delivered when the daemon is stopping.
-	ctx = context.WithoutCancel(ctx)
-	a.cursorMu.Lock()
-	defer a.cursorMu.Unlock()
-	if live && (a.unplanned || a.behind[conv]) {
-		return
-	}
-	cur, err := cs.Get(ctx, conv)
-	if err == nil && snowflake(cur) && !idLess(cur, id) {
-		return
-	}
-	if err == nil {
-		err = cs.Set(ctx, conv, id)
-	}
-	if err != nil {
-		a.log.Warn("discordCursorNotRecorded", "channelID", conv, "err", err)
-	}
 }
 
 // snowflakeAt is the smallest snowflake of a moment: `after` it means

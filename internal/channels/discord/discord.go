@@ -127,6 +127,10 @@ type Adapter struct {
 	// after 3 s).
 	ackAfter time.Duration
 
+	// cu keeps catch-up's place: the cursors the relay lends
+	// (CatchUpWith) and which conversations are behind.
+	cu channels.CatchUp
+
 	mu sync.Mutex // guards the fields below
 	// The gateway session: what Resume needs, and who the bot is.
 	sessionID string
@@ -136,18 +140,6 @@ type Adapter struct {
 	appID     string
 	// dms caches channel id → is a DM, looked up once per channel.
 	dms map[string]bool
-	// cursors, lent by the relay (CatchUpWith), are where catch-up keeps
-	// its place; nil: no catch-up.
-	cursors *channels.Cursors
-
-	// cursorMu serializes moving a cursor (read, compare, write) and
-	// guards the fields below.
-	cursorMu sync.Mutex
-	// behind are the conversations whose catch-up has not succeeded yet;
-	// unplanned: listing them failed. Live messages there leave the
-	// cursor alone.
-	behind    map[string]bool
-	unplanned bool
 }
 
 var (
@@ -187,10 +179,12 @@ func New(cfg Config, client *http.Client, log *slog.Logger) (*Adapter, error) {
 	if cfg.Backoff <= 0 {
 		cfg.Backoff = time.Second
 	}
+	log = log.With("channel", cfg.Name)
 	return &Adapter{
 		name: cfg.Name, token: cfg.Token, api: api, apiURL: u, http: client,
-		log: log.With("channel", cfg.Name), backoff: cfg.Backoff, ackAfter: 2 * time.Second,
-		limits: rateLimits{empty: map[string]time.Time{}}, dms: map[string]bool{}, behind: map[string]bool{},
+		log: log, backoff: cfg.Backoff, ackAfter: 2 * time.Second,
+		limits: rateLimits{empty: map[string]time.Time{}}, dms: map[string]bool{},
+		cu: channels.CatchUp{Platform: "discord", Log: log, Less: idLess, Valid: snowflake},
 	}, nil
 }
 

@@ -468,7 +468,7 @@ func (c *conn) onMessage(d json.RawMessage) {
 			c.h(ctx, u)
 			if u.Private {
 				// Only private conversations have chats to catch up.
-				c.a.advance(ctx, u.Conv, m.ID, true)
+				c.a.cu.Advance(ctx, u.Conv, m.ID, true)
 			}
 		}
 	})

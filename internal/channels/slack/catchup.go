@@ -2,7 +2,6 @@ package slack
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -42,104 +41,36 @@ const (
 // CatchUpWith is called by the relay before the first Receive: with it,
 // every connection catches up (channels.CatchUpper).
 func (a *Adapter) CatchUpWith(c *channels.Cursors) {
-	a.mu.Lock()
-	a.cursors = c
-	a.mu.Unlock()
-}
-
-func (a *Adapter) cursorStore() *channels.Cursors {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.cursors
-}
-
-// pending is one conversation to catch up, with its cursor as it was
-// before any live update of this connection moved it.
-type pending struct {
-	conv, cursor string
-}
-
-// catchUpPlan reads where to catch up. It is read before live updates
-// are taken, and until its catch-up succeeds a conversation is behind: a
-// live message there does not move its cursor, so a failed catch-up is
-// tried again from where it was by the next connection. A failure is
-// logged: live receiving goes on without catch-up.
-func (a *Adapter) catchUpPlan(ctx context.Context) []pending {
-	cs := a.cursorStore()
-	if cs == nil {
-		return nil
-	}
-	convs, err := cs.Conversations(ctx)
-	if err != nil {
-		a.log.Warn("slack catch-up: listing the conversations failed; only live messages arrive", "err", err)
-		a.cursorMu.Lock()
-		a.unplanned = true
-		a.cursorMu.Unlock()
-		return nil
-	}
-	if len(convs) > catchUpConvs {
-		a.log.Info("slack catch-up: only the most recently active conversations are read", "read", catchUpConvs, "skipped", len(convs)-catchUpConvs)
-		convs = convs[:catchUpConvs]
-	}
-	plan := make([]pending, 0, len(convs))
-	for _, conv := range convs {
-		cur, err := cs.Get(ctx, conv)
-		if err != nil {
-			a.log.Warn("slack catch-up: reading a cursor failed; the conversation is not caught up", "conv", conv, "err", err)
-			continue
-		}
-		plan = append(plan, pending{conv: conv, cursor: cur})
-	}
-	a.cursorMu.Lock()
-	a.unplanned = false
-	for _, p := range plan {
-		a.behind[p.conv] = true
-	}
-	a.cursorMu.Unlock()
-	return plan
+	a.cu.Lend(c)
 }
 
 // catchUp delivers, conversation by conversation, the messages posted
-// after each cursor (within the bounds), oldest first. Errors are logged
-// and the next conversation tried: live receiving never waits on a
-// failed catch-up.
-func (a *Adapter) catchUp(ctx context.Context, me identity, plan []pending, h channels.Handler) {
-	delivered := 0
-	for _, p := range plan {
-		n, err := a.catchUpConv(ctx, me, p, h)
-		delivered += n
-		if ctx.Err() != nil {
-			return
-		}
-		if err != nil {
-			a.log.Warn("slack catch-up failed for a conversation; live messages still arrive, and the next connection tries again", "conv", p.conv, "err", err)
-			continue
-		}
-		a.cursorMu.Lock()
-		delete(a.behind, p.conv)
-		a.cursorMu.Unlock()
-	}
-	if len(plan) > 0 {
-		a.log.Info("slack catch-up done", "conversations", len(plan), "delivered", delivered)
-	}
+// after each cursor (within the bounds), oldest first; the plan was read
+// (channels.CatchUp.Plan) before live updates were taken. Errors are
+// logged and the next conversation tried: live receiving never waits on
+// a failed catch-up.
+func (a *Adapter) catchUp(ctx context.Context, me identity, plan []channels.CatchUpConv, h channels.Handler) {
+	a.cu.Run(ctx, plan, func(ctx context.Context, conv, cursor string) (int, error) {
+		return a.catchUpConv(ctx, me, conv, cursor, h)
+	})
 }
 
-func (a *Adapter) catchUpConv(ctx context.Context, me identity, p pending, h channels.Handler) (int, error) {
-	channel, thread, err := splitConv(p.conv)
+func (a *Adapter) catchUpConv(ctx context.Context, me identity, conv, cursor string, h channels.Handler) (int, error) {
+	channel, thread, err := splitConv(conv)
 	if err != nil {
 		return 0, err
 	}
 	oldest := tsAt(a.cfg.Clock().Add(-catchUpWindow))
 	switch {
-	case p.cursor == "":
+	case cursor == "":
 		// A conversation from before catch-up existed: the window, with
 		// the relay's dedupe dropping what was handled then.
-	case !tsRe.MatchString(p.cursor):
-		a.log.Warn("slack catch-up: a stored cursor is not a Slack ts; reading the last day", "conv", p.conv, "cursor", p.cursor)
-	case tsLess(p.cursor, oldest):
-		a.log.Warn("slack catch-up: only the last 24 hours are read; older messages of the conversation are skipped", "conv", p.conv, "since", p.cursor)
+	case !tsRe.MatchString(cursor):
+		a.log.Warn("slack catch-up: a stored cursor is not a Slack ts; reading the last day", "conv", conv, "cursor", cursor)
+	case tsLess(cursor, oldest):
+		a.log.Warn("slack catch-up: only the last 24 hours are read; older messages of the conversation are skipped", "conv", conv, "since", cursor)
 	default:
-		oldest = p.cursor
+		oldest = cursor
 	}
 	msgs, skipped, err := a.messagesSince(ctx, channel, thread, oldest)
 	if err != nil {
@@ -150,7 +81,7 @@ func (a *Adapter) catchUpConv(ctx context.Context, me identity, p pending, h cha
 		if skipped < 0 {
 			count = "some"
 		}
-		a.log.Warn("slack catch-up: more messages than are delivered; the older ones are skipped", "conv", p.conv, "delivered", len(msgs), "skipped", count)
+		a.log.Warn("slack catch-up: more messages than are delivered; the older ones are skipped", "conv", conv, "delivered", len(msgs), "skipped", count)
 	}
 	n := 0
 	for _, m := range msgs {
@@ -166,14 +97,14 @@ func (a *Adapter) catchUpConv(ctx context.Context, me identity, p pending, h cha
 		}
 		in, ok, err := eventInbound(me, ev, "history:"+channel+"/"+m.TS)
 		if err != nil {
-			a.log.Warn("slack catch-up: skipped a malformed message", "conv", p.conv, "err", err)
+			a.log.Warn("slack catch-up: skipped a malformed message", "conv", conv, "err", err)
 		}
 		if ok {
 			h(ctx, a.complete(ctx, in))
 			n++
 		}
 		// Skipped ones too: the next catch-up starts after them.
-		a.advance(ctx, p.conv, m.TS, false)
+		a.cu.Advance(ctx, conv, m.TS, false)
 	}
 	return n, nil
 }
@@ -186,7 +117,7 @@ func (a *Adapter) messagesSince(ctx context.Context, channel, thread, oldest str
 	if thread == "" {
 		// Newest first: the first page is the newest catchUpMax.
 		var p page
-		err := a.rateLimited(ctx, func() error {
+		err := a.cu.RetryAfter(ctx, catchUpTries, func() error {
 			var err error
 			p, err = a.api.history(ctx, a.cfg.BotToken, channel, "", oldest, "", catchUpMax)
 			return err
@@ -211,7 +142,7 @@ func (a *Adapter) messagesSince(ctx context.Context, channel, thread, oldest str
 	cursor := ""
 	for range catchUpPages {
 		var p page
-		err := a.rateLimited(ctx, func() error {
+		err := a.cu.RetryAfter(ctx, catchUpTries, func() error {
 			var err error
 			p, err = a.api.history(ctx, a.cfg.BotToken, channel, thread, oldest, cursor, catchUpPage)
 			return err
@@ -240,26 +171,6 @@ func (a *Adapter) messagesSince(ctx context.Context, channel, thread, oldest str
 	return msgs, skipped, nil
 }
 
-// rateLimited calls f, waiting out the rate limits Slack answers with
-// (channels.RetryAfterError, from HTTP 429), at most catchUpTries times.
-func (a *Adapter) rateLimited(ctx context.Context, f func() error) error {
-	for try := 1; ; try++ {
-		err := f()
-		var ra *channels.RetryAfterError
-		if !errors.As(err, &ra) || try >= catchUpTries {
-			return err
-		}
-		a.log.Info("slack catch-up: rate limited; waiting", "after", ra.After)
-		t := time.NewTimer(ra.After)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
-		}
-	}
-}
-
 // delivered moves the cursor of a private conversation past a live
 // message the Handler took (only private conversations can have chats,
 // so only they are caught up), unless the conversation is behind.
@@ -267,35 +178,7 @@ func (a *Adapter) delivered(ctx context.Context, in inbound) {
 	if in.u.Action != nil || !in.u.Private || in.ts == "" {
 		return
 	}
-	a.advance(ctx, in.u.Conv, in.ts, true)
-}
-
-// advance records ts as a conversation's cursor unless it already points
-// later (a live update and a catch-up may finish in either order). A
-// live message (live) leaves the cursor of a conversation that is
-// behind where it is.
-func (a *Adapter) advance(ctx context.Context, conv, ts string, live bool) {
-	cs := a.cursorStore()
-	if cs == nil {
-		return
-	}
-	// What was delivered stays delivered when the daemon is stopping.
-	ctx = context.WithoutCancel(ctx)
-	a.cursorMu.Lock()
-	defer a.cursorMu.Unlock()
-	if live && (a.unplanned || a.behind[conv]) {
-		return
-	}
-	cur, err := cs.Get(ctx, conv)
-	if err == nil && cur != "" && tsRe.MatchString(cur) && !tsLess(cur, ts) {
-		return
-	}
-	if err == nil {
-		err = cs.Set(ctx, conv, ts)
-	}
-	if err != nil {
-		a.log.Warn("slack catch-up: recording a cursor failed; the message may be read again after a restart", "conv", conv, "err", err)
-	}
+	a.cu.Advance(ctx, in.u.Conv, in.ts, true)
 }
 
 // tsAt is the Slack ts of a moment.

@@ -33,7 +33,7 @@ func (a *Adapter) Receive(ctx context.Context, h channels.Handler) error {
 		return fmt.Errorf("slack: learning the bot's identity: %w", err)
 	}
 	if a.cfg.Mode == ModeEvents {
-		plan := a.catchUpPlan(ctx)
+		plan := a.cu.Plan(ctx, catchUpConvs)
 		a.mu.Lock()
 		a.recv = &receiver{ctx: ctx, h: h}
 		a.mu.Unlock()
@@ -114,7 +114,7 @@ func parseEnvelope(data []byte) (envelope, error) {
 // open: the connection is open by then, so nothing posted in between is
 // missed, and what arrives both ways is handled once by the relay.
 func (a *Adapter) socket(ctx context.Context, me identity, h channels.Handler) error {
-	plan := a.catchUpPlan(ctx)
+	plan := a.cu.Plan(ctx, catchUpConvs)
 	dctx, cancel := context.WithTimeout(ctx, dialTimeout)
 	defer cancel()
 	wsURL, err := a.api.connectionsOpen(dctx, a.cfg.AppToken)

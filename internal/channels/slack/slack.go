@@ -123,24 +123,16 @@ type Adapter struct {
 	log     *slog.Logger
 	fileURL *url.URL // the API root, from which file downloads are also allowed (tests)
 
+	// cu keeps catch-up's place: the cursors the relay lends
+	// (CatchUpWith) and which conversations are behind.
+	cu channels.CatchUp
+
 	mu    sync.Mutex // guards the fields below
 	id    identity   // the bot, from auth.test; empty until known
 	names map[string]string
 	// recv is the Handler and context of the running Receive, used by the
 	// Events API routes; nil while Receive is not running.
 	recv *receiver
-	// cursors, lent by the relay (CatchUpWith), are where catch-up keeps
-	// its place; nil: no catch-up.
-	cursors *channels.Cursors
-
-	// cursorMu serializes moving a cursor (read, compare, write) and
-	// guards the fields below.
-	cursorMu sync.Mutex
-	// behind are the conversations whose catch-up has not succeeded yet;
-	// unplanned: listing them failed. Live messages there leave the
-	// cursor alone.
-	behind    map[string]bool
-	unplanned bool
 
 	// pingEvery spaces Socket Mode keepalive pings.
 	pingEvery time.Duration
@@ -202,14 +194,15 @@ func New(cfg Config, httpClient *http.Client, log *slog.Logger) (*Adapter, error
 	}
 	ws := *httpClient
 	ws.Timeout = 0 // a WebSocket lives for hours; its dial is bounded by a context instead
+	log = log.With("channel", cfg.Name)
 	return &Adapter{
 		cfg:       cfg,
 		api:       client{base: strings.TrimSuffix(cfg.APIURL, "/"), http: httpClient},
 		ws:        &ws,
-		log:       log.With("channel", cfg.Name),
+		log:       log,
 		fileURL:   u,
 		names:     map[string]string{},
-		behind:    map[string]bool{},
+		cu:        channels.CatchUp{Platform: "slack", Log: log, Less: tsLess, Valid: tsRe.MatchString},
 		pingEvery: 30 * time.Second,
 	}, nil
 }
