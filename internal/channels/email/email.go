@@ -8,7 +8,10 @@
 // on the configured mailbox, IDLE when the server offers it (RFC 2177)
 // with a periodic search as the safety net, polling otherwise; every IMAP
 // exchange has a deadline, so a silent server ends Receive (the relay
-// reconnects) instead of hanging it. Of the unseen messages, the
+// reconnects) instead of hanging it. A message whose fetching ends the
+// session (a server that cannot read it) is retried alone and, after
+// three such failures, skipped with a warning and left unseen, so it
+// does not stop the channel (receive.go, unreadable). Of the unseen messages, the
 // recipient headers are read first; those addressed (To, Cc,
 // Delivered-To, X-Original-To) to the dedicated address or a plus-tag of
 // it are read whole, everything else in the mailbox is left untouched.
@@ -161,6 +164,9 @@ type Adapter struct {
 	log *slog.Logger
 	// local and domain split the dedicated address (lower case).
 	local, domain string
+	// unreadable remembers the messages whose fetching ended the session,
+	// across the relay's restarts of Receive (receive.go).
+	unreadable unreadable
 }
 
 var _ channels.Platform = (*Adapter)(nil)

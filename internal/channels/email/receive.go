@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"log/slog"
 	"net"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -243,19 +245,33 @@ func (s *scanner) scan(ctx context.Context) error {
 			uids = append(uids, u)
 		}
 	}
+	uids = a.unreadable.without(s.validity, uids)
 	for len(uids) > 0 && ctx.Err() == nil {
 		n := min(len(uids), headerBatch)
+		if a.unreadable.suspect(s.validity, uids[0]) {
+			n = 1 // one at a time through what failed before
+		}
 		batch := uids[:n]
 		uids = uids[n:]
 		mine, err := s.addressed(batch)
 		if err != nil {
+			a.unreadable.failed(a.log, s.validity, batch)
 			return err
 		}
+		// Those not for the channel were read well enough.
+		a.unreadable.read(s.validity, slices.DeleteFunc(slices.Clone(batch), func(id imap.UID) bool { return slices.Contains(mine, id) }))
 		for len(mine) > 0 && ctx.Err() == nil {
 			k := min(len(mine), fetchBatch)
+			if a.unreadable.suspect(s.validity, mine[0]) {
+				k = 1
+			}
 			if err := s.fetchAndHandle(ctx, mine[:k]); err != nil {
+				if ctx.Err() == nil {
+					a.unreadable.failed(a.log, s.validity, mine[:k])
+				}
 				return err
 			}
+			a.unreadable.read(s.validity, mine[:k])
 			mine = mine[k:]
 		}
 		if ctx.Err() == nil {
@@ -434,5 +450,85 @@ func (s *scanner) voiceFetcher(uid imap.UID, index int) func(ctx context.Context
 			return nil, errors.New("the voice note is missing or larger than 25 MB")
 		}
 		return p.Attachments[index].Data, nil
+	}
+}
+
+// unreadable tracks messages whose fetching ends the IMAP session (a
+// Dovecot that cannot open a message file answers a FETCH of it by
+// disconnecting), so one bad message does not stop the channel for good:
+// the UIDs of a failed command become suspects, fetched one at a time
+// after the relay starts Receive again; a suspect that fails alone
+// unreadableTries times is skipped, with a warning, and stays unseen on
+// the server. Kept per adapter in memory: a restart of the daemon tries
+// again. A network failure ends the session before the fetch (the
+// reconnection's SEARCH fails first), so it is not counted against a
+// message.
+type unreadable struct {
+	mu       sync.Mutex
+	validity uint32
+	suspects map[imap.UID]int // failed alone this many times (0: in a failed batch)
+	skipped  map[imap.UID]bool
+}
+
+// unreadableTries is how often a message must end the session alone
+// before it is skipped.
+const unreadableTries = 3
+
+// reset forgets everything when the mailbox's UIDs were renumbered.
+func (u *unreadable) reset(validity uint32) {
+	if u.validity != validity || u.suspects == nil {
+		u.validity, u.suspects, u.skipped = validity, map[imap.UID]int{}, map[imap.UID]bool{}
+	}
+}
+
+// without is uids less the skipped ones.
+func (u *unreadable) without(validity uint32, uids []imap.UID) []imap.UID {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.reset(validity)
+	if len(u.skipped) == 0 {
+		return uids
+	}
+	return slices.DeleteFunc(uids, func(id imap.UID) bool { return u.skipped[id] })
+}
+
+func (u *unreadable) suspect(validity uint32, uid imap.UID) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.reset(validity)
+	_, ok := u.suspects[uid]
+	return ok
+}
+
+// failed notes a command on uids that ended with an error.
+func (u *unreadable) failed(log *slog.Logger, validity uint32, uids []imap.UID) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.reset(validity)
+	if len(uids) > 1 {
+		for _, id := range uids {
+			if _, ok := u.suspects[id]; !ok {
+				u.suspects[id] = 0
+			}
+		}
+		return
+	}
+	id := uids[0]
+	u.suspects[id]++
+	if u.suspects[id] >= unreadableTries {
+		delete(u.suspects, id)
+		u.skipped[id] = true
+		log.Warn("email message skipped: fetching it ended the IMAP session every time (the server cannot read it; see its log); it stays unseen there",
+			"uid", uint32(id), "tries", unreadableTries)
+	}
+}
+
+// read clears uids that were fetched.
+func (u *unreadable) read(validity uint32, uids []imap.UID) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.reset(validity)
+	for _, id := range uids {
+		delete(u.suspects, id)
 	}
 }
