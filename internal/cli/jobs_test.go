@@ -101,17 +101,28 @@ func TestJobsCommands(t *testing.T) {
 	if p := pending.Approvals[0]; p.Tool != "write_file" || !p.NoExpiry {
 		t.Fatalf("pending approval %+v", p)
 	}
-	// The waiting approval reaches the phone, decrypted by the stub.
+	// The waiting approval reaches the phone, decrypted by the stub. The
+	// first run's result may reach it too (it was waiting for a device),
+	// in either order.
+	var pl struct{ Title, URL string }
 	deadline = time.Now().Add(20 * time.Second)
-	for len(push.Messages()) == 0 {
+	for pl.Title != "Approval needed: write_file" {
 		if time.Now().After(deadline) {
-			t.Fatalf("no push reached the stub (stub errors %v)", push.Errors())
+			t.Fatalf("no approval push reached the stub (messages %d, stub errors %v)", len(push.Messages()), push.Errors())
 		}
 		time.Sleep(50 * time.Millisecond)
+		for _, m := range push.Messages() {
+			var got struct{ Title, URL string }
+			if err := json.Unmarshal(m.Payload, &got); err != nil {
+				t.Fatalf("push payload %s: %v", m.Payload, err)
+			}
+			if got.Title == "Approval needed: write_file" {
+				pl = got
+			}
+		}
 	}
-	var pl struct{ Title, URL string }
-	if err := json.Unmarshal(push.Messages()[0].Payload, &pl); err != nil || pl.Title != "Approval needed: write_file" || !strings.HasPrefix(pl.URL, "/c/") {
-		t.Fatalf("push payload %s (%v)", push.Messages()[0].Payload, err)
+	if !strings.HasPrefix(pl.URL, "/c/") {
+		t.Fatalf("approval push URL %q", pl.URL)
 	}
 	r = run(t, home, env, "jobs", "list", "--json")
 	if !strings.Contains(r.stdout, `"running": true`) {
