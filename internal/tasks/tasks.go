@@ -220,46 +220,22 @@ func Tools(d Deps) []tools.Tool {
 			Fn: calwrite.ToolFunc(add.Name, d.Writer, unconfigured, func(ctx context.Context, key string, a calwrite.TaskAddArgs) (calwrite.Op, error) {
 				return d.Writer.AddTask(ctx, key, a)
 			}),
-			PreviewF: func(ctx context.Context, raw json.RawMessage) string {
-				var a calwrite.TaskAddArgs
-				if d.Writer == nil || json.Unmarshal(raw, &a) != nil {
-					return ""
-				}
-				return d.Writer.PreviewAddTask(ctx, a)
-			}},
+			PreviewF: preview(d.Writer, (*calwrite.Writer).PreviewAddTask)},
 		&tools.Func{S: done, Check: unavailable,
 			Fn: withSubtasks(done.Name, d.Writer, unconfigured, func(ctx context.Context, key string, a calwrite.TaskCompleteArgs) (calwrite.TaskResult, error) {
 				return d.Writer.CompleteTaskWithSubtasks(ctx, key, a)
 			}),
-			PreviewF: func(ctx context.Context, raw json.RawMessage) string {
-				var a calwrite.TaskCompleteArgs
-				if d.Writer == nil || json.Unmarshal(raw, &a) != nil {
-					return ""
-				}
-				return d.Writer.PreviewCompleteTask(ctx, a)
-			}},
+			PreviewF: preview(d.Writer, (*calwrite.Writer).PreviewCompleteTask)},
 		&tools.Func{S: update, Check: unavailable,
 			Fn: calwrite.ToolFunc(update.Name, d.Writer, unconfigured, func(ctx context.Context, key string, a calwrite.TaskUpdateArgs) (calwrite.Op, error) {
 				return d.Writer.UpdateTask(ctx, key, a)
 			}),
-			PreviewF: func(ctx context.Context, raw json.RawMessage) string {
-				var a calwrite.TaskUpdateArgs
-				if d.Writer == nil || json.Unmarshal(raw, &a) != nil {
-					return ""
-				}
-				return d.Writer.PreviewUpdateTask(ctx, a)
-			}},
+			PreviewF: preview(d.Writer, (*calwrite.Writer).PreviewUpdateTask)},
 		&tools.Func{S: del, Check: unavailable,
 			Fn: withSubtasks(del.Name, d.Writer, unconfigured, func(ctx context.Context, key string, a calwrite.TaskDeleteArgs) (calwrite.TaskResult, error) {
 				return d.Writer.DeleteTaskWithSubtasks(ctx, key, a)
 			}),
-			PreviewF: func(ctx context.Context, raw json.RawMessage) string {
-				var a calwrite.TaskDeleteArgs
-				if d.Writer == nil || json.Unmarshal(raw, &a) != nil {
-					return ""
-				}
-				return d.Writer.PreviewDeleteTask(ctx, a)
-			}},
+			PreviewF: preview(d.Writer, (*calwrite.Writer).PreviewDeleteTask)},
 	}
 }
 
@@ -301,3 +277,16 @@ const deleteSchema = `{"type":"object","additionalProperties":false,"properties"
 "list":{"type":"string","maxLength":200},
 "series":{"type":"boolean","description":"required to delete a recurring task (or, with with_subtasks, a recurring subtask): every occurrence goes"},
 "with_subtasks":{"type":"boolean","description":"required to delete a task with subtasks: they are deleted too"}}}`
+
+// preview is a write tool's card text: the arguments read as A and
+// described by f; "" (the generic card) when they do not read or there
+// is no writer.
+func preview[A any](w *calwrite.Writer, f func(*calwrite.Writer, context.Context, A) string) func(context.Context, json.RawMessage) string {
+	return func(ctx context.Context, raw json.RawMessage) string {
+		var a A
+		if w == nil || json.Unmarshal(raw, &a) != nil {
+			return ""
+		}
+		return f(w, ctx, a)
+	}
+}
